@@ -1,0 +1,19 @@
+// The plugins folder's public interface.
+import { clockPlugin } from "./clock.ts";
+import type { Plugin } from "./contract.ts";
+
+export type { Plugin, PluginTool, ToolContext, ToolOutput, SideEffects, Idempotency } from "./contract.ts";
+export { Gateway, mountSchema, type ModelTool, type Mount, type CallScope } from "./gateway.ts";
+
+const registry: Plugin[] = [clockPlugin];
+
+/** Every plugin a mount may name. */
+export function plugins(): readonly Plugin[] {
+  return registry;
+}
+
+/** Adds a plugin at start-up (the Worker entry, or a test entry with a test-only plugin). */
+export function registerPlugin(plugin: Plugin): void {
+  if (registry.some((p) => p.name === plugin.name)) throw new Error(`plugin "${plugin.name}" is already registered`);
+  registry.push(plugin);
+}

@@ -1,0 +1,699 @@
+// AgentObject: one Durable Object per (tenant, agent), with its own SQLite.
+//
+// `submit` is a durable write that returns at once and arms an alarm for "now".
+// The alarm runs one pass (`drive`): it advances every running conversation
+// until it must wait (for the model, which is asked through the queue and never
+// awaited here), sends the outbox, and arms the alarm again only if something
+// is due. An idle object has no alarm.
+import { DurableObject } from "cloudflare:workers";
+import type { AssistantMessage, ToolCall, ToolResultMessage, UserMessage } from "@mariozechner/pi-ai";
+import { Gateway, plugins } from "../plugins/index.ts";
+import type {
+  ChatEvent,
+  ChatUser,
+  ConversationStatus,
+  OutboundMessage,
+  ReplyAddress,
+  Route,
+  SubmitResult,
+} from "./chat.ts";
+import { modelChoice, mounts } from "./config.ts";
+import type { ModelJobMessage, ModelOutcome, ModelRequest } from "./model-job.ts";
+import { outboundFor } from "./outbound.ts";
+import { migrate } from "./schema.ts";
+import { isMessageRow, modelMessages, textOf, transcript, type LogRow, type LogType, type TranscriptEntry, type UserData } from "./transcript.ts";
+
+/** Requests larger than this go to R2; SQLite rows are capped at 2 MB. */
+const LARGE_REQUEST_BYTES = 1 << 20;
+/** How long an undispatched job waits before the alarm sends it again. */
+const REDISPATCH_MS = 5_000;
+const OUTBOX_MAX_ATTEMPTS = 10;
+
+const INTERRUPT_NOTE =
+  "The person stopped the previous turn. Do not continue or resume the interrupted task unless they ask for it again.";
+
+type ConversationRow = {
+  id: string;
+  status: "idle" | "running" | "failed";
+  turn: number;
+  reply_to: string | null;
+  started_by: string;
+  error: string | null;
+  input_tokens: number;
+  output_tokens: number;
+  cost: number;
+  created_at: number;
+  updated_at: number;
+}
+
+type JobRow = {
+  id: string;
+  conversation: string;
+  turn: number;
+  purpose: "chat" | "compact";
+  status: "pending" | "done" | "discarded" | "failed";
+  request: string | null;
+  large_key: string | null;
+  dispatched: number;
+}
+
+type OutboxRow = {
+  id: number;
+  conversation: string;
+  address: string;
+  message: string;
+  status_key: string | null;
+  attempts: number;
+}
+
+export interface ConversationView {
+  id: string;
+  status: ConversationStatus;
+  turn: number;
+  error: string | null;
+  usage: { inputTokens: number; outputTokens: number; cost: number };
+  transcript: TranscriptEntry[];
+}
+
+export class IdentityError extends Error {
+  override name = "IdentityError";
+}
+
+export class AgentObject extends DurableObject<Env> {
+  private readonly sql: SqlStorage;
+  /** Passes are serialised: a pass awaits tools and platforms, and events may arrive meanwhile. */
+  private pass: Promise<void> | null = null;
+  private passAgain = false;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.sql = ctx.storage.sql;
+    migrate(ctx.storage);
+  }
+
+  // ---- RPC surface -------------------------------------------------------
+
+  /** A durable write, then an alarm for "now". Never waits for the model or a platform. */
+  async submit(route: Route, event: ChatEvent): Promise<SubmitResult> {
+    this.claim(route);
+    const result = this.ctx.storage.transactionSync(() => this.accept(event));
+    if (result.accepted) await this.wake();
+    return result;
+  }
+
+  async conversation(route: Route, id: string): Promise<ConversationView | null> {
+    this.claim(route);
+    const conv = this.conv(id);
+    if (!conv) return null;
+    return {
+      id,
+      status: this.statusOf(conv),
+      turn: conv.turn,
+      error: conv.error,
+      usage: { inputTokens: conv.input_tokens, outputTokens: conv.output_tokens, cost: conv.cost },
+      transcript: transcript(this.logRows(id)),
+    };
+  }
+
+  /** The consumer's read of a job: null when it is no longer wanted (done, discarded). */
+  async modelJob(route: Route, jobId: string): Promise<ModelRequest | null> {
+    this.claim(route);
+    const job = this.job(jobId);
+    if (!job || job.status !== "pending") return null;
+    if (job.large_key) {
+      const object = await this.env.LARGE_VALUES.get(job.large_key);
+      return object ? ((await object.json()) as ModelRequest) : null;
+    }
+    return JSON.parse(job.request ?? "null") as ModelRequest;
+  }
+
+  /** A reply (or a final failure) for a job. A second delivery of one job changes nothing. */
+  async deliverModelResult(route: Route, jobId: string, outcome: ModelOutcome): Promise<boolean> {
+    this.claim(route);
+    const job = this.job(jobId);
+    if (!job || job.status !== "pending") return false;
+    this.ctx.storage.transactionSync(() => this.settleJob(job, outcome));
+    if (job.large_key) await this.env.LARGE_VALUES.delete(job.large_key);
+    await this.wake();
+    return true;
+  }
+
+  override async alarm(): Promise<void> {
+    await this.drive();
+  }
+
+  // ---- identity ----------------------------------------------------------
+
+  /** The object records its (tenant, agent) on first use and refuses any other. */
+  private claim(route: Route): void {
+    const rows = this.sql.exec<{ key: string; value: string }>("SELECT key, value FROM meta WHERE key IN ('tenant', 'agent')").toArray();
+    const tenant = rows.find((r) => r.key === "tenant")?.value;
+    const agent = rows.find((r) => r.key === "agent")?.value;
+    if (tenant === undefined) {
+      this.sql.exec("INSERT INTO meta (key, value) VALUES ('tenant', ?), ('agent', ?)", route.tenant, route.agent);
+      return;
+    }
+    if (tenant !== route.tenant || agent !== route.agent) {
+      throw new IdentityError(
+        `this object belongs to tenant "${tenant}" agent "${agent}"; refused a request for tenant "${route.tenant}" agent "${route.agent}"`,
+      );
+    }
+  }
+
+  private route(): Route | null {
+    const rows = this.sql.exec<{ key: string; value: string }>("SELECT key, value FROM meta WHERE key IN ('tenant', 'agent')").toArray();
+    const tenant = rows.find((r) => r.key === "tenant")?.value;
+    const agent = rows.find((r) => r.key === "agent")?.value;
+    return tenant !== undefined && agent !== undefined ? { tenant, agent } : null;
+  }
+
+  // ---- accept: the durable write -------------------------------------------
+
+  private accept(event: ChatEvent): SubmitResult {
+    const now = Date.now();
+    const seen = this.sql.exec("SELECT 1 FROM inbound WHERE event_id = ?", event.id).toArray().length > 0;
+    const existing = this.conv(event.conversation);
+    if (seen) {
+      return { accepted: false, conversation: event.conversation, status: existing ? this.statusOf(existing) : "idle" };
+    }
+    this.sql.exec("INSERT INTO inbound (event_id, conversation, kind, at) VALUES (?, ?, ?, ?)", event.id, event.conversation, event.kind, now);
+    const conv = existing ?? this.createConversation(event.conversation, event.user, now);
+    if (event.replyTo) this.sql.exec("UPDATE conversations SET reply_to = ? WHERE id = ?", JSON.stringify(event.replyTo), conv.id);
+
+    let notice: string | undefined;
+    switch (event.kind) {
+      case "message":
+      case "steer":
+        if (conv.status === "running") this.queueSteer(conv.id, event.text, event.user, now);
+        else this.startTurn(conv.id, event.text, event.user, now);
+        break;
+      case "interrupt":
+        notice = this.interrupt(conv.id);
+        break;
+      case "command":
+        notice = this.command(conv.id, event.command);
+        break;
+      case "decision":
+        notice = "There is no pending approval with that id.";
+        break;
+    }
+    const after = this.conv(conv.id)!;
+    return { accepted: true, conversation: conv.id, status: this.statusOf(after), notice };
+  }
+
+  private createConversation(id: string, user: ChatUser, now: number): ConversationRow {
+    this.sql.exec(
+      "INSERT INTO conversations (id, status, turn, started_by, created_at, updated_at) VALUES (?, 'idle', 0, ?, ?, ?)",
+      id,
+      JSON.stringify(user),
+      now,
+      now,
+    );
+    return this.conv(id)!;
+  }
+
+  private userMessage(text: string, now: number): UserMessage {
+    return { role: "user", content: text, timestamp: now };
+  }
+
+  private startTurn(conversation: string, text: string, user: ChatUser, now: number): void {
+    const turn = this.conv(conversation)!.turn + 1;
+    this.sql.exec("UPDATE conversations SET status = 'running', turn = ?, error = NULL, updated_at = ? WHERE id = ?", turn, now, conversation);
+    this.append(conversation, turn, "turn_start", { by: user });
+    this.append(conversation, turn, "user", { message: this.userMessage(text, now), by: user, steer: false } satisfies UserData);
+    this.post(conversation, { kind: "status", state: "working", text: "Working on it…" });
+  }
+
+  /** Steering waits in the inbox and reaches the model before its next call. */
+  private queueSteer(conversation: string, text: string, user: ChatUser, now: number): void {
+    const data: UserData = { message: this.userMessage(text, now), by: user, steer: true };
+    this.sql.exec("INSERT INTO inbox (conversation, data, at) VALUES (?, ?, ?)", conversation, JSON.stringify(data), now);
+  }
+
+  private command(conversation: string, command: "stop" | "compact" | "status"): string {
+    switch (command) {
+      case "stop":
+        return this.interrupt(conversation);
+      case "status":
+        return this.describe(this.conv(conversation)!);
+      case "compact":
+        return this.startCompaction(conversation);
+    }
+  }
+
+  /** Ends the running turn: its open jobs are discarded and a note keeps the model from resuming it. */
+  private interrupt(conversation: string): string {
+    const conv = this.conv(conversation)!;
+    if (conv.status !== "running") return "Nothing is running in this conversation.";
+    this.sql.exec("UPDATE model_jobs SET status = 'discarded', settled_at = ? WHERE conversation = ? AND status = 'pending'", Date.now(), conversation);
+    this.sql.exec("DELETE FROM inbox WHERE conversation = ?", conversation);
+    this.closeOpenToolCalls(conv);
+    this.append(conversation, conv.turn, "marker", { text: INTERRUPT_NOTE });
+    this.endTurn(conv, "stopped");
+    return "Stopped the running turn.";
+  }
+
+  /** A provider rejects an assistant tool call without a result, so an interrupted batch gets results. */
+  private closeOpenToolCalls(conv: ConversationRow): void {
+    const last = this.logRows(conv.id).filter(isMessageRow).at(-1);
+    if (!last || last.type !== "assistant") return;
+    for (const call of toolCalls(JSON.parse(last.data) as AssistantMessage)) {
+      const record = this.toolCallRecord(toolCallKey(conv.id, last.seq, call));
+      const result =
+        record?.status === "done"
+          ? (JSON.parse(record.result!) as ToolResultMessage)
+          : toolResult(call, { text: record ? "Interrupted while running: the outcome is unknown." : "Not performed: the turn was stopped.", isError: true });
+      this.append(conv.id, conv.turn, "tool_result", result);
+    }
+  }
+
+  private toolCallRecord(key: string): { status: string; result: string | null } | undefined {
+    return this.sql.exec<{ status: string; result: string | null }>("SELECT status, result FROM tool_calls WHERE key = ?", key).toArray()[0];
+  }
+
+  private describe(conv: ConversationRow): string {
+    const status = this.statusOf(conv);
+    const open = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM model_jobs WHERE status = 'pending'").one().n;
+    const usage = `${conv.input_tokens} tokens in, ${conv.output_tokens} out, $${conv.cost.toFixed(4)}`;
+    const error = conv.status === "failed" && conv.error ? ` Last error: ${conv.error}` : "";
+    return `Status: ${status} (turn ${conv.turn}). Open model jobs for this agent: ${open}. Usage in this conversation: ${usage}.${error}`;
+  }
+
+  // ---- compaction ----------------------------------------------------------
+
+  private startCompaction(conversation: string): string {
+    const conv = this.conv(conversation)!;
+    if (conv.status === "running") return "A turn is running; stop it or wait for it before compacting.";
+    const messages = modelMessages(this.logRows(conversation));
+    if (messages.length < 2) return "Nothing to compact yet.";
+    const turn = conv.turn + 1;
+    this.sql.exec("UPDATE conversations SET status = 'running', turn = ?, error = NULL, updated_at = ? WHERE id = ?", turn, Date.now(), conversation);
+    this.append(conversation, turn, "turn_start", { purpose: "compact" });
+    return `Compacting ${messages.length} messages into a summary.`;
+  }
+
+  private compactionRequest(conversation: string): ModelRequest {
+    return {
+      systemPrompt:
+        "You write handover notes. Summarise the conversation so far so that another assistant can continue it: " +
+        "the person's goals, decisions, facts learned, open questions and anything promised. Be complete but brief.",
+      messages: [...modelMessages(this.logRows(conversation)), { role: "user", content: "Write the handover summary now.", timestamp: Date.now() }],
+      tools: [],
+    };
+  }
+
+  private turnPurpose(conv: ConversationRow): JobRow["purpose"] {
+    const start = this.sql
+      .exec<{ data: string }>("SELECT data FROM log WHERE conversation = ? AND turn = ? AND type = 'turn_start'", conv.id, conv.turn)
+      .toArray()[0];
+    return start && JSON.parse(start.data).purpose === "compact" ? "compact" : "chat";
+  }
+
+  // ---- model jobs ------------------------------------------------------------
+
+  /** The job row is written before it is dispatched; a large request goes to R2 first. */
+  private async createJob(conv: ConversationRow, purpose: JobRow["purpose"], request: ModelRequest): Promise<void> {
+    const seq = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM model_jobs WHERE conversation = ? AND turn = ?", conv.id, conv.turn).one().n;
+    const id = `${conv.id}:${conv.turn}:${seq}:${purpose}`;
+    const body = JSON.stringify(request);
+    let largeKey: string | null = null;
+    if (body.length > LARGE_REQUEST_BYTES) {
+      largeKey = `model-requests/${this.ctx.id.toString()}/${encodeURIComponent(id)}`;
+      await this.env.LARGE_VALUES.put(largeKey, body);
+      if (!this.stillRunning(conv) || this.openJob(conv.id)) return;
+    }
+    this.sql.exec(
+      "INSERT INTO model_jobs (id, conversation, turn, purpose, status, request, large_key, dispatched, created_at) VALUES (?, ?, ?, ?, 'pending', ?, ?, 0, ?)",
+      id,
+      conv.id,
+      conv.turn,
+      purpose,
+      largeKey ? null : body,
+      largeKey,
+      Date.now(),
+    );
+  }
+
+  private settleJob(job: JobRow, outcome: ModelOutcome): void {
+    const now = Date.now();
+    const conv = this.conv(job.conversation)!;
+    const failed = !outcome.ok || outcome.message.stopReason === "error" || outcome.message.stopReason === "aborted";
+    this.sql.exec("UPDATE model_jobs SET status = ?, settled_at = ?, request = NULL WHERE id = ?", failed ? "failed" : "done", now, job.id);
+    if (conv.status !== "running" || conv.turn !== job.turn) return;
+    if (!outcome.ok) return this.endTurn(conv, "failed", outcome.error);
+    const message = outcome.message;
+    if (failed) return this.endTurn(conv, "failed", message.errorMessage ?? `the model stopped with "${message.stopReason}"`);
+    this.sql.exec(
+      "UPDATE conversations SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, cost = cost + ?, updated_at = ? WHERE id = ?",
+      message.usage.input + message.usage.cacheRead + message.usage.cacheWrite,
+      message.usage.output,
+      message.usage.cost.total,
+      now,
+      conv.id,
+    );
+    if (job.purpose === "compact") {
+      this.append(conv.id, conv.turn, "handover", { summary: textOf(message.content) });
+      this.endTurn(conv, "compacted");
+      return;
+    }
+    this.append(conv.id, conv.turn, "assistant", message);
+  }
+
+  private async dispatchJobs(route: Route): Promise<void> {
+    const jobs = this.sql.exec<JobRow>("SELECT * FROM model_jobs WHERE status = 'pending' AND dispatched = 0").toArray();
+    for (const job of jobs) {
+      const message: ModelJobMessage = { ...route, jobId: job.id };
+      try {
+        await this.env.MODEL_QUEUE.send(message);
+      } catch (err) {
+        console.error(`dispatch of ${job.id} failed; the alarm will retry`, err);
+        continue;
+      }
+      this.sql.exec("UPDATE model_jobs SET dispatched = 1 WHERE id = ?", job.id);
+    }
+  }
+
+  // ---- drive: one pass ---------------------------------------------------------
+
+  /** Runs a pass, or asks the running one to go round again. */
+  private async drive(): Promise<void> {
+    if (this.pass) {
+      this.passAgain = true;
+      return this.pass;
+    }
+    this.pass = (async () => {
+      try {
+        do {
+          this.passAgain = false;
+          await this.onePass();
+        } while (this.passAgain);
+      } finally {
+        this.pass = null;
+      }
+    })();
+    return this.pass;
+  }
+
+  private async onePass(): Promise<void> {
+    const route = this.route();
+    if (!route) return;
+    const running = this.sql.exec<{ id: string }>("SELECT id FROM conversations WHERE status = 'running'").toArray();
+    for (const { id } of running) await this.advance(route, id);
+    await this.dispatchJobs(route);
+    await this.flushOutbox(route);
+    await this.armAlarm();
+  }
+
+  /** Advances one conversation until it must wait. */
+  private async advance(route: Route, id: string): Promise<void> {
+    for (;;) {
+      const conv = this.conv(id);
+      if (!conv || conv.status !== "running") return;
+      if (this.openJob(id)) return; // waiting for the model
+      if (this.turnPurpose(conv) === "compact") return this.createJob(conv, "compact", this.compactionRequest(id));
+      const last = this.logRows(id).filter(isMessageRow).at(-1);
+      if (last?.type === "assistant") {
+        const message = JSON.parse(last.data) as AssistantMessage;
+        const calls = toolCalls(message);
+        if (calls.length > 0) {
+          if (!(await this.runTools(route, conv, last.seq, calls))) return;
+          continue;
+        }
+        const steered = this.ctx.storage.transactionSync(() => this.drainInbox(conv));
+        if (steered) continue;
+        this.ctx.storage.transactionSync(() => this.endTurn(conv, "done", undefined, textOf(message.content)));
+        return;
+      }
+      // Steering reaches the model before its next call.
+      this.ctx.storage.transactionSync(() => this.drainInbox(conv));
+      return this.createJob(conv, "chat", this.chatRequest(route, id));
+    }
+  }
+
+  private drainInbox(conv: ConversationRow): boolean {
+    const rows = this.sql.exec<{ seq: number; data: string }>("SELECT seq, data FROM inbox WHERE conversation = ? ORDER BY seq", conv.id).toArray();
+    for (const row of rows) this.append(conv.id, conv.turn, "user", JSON.parse(row.data));
+    this.sql.exec("DELETE FROM inbox WHERE conversation = ?", conv.id);
+    return rows.length > 0;
+  }
+
+  /**
+   * Performs an assistant message's tool calls in order. Each call is recorded
+   * before it runs, so a call found "started" after an eviction is a replay,
+   * which the gateway answers by the tool's declared effects.
+   */
+  private async runTools(route: Route, conv: ConversationRow, assistantSeq: number, calls: ToolCall[]): Promise<boolean> {
+    const gateway = this.gateway();
+    const results: ToolResultMessage[] = [];
+    for (const call of calls) {
+      const key = toolCallKey(conv.id, assistantSeq, call);
+      const record = this.toolCallRecord(key);
+      if (record?.status === "done") {
+        results.push(JSON.parse(record.result!) as ToolResultMessage);
+        continue;
+      }
+      if (!record) {
+        this.sql.exec(
+          "INSERT INTO tool_calls (key, conversation, turn, name, status, started_at) VALUES (?, ?, ?, ?, 'started', ?)",
+          key,
+          conv.id,
+          conv.turn,
+          call.name,
+          Date.now(),
+        );
+      }
+      const output = await gateway.call(call.name, call.arguments, { ...route, conversation: conv.id, callKey: key }, record !== undefined);
+      const result = toolResult(call, output);
+      this.sql.exec("UPDATE tool_calls SET status = 'done', result = ?, done_at = ? WHERE key = ?", JSON.stringify(result), Date.now(), key);
+      results.push(result);
+      if (!this.stillRunning(conv)) return false; // interrupted while the tool ran
+    }
+    this.ctx.storage.transactionSync(() => {
+      for (const result of results) this.append(conv.id, conv.turn, "tool_result", result);
+    });
+    return true;
+  }
+
+  private stillRunning(conv: ConversationRow): boolean {
+    const now = this.conv(conv.id);
+    return now?.status === "running" && now.turn === conv.turn;
+  }
+
+  private gatewayCache: Gateway | null = null;
+  private gateway(): Gateway {
+    this.gatewayCache ??= new Gateway(mounts(this.env), plugins());
+    return this.gatewayCache;
+  }
+
+  private chatRequest(route: Route, conversation: string): ModelRequest {
+    return {
+      systemPrompt: systemPrompt(this.env, route),
+      messages: modelMessages(this.logRows(conversation)),
+      tools: this.gateway().tools(),
+    };
+  }
+
+  private endTurn(conv: ConversationRow, outcome: "done" | "stopped" | "failed" | "compacted", error?: string, reply?: string): void {
+    const now = Date.now();
+    this.append(conv.id, conv.turn, "turn_end", { outcome, error });
+    this.sql.exec(
+      "UPDATE conversations SET status = ?, error = ?, updated_at = ? WHERE id = ?",
+      outcome === "failed" ? "failed" : "idle",
+      error ?? null,
+      now,
+      conv.id,
+    );
+    switch (outcome) {
+      case "done":
+        this.post(conv.id, { kind: "reply", text: reply?.trim() ? reply : "(The model finished without saying anything.)" });
+        this.post(conv.id, { kind: "status", state: "done", text: "Done." });
+        break;
+      case "stopped":
+        this.post(conv.id, { kind: "status", state: "stopped", text: "Stopped." });
+        this.post(conv.id, { kind: "notice", text: "The turn was stopped." });
+        break;
+      case "failed":
+        this.post(conv.id, { kind: "status", state: "failed", text: "Failed." });
+        this.post(conv.id, { kind: "notice", text: `Sorry, this turn failed: ${error}` });
+        break;
+      case "compacted":
+        this.post(conv.id, { kind: "notice", text: "The conversation so far was compacted into a summary." });
+        break;
+    }
+  }
+
+  // ---- outbox ------------------------------------------------------------------
+
+  /** Written in the caller's transaction; sent by the pass. A status update replaces an unsent one. */
+  private post(conversation: string, message: OutboundMessage): void {
+    const conv = this.conv(conversation)!;
+    if (!conv.reply_to) return; // the Agents API reads the transcript instead
+    const address = JSON.parse(conv.reply_to) as ReplyAddress;
+    const now = Date.now();
+    if (message.kind === "status") {
+      const key = `${conversation}:${conv.turn}`;
+      const unsent = this.sql
+        .exec<{ id: number }>("SELECT id FROM outbox WHERE status_key = ? AND status = 'pending' AND attempts = 0", key)
+        .toArray()[0];
+      if (unsent) {
+        this.sql.exec("UPDATE outbox SET message = ? WHERE id = ?", JSON.stringify(message), unsent.id);
+        return;
+      }
+      this.insertOutbox(conversation, address, message, key, now);
+      return;
+    }
+    const parts = message.kind === "reply" ? (outboundFor(address.platform)?.split(message.text) ?? [message.text]) : [message.text];
+    for (const text of parts) this.insertOutbox(conversation, address, { ...message, text }, null, now);
+  }
+
+  private insertOutbox(conversation: string, address: ReplyAddress, message: OutboundMessage, statusKey: string | null, now: number): void {
+    this.sql.exec(
+      "INSERT INTO outbox (conversation, address, message, status_key, status, next_at, created_at) VALUES (?, ?, ?, ?, 'pending', ?, ?)",
+      conversation,
+      JSON.stringify(address),
+      JSON.stringify(message),
+      statusKey,
+      now,
+      now,
+    );
+  }
+
+  /** Sends due outbox rows in order; a conversation whose row fails waits, so order holds. */
+  private async flushOutbox(route: Route): Promise<void> {
+    const now = Date.now();
+    const rows = this.sql
+      .exec<OutboxRow & { next_at: number }>("SELECT id, conversation, address, message, status_key, attempts, next_at FROM outbox WHERE status = 'pending' ORDER BY id")
+      .toArray();
+    const blocked = new Set<string>();
+    for (const row of rows) {
+      if (blocked.has(row.conversation)) continue;
+      if (row.next_at > now) {
+        blocked.add(row.conversation);
+        continue;
+      }
+      const address = JSON.parse(row.address) as ReplyAddress;
+      const outbound = outboundFor(address.platform);
+      if (!outbound) {
+        this.sql.exec("UPDATE outbox SET status = 'failed', error = ? WHERE id = ?", `no bridge for platform ${address.platform}`, row.id);
+        continue;
+      }
+      const ref = row.status_key
+        ? this.sql.exec<{ ref: string }>("SELECT ref FROM status_refs WHERE status_key = ?", row.status_key).toArray()[0]?.ref
+        : undefined;
+      let result;
+      try {
+        result = await outbound.deliver(this.env, {
+          route,
+          conversation: row.conversation,
+          address,
+          message: JSON.parse(row.message) as OutboundMessage,
+          idempotencyKey: `${this.ctx.id.toString()}:${row.id}`,
+          ref,
+        });
+      } catch (err) {
+        result = { ok: false as const, error: err instanceof Error ? err.message : String(err) };
+      }
+      const attempts = row.attempts + 1;
+      if (result.ok) {
+        this.ctx.storage.transactionSync(() => {
+          this.sql.exec("UPDATE outbox SET status = 'sent', attempts = ?, ref = ?, sent_at = ? WHERE id = ?", attempts, result.ref ?? null, Date.now(), row.id);
+          if (row.status_key && result.ref && !ref) this.sql.exec("INSERT OR IGNORE INTO status_refs (status_key, ref) VALUES (?, ?)", row.status_key, result.ref);
+        });
+        continue;
+      }
+      const giveUp = result.permanent === true || attempts >= OUTBOX_MAX_ATTEMPTS;
+      const delay = result.retryAfterMs ?? Math.min(60_000, 1000 * 2 ** (attempts - 1));
+      this.sql.exec(
+        "UPDATE outbox SET status = ?, attempts = ?, next_at = ?, error = ? WHERE id = ?",
+        giveUp ? "failed" : "pending",
+        attempts,
+        Date.now() + delay,
+        result.error,
+        row.id,
+      );
+      if (giveUp) console.error(`outbox ${row.id} to ${address.platform} failed for good: ${result.error}`);
+      else blocked.add(row.conversation);
+    }
+  }
+
+  // ---- alarm -------------------------------------------------------------------
+
+  private async wake(): Promise<void> {
+    await this.ctx.storage.setAlarm(Date.now());
+  }
+
+  /** Idle means nothing armed: the alarm is set only for work that is due. */
+  private async armAlarm(): Promise<void> {
+    const due: number[] = [];
+    const runnable = this.sql
+      .exec("SELECT 1 FROM conversations c WHERE status = 'running' AND NOT EXISTS (SELECT 1 FROM model_jobs j WHERE j.conversation = c.id AND j.status = 'pending') LIMIT 1")
+      .toArray();
+    if (runnable.length > 0) due.push(Date.now());
+    if (this.sql.exec("SELECT 1 FROM model_jobs WHERE status = 'pending' AND dispatched = 0 LIMIT 1").toArray().length > 0) {
+      due.push(Date.now() + REDISPATCH_MS);
+    }
+    const outbox = this.sql.exec<{ at: number | null }>("SELECT MIN(next_at) AS at FROM outbox WHERE status = 'pending'").one().at;
+    if (outbox !== null) due.push(outbox);
+    if (due.length === 0) await this.ctx.storage.deleteAlarm();
+    else await this.ctx.storage.setAlarm(Math.min(...due));
+  }
+
+  // ---- reads -------------------------------------------------------------------
+
+  private conv(id: string): ConversationRow | undefined {
+    return this.sql.exec<ConversationRow>("SELECT * FROM conversations WHERE id = ?", id).toArray()[0];
+  }
+
+  private job(id: string): JobRow | undefined {
+    return this.sql.exec<JobRow>("SELECT * FROM model_jobs WHERE id = ?", id).toArray()[0];
+  }
+
+  private openJob(conversation: string): boolean {
+    return this.sql.exec("SELECT 1 FROM model_jobs WHERE conversation = ? AND status = 'pending' LIMIT 1", conversation).toArray().length > 0;
+  }
+
+  private statusOf(conv: ConversationRow): ConversationStatus {
+    if (conv.status !== "running") return conv.status;
+    return this.openJob(conv.id) ? "waiting_model" : "running";
+  }
+
+  private logRows(conversation: string): LogRow[] {
+    return this.sql.exec<LogRow>("SELECT * FROM log WHERE conversation = ? ORDER BY seq", conversation).toArray();
+  }
+
+  private append(conversation: string, turn: number, type: LogType, data: unknown): void {
+    this.sql.exec("INSERT INTO log (conversation, turn, type, data, at) VALUES (?, ?, ?, ?, ?)", conversation, turn, type, JSON.stringify(data), Date.now());
+  }
+}
+
+/** Tool call ids may repeat across turns, so the key includes the assistant message's log position. */
+function toolCallKey(conversation: string, assistantSeq: number, call: ToolCall): string {
+  return `${conversation}:${assistantSeq}:${call.id}`;
+}
+
+function toolCalls(message: AssistantMessage): ToolCall[] {
+  return message.content.filter((c): c is ToolCall => c.type === "toolCall");
+}
+
+function toolResult(call: ToolCall, output: { text: string; isError?: boolean }): ToolResultMessage {
+  return {
+    role: "toolResult",
+    toolCallId: call.id,
+    toolName: call.name,
+    content: [{ type: "text", text: output.text }],
+    isError: output.isError === true,
+    timestamp: Date.now(),
+  };
+}
+
+function systemPrompt(env: Env, route: Route): string {
+  const custom = (env as unknown as Record<string, unknown>).AGENT_SYSTEM_PROMPT;
+  if (typeof custom === "string" && custom.trim() !== "") return custom;
+  const model = modelChoice(env);
+  const who = model.kind === "local" ? "the offline local model" : model.model;
+  return (
+    `You are "${route.agent}", an AI agent that works in a team chat (workspace "${route.tenant}"), running as ${who}. ` +
+    "Answer concisely in Markdown. Use the tools you are given when they help; tool names are <mount>__<tool>. " +
+    "Messages marked [runtime note] come from the runtime, not the person."
+  );
+}

@@ -1,0 +1,50 @@
+// The Agents API: drive an agent without a chat platform, behind ADMIN_TOKEN.
+import { Hono } from "hono";
+import { z } from "zod";
+import { agentStub, parseRoute } from "./ingress.ts";
+import { HttpError, parseJson, readBody, safeEqual } from "./http.ts";
+import { secretNamed } from "./config.ts";
+
+export const API_MAX_BODY_BYTES = 64 * 1024;
+const CONVERSATION = /^[A-Za-z0-9][A-Za-z0-9:._-]{0,199}$/;
+
+const messageBody = z.object({
+  text: z.string().trim().min(1, "text must not be empty").max(32_000),
+  conversation: z.string().regex(CONVERSATION, "conversation: letters, digits, : . _ - (max 200)").optional(),
+  kind: z.enum(["message", "steer", "interrupt"]).default("message"),
+});
+
+export const api = new Hono<{ Bindings: Env }>();
+
+api.use("*", async (c, next) => {
+  const token = secretNamed(c.env, "ADMIN_TOKEN");
+  if (!token) throw new HttpError(503, "ADMIN_TOKEN is not configured on this deployment");
+  const given = /^Bearer (.+)$/.exec(c.req.header("authorization") ?? "")?.[1];
+  if (!given) throw new HttpError(401, "missing bearer token: send Authorization: Bearer <ADMIN_TOKEN>");
+  if (!safeEqual(given, token)) throw new HttpError(401, "wrong bearer token");
+  await next();
+});
+
+api.post("/tenants/:tenant/agents/:agent/messages", async (c) => {
+  const route = parseRoute(c.req.param("tenant"), c.req.param("agent"));
+  const raw = await readBody(c, { contentTypes: ["application/json"], maxBytes: API_MAX_BODY_BYTES });
+  const parsed = messageBody.safeParse(parseJson(raw));
+  if (!parsed.success) throw new HttpError(422, z.prettifyError(parsed.error));
+  const { text, kind } = parsed.data;
+  const conversation = parsed.data.conversation ?? `api-${crypto.randomUUID()}`;
+  const id = c.req.header("idempotency-key") ?? crypto.randomUUID();
+  const user = { platform: "api" as const, id: "admin" };
+  const base = { id: `api:${id}`, conversation, user };
+  const event = kind === "interrupt" ? { ...base, kind } : { ...base, kind, text };
+  const result = await agentStub(c.env, route).submit(route, event);
+  return c.json(result, 202);
+});
+
+api.get("/tenants/:tenant/agents/:agent/conversations/:id", async (c) => {
+  const route = parseRoute(c.req.param("tenant"), c.req.param("agent"));
+  const id = c.req.param("id");
+  if (!CONVERSATION.test(id)) throw new HttpError(400, "invalid conversation id");
+  const view = await agentStub(c.env, route).conversation(route, id);
+  if (!view) throw new HttpError(404, `no conversation "${id}" for agent ${route.agent} of tenant ${route.tenant}`);
+  return c.json(view);
+});

@@ -1,0 +1,85 @@
+// The named interface between bridges and the runtime: what comes in (ChatEvent)
+// and what goes out (OutboundMessage through a ChatOutbound).
+
+export type Platform = "slack" | "discord" | "webhook" | "api";
+
+/** Which object an event is for. Both parts are validated by `parseRoute`. */
+export interface Route {
+  tenant: string;
+  agent: string;
+}
+
+export interface ChatUser {
+  platform: Platform;
+  id: string;
+  name?: string;
+}
+
+/**
+ * Where replies for a conversation go. Owned by the bridge that made it: the
+ * runtime stores it verbatim and hands it back to that bridge's outbound.
+ */
+export interface ReplyAddress {
+  platform: Platform;
+  target: Record<string, string | number | boolean | null>;
+}
+
+interface ChatEventBase {
+  /** Idempotency key: a platform retry of one event carries the same id. */
+  id: string;
+  /** Conversation id chosen by the bridge (a Slack thread, a Discord channel…). */
+  conversation: string;
+  user: ChatUser;
+  replyTo?: ReplyAddress;
+}
+
+export type ChatCommand = "stop" | "compact" | "status";
+
+export type ChatEvent =
+  /** A new turn, or a steer when the conversation's turn is running. */
+  | (ChatEventBase & { kind: "message"; text: string })
+  | (ChatEventBase & { kind: "steer"; text: string })
+  | (ChatEventBase & { kind: "interrupt" })
+  | (ChatEventBase & { kind: "command"; command: ChatCommand })
+  | (ChatEventBase & { kind: "decision"; holdId: string; approve: boolean });
+
+export type ConversationStatus = "idle" | "running" | "waiting_model" | "failed";
+
+export interface SubmitResult {
+  /** False when this event id was seen before: nothing was written. */
+  accepted: boolean;
+  conversation: string;
+  status: ConversationStatus;
+  /** A sentence for the person, for commands answered at once (status, stop…). */
+  notice?: string;
+}
+
+/** What the runtime asks a bridge to show. Markdown text; bridges render it. */
+export type OutboundMessage =
+  | { kind: "reply"; text: string }
+  /** The visible working state of a turn, posted once and then updated in place. */
+  | { kind: "status"; state: "working" | "done" | "stopped" | "failed"; text: string }
+  /** Something the person must know that the model did not say (a failed turn). */
+  | { kind: "notice"; text: string };
+
+export interface OutboxDelivery {
+  route: Route;
+  conversation: string;
+  address: ReplyAddress;
+  message: OutboundMessage;
+  /** Stable per outbox row: a retry of one row carries the same key. */
+  idempotencyKey: string;
+  /** For in-place updates: the platform reference returned when it was first posted. */
+  ref?: string;
+}
+
+export type DeliveryResult =
+  | { ok: true; ref?: string }
+  | { ok: false; error: string; retryAfterMs?: number; permanent?: boolean };
+
+export interface ChatOutbound {
+  platform: Platform;
+  /** A reply split into the messages the platform accepts, in order. */
+  split(text: string): string[];
+  deliver(env: Env, delivery: OutboxDelivery): Promise<DeliveryResult>;
+}

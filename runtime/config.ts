@@ -1,0 +1,86 @@
+// Every configuration variable is parsed here, never trusted. A bad value is
+// reported with the variable's name so the operator knows what to fix.
+import { z } from "zod";
+import { mountSchema, type Mount } from "../plugins/index.ts";
+
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+const providerSchema = z.object({
+  id: z.string().regex(/^[A-Za-z0-9._-]+$/, "provider id: letters, digits, . _ -"),
+  baseUrl: z
+    .string()
+    .url()
+    .refine((u) => {
+      const url = new URL(u);
+      return url.protocol === "https:" || (url.protocol === "http:" && isLoopback(url.hostname));
+    }, "baseUrl must be https (http is allowed only for loopback)"),
+  auth: z
+    .object({
+      /** The NAME of the Worker secret holding the key, never the key itself. */
+      secret: z.string().regex(/^[A-Z][A-Z0-9_]*$/, "auth.secret names a Worker secret (UPPER_SNAKE_CASE)"),
+      header: z.string().default("Authorization"),
+    })
+    .optional(),
+  contextWindow: z.number().int().positive().default(128_000),
+  maxTokens: z.number().int().positive().default(4096),
+  /** USD per million tokens, for usage reports. */
+  cost: z
+    .object({ input: z.number(), output: z.number(), cacheRead: z.number().default(0), cacheWrite: z.number().default(0) })
+    .default({ input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }),
+});
+export type ProviderConfig = z.infer<typeof providerSchema>;
+
+export function isLoopback(hostname: string): boolean {
+  return hostname === "localhost" || hostname === "[::1]" || /^127\.\d+\.\d+\.\d+$/.test(hostname);
+}
+
+function parseJsonVar<T>(name: string, raw: string | undefined, schema: z.ZodType<T>, fallback: string): T {
+  let value: unknown;
+  try {
+    value = JSON.parse(raw === undefined || raw.trim() === "" ? fallback : raw);
+  } catch {
+    throw new ConfigError(`${name} is not valid JSON`);
+  }
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) throw new ConfigError(`${name} is invalid: ${z.prettifyError(parsed.error)}`);
+  return parsed.data;
+}
+
+export type ModelChoice =
+  | { kind: "local" }
+  | { kind: "provider"; provider: ProviderConfig; model: string };
+
+/** `HARNESS_MODEL` = `<provider>/<model>`; no provider configured → the built-in local model. */
+export function modelChoice(env: Env): ModelChoice {
+  const providers = parseJsonVar("MODEL_PROVIDERS", env.MODEL_PROVIDERS, z.array(providerSchema), "[]");
+  const harness = (env.HARNESS_MODEL ?? "").trim();
+  if (harness === "" || harness === "local") {
+    if (providers.length > 0 && harness === "") throw new ConfigError("MODEL_PROVIDERS is set but HARNESS_MODEL is empty: set it to <provider>/<model>");
+    return { kind: "local" };
+  }
+  const slash = harness.indexOf("/");
+  if (slash <= 0 || slash === harness.length - 1) throw new ConfigError("HARNESS_MODEL must be <provider>/<model>");
+  const id = harness.slice(0, slash);
+  const provider = providers.find((p) => p.id === id);
+  if (!provider) throw new ConfigError(`HARNESS_MODEL names provider "${id}", which is not in MODEL_PROVIDERS`);
+  return { kind: "provider", provider, model: harness.slice(slash + 1) };
+}
+
+/** A Worker secret by name; secrets are not part of the generated Env type. */
+export function secretNamed(env: Env, name: string): string | undefined {
+  const value = (env as unknown as Record<string, unknown>)[name];
+  return typeof value === "string" && value !== "" ? value : undefined;
+}
+
+export function retryBaseSeconds(env: Env): number {
+  const n = Number(env.MODEL_RETRY_BASE_SECONDS ?? "2");
+  return Number.isFinite(n) && n >= 0 ? n : 2;
+}
+
+
+
+export function mounts(env: Env): Mount[] {
+  return parseJsonVar("MOUNTS", env.MOUNTS, z.array(mountSchema), "[]");
+}

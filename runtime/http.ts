@@ -1,0 +1,70 @@
+// Shared request hygiene for every route: a bad request gets a 4xx that says
+// what was wrong, before anything is written.
+import type { Context } from "hono";
+
+export class HttpError extends Error {
+  constructor(
+    readonly status: 400 | 401 | 403 | 404 | 409 | 413 | 415 | 422 | 503,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface BodyRules {
+  /** Accepted media types (the part before ";"). */
+  contentTypes: string[];
+  maxBytes: number;
+}
+
+/** Reads the raw body (signatures are computed over it) within the rules. */
+export async function readBody(c: Context, rules: BodyRules): Promise<string> {
+  const type = (c.req.header("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
+  if (!rules.contentTypes.includes(type)) {
+    throw new HttpError(415, `content-type must be ${rules.contentTypes.join(" or ")}, got "${type || "none"}"`);
+  }
+  const declared = Number(c.req.header("content-length") ?? "0");
+  if (declared > rules.maxBytes) throw new HttpError(413, `body is ${declared} bytes; the limit is ${rules.maxBytes}`);
+  const reader = c.req.raw.body?.getReader();
+  if (!reader) return "";
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > rules.maxBytes) {
+      await reader.cancel();
+      throw new HttpError(413, `body exceeds the limit of ${rules.maxBytes} bytes`);
+    }
+    chunks.push(value);
+  }
+  const bytes = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  try {
+    return new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
+  } catch {
+    throw new HttpError(400, "body is not valid UTF-8");
+  }
+}
+
+export function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new HttpError(400, `malformed JSON: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
+/** Constant-time string comparison for tokens and signatures. */
+export function safeEqual(a: string, b: string): boolean {
+  const enc = new TextEncoder();
+  const x = enc.encode(a);
+  const y = enc.encode(b);
+  if (x.byteLength !== y.byteLength) return false;
+  return crypto.subtle.timingSafeEqual(x, y);
+}

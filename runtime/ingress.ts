@@ -1,0 +1,23 @@
+// How a bridge (or the Agents API) reaches an agent: validate the route, find
+// the object, submit the event.
+import type { AgentObject } from "./agent-object.ts";
+import type { ChatEvent, Route, SubmitResult } from "./chat.ts";
+import { HttpError } from "./http.ts";
+
+const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+/** Tenant and agent names are restricted so "tenant:agent" names exactly one object. */
+export function parseRoute(tenant: string, agent: string): Route {
+  if (!NAME.test(tenant)) throw new HttpError(400, `invalid tenant "${tenant}": use letters, digits, . _ - (max 128)`);
+  if (!NAME.test(agent)) throw new HttpError(400, `invalid agent "${agent}": use letters, digits, . _ - (max 128)`);
+  return { tenant, agent };
+}
+
+export function agentStub(env: Env, route: Route): DurableObjectStub<AgentObject> {
+  const namespace = env.AGENT as DurableObjectNamespace<AgentObject>;
+  return namespace.get(namespace.idFromName(`${route.tenant}:${route.agent}`));
+}
+
+export function submitEvent(env: Env, route: Route, event: ChatEvent): Promise<SubmitResult> {
+  return agentStub(env, route).submit(route, event);
+}

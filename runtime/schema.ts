@@ -1,0 +1,109 @@
+// The object's SQLite schema. Each entry is one migration; the applied count is
+// kept in `meta.schema_version`, so an object created by an older deploy is
+// brought forward the first time a newer one wakes it.
+
+const MIGRATIONS: string[] = [
+  `
+  CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+
+  -- Every inbound event id ever accepted: platform retries stop here.
+  CREATE TABLE inbound (event_id TEXT PRIMARY KEY, conversation TEXT NOT NULL, kind TEXT NOT NULL, at INTEGER NOT NULL);
+
+  -- The append-only log a conversation is folded from (messages and turn marks).
+  CREATE TABLE log (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    conversation TEXT NOT NULL,
+    turn INTEGER NOT NULL,
+    type TEXT NOT NULL,
+    data TEXT NOT NULL,
+    at INTEGER NOT NULL
+  );
+  CREATE INDEX log_by_conversation ON log (conversation, seq);
+
+  -- A projection of the log kept in the same transaction, for cheap lookups.
+  CREATE TABLE conversations (
+    id TEXT PRIMARY KEY,
+    status TEXT NOT NULL,
+    turn INTEGER NOT NULL DEFAULT 0,
+    reply_to TEXT,
+    started_by TEXT NOT NULL,
+    error TEXT,
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    cost REAL NOT NULL DEFAULT 0,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+  );
+
+  -- Person messages waiting for the running turn's next model call (steering).
+  CREATE TABLE inbox (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    conversation TEXT NOT NULL,
+    data TEXT NOT NULL,
+    at INTEGER NOT NULL
+  );
+
+  CREATE TABLE model_jobs (
+    id TEXT PRIMARY KEY,
+    conversation TEXT NOT NULL,
+    turn INTEGER NOT NULL,
+    purpose TEXT NOT NULL,
+    status TEXT NOT NULL,
+    request TEXT,
+    large_key TEXT,
+    dispatched INTEGER NOT NULL DEFAULT 0,
+    error TEXT,
+    created_at INTEGER NOT NULL,
+    settled_at INTEGER
+  );
+  CREATE INDEX model_jobs_open ON model_jobs (status, conversation);
+
+  -- One row per tool call, written before the call: replay after an eviction reads it.
+  CREATE TABLE tool_calls (
+    key TEXT PRIMARY KEY,
+    conversation TEXT NOT NULL,
+    turn INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    status TEXT NOT NULL,
+    result TEXT,
+    started_at INTEGER NOT NULL,
+    done_at INTEGER
+  );
+
+  -- Chat messages to send, written with the state that produced them.
+  CREATE TABLE outbox (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    conversation TEXT NOT NULL,
+    address TEXT NOT NULL,
+    message TEXT NOT NULL,
+    status_key TEXT,
+    status TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    next_at INTEGER NOT NULL,
+    ref TEXT,
+    error TEXT,
+    created_at INTEGER NOT NULL,
+    sent_at INTEGER
+  );
+  CREATE INDEX outbox_pending ON outbox (status, conversation, id);
+
+  -- The platform reference of each turn's status message, for in-place updates.
+  CREATE TABLE status_refs (status_key TEXT PRIMARY KEY, ref TEXT NOT NULL);
+  `,
+];
+
+export const SCHEMA_VERSION = MIGRATIONS.length;
+
+export function migrate(storage: DurableObjectStorage): void {
+  const sql = storage.sql;
+  storage.transactionSync(() => {
+    sql.exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
+    const row = sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'schema_version'").toArray()[0];
+    let version = row ? Number(row.value) : 0;
+    for (; version < MIGRATIONS.length; version++) {
+      // The first migration creates meta itself; skip that statement once it exists.
+      sql.exec(MIGRATIONS[version]!.replace("CREATE TABLE meta ", "CREATE TABLE IF NOT EXISTS meta "));
+    }
+    sql.exec("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", String(version));
+  });
+}

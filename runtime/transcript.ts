@@ -1,0 +1,99 @@
+// The conversation log and its folds: the model's view and the person's view.
+import type { AssistantMessage, Message, ToolResultMessage, UserMessage } from "@mariozechner/pi-ai";
+
+export type LogType = "turn_start" | "turn_end" | "user" | "assistant" | "tool_result" | "marker" | "handover";
+
+export type LogRow = {
+  seq: number;
+  conversation: string;
+  turn: number;
+  type: LogType;
+  data: string;
+  at: number;
+}
+
+export interface UserData {
+  message: UserMessage;
+  by: { platform: string; id: string; name?: string };
+  steer: boolean;
+}
+
+export type TranscriptEntry =
+  | { role: "user"; text: string; by: string; steer: boolean; at: number }
+  | { role: "assistant"; text: string; toolCalls: { id: string; name: string; arguments: unknown }[]; at: number }
+  | { role: "tool"; toolCallId: string; toolName: string; text: string; isError: boolean; at: number }
+  | { role: "note"; text: string; at: number };
+
+export function textOf(content: UserMessage["content"] | AssistantMessage["content"] | ToolResultMessage["content"]): string {
+  if (typeof content === "string") return content;
+  return content.map((c) => (c.type === "text" ? c.text : "")).join("");
+}
+
+const MESSAGE_TYPES: ReadonlySet<LogType> = new Set(["user", "assistant", "tool_result", "marker", "handover"]);
+
+export function isMessageRow(row: LogRow): boolean {
+  return MESSAGE_TYPES.has(row.type);
+}
+
+/** What the model is shown: everything since the last handover, notes as user text. */
+export function modelMessages(rows: LogRow[]): Message[] {
+  let start = 0;
+  rows.forEach((row, i) => {
+    if (row.type === "handover") start = i;
+  });
+  const out: Message[] = [];
+  for (const row of rows.slice(start)) {
+    const data = JSON.parse(row.data);
+    switch (row.type) {
+      case "user":
+        out.push((data as UserData).message);
+        break;
+      case "assistant":
+        out.push(data as AssistantMessage);
+        break;
+      case "tool_result":
+        out.push(data as ToolResultMessage);
+        break;
+      case "marker":
+        out.push({ role: "user", content: `[runtime note] ${data.text}`, timestamp: row.at });
+        break;
+      case "handover":
+        out.push({ role: "user", content: `<handover>\n${data.summary}\n</handover>`, timestamp: row.at });
+        break;
+    }
+  }
+  return out;
+}
+
+/** What a person (or the Agents API) is shown. */
+export function transcript(rows: LogRow[]): TranscriptEntry[] {
+  const out: TranscriptEntry[] = [];
+  for (const row of rows) {
+    const data = JSON.parse(row.data);
+    switch (row.type) {
+      case "user": {
+        const u = data as UserData;
+        out.push({ role: "user", text: textOf(u.message.content), by: u.by.name ?? u.by.id, steer: u.steer, at: row.at });
+        break;
+      }
+      case "assistant": {
+        const a = data as AssistantMessage;
+        const toolCalls = a.content.flatMap((c) => (c.type === "toolCall" ? [{ id: c.id, name: c.name, arguments: c.arguments }] : []));
+        out.push({ role: "assistant", text: textOf(a.content), toolCalls, at: row.at });
+        break;
+      }
+      case "tool_result": {
+        const t = data as ToolResultMessage;
+        out.push({ role: "tool", toolCallId: t.toolCallId, toolName: t.toolName, text: textOf(t.content), isError: t.isError, at: row.at });
+        break;
+      }
+      case "marker":
+        out.push({ role: "note", text: data.text, at: row.at });
+        break;
+      case "handover":
+        out.push({ role: "note", text: `Earlier messages were compacted into a summary:\n${data.summary}`, at: row.at });
+        break;
+    }
+  }
+  return out;
+}
