@@ -7,6 +7,8 @@ export interface ChatBridge {
   path: string;
   routes: Hono<{ Bindings: Env }>;
   outbound: ChatOutbound;
+  /** Admin routes, mounted at /v1<path> behind ADMIN_TOKEN (e.g. registering a callback URL). */
+  admin?: Hono<{ Bindings: Env }>;
 }
 
 export const bridges: ChatBridge[] = [];

@@ -115,6 +115,15 @@ export class AgentObject extends DurableObject<Env> {
     };
   }
 
+  /** Conversations whose id starts with `prefix` (a bridge finds a channel's threads this way). */
+  async conversations(route: Route, prefix = ""): Promise<{ id: string; status: ConversationStatus; updatedAt: number }[]> {
+    this.claim(route);
+    return this.sql
+      .exec<ConversationRow>("SELECT * FROM conversations WHERE substr(id, 1, ?) = ? ORDER BY updated_at DESC LIMIT 100", prefix.length, prefix)
+      .toArray()
+      .map((conv) => ({ id: conv.id, status: this.statusOf(conv), updatedAt: conv.updated_at }));
+  }
+
   /** The consumer's read of a job: null when it is no longer wanted (done, discarded). */
   async modelJob(route: Route, jobId: string): Promise<ModelRequest | null> {
     this.claim(route);

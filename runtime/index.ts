@@ -16,3 +16,4 @@ export type {
 export { agentStub, parseRoute, submitEvent } from "./ingress.ts";
 export { HttpError, parseJson, readBody, safeEqual, type BodyRules } from "./http.ts";
 export { secretNamed, ConfigError } from "./config.ts";
+export { controlPlane } from "./control-plane.ts";

@@ -8,6 +8,7 @@ import { consumeDeadModelJobs, consumeModelJobs } from "./model-consumer.ts";
 import { registerOutbound } from "./outbound.ts";
 
 export { AgentObject } from "./agent-object.ts";
+export { ControlPlane } from "./control-plane.ts";
 
 for (const bridge of bridges) registerOutbound(bridge.outbound);
 
@@ -16,6 +17,7 @@ const app = new Hono<{ Bindings: Env }>();
 app.get("/", (c) =>
   c.json({ name: "antiproton", docs: "https://github.com/antiproton (see README.md)", routes: ["/v1", ...bridges.map((b) => b.path)] }),
 );
+for (const bridge of bridges) if (bridge.admin) api.route(bridge.path, bridge.admin);
 app.route("/v1", api);
 for (const bridge of bridges) app.route(bridge.path, bridge.routes);
 

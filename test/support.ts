@@ -1,0 +1,98 @@
+// Helpers shared by the workerd tests: the Agents API, polling, and the fakes' control APIs.
+import { env, exports } from "cloudflare:workers";
+
+const ADMIN = { authorization: "Bearer test-admin-token" };
+const testEnv = env as unknown as Record<string, string>;
+
+export function worker(path: string, init: RequestInit = {}): Promise<Response> {
+  return exports.default.fetch(new Request(`http://antiproton.test${path}`, init));
+}
+
+export function postMessage(tenant: string, agent: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
+  return worker(`/v1/tenants/${tenant}/agents/${agent}/messages`, {
+    method: "POST",
+    headers: { ...ADMIN, "content-type": "application/json", ...headers },
+    body: JSON.stringify(body),
+  });
+}
+
+export interface View {
+  status: string;
+  error: string | null;
+  transcript: { role: string; text: string; toolCalls?: { name: string }[]; steer?: boolean; isError?: boolean }[];
+}
+
+export async function getConversation(tenant: string, agent: string, id: string): Promise<View> {
+  const res = await worker(`/v1/tenants/${tenant}/agents/${agent}/conversations/${id}`, { headers: ADMIN });
+  if (res.status !== 200) throw new Error(`GET conversation ${id}: ${res.status} ${await res.text()}`);
+  return res.json();
+}
+
+/** Polls until `check` returns a value (not undefined/false) or the deadline passes. */
+export async function waitFor<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== undefined && value !== false) return value;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+export function settled(tenant: string, agent: string, id: string, timeoutMs?: number): Promise<View> {
+  return waitFor(
+    `conversation ${id} to settle`,
+    async () => {
+      const view = await getConversation(tenant, agent, id);
+      return view.status === "idle" || view.status === "failed" ? view : undefined;
+    },
+    timeoutMs,
+  );
+}
+
+export interface ScriptStep {
+  text?: string;
+  toolCalls?: { name: string; arguments?: unknown; id?: string }[];
+  status?: number;
+  error?: string;
+  hold?: boolean;
+}
+
+export async function script(id: string, steps: ScriptStep[]): Promise<void> {
+  const res = await fetch(`${testEnv.FAKE_PROVIDER_URL}/_control/scenarios/${id}`, { method: "PUT", body: JSON.stringify({ steps }) });
+  if (!res.ok) throw new Error(`script ${id}: ${res.status}`);
+}
+
+export interface ProviderRequest {
+  body: { messages: { role: string; content: unknown }[]; tools?: unknown[] };
+  authorized: boolean;
+}
+
+export async function providerRequests(id: string): Promise<ProviderRequest[]> {
+  return (await fetch(`${testEnv.FAKE_PROVIDER_URL}/_control/scenarios/${id}/requests`)).json();
+}
+
+export async function releaseProvider(id: string): Promise<void> {
+  await fetch(`${testEnv.FAKE_PROVIDER_URL}/_control/scenarios/${id}/release`, { method: "POST" });
+}
+
+export async function ledgerAppends(entry: string): Promise<{ entry: string; key: string }[]> {
+  return (await fetch(`${testEnv.FAKE_LEDGER_URL}/appends?entry=${encodeURIComponent(entry)}`)).json();
+}
+
+export async function holdLedger(entry: string): Promise<void> {
+  await fetch(`${testEnv.FAKE_LEDGER_URL}/_control/hold/${encodeURIComponent(entry)}`, { method: "PUT" });
+}
+
+export async function releaseLedger(entry: string): Promise<void> {
+  await fetch(`${testEnv.FAKE_LEDGER_URL}/_control/release/${encodeURIComponent(entry)}`, { method: "POST" });
+}
+
+export function unique(prefix: string): string {
+  return `${prefix}${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`;
+}

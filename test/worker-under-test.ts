@@ -1,0 +1,39 @@
+// The Worker as deployed, plus one test-only plugin standing in for an outside
+// system with a non-idempotent write (it talks to the loopback ledger fake).
+import { z } from "zod";
+import { registerPlugin } from "../plugins/index.ts";
+
+registerPlugin({
+  name: "ledger",
+  description: "Test ledger on loopback.",
+  tools: [
+    {
+      name: "append",
+      description: "Append an entry to the ledger (not idempotent).",
+      parameters: z.object({ entry: z.string() }),
+      sideEffects: "write",
+      idempotency: "never",
+      async call({ entry }, ctx) {
+        const url = (ctx.config.url as string | undefined) ?? "";
+        const res = await fetch(`${url}/append`, { method: "POST", body: JSON.stringify({ entry, key: ctx.callKey }) });
+        const body = (await res.json()) as { count: number };
+        return { text: `appended "${entry}" (${body.count})` };
+      },
+    },
+    {
+      name: "read",
+      description: "Read the ledger's entries.",
+      parameters: z.object({ entry: z.string() }),
+      sideEffects: "read",
+      idempotency: "idempotent",
+      async call({ entry }, ctx) {
+        const url = (ctx.config.url as string | undefined) ?? "";
+        const res = await fetch(`${url}/appends?entry=${encodeURIComponent(entry)}`);
+        return { text: `${((await res.json()) as unknown[]).length} entries for "${entry}"` };
+      },
+    },
+  ],
+});
+
+export * from "../runtime/worker.ts";
+export { default } from "../runtime/worker.ts";

@@ -1,0 +1,28 @@
+import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
+import { defineConfig } from "vitest/config";
+// @ts-expect-error: plain ESM helper shared with the Node tests
+import { startFakes } from "./test/fakes/index.mjs";
+
+// The fakes (model provider, Slack, Discord, callback receiver) are real HTTP
+// servers on loopback, started once here so their URLs can be bound into the Worker.
+const { bindings } = await startFakes();
+
+export default defineConfig({
+  plugins: [
+    cloudflareTest({
+      main: "./test/worker-under-test.ts",
+      wrangler: { configPath: "./wrangler.jsonc" },
+      miniflare: { bindings },
+    }),
+  ],
+  test: {
+    include: ["test/**/*.test.ts"],
+    testTimeout: 30_000,
+    hookTimeout: 30_000,
+    onUnhandledError(err) {
+      // workers-sdk#14736: a rejected DO RPC (or a reset object) is also reported as unhandled.
+      const e = err as Error & { remote?: boolean; durableObjectReset?: boolean };
+      if (e.remote === true || e.durableObjectReset === true) return false;
+    },
+  },
+});
