@@ -28,6 +28,8 @@ const LARGE_REQUEST_BYTES = 1 << 20;
 /** How long an undispatched job waits before the alarm sends it again. */
 const REDISPATCH_MS = 5_000;
 const OUTBOX_MAX_ATTEMPTS = 10;
+/** Armed while a pass runs, so a pass cut short by an eviction is run again. */
+const PASS_WATCHDOG_MS = 15_000;
 
 const INTERRUPT_NOTE =
   "The person stopped the previous turn. Do not continue or resume the interrupted task unless they ask for it again.";
@@ -406,6 +408,7 @@ export class AgentObject extends DurableObject<Env> {
   private async onePass(): Promise<void> {
     const route = this.route();
     if (!route) return;
+    await this.ctx.storage.setAlarm(Date.now() + PASS_WATCHDOG_MS);
     const running = this.sql.exec<{ id: string }>("SELECT id FROM conversations WHERE status = 'running'").toArray();
     for (const { id } of running) await this.advance(route, id);
     await this.dispatchJobs(route);

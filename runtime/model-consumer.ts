@@ -6,7 +6,7 @@ import { streamOpenAICompletions } from "@mariozechner/pi-ai/openai-completions"
 import { modelChoice, retryBaseSeconds, secretNamed, type ProviderConfig } from "./config.ts";
 import { agentStub } from "./ingress.ts";
 import { localModel } from "./local-model.ts";
-import type { ModelJobMessage, ModelRequest } from "./model-job.ts";
+import type { ModelJobMessage, ModelOutcome, ModelRequest } from "./model-job.ts";
 import { z } from "zod";
 
 const jobMessageSchema = z.object({ tenant: z.string(), agent: z.string(), jobId: z.string() });
@@ -73,8 +73,7 @@ export async function consumeModelJobs(batch: MessageBatch<unknown>, env: Env): 
     }
     const job: ModelJobMessage = parsed.data;
     try {
-      const stub = agentStub(env, job);
-      const request = await stub.modelJob(job, job.jobId);
+      const request = await agentStub(env, job).modelJob(job, job.jobId);
       if (!request) {
         msg.ack(); // done or discarded: no provider call
         continue;
@@ -87,12 +86,26 @@ export async function consumeModelJobs(batch: MessageBatch<unknown>, env: Env): 
         continue;
       }
       const outcome = call.kind === "reply" ? { ok: true as const, message: call.message } : { ok: false as const, error: call.error };
-      await stub.deliverModelResult(job, job.jobId, outcome);
+      await deliver(env, job, outcome);
       msg.ack();
     } catch (err) {
       console.error(`model job ${job.jobId} attempt ${msg.attempts} threw; retrying`, err);
       msg.retry({ delaySeconds: Math.min(MAX_DELAY_SECONDS, Math.round(retryBaseSeconds(env) * 2 ** (msg.attempts - 1))) });
     }
+  }
+}
+
+/**
+ * The reply is in hand, so a delivery that fails because the object was reset
+ * meanwhile (its old stub is broken) is tried once more on a fresh stub before
+ * the message is retried, which would ask the provider again.
+ */
+async function deliver(env: Env, job: ModelJobMessage, outcome: ModelOutcome): Promise<void> {
+  try {
+    await agentStub(env, job).deliverModelResult(job, job.jobId, outcome);
+  } catch (err) {
+    console.warn(`delivering ${job.jobId} failed once (${err instanceof Error ? err.message : String(err)}); trying a fresh stub`);
+    await agentStub(env, job).deliverModelResult(job, job.jobId, outcome);
   }
 }
 

@@ -85,12 +85,16 @@ export async function ledgerAppends(entry: string): Promise<{ entry: string; key
   return (await fetch(`${testEnv.FAKE_LEDGER_URL}/appends?entry=${encodeURIComponent(entry)}`)).json();
 }
 
-export async function holdLedger(entry: string): Promise<void> {
-  await fetch(`${testEnv.FAKE_LEDGER_URL}/_control/hold/${encodeURIComponent(entry)}`, { method: "PUT" });
+export async function ledgerReads(entry: string): Promise<string[]> {
+  return (await fetch(`${testEnv.FAKE_LEDGER_URL}/_control/reads?entry=${encodeURIComponent(entry)}`)).json();
 }
 
-export async function releaseLedger(entry: string): Promise<void> {
-  await fetch(`${testEnv.FAKE_LEDGER_URL}/_control/release/${encodeURIComponent(entry)}`, { method: "POST" });
+export async function holdLedger(op: "read" | "append", entry: string): Promise<void> {
+  await fetch(`${testEnv.FAKE_LEDGER_URL}/_control/hold/${op}:${encodeURIComponent(entry)}`, { method: "PUT" });
+}
+
+export async function releaseLedger(op: "read" | "append", entry: string): Promise<void> {
+  await fetch(`${testEnv.FAKE_LEDGER_URL}/_control/release/${op}:${encodeURIComponent(entry)}`, { method: "POST" });
 }
 
 export function unique(prefix: string): string {

@@ -28,7 +28,7 @@ registerPlugin({
       idempotency: "idempotent",
       async call({ entry }, ctx) {
         const url = (ctx.config.url as string | undefined) ?? "";
-        const res = await fetch(`${url}/appends?entry=${encodeURIComponent(entry)}`);
+        const res = await fetch(`${url}/appends?entry=${encodeURIComponent(entry)}`, { headers: { "x-ledger-reader": "tool" } });
         return { text: `${((await res.json()) as unknown[]).length} entries for "${entry}"` };
       },
     },
