@@ -1,6 +1,8 @@
 // Every chat bridge the Worker serves: its routes and its outbound.
 import type { Hono } from "hono";
 import type { ChatOutbound } from "../runtime/index.ts";
+import { discord } from "./discord/index.ts";
+import { webhook } from "./webhook/index.ts";
 
 export interface ChatBridge {
   /** Where its routes are mounted, e.g. "/slack". */
@@ -11,4 +13,4 @@ export interface ChatBridge {
   admin?: Hono<{ Bindings: Env }>;
 }
 
-export const bridges: ChatBridge[] = [];
+export const bridges: ChatBridge[] = [discord, webhook];

@@ -1,12 +1,16 @@
 // Starts every loopback fake the workerd tests talk to, and names the Worker
 // bindings that point at them. Each bridge adds its fake here.
 import { startLedger } from "./ledger.mjs";
+import { startCallbackReceiver, WEBHOOK_SECRET } from "./callback.mjs";
+import { DISCORD_APPLICATION_ID, DISCORD_BOT_TOKEN, DISCORD_PUBLIC_KEY, DISCORD_TEST_SIGNING_KEY, startDiscord } from "./discord.mjs";
 import { FAKE_PROVIDER_KEY, startModelProvider } from "./model-provider.mjs";
 
 export async function startFakes() {
   const provider = await startModelProvider();
   const ledger = await startLedger();
-  const fakes = { provider, ledger };
+  const discord = await startDiscord();
+  const callback = await startCallbackReceiver();
+  const fakes = { provider, ledger, discord, callback };
   const bindings = {
     ADMIN_TOKEN: "test-admin-token",
     MODEL_PROVIDERS: JSON.stringify([{ id: "fake", baseUrl: `${provider.url}/v1`, auth: { secret: "FAKE_PROVIDER_KEY" } }]),
@@ -16,6 +20,15 @@ export async function startFakes() {
     FAKE_PROVIDER_URL: provider.url,
     FAKE_LEDGER_URL: ledger.url,
     MOUNTS: JSON.stringify([{ alias: "clock", plugin: "clock" }, { alias: "ledger", plugin: "ledger", config: { url: ledger.url } }]),
+    DISCORD_API_BASE_URL: `${discord.url}/api/v10`,
+    DISCORD_PUBLIC_KEY,
+    DISCORD_APPLICATION_ID,
+    DISCORD_BOT_TOKEN,
+    DISCORD_GATEWAY_SECRET: "test-discord-gateway-secret",
+    DISCORD_TEST_SIGNING_KEY,
+    FAKE_DISCORD_URL: discord.url,
+    WEBHOOK_SECRET,
+    FAKE_CALLBACK_URL: callback.url,
   };
   return { fakes, bindings, close: () => Promise.all(Object.values(fakes).map((f) => f.close())) };
 }

@@ -1,0 +1,13 @@
+// The Discord bridge: interactions (slash commands, buttons) from Discord, channel
+// messages from the gateway connector, replies through the REST API.
+import { Hono } from "hono";
+import type { ChatBridge } from "../index.ts";
+import { handleGatewayMessage } from "./gateway-ingress.ts";
+import { handleInteraction } from "./interactions.ts";
+import { discordOutbound } from "./rest.ts";
+
+const routes = new Hono<{ Bindings: Env }>();
+routes.post("/interactions", handleInteraction);
+routes.post("/gateway-events", handleGatewayMessage);
+
+export const discord: ChatBridge = { path: "/discord", routes, outbound: discordOutbound };

@@ -1,0 +1,102 @@
+// Discord's side of the outbox: posts and edits messages through the REST API
+// (DISCORD_API_BASE_URL), through the interaction webhook while its token is
+// valid, else as the bot in the channel. Honours 429 retry_after.
+import { secretNamed, type ChatOutbound, type DeliveryResult, type OutboundMessage, type OutboxDelivery } from "../../runtime/index.ts";
+
+export const DISCORD_MESSAGE_LIMIT = 2000;
+const DEFAULT_API_BASE_URL = "https://discord.com/api/v10";
+/** Interaction tokens live 15 minutes; stop using one a minute early. */
+const INTERACTION_TOKEN_TTL_MS = 14 * 60_000;
+const USER_AGENT = "DiscordBot (https://github.com/antiproton, 0.1.0)";
+
+/** Splits at a line break, else a space, else hard, never inside a surrogate pair. */
+export function splitMessage(text: string, limit = DISCORD_MESSAGE_LIMIT): string[] {
+  const parts: string[] = [];
+  let rest = text;
+  while (rest.length > limit) {
+    let cut = rest.lastIndexOf("\n", limit);
+    if (cut < limit / 2) cut = rest.lastIndexOf(" ", limit);
+    const atSeparator = cut >= limit / 2;
+    if (!atSeparator) {
+      cut = limit;
+      const code = rest.charCodeAt(cut - 1);
+      if (code >= 0xd800 && code <= 0xdbff) cut--;
+    }
+    parts.push(rest.slice(0, cut));
+    rest = rest.slice(atSeparator ? cut + 1 : cut);
+  }
+  parts.push(rest);
+  return parts;
+}
+
+const STATUS_ICONS = { working: "⏳", done: "✅", stopped: "⏹️", failed: "⚠️" } as const;
+
+function render(message: OutboundMessage): string {
+  return message.kind === "status" ? `${STATUS_ICONS[message.state]} ${message.text}` : message.text;
+}
+
+interface Call {
+  method: "POST" | "PATCH";
+  path: string;
+  bot: boolean;
+}
+
+function webhookCall(applicationId: string, token: string, message: OutboundMessage, ref: string | undefined): Call {
+  const base = `/webhooks/${applicationId}/${token}`;
+  if (message.kind !== "status") return { method: "POST", path: base, bot: false };
+  // The first status of an /ask turn replaces the deferred "thinking…" response.
+  return { method: "PATCH", path: `${base}/messages/${ref ?? "@original"}`, bot: false };
+}
+
+function channelCall(channelId: string, message: OutboundMessage, ref: string | undefined): Call {
+  if (message.kind === "status" && ref) return { method: "PATCH", path: `/channels/${channelId}/messages/${ref}`, bot: true };
+  return { method: "POST", path: `/channels/${channelId}/messages`, bot: true };
+}
+
+async function send(env: Env, call: Call, content: string): Promise<Response | DeliveryResult> {
+  const headers: Record<string, string> = { "content-type": "application/json", "user-agent": USER_AGENT };
+  if (call.bot) {
+    const token = secretNamed(env, "DISCORD_BOT_TOKEN");
+    if (!token) return { ok: false, error: "DISCORD_BOT_TOKEN is not configured" };
+    headers.authorization = `Bot ${token}`;
+  }
+  const base = (env.DISCORD_API_BASE_URL?.trim() || DEFAULT_API_BASE_URL).replace(/\/+$/, "");
+  // allowed_mentions: the agent's text never pings anyone (@everyone included).
+  const body = JSON.stringify({ content, allowed_mentions: { parse: [] } });
+  return fetch(`${base}${call.path}`, { method: call.method, headers, body });
+}
+
+async function outcome(res: Response, wantRef: boolean): Promise<DeliveryResult> {
+  const body = (await res.json().catch(() => null)) as { id?: string; retry_after?: number; message?: string } | null;
+  if (res.ok) return wantRef && body?.id ? { ok: true, ref: body.id } : { ok: true };
+  const error = `Discord answered ${res.status}: ${body?.message ?? res.statusText}`;
+  if (res.status === 429) {
+    const seconds = Number(body?.retry_after ?? res.headers.get("retry-after") ?? 1);
+    return { ok: false, error, retryAfterMs: Math.ceil((Number.isFinite(seconds) ? seconds : 1) * 1000) };
+  }
+  if (res.status >= 500) return { ok: false, error };
+  return { ok: false, error, permanent: true };
+}
+
+async function deliver(env: Env, delivery: OutboxDelivery): Promise<DeliveryResult> {
+  const { channelId, applicationId, interactionToken, interactionIssuedAt } = delivery.address.target;
+  if (typeof channelId !== "string") return { ok: false, error: "reply address has no channelId", permanent: true };
+  const { message, ref } = delivery;
+  const content = render(message);
+  const wantRef = message.kind === "status";
+  const tokenValid =
+    typeof applicationId === "string" &&
+    typeof interactionToken === "string" &&
+    typeof interactionIssuedAt === "number" &&
+    Date.now() - interactionIssuedAt < INTERACTION_TOKEN_TTL_MS;
+  if (tokenValid) {
+    const res = await send(env, webhookCall(applicationId, interactionToken, message, ref), content);
+    if (!(res instanceof Response)) return res;
+    // 401/404: the token expired early or Discord lost it (discord-api-docs#6851): post as the bot instead.
+    if (res.status !== 401 && res.status !== 404) return outcome(res, wantRef);
+  }
+  const res = await send(env, channelCall(channelId, message, ref), content);
+  return res instanceof Response ? outcome(res, wantRef) : res;
+}
+
+export const discordOutbound: ChatOutbound = { platform: "discord", split: (text) => splitMessage(text), deliver };

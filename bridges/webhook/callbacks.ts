@@ -1,0 +1,72 @@
+// Where a webhook tenant's replies go: the callback_url registered for it in the
+// control plane, and the outbound that POSTs each outbox row there, signed.
+import { z } from "zod";
+import { controlPlane, secretNamed, type ChatOutbound, type DeliveryResult, type OutboxDelivery } from "../../runtime/index.ts";
+import { signatureHeaders } from "../shared/signed-request.ts";
+
+const NAMESPACE = "webhook-callbacks";
+
+export interface CallbackRegistration {
+  callback_url: string;
+}
+
+function isLoopback(hostname: string): boolean {
+  return hostname === "localhost" || hostname === "[::1]" || /^127\.\d+\.\d+\.\d+$/.test(hostname);
+}
+
+export const registrationSchema = z.object({
+  callback_url: z
+    .string()
+    .url()
+    .refine((u) => {
+      const url = new URL(u);
+      return url.protocol === "https:" || (url.protocol === "http:" && isLoopback(url.hostname));
+    }, "callback_url must be https (http is allowed only for loopback)"),
+});
+
+export async function callbackFor(env: Env, tenant: string): Promise<CallbackRegistration | null> {
+  // Only registrationSchema-checked values are stored under this namespace.
+  return (await controlPlane(env).get(NAMESPACE, tenant)) as CallbackRegistration | null;
+}
+
+export function registerCallback(env: Env, tenant: string, registration: CallbackRegistration): Promise<void> {
+  return controlPlane(env).put(NAMESPACE, tenant, registration);
+}
+
+export function unregisterCallback(env: Env, tenant: string): Promise<boolean> {
+  return controlPlane(env).delete(NAMESPACE, tenant);
+}
+
+/** The receiver may ask for a retry; any other 4xx means this row will never be accepted. */
+const RETRYABLE = new Set([408, 425, 429]);
+
+async function deliver(env: Env, delivery: OutboxDelivery): Promise<DeliveryResult> {
+  const secret = secretNamed(env, "WEBHOOK_SECRET");
+  if (!secret) return { ok: false, error: "WEBHOOK_SECRET is not configured" };
+  const registration = await callbackFor(env, delivery.route.tenant);
+  if (!registration) return { ok: false, error: `no callback_url registered for tenant ${delivery.route.tenant}` };
+
+  const { message } = delivery;
+  // A turn's status is one message updated in place: its id is the key of its first post.
+  const statusId = message.kind === "status" ? (delivery.ref ?? delivery.idempotencyKey) : undefined;
+  const body = JSON.stringify({
+    type: message.kind,
+    tenant: delivery.route.tenant,
+    agent: delivery.route.agent,
+    conversation: delivery.conversation,
+    text: message.text,
+    ...(message.kind === "status" ? { state: message.state, status_id: statusId } : {}),
+  });
+  const headers = { "content-type": "application/json", "idempotency-key": delivery.idempotencyKey, ...(await signatureHeaders(secret, body)) };
+  const res = await fetch(registration.callback_url, { method: "POST", headers, body });
+  await res.body?.cancel();
+  if (res.ok) return statusId ? { ok: true, ref: statusId } : { ok: true };
+  const error = `callback answered ${res.status}`;
+  if (res.status >= 500 || RETRYABLE.has(res.status)) {
+    const retryAfter = Number(res.headers.get("retry-after"));
+    return Number.isFinite(retryAfter) && retryAfter > 0 ? { ok: false, error, retryAfterMs: retryAfter * 1000 } : { ok: false, error };
+  }
+  return { ok: false, error, permanent: true };
+}
+
+export const webhookOutbound: ChatOutbound = { platform: "webhook", split: (text) => [text], deliver };

@@ -1,0 +1,51 @@
+// A fake webhook callback receiver on loopback: POST /hooks/<name> records each
+// delivery with whether its antiproton signature checks out. It can be told to
+// fail the next N deliveries (PUT /_control/hooks/<name> {"fail": N}); GET
+// /_control/hooks/<name> returns { attempts, deliveries }.
+import { createHmac, timingSafeEqual } from "node:crypto";
+import { listen, readBody, sendJson } from "./http.mjs";
+
+export const WEBHOOK_SECRET = "test-webhook-secret";
+
+function signatureValid(headers, raw) {
+  const timestamp = headers["x-antiproton-timestamp"] ?? "";
+  const given = /^v1=([0-9a-f]{64})$/.exec(headers["x-antiproton-signature"] ?? "")?.[1];
+  if (!given || !/^\d+$/.test(timestamp) || Math.abs(Date.now() / 1000 - Number(timestamp)) > 300) return false;
+  const expected = createHmac("sha256", WEBHOOK_SECRET).update(`${timestamp}.${raw}`).digest();
+  return timingSafeEqual(expected, Buffer.from(given, "hex"));
+}
+
+export async function startCallbackReceiver() {
+  const hooks = new Map(); // name → { fail, attempts, deliveries }
+  const hook = (name) => {
+    if (!hooks.has(name)) hooks.set(name, { fail: 0, attempts: 0, deliveries: [] });
+    return hooks.get(name);
+  };
+  return listen(async (req, res) => {
+    const url = new URL(req.url, "http://x");
+    const control = /^\/_control\/hooks\/([^/]+)$/.exec(url.pathname);
+    if (control) {
+      const h = hook(decodeURIComponent(control[1]));
+      if (req.method === "PUT") {
+        h.fail = JSON.parse(await readBody(req)).fail ?? 0;
+        return sendJson(res, 200, { ok: true });
+      }
+      return sendJson(res, 200, { attempts: h.attempts, deliveries: h.deliveries });
+    }
+    const target = /^\/hooks\/([^/]+)$/.exec(url.pathname);
+    if (req.method !== "POST" || !target) return sendJson(res, 404, { error: "not found" });
+    const h = hook(decodeURIComponent(target[1]));
+    const raw = await readBody(req);
+    h.attempts++;
+    if (h.fail > 0) {
+      h.fail--;
+      return sendJson(res, 503, { error: "told to fail" });
+    }
+    h.deliveries.push({
+      idempotencyKey: req.headers["idempotency-key"] ?? null,
+      signatureValid: signatureValid(req.headers, raw),
+      body: JSON.parse(raw),
+    });
+    return sendJson(res, 200, { ok: true });
+  });
+}

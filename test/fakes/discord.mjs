@@ -1,0 +1,97 @@
+// A fake Discord REST API on loopback (under /api/v10): channel messages with
+// the bot token, interaction webhooks (follow-ups, @original edits). It rejects
+// what Discord rejects (no/wrong bot token, content over 2,000 characters,
+// expired interaction tokens) and can answer 429 with retry_after. Every call is
+// recorded; the control API is under /_control.
+import { listen, readBody, sendJson } from "./http.mjs";
+
+export const DISCORD_BOT_TOKEN = "test-discord-bot-token";
+export const DISCORD_APPLICATION_ID = "1457469483726668048"; // the recorded fixtures' application
+// RFC 8032 §7.1 TEST 1 key: PROTOCOLS §4's frozen Discord vector is signed with it.
+export const DISCORD_TEST_SIGNING_KEY = "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60";
+export const DISCORD_PUBLIC_KEY = "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a";
+
+const CONTENT_LIMIT = 2000;
+
+export async function startDiscord() {
+  /** { method, path, kind: "channel"|"webhook", channelId?, token?, messageId?, status, body } */
+  const calls = [];
+  const messages = new Map(); // id → message
+  const originals = new Map(); // interaction token → message id of @original
+  const rateLimits = []; // { match, times, retryAfter }
+  const expiredTokens = new Set();
+  let nextId = 1473200000000000000n;
+  const newMessage = (channelId, content) => {
+    const message = { id: String(nextId++), channel_id: channelId, content };
+    messages.set(message.id, message);
+    return message;
+  };
+
+  return listen(async (req, res) => {
+    const url = new URL(req.url, "http://x");
+    const raw = await readBody(req);
+
+    if (url.pathname === "/_control/calls" && req.method === "GET") {
+      const channel = url.searchParams.get("channel");
+      const token = url.searchParams.get("token");
+      return sendJson(res, 200, calls.filter((c) => (channel === null || c.channelId === channel) && (token === null || c.token === token)));
+    }
+    if (url.pathname === "/_control/rate-limit" && req.method === "POST") {
+      const { match, times = 1, retryAfter = 0.5 } = JSON.parse(raw);
+      rateLimits.push({ match, times, retryAfter });
+      return sendJson(res, 200, { ok: true });
+    }
+    if (url.pathname === "/_control/expire-token" && req.method === "POST") {
+      expiredTokens.add(JSON.parse(raw).token);
+      return sendJson(res, 200, { ok: true });
+    }
+
+    const channelRoute = /^\/api\/v10\/channels\/(\d+)\/messages(?:\/(\d+))?$/.exec(url.pathname);
+    const webhookRoute = /^\/api\/v10\/webhooks\/(\d+)\/([^/]+)(?:\/messages\/([^/]+))?$/.exec(url.pathname);
+    if (!channelRoute && !webhookRoute) return sendJson(res, 404, { message: "404: Not Found", code: 0 });
+    const call = channelRoute
+      ? { method: req.method, path: url.pathname, kind: "channel", channelId: channelRoute[1], messageId: channelRoute[2] }
+      : { method: req.method, path: url.pathname, kind: "webhook", token: webhookRoute[2], messageId: webhookRoute[3] };
+    call.body = raw ? JSON.parse(raw) : null;
+    calls.push(call);
+    const answer = (status, body, headers) => {
+      call.status = status;
+      sendJson(res, status, body, headers);
+    };
+
+    const limit = rateLimits.find((l) => l.times > 0 && url.pathname.includes(l.match));
+    if (limit) {
+      limit.times--;
+      return answer(429, { message: "You are being rate limited.", retry_after: limit.retryAfter, global: false }, {
+        "retry-after": String(Math.ceil(limit.retryAfter)),
+        "x-ratelimit-scope": "user",
+      });
+    }
+    if (call.kind === "channel" && req.headers.authorization !== `Bot ${DISCORD_BOT_TOKEN}`) {
+      return answer(401, { message: "401: Unauthorized", code: 0 });
+    }
+    if (call.kind === "webhook" && (webhookRoute[1] !== DISCORD_APPLICATION_ID || expiredTokens.has(call.token))) {
+      return answer(401, { message: "Invalid Webhook Token", code: 50027 });
+    }
+    const content = call.body?.content ?? "";
+    if (content.length > CONTENT_LIMIT) {
+      return answer(400, { message: "Invalid Form Body", code: 50035, errors: { content: { _errors: [{ code: "BASE_TYPE_MAX_LENGTH" }] } } });
+    }
+
+    if (req.method === "POST" && !call.messageId) {
+      return answer(200, newMessage(call.channelId ?? `webhook:${call.token}`, content));
+    }
+    if (req.method === "PATCH" && call.messageId) {
+      let id = call.messageId;
+      if (id === "@original") {
+        if (!originals.has(call.token)) originals.set(call.token, newMessage(`webhook:${call.token}`, "").id);
+        id = originals.get(call.token);
+      }
+      const message = messages.get(id);
+      if (!message) return answer(404, { message: "Unknown Message", code: 10008 });
+      message.content = content;
+      return answer(200, message);
+    }
+    return answer(405, { message: "405: Method Not Allowed", code: 0 });
+  });
+}
