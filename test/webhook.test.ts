@@ -1,0 +1,161 @@
+// The generic webhook bridge against the fake callback receiver on loopback.
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { signatureHeaders } from "../bridges/shared/signed-request.ts";
+import { getConversation, providerRequests, releaseProvider, script, unique, waitFor, worker } from "./support.ts";
+
+const E = env as unknown as Record<string, string>;
+const ADMIN = { authorization: "Bearer test-admin-token" };
+const AGENT = "assistant";
+
+interface Delivery {
+  idempotencyKey: string;
+  signatureValid: boolean;
+  body: { type: string; text: string; conversation: string; state?: string; status_id?: string; tenant: string; agent: string };
+}
+
+async function hook(name: string): Promise<{ attempts: number; deliveries: Delivery[] }> {
+  return (await fetch(`${E.FAKE_CALLBACK_URL}/_control/hooks/${name}`)).json();
+}
+
+/** A tenant with its callback registered at hook `<tenant>` of the fake receiver. */
+async function tenantWithCallback(failFirst = 0): Promise<string> {
+  const tenant = unique("wh");
+  await fetch(`${E.FAKE_CALLBACK_URL}/_control/hooks/${tenant}`, { method: "PUT", body: JSON.stringify({ fail: failFirst }) });
+  const res = await worker(`/v1/webhook/tenants/${tenant}`, {
+    method: "PUT",
+    headers: { ...ADMIN, "content-type": "application/json" },
+    body: JSON.stringify({ callback_url: `${E.FAKE_CALLBACK_URL}/hooks/${tenant}` }),
+  });
+  expect(res.status).toBe(200);
+  return tenant;
+}
+
+async function send(tenant: string, event: unknown, headers?: Record<string, string>): Promise<Response> {
+  const body = JSON.stringify(event);
+  const signed = headers ?? (await signatureHeaders(E.WEBHOOK_SECRET!, body));
+  return worker(`/webhook/${tenant}/events`, { method: "POST", headers: { "content-type": "application/json", ...signed }, body });
+}
+
+const message = (conversation: string, text: string, key = unique("key")) => ({
+  type: "message",
+  idempotency_key: key,
+  conversation,
+  user: { id: "u1", name: "Ada" },
+  text,
+});
+
+/** Waits until the turn's final status reached the callback, then returns every delivery. */
+function finished(tenant: string, state = "done"): Promise<Delivery[]> {
+  return waitFor(`status ${state} at the callback`, async () => {
+    const { deliveries } = await hook(tenant);
+    return deliveries.some((d) => d.body.type === "status" && d.body.state === state) ? deliveries : undefined;
+  });
+}
+
+describe("webhook bridge", () => {
+  it("a signed message → the reply at the callback once, signed, with working state", async () => {
+    const tenant = await tenantWithCallback();
+    const res = await send(tenant, message("c1", "hello"));
+    expect(res.status).toBe(202);
+    expect(await res.json()).toMatchObject({ accepted: true, conversation: "c1" });
+
+    const deliveries = await finished(tenant);
+    expect(deliveries.map((d) => [d.body.type, d.body.state ?? null, d.body.text])).toEqual([
+      ["status", "working", "Working on it…"],
+      ["reply", null, "ok: hello"],
+      ["status", "done", "Done."],
+    ]);
+    expect(deliveries.every((d) => d.signatureValid && d.body.tenant === tenant && d.body.agent === AGENT && d.body.conversation === "c1")).toBe(true);
+    // One status message, updated in place: the later status names the first one.
+    const [working, , done] = deliveries;
+    expect(done!.body.status_id).toBe(working!.body.status_id);
+    expect(new Set(deliveries.map((d) => d.idempotencyKey)).size).toBe(3);
+  });
+
+  it("the same idempotency key twice → one turn", async () => {
+    const tenant = await tenantWithCallback();
+    const s = unique("dup");
+    await script(s, [{ text: "only once" }]);
+    const event = message("c2", `[s:${s}] do it`);
+    expect((await send(tenant, event)).status).toBe(202);
+    const again = await send(tenant, event);
+    expect(again.status).toBe(200);
+    expect(await again.json()).toMatchObject({ accepted: false });
+    const deliveries = await finished(tenant);
+    expect(deliveries.filter((d) => d.body.type === "reply").map((d) => d.body.text)).toEqual(["only once"]);
+    expect(await providerRequests(s)).toHaveLength(1);
+  });
+
+  it("bad, stale or missing signature → 401; nothing written", async () => {
+    const tenant = await tenantWithCallback();
+    const event = message("c3", "never");
+    const body = JSON.stringify(event);
+    const wrongSecret = await signatureHeaders("not-the-secret", body);
+    const stale = await signatureHeaders(E.WEBHOOK_SECRET!, body, Date.now() - 301_000);
+    const otherBody = await signatureHeaders(E.WEBHOOK_SECRET!, JSON.stringify({ ...event, text: "other" }));
+    for (const headers of [wrongSecret, stale, otherBody, {}]) expect((await send(tenant, event, headers)).status).toBe(401);
+    await expect(getConversation(tenant, AGENT, "c3")).rejects.toThrow(/404/);
+  });
+
+  it("malformed JSON → 400, an invalid event → 422, an unregistered tenant → 409; nothing written", async () => {
+    const tenant = await tenantWithCallback();
+    const raw = '{"type":"message",';
+    const malformed = await worker(`/webhook/${tenant}/events`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...(await signatureHeaders(E.WEBHOOK_SECRET!, raw)) },
+      body: raw,
+    });
+    expect(malformed.status).toBe(400);
+    expect((await send(tenant, { ...message("c4", "x"), idempotency_key: undefined })).status).toBe(422);
+    expect((await send(tenant, { ...message("c4", "x"), type: "shout" })).status).toBe(422);
+    await expect(getConversation(tenant, AGENT, "c4")).rejects.toThrow(/404/);
+    const stranger = unique("nobody");
+    expect((await send(stranger, message("c4", "x"))).status).toBe(409);
+    await expect(getConversation(stranger, AGENT, "c4")).rejects.toThrow(/404/);
+  });
+
+  it("the callback failing twice then succeeding → delivered once", async () => {
+    const tenant = await tenantWithCallback(2);
+    await send(tenant, message("c5", "persist"));
+    const deliveries = await finished(tenant);
+    const { attempts } = await hook(tenant);
+    expect(attempts).toBe(deliveries.length + 2);
+    expect(deliveries.filter((d) => d.body.type === "reply").map((d) => d.body.text)).toEqual(["ok: persist"]);
+    expect(new Set(deliveries.map((d) => d.idempotencyKey)).size).toBe(deliveries.length);
+  });
+
+  it("interrupt and commands: stop ends the running turn, status answers at once", async () => {
+    const tenant = await tenantWithCallback();
+    const s = unique("int");
+    await script(s, [{ hold: true, text: "too late" }]);
+    await send(tenant, message("c6", `[s:${s}] long`));
+    await waitFor("the model to be asked", async () => (await providerRequests(s)).length === 1);
+    const stop = await send(tenant, { type: "interrupt", idempotency_key: unique("k"), conversation: "c6", user: { id: "u1" } });
+    expect(await stop.json()).toMatchObject({ accepted: true, status: "idle", notice: "Stopped the running turn." });
+    await releaseProvider(s);
+    const deliveries = await finished(tenant, "stopped");
+    expect(deliveries.filter((d) => d.body.type !== "status").map((d) => [d.body.type, d.body.text])).toEqual([["notice", "The turn was stopped."]]);
+    const status = await send(tenant, { type: "command", command: "status", idempotency_key: unique("k"), conversation: "c6", user: { id: "u1" } });
+    expect(await status.json()).toMatchObject({ notice: expect.stringMatching(/^Status: idle/) });
+  });
+
+  it("a decision is submitted and answered with the notice", async () => {
+    const tenant = await tenantWithCallback();
+    const res = await send(tenant, { type: "decision", hold_id: "h1", approve: true, idempotency_key: unique("k"), conversation: "c7", user: { id: "u1" } });
+    expect(res.status).toBe(202);
+    expect(await res.json()).toMatchObject({ notice: "There is no pending approval with that id." });
+  });
+
+  it("callback registration is admin-only and takes only https or loopback URLs", async () => {
+    const tenant = unique("reg");
+    const put = (headers: Record<string, string>, callback_url: string) =>
+      worker(`/v1/webhook/tenants/${tenant}`, { method: "PUT", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify({ callback_url }) });
+    expect((await put({}, "https://example.com/hook")).status).toBe(401);
+    expect((await put(ADMIN, "http://example.com/hook")).status).toBe(422);
+    expect((await put(ADMIN, "https://example.com/hook")).status).toBe(200);
+    expect(await (await worker(`/v1/webhook/tenants/${tenant}`, { headers: ADMIN })).json()).toEqual({ tenant, callback_url: "https://example.com/hook" });
+    expect((await worker(`/v1/webhook/tenants/${tenant}`, { method: "DELETE", headers: ADMIN })).status).toBe(204);
+    expect((await worker(`/v1/webhook/tenants/${tenant}`, { headers: ADMIN })).status).toBe(404);
+  });
+});
