@@ -2,6 +2,7 @@
 import type { Hono } from "hono";
 import type { ChatOutbound } from "../runtime/index.ts";
 import { discord } from "./discord/index.ts";
+import { slack } from "./slack/index.ts";
 import { webhook } from "./webhook/index.ts";
 
 export interface ChatBridge {
@@ -13,4 +14,4 @@ export interface ChatBridge {
   admin?: Hono<{ Bindings: Env }>;
 }
 
-export const bridges: ChatBridge[] = [discord, webhook];
+export const bridges: ChatBridge[] = [discord, slack, webhook];

@@ -4,13 +4,15 @@ import { startLedger } from "./ledger.mjs";
 import { startCallbackReceiver, WEBHOOK_SECRET } from "./callback.mjs";
 import { DISCORD_APPLICATION_ID, DISCORD_BOT_TOKEN, DISCORD_PUBLIC_KEY, DISCORD_TEST_SIGNING_KEY, startDiscord } from "./discord.mjs";
 import { FAKE_PROVIDER_KEY, startModelProvider } from "./model-provider.mjs";
+import { FAKE_SLACK_BOT_TOKEN, FAKE_SLACK_CLIENT_ID, FAKE_SLACK_CLIENT_SECRET, FAKE_SLACK_SIGNING_SECRET, startSlack } from "./slack.mjs";
 
 export async function startFakes() {
   const provider = await startModelProvider();
   const ledger = await startLedger();
+  const slack = await startSlack();
   const discord = await startDiscord();
   const callback = await startCallbackReceiver();
-  const fakes = { provider, ledger, discord, callback };
+  const fakes = { provider, ledger, slack, discord, callback };
   const bindings = {
     ADMIN_TOKEN: "test-admin-token",
     MODEL_PROVIDERS: JSON.stringify([{ id: "fake", baseUrl: `${provider.url}/v1`, auth: { secret: "FAKE_PROVIDER_KEY" } }]),
@@ -20,6 +22,14 @@ export async function startFakes() {
     FAKE_PROVIDER_URL: provider.url,
     FAKE_LEDGER_URL: ledger.url,
     MOUNTS: JSON.stringify([{ alias: "clock", plugin: "clock" }, { alias: "ledger", plugin: "ledger", config: { url: ledger.url } }]),
+    SLACK_API_BASE_URL: `${slack.url}/api`,
+    SLACK_SIGNING_SECRET: FAKE_SLACK_SIGNING_SECRET,
+    SLACK_BOT_TOKEN: FAKE_SLACK_BOT_TOKEN,
+    SLACK_CLIENT_ID: FAKE_SLACK_CLIENT_ID,
+    SLACK_CLIENT_SECRET: FAKE_SLACK_CLIENT_SECRET,
+    SLACK_TOKEN_ENCRYPTION_KEY: "test-slack-token-encryption-key",
+    SLACK_SOCKET_FORWARD_SECRET: "test-slack-socket-forward-secret",
+    FAKE_SLACK_URL: slack.url,
     DISCORD_API_BASE_URL: `${discord.url}/api/v10`,
     DISCORD_PUBLIC_KEY,
     DISCORD_APPLICATION_ID,

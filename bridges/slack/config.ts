@@ -1,0 +1,36 @@
+// The Slack bridge's settings, read from the Worker env. Secrets are read by
+// name (they are not part of the generated Env type).
+import { ConfigError, parseRoute, secretNamed, type Route } from "../../runtime/index.ts";
+
+export const DEFAULT_API_BASE_URL = "https://slack.com/api";
+export const DEFAULT_AGENT = "assistant";
+export const DEFAULT_COMMAND = "/agent";
+
+/** The Web API base; tests point it at the loopback fake. */
+export function apiBaseUrl(env: Env): string {
+  return (env.SLACK_API_BASE_URL || DEFAULT_API_BASE_URL).replace(/\/+$/, "");
+}
+
+/** The one agent this Slack app serves, in whichever workspace it is installed. */
+export function routeFor(env: Env, tenant: string): Route {
+  return parseRoute(tenant, env.SLACK_AGENT || DEFAULT_AGENT);
+}
+
+export function commandName(env: Env): string {
+  return env.SLACK_COMMAND || DEFAULT_COMMAND;
+}
+
+export function requiredSecret(env: Env, name: string, why: string): string {
+  const value = secretNamed(env, name);
+  if (!value) throw new ConfigError(`${name} is not set: ${why}`);
+  return value;
+}
+
+export function signingSecret(env: Env): string {
+  return requiredSecret(env, "SLACK_SIGNING_SECRET", "it verifies requests from Slack (docs/slack.md)");
+}
+
+/** Multi-workspace OAuth is on when the app's client id is configured. */
+export function oauthEnabled(env: Env): boolean {
+  return (env.SLACK_CLIENT_ID ?? "") !== "";
+}

@@ -1,0 +1,229 @@
+// The normalised ingress: Events API envelopes, slash commands and
+// block_actions, already verified (by Slack's signature over HTTP, or by the
+// forward signature from the Socket Mode connector), become ChatEvents.
+// Every answer is ready once the event is durably accepted: the model is never awaited.
+import { z } from "zod";
+import { agentStub, HttpError, submitEvent, type ChatUser, type Route } from "../../runtime/index.ts";
+import { APPROVE_ACTION, DENY_ACTION, parseStopValue, STOP_ACTION } from "./blocks.ts";
+import { commandName, routeFor } from "./config.ts";
+
+/** A JSON answer for Slack (or for the connector to ack with). */
+export type SlackAnswer = Record<string, unknown>;
+/** Work that may finish after the answer (posting to a response_url). */
+export type Defer = (work: Promise<unknown>) => void;
+
+const CONVERSATION = /^[A-Za-z0-9][A-Za-z0-9:._-]{0,199}$/;
+/** Message subtypes written by people; every other subtype (edits, deletions, joins, bots) is not a turn. */
+const PERSON_SUBTYPES = new Set(["file_share", "thread_broadcast"]);
+
+function invalid(what: string, error: z.ZodError): HttpError {
+  return new HttpError(400, `malformed ${what}: ${z.prettifyError(error)}`);
+}
+
+/** The tenant is the workspace, or the organisation for an org-wide (Enterprise Grid) install. */
+function tenantOf(teamId: string | null | undefined, enterpriseId: string | null | undefined, orgInstall: boolean): string {
+  const tenant = orgInstall && enterpriseId ? enterpriseId : teamId;
+  if (!tenant) throw new HttpError(400, "the request names no workspace (team_id)");
+  return tenant;
+}
+
+function conversationId(tenant: string, channel: string, threadTs: string): string {
+  const id = `${tenant}:${channel}:${threadTs}`;
+  if (!CONVERSATION.test(id)) throw new HttpError(400, `channel or thread id does not make a conversation id: "${id}"`);
+  return id;
+}
+
+const slackUser = (id: string): ChatUser => ({ platform: "slack", id });
+
+// ---- Events API -------------------------------------------------------------
+
+const authorization = z.object({
+  team_id: z.string().nullish(),
+  enterprise_id: z.string().nullish(),
+  user_id: z.string().nullish(),
+  is_enterprise_install: z.boolean().nullish(),
+});
+
+const envelopeSchema = z.discriminatedUnion("type", [
+  z.object({ type: z.literal("url_verification"), challenge: z.string() }),
+  z.object({
+    type: z.literal("event_callback"),
+    team_id: z.string().nullish(),
+    enterprise_id: z.string().nullish(),
+    context_team_id: z.string().nullish(),
+    authorizations: z.array(authorization).nullish(),
+    event: z.looseObject({ type: z.string() }),
+  }),
+  z.looseObject({ type: z.literal("app_rate_limited") }),
+]);
+
+const messageSchema = z.object({
+  type: z.enum(["message", "app_mention"]),
+  subtype: z.string().nullish(),
+  user: z.string().nullish(),
+  bot_id: z.string().nullish(),
+  text: z.string().nullish(),
+  channel: z.string(),
+  ts: z.string(),
+  thread_ts: z.string().nullish(),
+  files: z.array(z.looseObject({ name: z.string().nullish() })).nullish(),
+});
+
+export async function handleEvent(env: Env, body: unknown): Promise<SlackAnswer> {
+  const parsed = envelopeSchema.safeParse(body);
+  if (!parsed.success) throw invalid("Events API envelope", parsed.error);
+  const envelope = parsed.data;
+  if (envelope.type === "url_verification") return { challenge: envelope.challenge };
+  if (envelope.type !== "event_callback") return { ok: true };
+  if (envelope.event.type !== "message" && envelope.event.type !== "app_mention") return { ok: true };
+
+  const message = messageSchema.safeParse(envelope.event);
+  if (!message.success) throw invalid(`${envelope.event.type} event`, message.error);
+  const event = message.data;
+  const auth = envelope.authorizations?.[0];
+  const botUserId = auth?.user_id ?? null;
+  if (event.subtype && !PERSON_SUBTYPES.has(event.subtype)) return { ok: true };
+  if (event.bot_id || !event.user || event.user === botUserId) return { ok: true }; // never answer a bot, itself included
+
+  const tenant = tenantOf(auth?.team_id ?? envelope.team_id ?? envelope.context_team_id, auth?.enterprise_id ?? envelope.enterprise_id, auth?.is_enterprise_install === true);
+  const route = routeFor(env, tenant);
+  const threadTs = event.thread_ts ?? event.ts;
+  const text = messageText(event.text ?? "", botUserId, event.files ?? []);
+  if (text === "") return { ok: true };
+  await submitEvent(env, route, {
+    // One id per Slack message: retries, duplicates with new event ids, and the
+    // app_mention + message pair of one mention all collapse into one event.
+    id: `slack:${event.channel}:${event.ts}`,
+    kind: "message",
+    conversation: conversationId(tenant, event.channel, threadTs),
+    user: slackUser(event.user),
+    replyTo: { platform: "slack", target: { channel: event.channel, thread_ts: threadTs } },
+    text,
+  });
+  return { ok: true };
+}
+
+/** The person's words without the mention that addressed the bot; shared files are named. */
+function messageText(text: string, botUserId: string | null, files: { name?: string | null }[]): string {
+  const words = botUserId ? text.replaceAll(`<@${botUserId}>`, "").trim() : text.trim();
+  const names = files.map((f) => f.name).filter((n): n is string => !!n);
+  return names.length ? `${words}\n(shared files: ${names.join(", ")})`.trim() : words;
+}
+
+// ---- slash commands ---------------------------------------------------------------
+
+const commandSchema = z.object({
+  team_id: z.string().min(1),
+  enterprise_id: z.string().optional(),
+  is_enterprise_install: z.string().optional(),
+  channel_id: z.string().min(1),
+  user_id: z.string().min(1),
+  text: z.string().default(""),
+  trigger_id: z.string().optional(),
+});
+
+const ephemeral = (text: string): SlackAnswer => ({ response_type: "ephemeral", text });
+
+function helpText(env: Env): string {
+  const cmd = commandName(env);
+  return [
+    `*${cmd}* talks to the agent in this channel. Mention it or message it to start; reply in the thread to steer it.`,
+    `• \`${cmd} stop\`: stop the running turns in this channel (in a thread, use the Stop button)`,
+    `• \`${cmd} status\`: state and usage of this channel's latest conversation`,
+    `• \`${cmd} compact\`: summarise this channel's latest conversation to free its context`,
+    `• \`${cmd} help\`: this help`,
+  ].join("\n");
+}
+
+/** Slash commands run in a channel, never in a thread, so they act on the channel's conversations. */
+export async function handleCommand(env: Env, form: URLSearchParams): Promise<SlackAnswer> {
+  if (form.get("ssl_check") === "1") return {};
+  const parsed = commandSchema.safeParse(Object.fromEntries(form));
+  if (!parsed.success) throw invalid("slash command", parsed.error);
+  const command = parsed.data;
+  const tenant = tenantOf(command.team_id, command.enterprise_id, command.is_enterprise_install === "true");
+  const route = routeFor(env, tenant);
+  const word = command.text.trim().split(/\s+/)[0]!.toLowerCase();
+  if (word !== "stop" && word !== "status" && word !== "compact") return ephemeral(helpText(env));
+
+  const conversations = await agentStub(env, route).conversations(route, `${tenant}:${command.channel_id}:`);
+  const invocation = command.trigger_id ?? crypto.randomUUID();
+  const user = slackUser(command.user_id);
+  if (word === "stop") {
+    const running = conversations.filter((c) => c.status === "running" || c.status === "waiting_model");
+    const results = await Promise.all(
+      running.map((c) => submitEvent(env, route, { id: `slack:command:${invocation}:${c.id}`, kind: "interrupt", conversation: c.id, user })),
+    );
+    const stopped = results.filter((r) => r.accepted).length;
+    return ephemeral(stopped === 0 ? "Nothing is running in this channel." : `Stopped ${stopped} running turn${stopped === 1 ? "" : "s"} in this channel.`);
+  }
+  const latest = conversations[0];
+  if (!latest) return ephemeral("There is no conversation with the agent in this channel yet.");
+  const result = await submitEvent(env, route, { id: `slack:command:${invocation}`, kind: "command", command: word, conversation: latest.id, user });
+  return ephemeral(result.notice ?? `Done (${result.status}).`);
+}
+
+// ---- interactivity -------------------------------------------------------------------
+
+const blockActionsSchema = z.object({
+  type: z.literal("block_actions"),
+  user: z.object({ id: z.string(), team_id: z.string().nullish() }),
+  team: z.object({ id: z.string() }).nullish(),
+  enterprise: z.object({ id: z.string() }).nullish(),
+  is_enterprise_install: z.boolean().nullish(),
+  channel: z.object({ id: z.string() }).nullish(),
+  container: z.looseObject({ channel_id: z.string().nullish(), message_ts: z.string().nullish(), thread_ts: z.string().nullish() }).nullish(),
+  message: z.looseObject({ ts: z.string().nullish(), thread_ts: z.string().nullish() }).nullish(),
+  response_url: z.string().nullish(),
+  actions: z.array(z.object({ action_id: z.string(), value: z.string().nullish(), action_ts: z.string().nullish() })).min(1),
+});
+
+export async function handleInteraction(env: Env, payload: unknown, defer: Defer): Promise<SlackAnswer> {
+  if (typeof payload !== "object" || payload === null || (payload as { type?: unknown }).type !== "block_actions") return {};
+  const parsed = blockActionsSchema.safeParse(payload);
+  if (!parsed.success) throw invalid("block_actions payload", parsed.error);
+  const click = parsed.data;
+  const action = click.actions[0]!;
+  const tenant = tenantOf(click.team?.id ?? click.user.team_id, click.enterprise?.id, click.is_enterprise_install === true);
+  const route = routeFor(env, tenant);
+  const user = slackUser(click.user.id);
+  const clickId = `slack:action:${click.user.id}:${action.action_ts ?? crypto.randomUUID()}`;
+
+  let notice: string | undefined;
+  if (action.action_id === STOP_ACTION) {
+    const target = parseStopValue(action.value ?? undefined);
+    if (!target || !sameRoute(target, route)) throw new HttpError(400, "the Stop button names another workspace or agent");
+    notice = (await submitEvent(env, route, { id: clickId, kind: "interrupt", conversation: target.conversation, user })).notice;
+  } else if (action.action_id === APPROVE_ACTION || action.action_id === DENY_ACTION) {
+    if (!action.value) throw new HttpError(400, "an approval button carries the hold id as its value");
+    const channel = click.container?.channel_id ?? click.channel?.id;
+    const threadTs = click.container?.thread_ts ?? click.message?.thread_ts ?? click.container?.message_ts ?? click.message?.ts;
+    if (!channel || !threadTs) throw new HttpError(400, "the clicked message names no channel and thread");
+    const result = await submitEvent(env, route, {
+      id: clickId,
+      kind: "decision",
+      holdId: action.value,
+      approve: action.action_id === APPROVE_ACTION,
+      conversation: conversationId(tenant, channel, threadTs),
+      user,
+    });
+    notice = result.notice;
+  }
+  if (notice && click.response_url) defer(tellClicker(click.response_url, notice));
+  return {};
+}
+
+function sameRoute(target: { tenant: string; agent: string }, route: Route): boolean {
+  return target.tenant === route.tenant && target.agent === route.agent;
+}
+
+/** An ephemeral answer to the person who clicked, through the interaction's response_url. */
+async function tellClicker(responseUrl: string, text: string): Promise<void> {
+  const res = await fetch(responseUrl, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ response_type: "ephemeral", replace_original: false, text }),
+  });
+  if (!res.ok) console.error(`response_url answered ${res.status}`);
+  await res.body?.cancel();
+}

@@ -1,0 +1,129 @@
+// Helpers for the Slack bridge tests: requests signed the way Slack signs them
+// (computed here independently of the bridge), recorded fixtures replayed into
+// fresh channels, and the fake Slack Web API's control API.
+import { env } from "cloudflare:workers";
+import { waitFor, worker } from "../support.ts";
+
+const testEnv = env as unknown as Record<string, string>;
+export const AGENT = "assistant";
+const encoder = new TextEncoder();
+
+export async function slackSignature(body: string, timestamp: string, secret = testEnv.SLACK_SIGNING_SECRET!): Promise<string> {
+  const key = await crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, encoder.encode(`v0:${timestamp}:${body}`)));
+  return `v0=${[...mac].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
+}
+
+export const nowSeconds = () => String(Math.floor(Date.now() / 1000));
+
+export async function signedPost(path: string, body: string, contentType: string, headers: Record<string, string> = {}): Promise<Response> {
+  const timestamp = nowSeconds();
+  return worker(path, {
+    method: "POST",
+    headers: { "content-type": contentType, "x-slack-request-timestamp": timestamp, "x-slack-signature": await slackSignature(body, timestamp), ...headers },
+    body,
+  });
+}
+
+export function postEvent(envelope: unknown, headers: Record<string, string> = {}): Promise<Response> {
+  return signedPost("/slack/events", JSON.stringify(envelope), "application/json", headers);
+}
+
+export function postCommand(fields: Record<string, string>): Promise<Response> {
+  return signedPost("/slack/commands", new URLSearchParams(fields).toString(), "application/x-www-form-urlencoded");
+}
+
+export function postInteraction(payload: unknown): Promise<Response> {
+  return signedPost("/slack/interactivity", new URLSearchParams({ payload: JSON.stringify(payload) }).toString(), "application/x-www-form-urlencoded");
+}
+
+/** A unique Slack-style id (channels, teams, timestamps stay distinct across tests sharing the fake). */
+export function slackId(prefix: string): string {
+  return `${prefix}${crypto.randomUUID().replaceAll("-", "").slice(0, 10).toUpperCase()}`;
+}
+
+let tsSeq = 0;
+export function newTs(): string {
+  return `${Math.floor(Date.now() / 1000)}.${String(++tsSeq).padStart(6, "0")}`;
+}
+
+type Json = Record<string, unknown>;
+
+/** A recorded envelope replayed into another channel/team/thread, with event fields overridden. */
+export function replay(envelope: Json, overrides: { team?: string; channel?: string; event?: Json }): Json {
+  const copy = structuredClone(envelope) as Json & { event: Json; authorizations?: Json[] };
+  if (overrides.team) {
+    copy.team_id = overrides.team;
+    for (const auth of copy.authorizations ?? []) if ("team_id" in auth) auth.team_id = overrides.team;
+  }
+  if (overrides.channel) copy.event.channel = overrides.channel;
+  Object.assign(copy.event, overrides.event ?? {});
+  return copy;
+}
+
+/** A plain `message` envelope as Slack sends it for a person's message. */
+export function messageEnvelope(o: { team: string; channel: string; ts: string; text: string; thread_ts?: string; user?: string; type?: string; event_id?: string; event?: Json }): Json {
+  return {
+    token: "verification-token",
+    team_id: o.team,
+    api_app_id: "AFAKEAPP",
+    type: "event_callback",
+    event_id: o.event_id ?? slackId("Ev"),
+    event_time: Math.floor(Date.now() / 1000),
+    authorizations: [{ enterprise_id: null, team_id: o.team, user_id: "UFAKEBOT", is_bot: true, is_enterprise_install: false }],
+    event: {
+      type: o.type ?? "message",
+      user: o.user ?? "UPERSON1",
+      text: o.text,
+      ts: o.ts,
+      channel: o.channel,
+      event_ts: o.ts,
+      channel_type: "channel",
+      ...(o.thread_ts ? { thread_ts: o.thread_ts } : {}),
+      ...o.event,
+    },
+  };
+}
+
+export const conversationOf = (team: string, channel: string, threadTs: string) => `${team}:${channel}:${threadTs}`;
+
+export interface SlackCall {
+  method: string;
+  token: string | null;
+  body: { channel?: string; text?: string; thread_ts?: string; ts?: string; blocks?: { type: string; elements?: { action_id?: string; value?: string }[] }[] };
+  ts?: string;
+  limited?: boolean;
+  authorized?: boolean;
+}
+
+export async function slackCalls(channel: string, method?: string): Promise<SlackCall[]> {
+  const query = new URLSearchParams({ channel, ...(method ? { method } : {}) });
+  return (await fetch(`${testEnv.FAKE_SLACK_URL}/_control/calls?${query}`)).json();
+}
+
+/** Replies and notices: postMessage calls without blocks that Slack accepted. */
+export async function threadMessages(channel: string): Promise<SlackCall[]> {
+  return (await slackCalls(channel, "chat.postMessage")).filter((c) => !c.body.blocks && !c.limited && c.authorized);
+}
+
+/** Waits until the turn's status message was finalised (the last thing a turn delivers). */
+export function statusFinal(channel: string, state: "Done." | "Stopped." | "Failed."): Promise<SlackCall> {
+  return waitFor(`status "${state}" in ${channel}`, async () =>
+    (await slackCalls(channel)).find((c) => c.body.blocks && c.body.text?.endsWith(state) && !c.limited),
+  );
+}
+
+export async function rateLimit(rule: { method: string; channel: string; textIncludes?: string; times: number; retryAfter: number }): Promise<void> {
+  await fetch(`${testEnv.FAKE_SLACK_URL}/_control/rate-limit`, { method: "POST", body: JSON.stringify(rule) });
+}
+
+export async function grantOauthCode(code: string, grant: { team?: string; enterprise?: string; isEnterpriseInstall?: boolean; token: string; botUserId: string }): Promise<void> {
+  await fetch(`${testEnv.FAKE_SLACK_URL}/_control/oauth/${code}`, { method: "PUT", body: JSON.stringify(grant) });
+}
+
+export async function responsesTo(id: string): Promise<{ text: string; response_type: string }[]> {
+  return (await fetch(`${testEnv.FAKE_SLACK_URL}/_control/responses/${id}`)).json();
+}
+
+export const responseUrl = (id: string) => `${testEnv.FAKE_SLACK_URL}/response/${id}`;
+export const fakeSlackEnv = testEnv;
