@@ -71,6 +71,7 @@ export async function script(id: string, steps: ScriptStep[]): Promise<void> {
 export interface ProviderRequest {
   body: { messages: { role: string; content: unknown }[]; tools?: unknown[] };
   authorized: boolean;
+  responded?: boolean;
 }
 
 export async function providerRequests(id: string): Promise<ProviderRequest[]> {

@@ -47,9 +47,11 @@ export async function startModelProvider() {
     const step = s && s.steps.length ? s.steps[Math.min(s.next++, s.steps.length - 1)] : { text: `ok: ${lastUserText(body.messages)}` };
     if (step.hold) await new Promise((resolve) => s.waiting.push(resolve));
     if (step.status) {
+      record.responded = true;
       return sendJson(res, step.status, { error: { message: step.error ?? `status ${step.status}`, type: "fake_error" } }, step.headers ?? {});
     }
-    return streamCompletion(res, body.model, step);
+    streamCompletion(res, body.model, step);
+    record.responded = true;
   });
 }
 

@@ -1,0 +1,60 @@
+// Bad input to /v1 gets a 4xx that says what was wrong, never a 500, and writes nothing.
+import { describe, expect, it } from "vitest";
+import { rows } from "./agents.ts";
+import { worker } from "./support.ts";
+
+const PATH = "/v1/tenants/inputs/agents/guard/messages";
+const AUTH = { authorization: "Bearer test-admin-token" };
+
+async function post(body: BodyInit, headers: Record<string, string>) {
+  const res = await worker(PATH, { method: "POST", headers, body });
+  return { status: res.status, error: ((await res.json()) as { error?: string }).error ?? "" };
+}
+
+describe("/v1 input checks", () => {
+  it("no token → 401; wrong token → 401", async () => {
+    expect(await post('{"text":"hi"}', { "content-type": "application/json" })).toEqual({ status: 401, error: expect.stringMatching(/missing bearer token/) });
+    expect(await post('{"text":"hi"}', { "content-type": "application/json", authorization: "Bearer nope" })).toEqual({ status: 401, error: "wrong bearer token" });
+    const get = await worker("/v1/tenants/inputs/agents/guard/conversations/x");
+    expect(get.status).toBe(401);
+  });
+
+  it("malformed JSON → 400", async () => {
+    const r = await post('{"text": "hi",', { ...AUTH, "content-type": "application/json" });
+    expect(r.status).toBe(400);
+    expect(r.error).toMatch(/malformed JSON/);
+  });
+
+  it("missing or empty text → 422 naming the field", async () => {
+    const r = await post('{"conversation":"c-missing"}', { ...AUTH, "content-type": "application/json" });
+    expect(r.status).toBe(422);
+    expect(r.error).toMatch(/text/);
+    expect((await post('{"text":"   "}', { ...AUTH, "content-type": "application/json" })).status).toBe(422);
+  });
+
+  it("a body over 64 KiB → 413", async () => {
+    const r = await post(JSON.stringify({ text: "x".repeat(70 * 1024) }), { ...AUTH, "content-type": "application/json" });
+    expect(r.status).toBe(413);
+    expect(r.error).toMatch(/65536/);
+  });
+
+  it("wrong content type → 415; bad names → 400; unknown kind → 422", async () => {
+    expect((await post("text=hi", { ...AUTH, "content-type": "application/x-www-form-urlencoded" })).status).toBe(415);
+    const badTenant = await worker("/v1/tenants/bad%20name/agents/guard/messages", { method: "POST", headers: { ...AUTH, "content-type": "application/json" }, body: '{"text":"hi"}' });
+    expect(badTenant.status).toBe(400);
+    expect((await post('{"text":"hi","kind":"shout"}', { ...AUTH, "content-type": "application/json" })).status).toBe(422);
+    expect((await post('{"text":"hi","conversation":"no spaces allowed"}', { ...AUTH, "content-type": "application/json" })).status).toBe(422);
+  });
+
+  it("none of the rejected requests wrote anything", async () => {
+    // The object has not even been asked: it holds no conversation and no inbound event.
+    expect(await rows("inputs", "guard", "SELECT * FROM inbound")).toEqual([]);
+    expect(await rows("inputs", "guard", "SELECT * FROM conversations")).toEqual([]);
+  });
+
+  it("an unknown route → 404 with the route named", async () => {
+    const res = await worker("/nope", { method: "POST" });
+    expect(res.status).toBe(404);
+    expect(await res.json()).toEqual({ error: "no route for POST /nope" });
+  });
+});
