@@ -1,0 +1,95 @@
+// `npm run discord:gateway`: the Discord gateway connector. Channel messages reach
+// an app only over the gateway, so this Node process holds the connection
+// (discord.js) and forwards the messages the agent should see to the Worker's
+// POST /discord/gateway-events, signed with DISCORD_GATEWAY_SECRET. The Worker
+// answers through the REST API; this process never posts.
+//
+// Environment: DISCORD_BOT_TOKEN, DISCORD_GATEWAY_SECRET, ANTIPROTON_URL
+// (default http://127.0.0.1:8787).
+import { createHmac } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
+import { pathToFileURL } from "node:url";
+import { Client, Events, GatewayIntentBits, Partials } from "discord.js";
+
+const MAX_ATTEMPTS = 5;
+
+/** A person mentioning the bot, writing in a thread the bot started, or DMing it. Never a bot or a webhook. */
+export function shouldForward(message, botUserId) {
+  if (message.author.bot || message.webhookId || message.system) return false;
+  if (!message.guildId) return true;
+  if (message.mentions.users.has(botUserId)) return true;
+  const channel = message.channel;
+  return Boolean(channel?.isThread() && channel.ownerId === botUserId);
+}
+
+/** The fields of Discord's own message object (as MESSAGE_CREATE carries it) that the Worker reads. */
+export function gatewayPayload(message) {
+  return {
+    id: message.id,
+    channel_id: message.channelId,
+    guild_id: message.guildId,
+    content: message.content,
+    webhook_id: message.webhookId,
+    author: { id: message.author.id, username: message.author.username, global_name: message.author.globalName, bot: message.author.bot },
+  };
+}
+
+/** bridges/shared/signed-request.ts's scheme: v1=HMAC-SHA256("timestamp.body"). */
+export function signatureHeaders(secret, body, now = Date.now()) {
+  const timestamp = String(Math.floor(now / 1000));
+  const mac = createHmac("sha256", secret).update(`${timestamp}.${body}`).digest("hex");
+  return { "X-Antiproton-Timestamp": timestamp, "X-Antiproton-Signature": `v1=${mac}` };
+}
+
+/**
+ * POSTs one message to the Worker, retrying while the Worker is unreachable or
+ * answers 5xx. The message id is the event id there, so a retry is never a second turn.
+ */
+export async function forward(message, { url, secret }) {
+  const body = JSON.stringify(gatewayPayload(message));
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const res = await fetch(`${url.replace(/\/+$/, "")}/discord/gateway-events`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...signatureHeaders(secret, body) },
+        body,
+      });
+      if (res.status < 500 || attempt >= MAX_ATTEMPTS) return res;
+    } catch (err) {
+      if (attempt >= MAX_ATTEMPTS) throw err;
+    }
+    await sleep(500 * 2 ** (attempt - 1));
+  }
+}
+
+function required(name) {
+  const value = process.env[name];
+  if (!value) {
+    console.error(`${name} is not set (see docs/discord.md)`);
+    process.exit(1);
+  }
+  return value;
+}
+
+async function main() {
+  const token = required("DISCORD_BOT_TOKEN");
+  const target = { url: process.env.ANTIPROTON_URL ?? "http://127.0.0.1:8787", secret: required("DISCORD_GATEWAY_SECRET") };
+  const client = new Client({
+    intents: [GatewayIntentBits.Guilds, GatewayIntentBits.GuildMessages, GatewayIntentBits.MessageContent, GatewayIntentBits.DirectMessages],
+    partials: [Partials.Channel], // DMs arrive on channels discord.js has not cached
+  });
+  client.once(Events.ClientReady, (ready) => console.log(`connected as ${ready.user.tag}; forwarding to ${target.url}`));
+  client.on(Events.MessageCreate, async (message) => {
+    if (!shouldForward(message, client.user.id)) return;
+    try {
+      const res = await forward(message, target);
+      if (!res.ok) console.error(`message ${message.id}: the Worker answered ${res.status} ${await res.text()}`);
+    } catch (err) {
+      console.error(`message ${message.id}: could not reach ${target.url}`, err);
+    }
+  });
+  for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => client.destroy().finally(() => process.exit(0)));
+  await client.login(token);
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) await main();

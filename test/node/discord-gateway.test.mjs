@@ -1,0 +1,149 @@
+// The discord.js connector's forwarding, in Node, against the running Worker
+// (`wrangler dev` on a free loopback port) and the fake Discord REST server. The
+// messages are discord.js Message objects built here from recorded payloads.
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { after, before, test } from "node:test";
+import { ChannelType, Client, GatewayIntentBits, Message } from "discord.js";
+import { forward, shouldForward } from "../../bridges/discord/gateway.mjs";
+import { DISCORD_APPLICATION_ID, DISCORD_BOT_TOKEN, startDiscord } from "../fakes/discord.mjs";
+
+const ROOT = new URL("../..", import.meta.url).pathname;
+const SECRET = "node-test-gateway-secret";
+const recorded = JSON.parse(readFileSync(new URL("../../../shared/fixtures/recorded/discord/discord.json", import.meta.url), "utf8"));
+const BOT = DISCORD_APPLICATION_ID;
+
+let discord;
+let wrangler;
+let persistDir;
+let workerUrl;
+
+function freePort() {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function until(what, check, timeoutMs = 60_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check().catch(() => undefined);
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+before(async () => {
+  discord = await startDiscord();
+  const [port, inspectorPort] = [await freePort(), await freePort()];
+  persistDir = mkdtempSync(join(tmpdir(), "antiproton-discord-gateway-"));
+  const vars = {
+    DISCORD_GATEWAY_SECRET: SECRET,
+    DISCORD_API_BASE_URL: `${discord.url}/api/v10`,
+    DISCORD_BOT_TOKEN,
+    DISCORD_APPLICATION_ID,
+    ADMIN_TOKEN: "node-test-admin-token",
+    HARNESS_MODEL: "",
+    MODEL_PROVIDERS: "[]",
+  };
+  const args = ["wrangler", "dev", "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspectorPort), "--persist-to", persistDir];
+  for (const [key, value] of Object.entries(vars)) args.push("--var", `${key}:${value}`);
+  // Its own process group, so stopping it also stops workerd (TOOLCHAIN §11).
+  wrangler = spawn("npx", args, { cwd: ROOT, detached: true, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, WRANGLER_SEND_METRICS: "false" } });
+  let output = "";
+  wrangler.stdout.on("data", (d) => (output += d));
+  wrangler.stderr.on("data", (d) => (output += d));
+  workerUrl = `http://127.0.0.1:${port}`;
+  await until("wrangler dev", async () => (await fetch(`${workerUrl}/`)).ok, 90_000).catch((err) => {
+    throw new Error(`${err.message}\n${output}`);
+  });
+});
+
+after(async () => {
+  if (wrangler?.pid) {
+    try {
+      process.kill(-wrangler.pid, "SIGTERM");
+    } catch {}
+  }
+  await discord?.close();
+  if (persistDir) rmSync(persistDir, { recursive: true, force: true });
+});
+
+const client = new Client({ intents: [GatewayIntentBits.Guilds, GatewayIntentBits.GuildMessages, GatewayIntentBits.MessageContent] });
+const guild = client.guilds._add({ id: recorded.metadata.guildId, name: "test guild", channels: [], roles: [], members: [] });
+let nextId = 1_600_000_000_000_000_000n;
+const snowflake = () => String(nextId++);
+
+function message(data) {
+  return new Message(client, { ...recorded.gatewayMention.data, id: snowflake(), ...data });
+}
+
+async function channelCalls(channel) {
+  return (await fetch(`${discord.url}/_control/calls?channel=${channel}`)).json();
+}
+
+/** The channel's messages once the turn's status was edited to its final state. */
+function answered(channel) {
+  return until(`the answer in channel ${channel}`, async () => {
+    const calls = await channelCalls(channel);
+    return calls.some((c) => c.method === "PATCH" && c.body.content.includes("Done.")) ? calls : undefined;
+  });
+}
+
+const posted = (calls) => calls.filter((c) => c.method === "POST" && c.status === 200).map((c) => c.body.content);
+
+test("a mention is forwarded and answered in the channel once, even when forwarded twice", async () => {
+  const channel = snowflake();
+  const msg = message({ channel_id: channel, content: `<@${BOT}> hello from node` });
+  assert.equal(shouldForward(msg, BOT), true);
+  const target = { url: workerUrl, secret: SECRET };
+  const first = await forward(msg, target);
+  assert.equal(first.status, 202);
+  const second = await forward(msg, target);
+  assert.equal(second.status, 200);
+  assert.equal((await second.json()).accepted, false);
+
+  const replies = posted(await answered(channel));
+  assert.equal(replies.length, 2);
+  assert.equal(replies[0], "⏳ Working on it…");
+  assert.match(replies[1], /^You said: "hello from node"/);
+});
+
+test("a bot's message is never forwarded, and the Worker ignores one that is", async () => {
+  const channel = snowflake();
+  const msg = new Message(client, { ...recorded.gatewayBotWelcome.data, id: snowflake(), channel_id: channel });
+  assert.equal(msg.author.bot, true);
+  assert.equal(shouldForward(msg, BOT), false);
+  const res = await forward(msg, { url: workerUrl, secret: SECRET });
+  assert.deepEqual(await res.json(), { ignored: "the author is a bot" });
+  const conversation = await fetch(`${workerUrl}/v1/tenants/${msg.guildId}/agents/assistant/conversations/${channel}`, {
+    headers: { authorization: "Bearer node-test-admin-token" },
+  });
+  assert.equal(conversation.status, 404);
+});
+
+test("in the bot's own thread no mention is needed; elsewhere it is", () => {
+  const thread = client.channels._add(
+    { id: snowflake(), type: ChannelType.PublicThread, guild_id: guild.id, owner_id: BOT, parent_id: recorded.metadata.channelId, name: "t" },
+    guild,
+  );
+  const inThread = message({ channel_id: thread.id, content: "Hey", mentions: [] });
+  assert.equal(shouldForward(inThread, BOT), true);
+  const elsewhere = message({ channel_id: snowflake(), content: "Hey", mentions: [] });
+  assert.equal(shouldForward(elsewhere, BOT), false);
+});
+
+test("a wrong secret is refused by the Worker", async () => {
+  const res = await forward(message({ channel_id: snowflake(), content: `<@${BOT}> hi` }), { url: workerUrl, secret: "wrong" });
+  assert.equal(res.status, 401);
+});
