@@ -8,7 +8,8 @@ if (!existsSync(".dev.vars")) {
   console.log("Created .dev.vars from .dev.vars.example (ADMIN_TOKEN=dev-admin-token).");
 }
 const port = process.env.PORT ?? "8787";
-const child = spawn("npx", ["wrangler", "dev", "--ip", "127.0.0.1", "--port", port, ...process.argv.slice(2)], {
+const inspector = process.env.INSPECTOR_PORT ? ["--inspector-port", process.env.INSPECTOR_PORT] : [];
+const child = spawn("npx", ["wrangler", "dev", "--ip", "127.0.0.1", "--port", port, ...inspector, ...process.argv.slice(2)], {
   stdio: "inherit",
   env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
 });
