@@ -35,6 +35,7 @@ const interactionSchema = z.object({
   token: z.string(),
   guild_id: z.string().optional(),
   channel_id: z.string().optional(),
+  channel: z.object({ id: z.string() }).optional(),
   member: z.object({ user: userSchema }).optional(),
   user: userSchema.optional(),
   data: z
@@ -81,8 +82,9 @@ export async function handleInteraction(c: Context<{ Bindings: Env }>): Promise<
 function origin(interaction: Interaction) {
   const user = interaction.member?.user ?? interaction.user;
   if (!user) throw new HttpError(400, "interaction has no user");
-  if (!interaction.channel_id) throw new HttpError(400, "interaction has no channel_id");
-  return { user, channelId: interaction.channel_id };
+  const channelId = interaction.channel_id ?? interaction.channel?.id;
+  if (!channelId) throw new HttpError(400, "interaction has no channel");
+  return { user, channelId };
 }
 
 function message(content: string, flags?: number) {

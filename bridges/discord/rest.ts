@@ -8,6 +8,8 @@ const DEFAULT_API_BASE_URL = "https://discord.com/api/v10";
 /** Interaction tokens live 15 minutes; stop using one a minute early. */
 const INTERACTION_TOKEN_TTL_MS = 14 * 60_000;
 const USER_AGENT = "DiscordBot (https://github.com/antiproton, 0.1.0)";
+/** An awaited fetch to Discord can hang (discord-api-docs#7936); the outbox retries instead. */
+const REQUEST_TIMEOUT_MS = 10_000;
 
 /** Splits at a line break, else a space, else hard, never inside a surrogate pair. */
 export function splitMessage(text: string, limit = DISCORD_MESSAGE_LIMIT): string[] {
@@ -63,7 +65,7 @@ async function send(env: Env, call: Call, content: string): Promise<Response | D
   const base = (env.DISCORD_API_BASE_URL?.trim() || DEFAULT_API_BASE_URL).replace(/\/+$/, "");
   // allowed_mentions: the agent's text never pings anyone (@everyone included).
   const body = JSON.stringify({ content, allowed_mentions: { parse: [] } });
-  return fetch(`${base}${call.path}`, { method: call.method, headers, body });
+  return fetch(`${base}${call.path}`, { method: call.method, headers, body, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
 }
 
 async function outcome(res: Response, wantRef: boolean): Promise<DeliveryResult> {

@@ -39,6 +39,8 @@ export function unregisterCallback(env: Env, tenant: string): Promise<boolean> {
 
 /** The receiver may ask for a retry; any other 4xx means this row will never be accepted. */
 const RETRYABLE = new Set([408, 425, 429]);
+/** A receiver that does not answer holds up its conversation's outbox; give up on the attempt and retry. */
+const REQUEST_TIMEOUT_MS = 10_000;
 
 async function deliver(env: Env, delivery: OutboxDelivery): Promise<DeliveryResult> {
   const secret = secretNamed(env, "WEBHOOK_SECRET");
@@ -58,7 +60,7 @@ async function deliver(env: Env, delivery: OutboxDelivery): Promise<DeliveryResu
     ...(message.kind === "status" ? { state: message.state, status_id: statusId } : {}),
   });
   const headers = { "content-type": "application/json", "idempotency-key": delivery.idempotencyKey, ...(await signatureHeaders(secret, body)) };
-  const res = await fetch(registration.callback_url, { method: "POST", headers, body });
+  const res = await fetch(registration.callback_url, { method: "POST", headers, body, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
   await res.body?.cancel();
   if (res.ok) return statusId ? { ok: true, ref: statusId } : { ok: true };
   const error = `callback answered ${res.status}`;

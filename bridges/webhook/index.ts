@@ -1,7 +1,7 @@
 // The generic signed webhook bridge: any chat system POSTs signed JSON events to
 // /webhook/{tenant}/events and receives replies, signed the same way, at the
 // callback_url registered for the tenant (PUT /v1/webhook/tenants/{tenant}).
-import { Hono } from "hono";
+import { Hono, type Context } from "hono";
 import { z } from "zod";
 import { HttpError, parseJson, parseRoute, readBody, secretNamed, submitEvent, type ChatEvent } from "../../runtime/index.ts";
 import type { ChatBridge } from "../index.ts";
@@ -70,8 +70,11 @@ routes.post("/:tenant/events", async (c) => {
 /** Mounted at /v1/webhook behind ADMIN_TOKEN. */
 const admin = new Hono<{ Bindings: Env }>();
 
+/** parseRoute holds the one rule for tenant names; the agent part does not matter here. */
+const tenantParam = (c: Context) => parseRoute(c.req.param("tenant") ?? "", DEFAULT_AGENT).tenant;
+
 admin.put("/tenants/:tenant", async (c) => {
-  const tenant = parseRoute(c.req.param("tenant"), DEFAULT_AGENT).tenant;
+  const tenant = tenantParam(c);
   const raw = await readBody(c, { contentTypes: ["application/json"], maxBytes: 4096 });
   const parsed = registrationSchema.safeParse(parseJson(raw));
   if (!parsed.success) throw new HttpError(422, z.prettifyError(parsed.error));
@@ -80,14 +83,14 @@ admin.put("/tenants/:tenant", async (c) => {
 });
 
 admin.get("/tenants/:tenant", async (c) => {
-  const tenant = parseRoute(c.req.param("tenant"), DEFAULT_AGENT).tenant;
+  const tenant = tenantParam(c);
   const registration = await callbackFor(c.env, tenant);
   if (!registration) throw new HttpError(404, `no callback_url registered for tenant "${tenant}"`);
   return c.json({ tenant, ...registration });
 });
 
 admin.delete("/tenants/:tenant", async (c) => {
-  const tenant = parseRoute(c.req.param("tenant"), DEFAULT_AGENT).tenant;
+  const tenant = tenantParam(c);
   if (!(await unregisterCallback(c.env, tenant))) throw new HttpError(404, `no callback_url registered for tenant "${tenant}"`);
   return c.body(null, 204);
 });
