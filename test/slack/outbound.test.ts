@@ -1,0 +1,122 @@
+// Delivery to Slack: 429 Retry-After (acceptance 7), long replies split in
+// order (acceptance 8), Markdown → mrkdwn.
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { slackOutbound } from "../../bridges/slack/outbound.ts";
+import { SLACK_TEXT_LIMIT, splitForSlack, toMrkdwn } from "../../bridges/slack/mrkdwn.ts";
+import { script, unique } from "../support.ts";
+import { AGENT, messageEnvelope, newTs, postEvent, rateLimit, slackCalls, slackId, statusFinal, threadMessages } from "./helpers.ts";
+
+describe("Markdown → Slack mrkdwn", () => {
+  it("renders emphasis, links, headings and bullets, and leaves code alone", () => {
+    const markdown = [
+      "# Plan",
+      "This is **bold**, *italic*, _also italic_ and ~~gone~~.",
+      "See [the docs](https://example.com/a?b=1&c=2) or <https://example.org>.",
+      "- first",
+      "* second",
+      "Use `a < b && **not bold**` here.",
+      "```ts",
+      "if (a < b && c) { **x** }",
+      "```",
+    ].join("\n");
+    expect(toMrkdwn(markdown)).toBe(
+      [
+        "*Plan*",
+        "This is *bold*, _italic_, _also italic_ and ~gone~.",
+        "See <https://example.com/a?b=1&amp;c=2|the docs> or <https://example.org>.",
+        "• first",
+        "• second",
+        "Use `a &lt; b &amp;&amp; **not bold**` here.",
+        "```",
+        "if (a &lt; b &amp;&amp; c) { **x** }",
+        "```",
+      ].join("\n"),
+    );
+  });
+
+  it("escapes Slack's control characters so model text cannot ping a channel", () => {
+    expect(toMrkdwn("<!channel> look <@U123>")).toBe("&lt;!channel&gt; look &lt;@U123&gt;");
+  });
+
+  it("splits at line boundaries within the limit, and closes and reopens a code block cut in two", () => {
+    const code = ["```", ...Array.from({ length: 200 }, (_, i) => `const line${i} = ${i}; // ${"x".repeat(30)}`), "```"].join("\n");
+    const parts = splitForSlack(code, 2000);
+    expect(parts.length).toBeGreaterThan(1);
+    for (const part of parts) {
+      expect(toMrkdwn(part).length).toBeLessThanOrEqual(2000);
+      expect(part.startsWith("```")).toBe(true);
+      expect(part.endsWith("```")).toBe(true);
+    }
+    const lines = parts.flatMap((p) => p.split("\n").filter((l) => l !== "```"));
+    expect(lines).toEqual(code.split("\n").filter((l) => l !== "```"));
+  });
+
+  it("cuts a line longer than the limit, even one that grows when escaped", () => {
+    const parts = splitForSlack("&".repeat(10_000));
+    for (const part of parts) expect(toMrkdwn(part).length).toBeLessThanOrEqual(SLACK_TEXT_LIMIT);
+    expect(parts.join("")).toBe("&".repeat(10_000));
+  });
+});
+
+describe("Slack outbound", () => {
+  it("answers a 429 with the Retry-After it was given", async () => {
+    const channel = slackId("C");
+    await rateLimit({ method: "chat.postMessage", channel, times: 1, retryAfter: 7 });
+    const result = await slackOutbound.deliver(env, {
+      route: { tenant: slackId("T"), agent: AGENT },
+      conversation: "c",
+      address: { platform: "slack", target: { channel, thread_ts: "1.000001" } },
+      message: { kind: "reply", text: "hello" },
+      idempotencyKey: "k",
+    });
+    expect(result).toEqual({ ok: false, error: "chat.postMessage: rate limited", retryAfterMs: 7000 });
+  });
+
+  it("gives up on errors that would fail again", async () => {
+    const result = await slackOutbound.deliver(env, {
+      route: { tenant: slackId("T"), agent: AGENT },
+      conversation: "c",
+      address: { platform: "slack", target: { channel: "", thread_ts: "1.000001" } },
+      message: { kind: "reply", text: "hello" },
+      idempotencyKey: "k",
+    });
+    expect(result).toEqual({ ok: false, error: "chat.postMessage: channel_not_found", permanent: true });
+  });
+
+  // Acceptance 7
+  it("a reply rate limited with 429 is delivered after the Retry-After, once", async () => {
+    const s = unique("ratelimit");
+    await script(s, [{ text: "worth the wait" }]);
+    const team = slackId("T");
+    const channel = slackId("C");
+    const ts = newTs();
+    await rateLimit({ method: "chat.postMessage", channel, textIncludes: "worth the wait", times: 1, retryAfter: 2 });
+    await postEvent(messageEnvelope({ team, channel, ts, text: `[s:${s}] go` }));
+    await statusFinal(channel, "Done.");
+    const attempts = (await slackCalls(channel, "chat.postMessage")).filter((c) => c.body.text === "worth the wait");
+    expect(attempts.map((c) => c.limited === true)).toEqual([true, false]);
+    expect((await threadMessages(channel)).map((m) => [m.body.text, m.body.thread_ts])).toEqual([["worth the wait", ts]]);
+  });
+
+  // Acceptance 8
+  it("a reply longer than Slack's limit arrives as several messages, in order", async () => {
+    const s = unique("long");
+    const lines = Array.from({ length: 400 }, (_, i) => `Line ${i}: ${"word ".repeat(8)}`.trim());
+    const reply = lines.join("\n");
+    expect(reply.length).toBeGreaterThan(3 * SLACK_TEXT_LIMIT);
+    await script(s, [{ text: reply }]);
+    const team = slackId("T");
+    const channel = slackId("C");
+    const ts = newTs();
+    await postEvent(messageEnvelope({ team, channel, ts, text: `[s:${s}] long please` }));
+    await statusFinal(channel, "Done.");
+    const messages = await threadMessages(channel);
+    expect(messages.length).toBeGreaterThanOrEqual(4);
+    for (const m of messages) {
+      expect(m.body.thread_ts).toBe(ts);
+      expect(m.body.text!.length).toBeLessThanOrEqual(SLACK_TEXT_LIMIT);
+    }
+    expect(messages.map((m) => m.body.text).join("\n")).toBe(reply);
+  });
+});
