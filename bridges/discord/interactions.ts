@@ -48,7 +48,7 @@ const interactionSchema = z.object({
 });
 type Interaction = z.infer<typeof interactionSchema>;
 
-const COMMANDS: Record<string, ChatCommand> = { stop: "stop", compact: "compact", status: "status" };
+const COMMANDS = new Map<string, ChatCommand>([["stop", "stop"], ["compact", "compact"], ["status", "status"]]);
 
 /** Approval buttons carry `approve:<holdId>` or `deny:<holdId>` as their custom_id. */
 const DECISION_CUSTOM_ID = /^(approve|deny):(.+)$/;
@@ -106,7 +106,7 @@ async function command(env: Env, interaction: Interaction) {
     // The reply comes later through the interaction webhook (or the channel past its 15 minutes).
     return { type: ResponseType.DeferredChannelMessage };
   }
-  const chatCommand = COMMANDS[name];
+  const chatCommand = COMMANDS.get(name);
   if (!chatCommand) return message(`Unknown command /${name}.`, EPHEMERAL);
   const result = await submitEvent(env, route, { ...base, kind: "command", command: chatCommand });
   return message(result.notice ?? "Already received.");
