@@ -65,7 +65,7 @@ describe("POST /slack/events", () => {
     const conversation = conversationOf(TEAM, channel, recorded.mention.event.ts);
     const view = await settled(TEAM, AGENT, conversation);
     expect(view.transcript.filter((e) => e.role === "user").map((e) => e.text)).toEqual(["Hey", "Hi"]);
-    await expect.poll(async () => (await threadMessages(channel)).map((r) => [r.body.text, r.body.thread_ts])).toEqual([
+    await expect.poll(async () => (await threadMessages(channel)).map((r) => [r.body.text, r.body.thread_ts]), { timeout: 15_000 }).toEqual([
       ["ok: Hey", recorded.mention.event.ts],
       ["ok: Hi", recorded.mention.event.ts],
     ]);
