@@ -1,5 +1,6 @@
 // A fake Discord REST API on loopback (under /api/v10): channel messages with
-// the bot token, interaction webhooks (follow-ups, @original edits). It rejects
+// the bot token, interaction webhooks (follow-ups, @original edits), command
+// registration. It rejects
 // what Discord rejects (no/wrong bot token, content over 2,000 characters,
 // expired interaction tokens) and can answer 429 with retry_after. Every call is
 // recorded; the control API is under /_control.
@@ -34,7 +35,8 @@ export async function startDiscord() {
     if (url.pathname === "/_control/calls" && req.method === "GET") {
       const channel = url.searchParams.get("channel");
       const token = url.searchParams.get("token");
-      return sendJson(res, 200, calls.filter((c) => (channel === null || c.channelId === channel) && (token === null || c.token === token)));
+      const kind = url.searchParams.get("kind");
+      return sendJson(res, 200, calls.filter((c) => (channel === null || c.channelId === channel) && (token === null || c.token === token) && (kind === null || c.kind === kind)));
     }
     if (url.pathname === "/_control/rate-limit" && req.method === "POST") {
       const { match, times = 1, retryAfter = 0.5 } = JSON.parse(raw);
@@ -46,6 +48,14 @@ export async function startDiscord() {
       return sendJson(res, 200, { ok: true });
     }
 
+    const commandsRoute = /^\/api\/v10\/applications\/(\d+)\/(?:guilds\/(\d+)\/)?commands$/.exec(url.pathname);
+    if (commandsRoute && req.method === "PUT") {
+      const call = { method: req.method, path: url.pathname, kind: "commands", guildId: commandsRoute[2] ?? null, body: JSON.parse(raw) };
+      calls.push(call);
+      call.status = req.headers.authorization === `Bot ${DISCORD_BOT_TOKEN}` && commandsRoute[1] === DISCORD_APPLICATION_ID ? 200 : 401;
+      if (call.status !== 200) return sendJson(res, call.status, { message: "401: Unauthorized", code: 0 });
+      return sendJson(res, 200, call.body.map((command) => ({ ...command, id: String(nextId++), application_id: DISCORD_APPLICATION_ID })));
+    }
     const channelRoute = /^\/api\/v10\/channels\/(\d+)\/messages(?:\/(\d+))?$/.exec(url.pathname);
     const webhookRoute = /^\/api\/v10\/webhooks\/(\d+)\/([^/]+)(?:\/messages\/([^/]+))?$/.exec(url.pathname);
     if (!channelRoute && !webhookRoute) return sendJson(res, 404, { message: "404: Not Found", code: 0 });
