@@ -6,6 +6,12 @@ export type SideEffects = "read" | "write";
 /** "idempotent": performing it twice with the same key is the same as once. */
 export type Idempotency = "idempotent" | "never";
 
+/** Per-mount state that lasts across calls and conversations (a cookie, a cursor). */
+export interface SessionState {
+  get<T = unknown>(key: string): T | undefined;
+  set(key: string, value: unknown): void;
+}
+
 export interface ToolContext {
   /** Stable for one tool call across replays: use it as an idempotency key. */
   callKey: string;
@@ -14,6 +20,9 @@ export interface ToolContext {
   conversation: string;
   /** The mount's own config (never shown to the model). */
   config: Record<string, unknown>;
+  /** The mount's `secret_ref`, resolved at call time. Never put it in the output: the gateway redacts it anyway. */
+  secret?: string;
+  session: SessionState;
 }
 
 export interface ToolOutput {
@@ -34,4 +43,8 @@ export interface Plugin {
   name: string;
   description: string;
   tools: PluginTool[];
+  /** Tools a person must sign even on an otherwise open mount (lifted only by the mount's per-tool entry). */
+  defaultPolicy?: Record<string, "approval">;
+  /** Validates the mount's `config`; a bad config is reported at start-up of the pass, by alias. */
+  config?: z.ZodType<Record<string, unknown>>;
 }

@@ -1,18 +1,19 @@
 // The gateway: the only way a model's tool call reaches the outside. It maps
-// `<alias>__<tool>` to a mounted plugin, validates arguments, and applies the
-// replay rule of invariant 8.
+// `<alias>__<tool>` to a mounted plugin, applies the mount's policy, resolves
+// the mount's secret at call time, redacts secrets from what comes back, and
+// applies the replay rule of invariant 8.
 import { z } from "zod";
-import type { Idempotency, Plugin, PluginTool, SideEffects, ToolOutput } from "./contract.ts";
+import { evaluatePolicy, mountPolicy, type MountUnderPolicy, type PolicyDecision } from "../approvals/index.ts";
+import type { Idempotency, Plugin, PluginTool, SessionState, SideEffects, ToolOutput } from "./contract.ts";
+import { Redactor } from "./redact.ts";
 
-const decision = z.enum(["allow", "deny", "approval"]);
 export const mountSchema = z.object({
   alias: z.string().regex(/^[a-z][a-z0-9_]{0,30}$/, "alias: lower-case letters, digits and _ (max 31)"),
   plugin: z.string(),
   config: z.record(z.string(), z.unknown()).default({}),
-  secret_ref: z.string().optional(),
-  policy: z
-    .object({ read: decision.optional(), write: decision.optional(), tools: z.record(z.string(), decision).optional() })
-    .optional(),
+  /** The NAME of a Worker secret, resolved only when a call is made. */
+  secret_ref: z.string().regex(/^[A-Z][A-Z0-9_]*$/, "secret_ref names a Worker secret (UPPER_SNAKE_CASE)").optional(),
+  policy: mountPolicy.optional(),
 });
 export type Mount = z.infer<typeof mountSchema>;
 
@@ -29,22 +30,48 @@ export interface CallScope {
   callKey: string;
 }
 
+/** A mount that cannot be used as configured (unknown plugin, bad config). */
+export class MountError extends Error {
+  override name = "MountError";
+}
+
+/** How a call ended, for callers that must tell "refused" or "unknown" from "performed". */
+export type Disposition = "performed" | "refused" | "unknown" | "invalid";
+export type GatewayResult = ToolOutput & { disposition: Disposition };
+
+export interface GatewayDeps {
+  secret(name: string): string | undefined;
+  session(alias: string): SessionState;
+}
+
 interface Resolved {
   mount: Mount;
+  plugin: Plugin;
   tool: PluginTool;
+  /** The mount's config as the plugin parsed it. */
+  config: Record<string, unknown>;
 }
 
 const SEPARATOR = "__";
 
 export class Gateway {
   private readonly byName = new Map<string, Resolved>();
+  private readonly redactor: Redactor;
 
-  constructor(mounts: Mount[], plugins: readonly Plugin[]) {
+  constructor(
+    private readonly mounts: Mount[],
+    plugins: readonly Plugin[],
+    private readonly deps: GatewayDeps,
+  ) {
     for (const mount of mounts) {
       const plugin = plugins.find((p) => p.name === mount.plugin);
-      if (!plugin) throw new Error(`MOUNTS: alias "${mount.alias}" names unknown plugin "${mount.plugin}"`);
-      for (const tool of plugin.tools) this.byName.set(`${mount.alias}${SEPARATOR}${tool.name}`, { mount, tool });
+      if (!plugin) throw new MountError(`MOUNTS: alias "${mount.alias}" names unknown plugin "${mount.plugin}"`);
+      const parsed = plugin.config ? plugin.config.safeParse(mount.config) : { success: true as const, data: mount.config };
+      if (!parsed.success) throw new MountError(`MOUNTS: alias "${mount.alias}" has a bad config: ${z.prettifyError(parsed.error)}`);
+      for (const tool of plugin.tools) this.byName.set(`${mount.alias}${SEPARATOR}${tool.name}`, { mount, plugin, tool, config: parsed.data });
     }
+    const secrets = mounts.flatMap((m) => (m.secret_ref ? [deps.secret(m.secret_ref)] : [])).filter((s): s is string => !!s);
+    this.redactor = new Redactor(secrets);
   }
 
   /** What the model sees: one tool per mounted plugin tool, named `<alias>__<tool>`. */
@@ -61,27 +88,70 @@ export class Gateway {
     return found && { sideEffects: found.tool.sideEffects, idempotency: found.tool.idempotency };
   }
 
-  /**
-   * Performs a call. `replay` is true when an earlier attempt of this very call
-   * may have run (the object was evicted mid-call): a read replays freely, an
-   * idempotent write replays with its key, anything else is answered unknown.
-   */
-  async call(name: string, args: unknown, scope: CallScope, replay = false): Promise<ToolOutput> {
+  /** The mount's policy for this tool as it is now; undefined for an unknown tool. */
+  policy(name: string): PolicyDecision | undefined {
     const found = this.byName.get(name);
-    if (!found) return { text: `Unknown tool "${name}". Available: ${[...this.byName.keys()].join(", ") || "none"}`, isError: true };
-    const { mount, tool } = found;
-    if (replay && tool.sideEffects === "write" && tool.idempotency === "never") {
+    if (!found) return undefined;
+    const { mount, plugin, tool } = found;
+    return evaluatePolicy(mount.policy, { name: tool.name, sideEffects: tool.sideEffects, pluginDefault: plugin.defaultPolicy?.[tool.name] });
+  }
+
+  mountsUnderPolicy(): MountUnderPolicy[] {
+    return this.mounts.map((mount) => {
+      const tools = [...this.byName.values()].filter((r) => r.mount === mount);
+      return {
+        alias: mount.alias,
+        plugin: mount.plugin,
+        policy: mount.policy,
+        tools: tools.map(({ plugin, tool }) => ({ name: tool.name, sideEffects: tool.sideEffects, pluginDefault: plugin.defaultPolicy?.[tool.name] })),
+      };
+    });
+  }
+
+  /** Arguments checked before anything is held or performed. */
+  validate(name: string, args: unknown): { ok: true; args: unknown } | { ok: false; output: ToolOutput } {
+    const found = this.byName.get(name);
+    if (!found) return { ok: false, output: { text: `Unknown tool "${name}". Available: ${[...this.byName.keys()].join(", ") || "none"}`, isError: true } };
+    const parsed = found.tool.parameters.safeParse(args);
+    if (!parsed.success) return { ok: false, output: { text: `Invalid arguments for ${name}: ${z.prettifyError(parsed.error)}`, isError: true } };
+    return { ok: true, args: parsed.data };
+  }
+
+  /**
+   * Performs a call under the mount's policy as it is now. `approved` says a
+   * person signed it (a hold); `replay` that an earlier attempt of this very
+   * call may have run: a read replays freely, an idempotent write replays with
+   * its key, anything else is answered unknown.
+   */
+  async call(name: string, args: unknown, scope: CallScope, opts: { replay?: boolean; approved?: boolean } = {}): Promise<GatewayResult> {
+    const checked = this.validate(name, args);
+    if (!checked.ok) return { ...checked.output, disposition: "invalid" };
+    const { mount, tool, config } = this.byName.get(name)!;
+    const policy = this.policy(name);
+    if (policy === "deny") return { text: `Refused: the policy of mount "${mount.alias}" does not allow ${name}.`, isError: true, disposition: "refused" };
+    if (policy === "approval" && !opts.approved) return { text: `${name} needs a person's approval and was not performed.`, isError: true, disposition: "refused" };
+    if (opts.replay && tool.sideEffects === "write" && tool.idempotency === "never") {
       return {
         text: `The outcome of ${name} is unknown: it was started but the runtime restarted before it answered, and it is not safe to repeat. Check before trying again.`,
         isError: true,
+        disposition: "unknown",
       };
     }
-    const parsed = tool.parameters.safeParse(args);
-    if (!parsed.success) return { text: `Invalid arguments for ${name}: ${z.prettifyError(parsed.error)}`, isError: true };
-    try {
-      return await tool.call(parsed.data, { ...scope, config: mount.config });
-    } catch (err) {
-      return { text: `${name} failed: ${err instanceof Error ? err.message : String(err)}`, isError: true };
+    let secret: string | undefined;
+    if (mount.secret_ref) {
+      secret = this.deps.secret(mount.secret_ref);
+      if (!secret) return { text: `${name} is not configured: the secret ${mount.secret_ref} of mount "${mount.alias}" is not set.`, isError: true, disposition: "refused" };
     }
+    let output: ToolOutput;
+    try {
+      output = await tool.call(checked.args, { ...scope, config, secret, session: this.deps.session(mount.alias) });
+    } catch (err) {
+      output = { text: `${name} failed: ${err instanceof Error ? err.message : String(err)}`, isError: true };
+    }
+    return { text: this.redactor.redact(output.text), isError: output.isError, disposition: "performed" };
+  }
+
+  redact(text: string): string {
+    return this.redactor.redact(text);
   }
 }

@@ -1,11 +1,12 @@
 // The plugins folder's public interface.
 import { clockPlugin } from "./clock.ts";
+import { httpPlugin } from "./http.ts";
 import type { Plugin } from "./contract.ts";
 
-export type { Plugin, PluginTool, ToolContext, ToolOutput, SideEffects, Idempotency } from "./contract.ts";
-export { Gateway, mountSchema, type ModelTool, type Mount, type CallScope } from "./gateway.ts";
+export type { Plugin, PluginTool, ToolContext, ToolOutput, SideEffects, Idempotency, SessionState } from "./contract.ts";
+export { Gateway, MountError, mountSchema, type ModelTool, type Mount, type CallScope, type GatewayDeps, type GatewayResult, type Disposition } from "./gateway.ts";
 
-const registry: Plugin[] = [clockPlugin];
+const registry: Plugin[] = [clockPlugin, httpPlugin];
 
 /** Every plugin a mount may name. */
 export function plugins(): readonly Plugin[] {

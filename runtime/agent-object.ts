@@ -7,7 +7,8 @@
 // is due. An idle object has no alarm.
 import { DurableObject } from "cloudflare:workers";
 import type { AssistantMessage, ToolCall, ToolResultMessage, UserMessage } from "@mariozechner/pi-ai";
-import { Gateway, plugins } from "../plugins/index.ts";
+import { cardFor, Holds, mayDecide, policyWarnings, type Card, type HoldRow } from "../approvals/index.ts";
+import { Gateway, MountError, plugins, type SessionState } from "../plugins/index.ts";
 import type {
   ChatEvent,
   ChatUser,
@@ -17,7 +18,7 @@ import type {
   Route,
   SubmitResult,
 } from "./chat.ts";
-import { modelChoice, mounts } from "./config.ts";
+import { approvalTtlMs, approversFor, ConfigError, effectiveMounts, modelChoice, secretNamed } from "./config.ts";
 import type { ModelJobMessage, ModelOutcome, ModelRequest } from "./model-job.ts";
 import { outboundFor } from "./outbound.ts";
 import { migrate } from "./schema.ts";
@@ -64,7 +65,7 @@ type OutboxRow = {
   conversation: string;
   address: string;
   message: string;
-  status_key: string | null;
+  ref_key: string | null;
   attempts: number;
 }
 
@@ -75,6 +76,8 @@ export interface ConversationView {
   error: string | null;
   usage: { inputTokens: number; outputTokens: number; cost: number };
   transcript: TranscriptEntry[];
+  /** Approval cards of this conversation, oldest first. */
+  holds: Card[];
 }
 
 export class IdentityError extends Error {
@@ -83,6 +86,7 @@ export class IdentityError extends Error {
 
 export class AgentObject extends DurableObject<Env> {
   private readonly sql: SqlStorage;
+  private readonly holds: Holds;
   /** Passes are serialised: a pass awaits tools and platforms, and events may arrive meanwhile. */
   private pass: Promise<void> | null = null;
   private passAgain = false;
@@ -91,6 +95,7 @@ export class AgentObject extends DurableObject<Env> {
     super(ctx, env);
     this.sql = ctx.storage.sql;
     migrate(ctx.storage);
+    this.holds = new Holds(this.sql);
   }
 
   // ---- RPC surface -------------------------------------------------------
@@ -98,7 +103,9 @@ export class AgentObject extends DurableObject<Env> {
   /** A durable write, then an alarm for "now". Never waits for the model or a platform. */
   async submit(route: Route, event: ChatEvent): Promise<SubmitResult> {
     this.claim(route);
-    const result = this.ctx.storage.transactionSync(() => this.accept(event));
+    // `status` reports policy warnings, which need the mounts (read before the synchronous write).
+    const gateway = event.kind === "command" && event.command === "status" ? await this.loadGateway(route).catch(() => null) : null;
+    const result = this.ctx.storage.transactionSync(() => this.accept(route, event, gateway));
     if (result.accepted) await this.wake();
     return result;
   }
@@ -114,6 +121,10 @@ export class AgentObject extends DurableObject<Env> {
       error: conv.error,
       usage: { inputTokens: conv.input_tokens, outputTokens: conv.output_tokens, cost: conv.cost },
       transcript: transcript(this.logRows(id)),
+      holds: this.sql
+        .exec<HoldRow>("SELECT * FROM holds WHERE conversation = ? ORDER BY created_at", id)
+        .toArray()
+        .map((hold) => cardFor(hold, route.tenant, route.agent)),
     };
   }
 
@@ -180,7 +191,7 @@ export class AgentObject extends DurableObject<Env> {
 
   // ---- accept: the durable write -------------------------------------------
 
-  private accept(event: ChatEvent): SubmitResult {
+  private accept(route: Route, event: ChatEvent, gateway: Gateway | null): SubmitResult {
     const now = Date.now();
     const seen = this.sql.exec("SELECT 1 FROM inbound WHERE event_id = ?", event.id).toArray().length > 0;
     const existing = this.conv(event.conversation);
@@ -192,24 +203,27 @@ export class AgentObject extends DurableObject<Env> {
     if (event.replyTo) this.sql.exec("UPDATE conversations SET reply_to = ? WHERE id = ?", JSON.stringify(event.replyTo), conv.id);
 
     let notice: string | undefined;
+    let card: Card | undefined;
     switch (event.kind) {
       case "message":
-      case "steer":
-        if (conv.status === "running") this.queueSteer(conv.id, event.text, event.user, now);
-        else this.startTurn(conv.id, event.text, event.user, now);
+      case "steer": {
+        const data: UserData = { message: this.userMessage(event.text, now), by: event.user, steer: conv.status === "running" };
+        if (conv.status === "running") this.queueInbox(conv.id, "user", data);
+        else this.startTurn(conv.id, "user", data, event.user);
         break;
+      }
       case "interrupt":
         notice = this.interrupt(conv.id);
         break;
       case "command":
-        notice = this.command(conv.id, event.command);
+        notice = this.command(conv.id, event.command, gateway);
         break;
       case "decision":
-        notice = "There is no pending approval with that id.";
+        ({ notice, card } = this.decide(route, event));
         break;
     }
     const after = this.conv(conv.id)!;
-    return { accepted: true, conversation: conv.id, status: this.statusOf(after), notice };
+    return { accepted: true, conversation: conv.id, status: this.statusOf(after), notice, card };
   }
 
   private createConversation(id: string, user: ChatUser, now: number): ConversationRow {
@@ -227,26 +241,33 @@ export class AgentObject extends DurableObject<Env> {
     return { role: "user", content: text, timestamp: now };
   }
 
-  private startTurn(conversation: string, text: string, user: ChatUser, now: number): void {
+  /** A turn starts with a person's message, or with a runtime note (a decided hold wakes the agent). */
+  private startTurn(conversation: string, type: "user" | "marker", data: UserData | { text: string }, by: ChatUser | { runtime: true }): void {
     const turn = this.conv(conversation)!.turn + 1;
-    this.sql.exec("UPDATE conversations SET status = 'running', turn = ?, error = NULL, updated_at = ? WHERE id = ?", turn, now, conversation);
-    this.append(conversation, turn, "turn_start", { by: user });
-    this.append(conversation, turn, "user", { message: this.userMessage(text, now), by: user, steer: false } satisfies UserData);
+    this.sql.exec("UPDATE conversations SET status = 'running', turn = ?, error = NULL, updated_at = ? WHERE id = ?", turn, Date.now(), conversation);
+    this.append(conversation, turn, "turn_start", { by });
+    this.append(conversation, turn, type, data);
     this.post(conversation, { kind: "status", state: "working", text: "Working on it…" });
   }
 
-  /** Steering waits in the inbox and reaches the model before its next call. */
-  private queueSteer(conversation: string, text: string, user: ChatUser, now: number): void {
-    const data: UserData = { message: this.userMessage(text, now), by: user, steer: true };
-    this.sql.exec("INSERT INTO inbox (conversation, data, at) VALUES (?, ?, ?)", conversation, JSON.stringify(data), now);
+  /** Steering (and runtime notes) wait in the inbox and reach the model before its next call. */
+  private queueInbox(conversation: string, type: "user" | "marker", data: UserData | { text: string }): void {
+    this.sql.exec("INSERT INTO inbox (conversation, type, data, at) VALUES (?, ?, ?, ?)", conversation, type, JSON.stringify(data), Date.now());
   }
 
-  private command(conversation: string, command: "stop" | "compact" | "status"): string {
+  /** The agent is told at its next step; an idle agent is woken to carry on. */
+  private notifyAgent(conversation: string, text: string): void {
+    const conv = this.conv(conversation)!;
+    if (conv.status === "running") this.queueInbox(conversation, "marker", { text });
+    else this.startTurn(conversation, "marker", { text }, { runtime: true });
+  }
+
+  private command(conversation: string, command: "stop" | "compact" | "status", gateway: Gateway | null): string {
     switch (command) {
       case "stop":
         return this.interrupt(conversation);
       case "status":
-        return this.describe(this.conv(conversation)!);
+        return this.describe(this.conv(conversation)!, gateway);
       case "compact":
         return this.startCompaction(conversation);
     }
@@ -282,12 +303,91 @@ export class AgentObject extends DurableObject<Env> {
     return this.sql.exec<{ status: string; result: string | null }>("SELECT status, result FROM tool_calls WHERE key = ?", key).toArray()[0];
   }
 
-  private describe(conv: ConversationRow): string {
+  private describe(conv: ConversationRow, gateway: Gateway | null): string {
     const status = this.statusOf(conv);
     const open = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM model_jobs WHERE status = 'pending'").one().n;
+    const held = this.holds.pending().length;
     const usage = `${conv.input_tokens} tokens in, ${conv.output_tokens} out, $${conv.cost.toFixed(4)}`;
     const error = conv.status === "failed" && conv.error ? ` Last error: ${conv.error}` : "";
-    return `Status: ${status} (turn ${conv.turn}). Open model jobs for this agent: ${open}. Usage in this conversation: ${usage}.${error}`;
+    const warnings = gateway ? policyWarnings(gateway.mountsUnderPolicy()).map((w) => `\nWarning: ${w}.`) : ["\nWarning: the mounts could not be read."];
+    return `Status: ${status} (turn ${conv.turn}). Open model jobs for this agent: ${open}. Calls waiting for approval: ${held}. Usage in this conversation: ${usage}.${error}${warnings.join("")}`;
+  }
+
+  // ---- approvals -----------------------------------------------------------
+
+  /** A click on a card: one decision wins (a single transition from pending), the rest are told. */
+  private decide(route: Route, event: Extract<ChatEvent, { kind: "decision" }>): { notice: string; card?: Card } {
+    if (event.boundTo.tenant !== route.tenant || event.boundTo.agent !== route.agent) {
+      return { notice: "Refused: this button belongs to another workspace or agent." };
+    }
+    const hold = this.holds.get(event.holdId);
+    if (!hold) return { notice: "There is no approval with that id." };
+    const card = () => cardFor(this.holds.get(hold.id)!, route.tenant, route.agent);
+    if (hold.status !== "pending") {
+      return { notice: `Already decided: ${hold.status}${hold.decided_by ? ` by ${hold.decided_by}` : ""}.`, card: card() };
+    }
+    const now = Date.now();
+    if (now >= hold.expires_at) {
+      this.expire(hold, now);
+      return { notice: "This approval has expired; nothing was performed.", card: card() };
+    }
+    const conv = this.conv(hold.conversation)!;
+    const startedBy = JSON.parse(conv.started_by) as ChatUser;
+    const starter = startedBy.platform === event.user.platform ? startedBy.id : "";
+    if (!mayDecide(event.user.id, approversFor(this.env, route.tenant), starter)) {
+      return { notice: "You are not allowed to decide this approval. It is still waiting.", card: card() };
+    }
+    const who = event.user.name ?? event.user.id;
+    if (event.approve) {
+      this.holds.decide(hold.id, "approved", who, now, `Approved by ${who}; performing.`);
+    } else {
+      this.holds.decide(hold.id, "denied", who, now, `Denied by ${who}; not performed.`);
+      this.notifyAgent(hold.conversation, `The held call ${hold.tool} (hold ${hold.id}) was denied by ${who}. It was not performed.`);
+    }
+    this.postCard(route, hold.id);
+    return { notice: event.approve ? "Approved. Performing it now." : "Denied. It will not be performed.", card: card() };
+  }
+
+  private expire(hold: HoldRow, now: number): void {
+    if (!this.holds.decide(hold.id, "expired", null, now, "Expired before anyone decided; not performed.")) return;
+    const route = this.route()!;
+    this.postCard(route, hold.id);
+    this.notifyAgent(hold.conversation, `The held call ${hold.tool} (hold ${hold.id}) expired before anyone decided. It was not performed.`);
+  }
+
+  /** Holds past their TTL are expired when the agent next steps, never by a timer. */
+  private expireDueHolds(conversation: string): void {
+    const now = Date.now();
+    for (const hold of this.holds.pending(conversation)) if (now >= hold.expires_at) this.expire(hold, now);
+  }
+
+  private postCard(route: Route, holdId: string): void {
+    const hold = this.holds.get(holdId)!;
+    this.post(hold.conversation, { kind: "card", card: cardFor(hold, route.tenant, route.agent) }, `card:${holdId}`);
+  }
+
+  /** Performs approved holds once each, under the mount's policy as it is now. */
+  private async performApprovedHolds(route: Route, gateway: Gateway): Promise<void> {
+    for (const hold of this.holds.toPerform()) {
+      const replay = hold.status === "running";
+      this.holds.markRunning(hold.id);
+      const result = await gateway.call(hold.tool, JSON.parse(hold.args), { ...route, conversation: hold.conversation, callKey: hold.call_key }, { replay, approved: true });
+      const status = result.disposition === "performed" ? "performed" : result.disposition === "unknown" ? "unknown" : "refused";
+      const outcome = `${status === "performed" ? "Performed" : status === "unknown" ? "Outcome unknown" : "Not performed"}: ${truncate(result.text, 600)}`;
+      this.ctx.storage.transactionSync(() => {
+        this.holds.settle(hold.id, status, outcome);
+        this.postCard(route, hold.id);
+        this.notifyAgent(hold.conversation, `The held call ${hold.tool} (hold ${hold.id}) was approved by ${hold.decided_by}. ${outcome}`);
+      });
+    }
+  }
+
+  private heldResult(call: ToolCall, hold: HoldRow): ToolResultMessage {
+    return toolResult(call, {
+      text:
+        `Held for approval (hold ${hold.id}): a person has been asked in the chat to approve ${call.name}. It has NOT been performed yet. ` +
+        "You will be told the outcome when they decide. Meanwhile, tell the person what you are waiting for, or go on with other work.",
+    });
   }
 
   // ---- compaction ----------------------------------------------------------
@@ -409,15 +509,53 @@ export class AgentObject extends DurableObject<Env> {
     const route = this.route();
     if (!route) return;
     await this.ctx.storage.setAlarm(Date.now() + PASS_WATCHDOG_MS);
-    const running = this.sql.exec<{ id: string }>("SELECT id FROM conversations WHERE status = 'running'").toArray();
-    for (const { id } of running) await this.advance(route, id);
+    const gateway = await this.gatewayOrFailTurns(route);
+    if (gateway) {
+      await this.performApprovedHolds(route, gateway);
+      const running = this.sql.exec<{ id: string }>("SELECT id FROM conversations WHERE status = 'running'").toArray();
+      for (const { id } of running) await this.advance(route, gateway, id);
+    }
     await this.dispatchJobs(route);
     await this.flushOutbox(route);
     await this.armAlarm();
   }
 
+  /** A mount configuration that cannot work fails the running turns with the reason, rather than retrying forever. */
+  private async gatewayOrFailTurns(route: Route): Promise<Gateway | null> {
+    try {
+      return await this.loadGateway(route);
+    } catch (err) {
+      if (!(err instanceof MountError || err instanceof ConfigError)) throw err;
+      const running = this.sql.exec<ConversationRow>("SELECT * FROM conversations WHERE status = 'running'").toArray();
+      this.ctx.storage.transactionSync(() => {
+        for (const conv of running) this.endTurn(conv, "failed", `configuration error: ${err.message}`);
+      });
+      return null;
+    }
+  }
+
+  private async loadGateway(route: Route): Promise<Gateway> {
+    return new Gateway(await effectiveMounts(this.env, route), plugins(), {
+      secret: (name) => secretNamed(this.env, name),
+      session: (alias) => this.session(alias),
+    });
+  }
+
+  private session(alias: string): SessionState {
+    const sql = this.sql;
+    return {
+      get: <T>(key: string) => {
+        const row = sql.exec<{ value: string }>("SELECT value FROM mount_sessions WHERE alias = ? AND key = ?", alias, key).toArray()[0];
+        return row ? (JSON.parse(row.value) as T) : undefined;
+      },
+      set: (key, value) => {
+        sql.exec("INSERT OR REPLACE INTO mount_sessions (alias, key, value) VALUES (?, ?, ?)", alias, key, JSON.stringify(value));
+      },
+    };
+  }
+
   /** Advances one conversation until it must wait. */
-  private async advance(route: Route, id: string): Promise<void> {
+  private async advance(route: Route, gateway: Gateway, id: string): Promise<void> {
     for (;;) {
       const conv = this.conv(id);
       if (!conv || conv.status !== "running") return;
@@ -428,7 +566,7 @@ export class AgentObject extends DurableObject<Env> {
         const message = JSON.parse(last.data) as AssistantMessage;
         const calls = toolCalls(message);
         if (calls.length > 0) {
-          if (!(await this.runTools(route, conv, last.seq, calls))) return;
+          if (!(await this.runTools(route, gateway, conv, last.seq, calls))) return;
           continue;
         }
         const steered = this.ctx.storage.transactionSync(() => this.drainInbox(conv));
@@ -436,15 +574,18 @@ export class AgentObject extends DurableObject<Env> {
         this.ctx.storage.transactionSync(() => this.endTurn(conv, "done", undefined, textOf(message.content)));
         return;
       }
-      // Steering reaches the model before its next call.
-      this.ctx.storage.transactionSync(() => this.drainInbox(conv));
-      return this.createJob(conv, "chat", this.chatRequest(route, id));
+      // Steering and runtime notes (expired holds among them) reach the model before its next call.
+      this.ctx.storage.transactionSync(() => {
+        this.expireDueHolds(id);
+        this.drainInbox(conv);
+      });
+      return this.createJob(conv, "chat", this.chatRequest(route, gateway, id));
     }
   }
 
   private drainInbox(conv: ConversationRow): boolean {
-    const rows = this.sql.exec<{ seq: number; data: string }>("SELECT seq, data FROM inbox WHERE conversation = ? ORDER BY seq", conv.id).toArray();
-    for (const row of rows) this.append(conv.id, conv.turn, "user", JSON.parse(row.data));
+    const rows = this.sql.exec<{ type: "user" | "marker"; data: string }>("SELECT type, data FROM inbox WHERE conversation = ? ORDER BY seq", conv.id).toArray();
+    for (const row of rows) this.append(conv.id, conv.turn, row.type, JSON.parse(row.data));
     this.sql.exec("DELETE FROM inbox WHERE conversation = ?", conv.id);
     return rows.length > 0;
   }
@@ -454,14 +595,17 @@ export class AgentObject extends DurableObject<Env> {
    * before it runs, so a call found "started" after an eviction is a replay,
    * which the gateway answers by the tool's declared effects.
    */
-  private async runTools(route: Route, conv: ConversationRow, assistantSeq: number, calls: ToolCall[]): Promise<boolean> {
-    const gateway = this.gateway();
+  private async runTools(route: Route, gateway: Gateway, conv: ConversationRow, assistantSeq: number, calls: ToolCall[]): Promise<boolean> {
     const results: ToolResultMessage[] = [];
     for (const call of calls) {
       const key = toolCallKey(conv.id, assistantSeq, call);
       const record = this.toolCallRecord(key);
       if (record?.status === "done") {
         results.push(JSON.parse(record.result!) as ToolResultMessage);
+        continue;
+      }
+      if (!record && gateway.policy(call.name) === "approval") {
+        results.push(this.hold(route, gateway, conv, key, call));
         continue;
       }
       if (!record) {
@@ -474,7 +618,7 @@ export class AgentObject extends DurableObject<Env> {
           Date.now(),
         );
       }
-      const output = await gateway.call(call.name, call.arguments, { ...route, conversation: conv.id, callKey: key }, record !== undefined);
+      const output = await gateway.call(call.name, call.arguments, { ...route, conversation: conv.id, callKey: key }, { replay: record !== undefined });
       const result = toolResult(call, output);
       this.sql.exec("UPDATE tool_calls SET status = 'done', result = ?, done_at = ? WHERE key = ?", JSON.stringify(result), Date.now(), key);
       results.push(result);
@@ -486,22 +630,59 @@ export class AgentObject extends DurableObject<Env> {
     return true;
   }
 
+  /** An approval call becomes a hold and a card; the model is told it is paused, and its turn goes on. */
+  private hold(route: Route, gateway: Gateway, conv: ConversationRow, key: string, call: ToolCall): ToolResultMessage {
+    const checked = gateway.validate(call.name, call.arguments);
+    return this.ctx.storage.transactionSync(() => {
+      const result = checked.ok
+        ? this.heldResult(
+            call,
+            this.holds.create({
+              conversation: conv.id,
+              callKey: key,
+              tool: call.name,
+              args: JSON.parse(gateway.redact(JSON.stringify(checked.args))),
+              requestedBy: this.turnStarter(conv),
+              ttlMs: approvalTtlMs(this.env),
+            }),
+          )
+        : toolResult(call, checked.output);
+      this.sql.exec(
+        "INSERT INTO tool_calls (key, conversation, turn, name, status, result, started_at, done_at) VALUES (?, ?, ?, ?, 'done', ?, ?, ?)",
+        key,
+        conv.id,
+        conv.turn,
+        call.name,
+        JSON.stringify(result),
+        Date.now(),
+        Date.now(),
+      );
+      const hold = this.sql.exec<{ id: string }>("SELECT id FROM holds WHERE call_key = ?", key).toArray()[0];
+      if (hold) this.postCard(route, hold.id);
+      return result;
+    });
+  }
+
+  /** Who asked: the person whose message started the current turn. */
+  private turnStarter(conv: ConversationRow): string {
+    const start = this.sql
+      .exec<{ data: string }>("SELECT data FROM log WHERE conversation = ? AND turn = ? AND type = 'turn_start'", conv.id, conv.turn)
+      .toArray()[0];
+    const by = start ? (JSON.parse(start.data).by as Partial<ChatUser> & { runtime?: boolean }) : undefined;
+    if (!by || by.runtime) return "the agent";
+    return by.name ?? by.id ?? "someone";
+  }
+
   private stillRunning(conv: ConversationRow): boolean {
     const now = this.conv(conv.id);
     return now?.status === "running" && now.turn === conv.turn;
   }
 
-  private gatewayCache: Gateway | null = null;
-  private gateway(): Gateway {
-    this.gatewayCache ??= new Gateway(mounts(this.env), plugins());
-    return this.gatewayCache;
-  }
-
-  private chatRequest(route: Route, conversation: string): ModelRequest {
+  private chatRequest(route: Route, gateway: Gateway, conversation: string): ModelRequest {
     return {
       systemPrompt: systemPrompt(this.env, route),
       messages: modelMessages(this.logRows(conversation)),
-      tools: this.gateway().tools(),
+      tools: gateway.tools(),
     };
   }
 
@@ -536,35 +717,33 @@ export class AgentObject extends DurableObject<Env> {
 
   // ---- outbox ------------------------------------------------------------------
 
-  /** Written in the caller's transaction; sent by the pass. A status update replaces an unsent one. */
-  private post(conversation: string, message: OutboundMessage): void {
+  /**
+   * Written in the caller's transaction; sent by the pass. A message updated in
+   * place (a turn's status, a card) has a ref key: an update replaces one not yet sent.
+   */
+  private post(conversation: string, message: OutboundMessage, refKey?: string): void {
     const conv = this.conv(conversation)!;
     if (!conv.reply_to) return; // the Agents API reads the transcript instead
     const address = JSON.parse(conv.reply_to) as ReplyAddress;
     const now = Date.now();
-    if (message.kind === "status") {
-      const key = `${conversation}:${conv.turn}`;
-      const unsent = this.sql
-        .exec<{ id: number }>("SELECT id FROM outbox WHERE status_key = ? AND status = 'pending' AND attempts = 0", key)
-        .toArray()[0];
-      if (unsent) {
-        this.sql.exec("UPDATE outbox SET message = ? WHERE id = ?", JSON.stringify(message), unsent.id);
-        return;
-      }
-      this.insertOutbox(conversation, address, message, key, now);
+    const key = refKey ?? (message.kind === "status" ? `status:${conversation}:${conv.turn}` : null);
+    if (key) {
+      const unsent = this.sql.exec<{ id: number }>("SELECT id FROM outbox WHERE ref_key = ? AND status = 'pending' AND attempts = 0", key).toArray()[0];
+      if (unsent) this.sql.exec("UPDATE outbox SET message = ? WHERE id = ?", JSON.stringify(message), unsent.id);
+      else this.insertOutbox(conversation, address, message, key, now);
       return;
     }
-    const parts = message.kind === "reply" ? (outboundFor(address.platform)?.split(message.text) ?? [message.text]) : [message.text];
-    for (const text of parts) this.insertOutbox(conversation, address, { ...message, text }, null, now);
+    const parts = message.kind === "reply" ? (outboundFor(address.platform)?.split(message.text) ?? [message.text]) : [message];
+    for (const part of parts) this.insertOutbox(conversation, address, typeof part === "string" ? { kind: "reply", text: part } : part, null, now);
   }
 
-  private insertOutbox(conversation: string, address: ReplyAddress, message: OutboundMessage, statusKey: string | null, now: number): void {
+  private insertOutbox(conversation: string, address: ReplyAddress, message: OutboundMessage, refKey: string | null, now: number): void {
     this.sql.exec(
-      "INSERT INTO outbox (conversation, address, message, status_key, status, next_at, created_at) VALUES (?, ?, ?, ?, 'pending', ?, ?)",
+      "INSERT INTO outbox (conversation, address, message, ref_key, status, next_at, created_at) VALUES (?, ?, ?, ?, 'pending', ?, ?)",
       conversation,
       JSON.stringify(address),
       JSON.stringify(message),
-      statusKey,
+      refKey,
       now,
       now,
     );
@@ -574,7 +753,7 @@ export class AgentObject extends DurableObject<Env> {
   private async flushOutbox(route: Route): Promise<void> {
     const now = Date.now();
     const rows = this.sql
-      .exec<OutboxRow & { next_at: number }>("SELECT id, conversation, address, message, status_key, attempts, next_at FROM outbox WHERE status = 'pending' ORDER BY id")
+      .exec<OutboxRow & { next_at: number }>("SELECT id, conversation, address, message, ref_key, attempts, next_at FROM outbox WHERE status = 'pending' ORDER BY id")
       .toArray();
     const blocked = new Set<string>();
     for (const row of rows) {
@@ -589,9 +768,7 @@ export class AgentObject extends DurableObject<Env> {
         this.sql.exec("UPDATE outbox SET status = 'failed', error = ? WHERE id = ?", `no bridge for platform ${address.platform}`, row.id);
         continue;
       }
-      const ref = row.status_key
-        ? this.sql.exec<{ ref: string }>("SELECT ref FROM status_refs WHERE status_key = ?", row.status_key).toArray()[0]?.ref
-        : undefined;
+      const ref = row.ref_key ? this.sql.exec<{ ref: string }>("SELECT ref FROM message_refs WHERE ref_key = ?", row.ref_key).toArray()[0]?.ref : undefined;
       let result;
       try {
         result = await outbound.deliver(this.env, {
@@ -609,7 +786,7 @@ export class AgentObject extends DurableObject<Env> {
       if (result.ok) {
         this.ctx.storage.transactionSync(() => {
           this.sql.exec("UPDATE outbox SET status = 'sent', attempts = ?, ref = ?, sent_at = ? WHERE id = ?", attempts, result.ref ?? null, Date.now(), row.id);
-          if (row.status_key && result.ref && !ref) this.sql.exec("INSERT OR IGNORE INTO status_refs (status_key, ref) VALUES (?, ?)", row.status_key, result.ref);
+          if (row.ref_key && result.ref && !ref) this.sql.exec("INSERT OR IGNORE INTO message_refs (ref_key, ref) VALUES (?, ?)", row.ref_key, result.ref);
         });
         continue;
       }
@@ -640,7 +817,7 @@ export class AgentObject extends DurableObject<Env> {
     const runnable = this.sql
       .exec("SELECT 1 FROM conversations c WHERE status = 'running' AND NOT EXISTS (SELECT 1 FROM model_jobs j WHERE j.conversation = c.id AND j.status = 'pending') LIMIT 1")
       .toArray();
-    if (runnable.length > 0) due.push(Date.now());
+    if (runnable.length > 0 || this.holds.toPerform().length > 0) due.push(Date.now());
     if (this.sql.exec("SELECT 1 FROM model_jobs WHERE status = 'pending' AND dispatched = 0 LIMIT 1").toArray().length > 0) {
       due.push(Date.now() + REDISPATCH_MS);
     }
@@ -696,6 +873,10 @@ function toolResult(call: ToolCall, output: { text: string; isError?: boolean })
     isError: output.isError === true,
     timestamp: Date.now(),
   };
+}
+
+function truncate(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max)}…` : text;
 }
 
 function systemPrompt(env: Env, route: Route): string {

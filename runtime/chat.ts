@@ -1,5 +1,6 @@
 // The named interface between bridges and the runtime: what comes in (ChatEvent)
 // and what goes out (OutboundMessage through a ChatOutbound).
+import type { Card } from "../approvals/index.ts";
 
 export type Platform = "slack" | "discord" | "webhook" | "api";
 
@@ -41,7 +42,12 @@ export type ChatEvent =
   | (ChatEventBase & { kind: "steer"; text: string })
   | (ChatEventBase & { kind: "interrupt" })
   | (ChatEventBase & { kind: "command"; command: ChatCommand })
-  | (ChatEventBase & { kind: "decision"; holdId: string; approve: boolean });
+  /**
+   * A click on an approval card. `boundTo` is the (tenant, agent) the button
+   * value was made for (see approvals' parseDecisionValue); the object refuses
+   * a value bound elsewhere.
+   */
+  | (ChatEventBase & { kind: "decision"; holdId: string; approve: boolean; boundTo: Route });
 
 export type ConversationStatus = "idle" | "running" | "waiting_model" | "failed";
 
@@ -52,6 +58,8 @@ export interface SubmitResult {
   status: ConversationStatus;
   /** A sentence for the person, for commands answered at once (status, stop…). */
   notice?: string;
+  /** For a decision: the card as it now stands, for platforms that answer a click by updating it. */
+  card?: Card;
 }
 
 /** What the runtime asks a bridge to show. Markdown text; bridges render it. */
@@ -60,7 +68,9 @@ export type OutboundMessage =
   /** The visible working state of a turn, posted once and then updated in place. */
   | { kind: "status"; state: "working" | "done" | "stopped" | "failed"; text: string }
   /** Something the person must know that the model did not say (a failed turn). */
-  | { kind: "notice"; text: string };
+  | { kind: "notice"; text: string }
+  /** An approval card, posted once and then updated in place (ref) as the hold is decided. */
+  | { kind: "card"; card: Card };
 
 export interface OutboxDelivery {
   route: Route;
@@ -69,7 +79,7 @@ export interface OutboxDelivery {
   message: OutboundMessage;
   /** Stable per outbox row: a retry of one row carries the same key. */
   idempotencyKey: string;
-  /** For in-place updates: the platform reference returned when it was first posted. */
+  /** For in-place updates (status, card): the platform reference returned when it was first posted. */
   ref?: string;
 }
 

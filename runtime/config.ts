@@ -1,7 +1,9 @@
 // Every configuration variable is parsed here, never trusted. A bad value is
 // reported with the variable's name so the operator knows what to fix.
 import { z } from "zod";
+import { approversSchema } from "../approvals/index.ts";
 import { mountSchema, type Mount } from "../plugins/index.ts";
+import { controlPlane } from "./control-plane.ts";
 
 export class ConfigError extends Error {
   override name = "ConfigError";
@@ -81,6 +83,31 @@ export function retryBaseSeconds(env: Env): number {
 
 
 
-export function mounts(env: Env): Mount[] {
-  return parseJsonVar("MOUNTS", env.MOUNTS, z.array(mountSchema), "[]");
+export const mountList = z.array(mountSchema);
+
+/** `MOUNTS`, then the tenant's overrides, then the agent's: a later mount with the same alias replaces an earlier one. */
+export async function effectiveMounts(env: Env, route: { tenant: string; agent: string }): Promise<Mount[]> {
+  const control = controlPlane(env);
+  const [tenant, agent] = await Promise.all([control.get(MOUNTS_NAMESPACE, route.tenant), control.get(MOUNTS_NAMESPACE, `${route.tenant}/${route.agent}`)]);
+  const byAlias = new Map<string, Mount>();
+  const overrides = [tenant ?? [], agent ?? []].map((list) => {
+    const parsed = mountList.safeParse(list);
+    if (!parsed.success) throw new ConfigError(`stored mount overrides are invalid: ${z.prettifyError(parsed.error)}`);
+    return parsed.data;
+  });
+  for (const list of [parseJsonVar("MOUNTS", env.MOUNTS, mountList, "[]"), ...overrides]) {
+    for (const mount of list) byAlias.set(mount.alias, mount);
+  }
+  return [...byAlias.values()];
+}
+
+export const MOUNTS_NAMESPACE = "mounts";
+
+export function approversFor(env: Env, tenant: string): string[] {
+  return parseJsonVar("APPROVERS", env.APPROVERS, approversSchema, "{}")[tenant] ?? [];
+}
+
+export function approvalTtlMs(env: Env): number {
+  const hours = parseJsonVar("APPROVAL_TTL_HOURS", env.APPROVAL_TTL_HOURS, z.number().positive(), "24");
+  return hours * 3_600_000;
 }

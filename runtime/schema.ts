@@ -2,6 +2,8 @@
 // kept in `meta.schema_version`, so an object created by an older deploy is
 // brought forward the first time a newer one wakes it.
 
+import { HOLDS_SCHEMA } from "../approvals/index.ts";
+
 const MIGRATIONS: string[] = [
   `
   CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -35,10 +37,12 @@ const MIGRATIONS: string[] = [
     updated_at INTEGER NOT NULL
   );
 
-  -- Person messages waiting for the running turn's next model call (steering).
+  -- Person messages waiting for the running turn's next model call (steering),
+  -- and runtime notes (a decided hold) for the same moment.
   CREATE TABLE inbox (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     conversation TEXT NOT NULL,
+    type TEXT NOT NULL,
     data TEXT NOT NULL,
     at INTEGER NOT NULL
   );
@@ -76,7 +80,7 @@ const MIGRATIONS: string[] = [
     conversation TEXT NOT NULL,
     address TEXT NOT NULL,
     message TEXT NOT NULL,
-    status_key TEXT,
+    ref_key TEXT,
     status TEXT NOT NULL,
     attempts INTEGER NOT NULL DEFAULT 0,
     next_at INTEGER NOT NULL,
@@ -87,8 +91,12 @@ const MIGRATIONS: string[] = [
   );
   CREATE INDEX outbox_pending ON outbox (status, conversation, id);
 
-  -- The platform reference of each turn's status message, for in-place updates.
-  CREATE TABLE status_refs (status_key TEXT PRIMARY KEY, ref TEXT NOT NULL);
+  -- The platform reference of a message updated in place (a turn's status, a card).
+  CREATE TABLE message_refs (ref_key TEXT PRIMARY KEY, ref TEXT NOT NULL);
+
+  -- Per-mount plugin session state.
+  CREATE TABLE mount_sessions (alias TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (alias, key));
+  ${HOLDS_SCHEMA}
   `,
 ];
 

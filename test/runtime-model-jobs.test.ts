@@ -19,7 +19,7 @@ function runConsumer(messages: ModelJobMessage[], queue = "antiproton-model-jobs
     messages.map((body, i) => ({ id: `m${i}-${body.jobId}`, timestamp: new Date(), attempts: 1, body })),
   );
   const ctx = createExecutionContext();
-  return worker.queue!(batch as MessageBatch<unknown>, env, ctx).then(() => getQueueResult(batch, ctx));
+  return worker.queue(batch as MessageBatch<unknown>, env).then(() => getQueueResult(batch, ctx));
 }
 
 describe("the object never awaits a model call", () => {

@@ -30,7 +30,7 @@ describe("structural tenancy", () => {
     expect(viewA.transcript.map((e) => e.text)).toEqual([`[s:${a}] secret of A`, "answer for A"]);
     expect(viewB.transcript.map((e) => e.text)).toEqual([`[s:${b}] secret of B`, "answer for B"]);
     expect(agent("tenant-a", "twin").id.equals(agent("tenant-b", "twin").id)).toBe(false);
-    const ns = env.AGENT as DurableObjectNamespace;
+    const ns = env.AGENT as unknown as DurableObjectNamespace;
     expect(ns.idFromName("tenant-a:twin").equals(agent("tenant-a", "twin").id)).toBe(true);
   });
 });

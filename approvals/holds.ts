@@ -1,0 +1,107 @@
+// Holds: a call that waits for a person. Recorded verbatim with who asked and
+// where; decided once (a single SQL transition from "pending"); performed at
+// most once; expired lazily, so no timer is armed while the agent is idle.
+import { z } from "zod";
+
+export const HOLDS_SCHEMA = `
+  CREATE TABLE holds (
+    id TEXT PRIMARY KEY,
+    conversation TEXT NOT NULL,
+    call_key TEXT NOT NULL UNIQUE,
+    tool TEXT NOT NULL,
+    args TEXT NOT NULL,
+    requested_by TEXT NOT NULL,
+    status TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    decided_by TEXT,
+    decided_at INTEGER,
+    outcome TEXT
+  );
+  CREATE INDEX holds_by_status ON holds (status, conversation);
+`;
+
+/** running = approved and being performed; an eviction mid-call finds it so. */
+export type HoldStatus = "pending" | "approved" | "running" | "denied" | "expired" | "performed" | "refused" | "unknown";
+
+export type HoldRow = {
+  id: string;
+  conversation: string;
+  call_key: string;
+  tool: string;
+  args: string;
+  requested_by: string;
+  status: HoldStatus;
+  created_at: number;
+  expires_at: number;
+  decided_by: string | null;
+  decided_at: number | null;
+  outcome: string | null;
+};
+
+export class Holds {
+  constructor(private readonly sql: SqlStorage) {}
+
+  create(input: { conversation: string; callKey: string; tool: string; args: unknown; requestedBy: string; ttlMs: number }): HoldRow {
+    const existing = this.sql.exec<HoldRow>("SELECT * FROM holds WHERE call_key = ?", input.callKey).toArray()[0];
+    if (existing) return existing;
+    const now = Date.now();
+    const id = `h${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}`;
+    this.sql.exec(
+      "INSERT INTO holds (id, conversation, call_key, tool, args, requested_by, status, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?)",
+      id,
+      input.conversation,
+      input.callKey,
+      input.tool,
+      JSON.stringify(input.args ?? {}),
+      input.requestedBy,
+      now,
+      now + input.ttlMs,
+    );
+    return this.get(id)!;
+  }
+
+  get(id: string): HoldRow | undefined {
+    return this.sql.exec<HoldRow>("SELECT * FROM holds WHERE id = ?", id).toArray()[0];
+  }
+
+  pending(conversation?: string): HoldRow[] {
+    return conversation === undefined
+      ? this.sql.exec<HoldRow>("SELECT * FROM holds WHERE status = 'pending' ORDER BY created_at").toArray()
+      : this.sql.exec<HoldRow>("SELECT * FROM holds WHERE status = 'pending' AND conversation = ? ORDER BY created_at", conversation).toArray();
+  }
+
+  /** Approved holds not yet settled, including one cut short mid-call. */
+  toPerform(): HoldRow[] {
+    return this.sql.exec<HoldRow>("SELECT * FROM holds WHERE status IN ('approved', 'running') ORDER BY decided_at").toArray();
+  }
+
+  /** The one transition out of "pending": returns false when another decision got there first. */
+  decide(id: string, status: "approved" | "denied" | "expired", by: string | null, at: number, outcome: string | null): boolean {
+    return (
+      this.sql.exec(
+        "UPDATE holds SET status = ?, decided_by = ?, decided_at = ?, outcome = ? WHERE id = ? AND status = 'pending'",
+        status,
+        by,
+        at,
+        outcome,
+        id,
+      ).rowsWritten > 0
+    );
+  }
+
+  markRunning(id: string): void {
+    this.sql.exec("UPDATE holds SET status = 'running' WHERE id = ? AND status = 'approved'", id);
+  }
+
+  settle(id: string, status: "performed" | "refused" | "unknown", outcome: string): void {
+    this.sql.exec("UPDATE holds SET status = ?, outcome = ? WHERE id = ? AND status = 'running'", status, outcome, id);
+  }
+}
+
+export const approversSchema = z.record(z.string(), z.array(z.string()));
+
+/** APPROVERS for the tenant, or the person who started the conversation. */
+export function mayDecide(userId: string, approvers: readonly string[], startedBy: string): boolean {
+  return approvers.includes(userId) || userId === startedBy;
+}
