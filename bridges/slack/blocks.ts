@@ -1,12 +1,17 @@
-// Block Kit for the status message, and the action ids the interactivity route
-// understands. Slack does not allow slash commands inside threads, so the Stop
-// button on the status message is how a thread stops its turn.
+// Block Kit for the status message and approval cards. Slack does not allow
+// slash commands inside threads, so the Stop button on the status message is
+// how a thread stops its turn.
+import { cardText, type Card } from "../../approvals/index.ts";
 import type { Route } from "../../runtime/index.ts";
+import { SLACK_TEXT_LIMIT, toMrkdwn } from "./mrkdwn.ts";
 
 export const STOP_ACTION = "antiproton_stop";
-/** Approval cards (approvals/) use these, with the hold id as the button's value. */
-export const APPROVE_ACTION = "antiproton_approve";
-export const DENY_ACTION = "antiproton_deny";
+/** A card's buttons; their values (approvals' decisionValue) say what they decide. */
+const APPROVE_ACTION = "antiproton_approve";
+const DENY_ACTION = "antiproton_deny";
+/** Slack's limits: header text 150, section text 3000 characters. */
+const HEADER_LIMIT = 150;
+const SECTION_LIMIT = 3000;
 
 export type StatusState = "working" | "done" | "stopped" | "failed";
 
@@ -52,4 +57,36 @@ export function statusBlocks(state: StatusState, mrkdwn: string, stop: string): 
     });
   }
   return blocks;
+}
+
+function clip(text: string, limit: number): string {
+  return text.length <= limit ? text : `${text.slice(0, limit - 1)}…`;
+}
+
+/** An approval card: what is asked, the call's arguments, its state, and while pending, Approve and Deny. */
+export function cardBlocks(card: Card): unknown[] {
+  const details = [`Requested by ${card.requestedBy}`];
+  if (card.state === "pending") details.push(`Expires ${new Date(card.expiresAt).toISOString()}`);
+  if (card.decidedBy) details.push(`Decided by ${card.decidedBy}`);
+  const blocks: unknown[] = [
+    { type: "header", text: { type: "plain_text", text: clip(card.title, HEADER_LIMIT) } },
+    { type: "section", text: { type: "mrkdwn", text: clip(toMrkdwn(`\`${card.tool}\`\n\`\`\`\n${card.arguments}\n\`\`\``), SECTION_LIMIT) } },
+    { type: "context", elements: [{ type: "mrkdwn", text: toMrkdwn(details.join(" · ")) }] },
+  ];
+  if (card.outcome) blocks.push({ type: "section", text: { type: "mrkdwn", text: clip(toMrkdwn(card.outcome), SECTION_LIMIT) } });
+  if (card.actions) {
+    blocks.push({
+      type: "actions",
+      elements: [
+        { type: "button", action_id: APPROVE_ACTION, style: "primary", text: { type: "plain_text", text: "Approve" }, value: card.actions.approve },
+        { type: "button", action_id: DENY_ACTION, style: "danger", text: { type: "plain_text", text: "Deny" }, value: card.actions.deny },
+      ],
+    });
+  }
+  return blocks;
+}
+
+/** The card as notification and fallback text. */
+export function cardFallback(card: Card): string {
+  return clip(toMrkdwn(cardText(card)), SLACK_TEXT_LIMIT);
 }

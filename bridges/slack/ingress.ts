@@ -3,8 +3,9 @@
 // forward signature from the Socket Mode connector), become ChatEvents.
 // Every answer is ready once the event is durably accepted: the model is never awaited.
 import { z } from "zod";
+import { parseDecisionValue } from "../../approvals/index.ts";
 import { agentStub, HttpError, submitEvent, type ChatUser, type Route } from "../../runtime/index.ts";
-import { APPROVE_ACTION, DENY_ACTION, parseStopValue, STOP_ACTION } from "./blocks.ts";
+import { parseStopValue, STOP_ACTION } from "./blocks.ts";
 import { commandName, routeFor } from "./config.ts";
 
 /** A JSON answer for Slack (or for the connector to ack with). */
@@ -194,16 +195,19 @@ export async function handleInteraction(env: Env, payload: unknown, defer: Defer
     const target = parseStopValue(action.value ?? undefined);
     if (!target || !sameRoute(target, route)) throw new HttpError(400, "the Stop button names another workspace or agent");
     notice = (await submitEvent(env, route, { id: clickId, kind: "interrupt", conversation: target.conversation, user })).notice;
-  } else if (action.action_id === APPROVE_ACTION || action.action_id === DENY_ACTION) {
-    if (!action.value) throw new HttpError(400, "an approval button carries the hold id as its value");
+  } else {
+    // Approval card buttons carry a decision value bound to its tenant and agent; other buttons are not ours.
+    const decision = parseDecisionValue(action.value ?? "");
+    if (!decision) return {};
     const channel = click.container?.channel_id ?? click.channel?.id;
     const threadTs = click.container?.thread_ts ?? click.message?.thread_ts ?? click.container?.message_ts ?? click.message?.ts;
     if (!channel || !threadTs) throw new HttpError(400, "the clicked message names no channel and thread");
     const result = await submitEvent(env, route, {
       id: clickId,
       kind: "decision",
-      holdId: action.value,
-      approve: action.action_id === APPROVE_ACTION,
+      holdId: decision.holdId,
+      approve: decision.approve,
+      boundTo: { tenant: decision.tenant, agent: decision.agent },
       conversation: conversationId(tenant, channel, threadTs),
       user,
     });

@@ -1,9 +1,10 @@
 // Delivery of outbox rows to Slack. Replies and notices are posted in the
-// thread; the turn's status message is posted once (its ts becomes the ref)
-// and then updated in place. The runtime coalesces status updates that have
-// not been sent yet, so a turn costs one post and few chat.update calls.
+// thread; the turn's status message and approval cards are posted once (the
+// ts becomes the ref) and then updated in place. The runtime coalesces
+// updates that have not been sent yet, so a turn costs one post and few
+// chat.update calls.
 import type { ChatOutbound, DeliveryResult, OutboxDelivery } from "../../runtime/index.ts";
-import { stopValue, statusBlocks, statusText } from "./blocks.ts";
+import { cardBlocks, cardFallback, stopValue, statusBlocks, statusText } from "./blocks.ts";
 import { botTokenFor } from "./installations.ts";
 import { splitForSlack, toMrkdwn } from "./mrkdwn.ts";
 import { callSlack } from "./web-api.ts";
@@ -17,18 +18,36 @@ async function deliver(env: Env, delivery: OutboxDelivery): Promise<DeliveryResu
   if (!token) return { ok: false, error: `no bot token for workspace ${delivery.route.tenant}`, permanent: true };
 
   const message = delivery.message;
-  const text = toMrkdwn(message.text);
-  if (message.kind !== "status") {
-    const posted = await callSlack(env, "chat.postMessage", token, { channel, thread_ts, text, unfurl_links: false });
-    return posted.ok ? { ok: true, ref: String(posted.data.ts) } : posted;
+  switch (message.kind) {
+    case "reply":
+    case "notice": {
+      const posted = await callSlack(env, "chat.postMessage", token, { channel, thread_ts, text: toMrkdwn(message.text), unfurl_links: false });
+      return posted.ok ? { ok: true, ref: String(posted.data.ts) } : posted;
+    }
+    case "status": {
+      const text = toMrkdwn(message.text);
+      const blocks = statusBlocks(message.state, text, stopValue(delivery.route, delivery.conversation));
+      return postOrUpdate(env, token, { channel, thread_ts }, delivery.ref, statusText(message.state, text), blocks);
+    }
+    case "card":
+      return postOrUpdate(env, token, { channel, thread_ts }, delivery.ref, cardFallback(message.card), cardBlocks(message.card));
   }
-  const blocks = statusBlocks(message.state, text, stopValue(delivery.route, delivery.conversation));
-  const fallback = statusText(message.state, text);
-  if (delivery.ref) {
-    const updated = await callSlack(env, "chat.update", token, { channel, ts: delivery.ref, text: fallback, blocks });
+}
+
+/** Posts a message meant to change in place, or updates it once it has a ref. */
+async function postOrUpdate(
+  env: Env,
+  token: string,
+  where: { channel: string; thread_ts: string },
+  ref: string | undefined,
+  text: string,
+  blocks: unknown[],
+): Promise<DeliveryResult> {
+  if (ref) {
+    const updated = await callSlack(env, "chat.update", token, { channel: where.channel, ts: ref, text, blocks });
     return updated.ok ? { ok: true } : updated;
   }
-  const posted = await callSlack(env, "chat.postMessage", token, { channel, thread_ts, text: fallback, blocks });
+  const posted = await callSlack(env, "chat.postMessage", token, { ...where, text, blocks });
   return posted.ok ? { ok: true, ref: String(posted.data.ts) } : posted;
 }
 

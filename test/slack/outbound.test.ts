@@ -2,6 +2,7 @@
 // order (acceptance 8), Markdown → mrkdwn.
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { decisionValue } from "../../approvals/index.ts";
 import { slackOutbound } from "../../bridges/slack/outbound.ts";
 import { SLACK_TEXT_LIMIT, splitForSlack, toMrkdwn } from "../../bridges/slack/mrkdwn.ts";
 import { script, unique } from "../support.ts";
@@ -82,6 +83,38 @@ describe("Slack outbound", () => {
       idempotencyKey: "k",
     });
     expect(result).toEqual({ ok: false, error: "chat.postMessage: channel_not_found", permanent: true });
+  });
+
+  it("posts an approval card with Approve and Deny, then updates it in place once decided", async () => {
+    const team = slackId("T");
+    const channel = slackId("C");
+    const route = { tenant: team, agent: AGENT };
+    const pending = {
+      holdId: "h1",
+      state: "pending" as const,
+      title: "Approval needed: ledger__append",
+      tool: "ledger__append",
+      arguments: '{\n  "entry": "pay <@U1> & co"\n}',
+      requestedBy: "assistant",
+      expiresAt: Date.now() + 3_600_000,
+      actions: { approve: decisionValue(team, AGENT, "h1", true), deny: decisionValue(team, AGENT, "h1", false) },
+    };
+    const base = { route, conversation: "c", address: { platform: "slack" as const, target: { channel, thread_ts: "1.000001" } }, idempotencyKey: "k" };
+    const posted = await slackOutbound.deliver(env, { ...base, message: { kind: "card", card: pending } });
+    expect(posted).toMatchObject({ ok: true, ref: expect.any(String) });
+    const decided = { ...pending, state: "denied" as const, title: "Denied: ledger__append", decidedBy: "UPERSON1", actions: undefined };
+    expect(await slackOutbound.deliver(env, { ...base, message: { kind: "card", card: decided }, ref: (posted as { ref: string }).ref })).toEqual({ ok: true });
+
+    const [post, update] = await slackCalls(channel);
+    const buttons = (call: typeof post) => call!.body.blocks!.flatMap((b) => b.elements ?? []).filter((e) => e.action_id);
+    expect(post!.method).toBe("chat.postMessage");
+    expect(post!.body.thread_ts).toBe("1.000001");
+    expect(buttons(post).map((b) => b.value)).toEqual([pending.actions.approve, pending.actions.deny]);
+    expect(JSON.stringify(post!.body.blocks)).toContain("pay &lt;@U1&gt; &amp; co");
+    expect(update!.method).toBe("chat.update");
+    expect(update!.body.ts).toBe((posted as { ref: string }).ref);
+    expect(buttons(update)).toEqual([]);
+    expect(update!.body.text).toContain("Denied");
   });
 
   // Acceptance 7
