@@ -1,9 +1,12 @@
 // The Agents API: drive an agent without a chat platform, behind ADMIN_TOKEN.
-import { Hono } from "hono";
+import { Hono, type Context } from "hono";
 import { z } from "zod";
 import { agentStub, parseRoute } from "./ingress.ts";
 import { HttpError, parseJson, readBody, safeEqual } from "./http.ts";
-import { secretNamed } from "./config.ts";
+import { effectiveMounts, mountList, MOUNTS_NAMESPACE, secretNamed } from "./config.ts";
+import { controlPlane } from "./control-plane.ts";
+import { Gateway, MountError, plugins, type Mount } from "../plugins/index.ts";
+import { policyWarnings } from "../approvals/index.ts";
 
 export const API_MAX_BODY_BYTES = 64 * 1024;
 const CONVERSATION = /^[A-Za-z0-9][A-Za-z0-9:._-]{0,199}$/;
@@ -47,4 +50,43 @@ api.get("/tenants/:tenant/agents/:agent/conversations/:id", async (c) => {
   const view = await agentStub(c.env, route).conversation(route, id);
   if (!view) throw new HttpError(404, `no conversation "${id}" for agent ${route.agent} of tenant ${route.tenant}`);
   return c.json(view);
+});
+
+/** A gateway built only to inspect mounts: it resolves no secret and keeps no state. */
+function inspectMounts(mounts: Mount[]): Gateway {
+  return new Gateway(mounts, plugins(), { secret: () => undefined, session: () => ({ get: () => undefined, set: () => undefined }) });
+}
+
+/** Checks a mount list the way a pass will use it: known plugins, valid configs. */
+async function readMounts(c: Context<{ Bindings: Env }>) {
+  const raw = await readBody(c, { contentTypes: ["application/json"], maxBytes: API_MAX_BODY_BYTES });
+  const parsed = mountList.safeParse(parseJson(raw));
+  if (!parsed.success) throw new HttpError(422, z.prettifyError(parsed.error));
+  try {
+    inspectMounts(parsed.data);
+  } catch (err) {
+    if (err instanceof MountError) throw new HttpError(422, err.message);
+    throw err;
+  }
+  return parsed.data;
+}
+
+// Per-tenant and per-agent mount overrides: a mount with the same alias replaces the one from MOUNTS.
+api.put("/tenants/:tenant/mounts", async (c) => {
+  const route = parseRoute(c.req.param("tenant"), "any");
+  await controlPlane(c.env).put(MOUNTS_NAMESPACE, route.tenant, await readMounts(c));
+  return c.json({ ok: true });
+});
+
+api.put("/tenants/:tenant/agents/:agent/mounts", async (c) => {
+  const route = parseRoute(c.req.param("tenant"), c.req.param("agent"));
+  await controlPlane(c.env).put(MOUNTS_NAMESPACE, `${route.tenant}/${route.agent}`, await readMounts(c));
+  return c.json({ ok: true });
+});
+
+api.get("/tenants/:tenant/agents/:agent/mounts", async (c) => {
+  const route = parseRoute(c.req.param("tenant"), c.req.param("agent"));
+  const mounts = await effectiveMounts(c.env, route);
+  const gateway = inspectMounts(mounts);
+  return c.json({ mounts, tools: gateway.tools().map((t) => ({ name: t.name, policy: gateway.policy(t.name) })), warnings: policyWarnings(gateway.mountsUnderPolicy()) });
 });

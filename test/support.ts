@@ -1,5 +1,6 @@
 // Helpers shared by the workerd tests: the Agents API, polling, and the fakes' control APIs.
 import { env, exports } from "cloudflare:workers";
+import type { Card } from "../approvals/index.ts";
 
 const ADMIN = { authorization: "Bearer test-admin-token" };
 const testEnv = env as unknown as Record<string, string>;
@@ -20,6 +21,7 @@ export interface View {
   status: string;
   error: string | null;
   transcript: { role: string; text: string; toolCalls?: { name: string }[]; steer?: boolean; isError?: boolean }[];
+  holds: Card[];
 }
 
 export async function getConversation(tenant: string, agent: string, id: string): Promise<View> {

@@ -4,6 +4,7 @@ import { startLedger } from "./ledger.mjs";
 import { startCallbackReceiver, WEBHOOK_SECRET } from "./callback.mjs";
 import { DISCORD_APPLICATION_ID, DISCORD_BOT_TOKEN, DISCORD_PUBLIC_KEY, DISCORD_TEST_SIGNING_KEY, startDiscord } from "./discord.mjs";
 import { FAKE_PROVIDER_KEY, startModelProvider } from "./model-provider.mjs";
+import { REMOTE_API_TOKEN, startRemote } from "./remote.mjs";
 import { FAKE_SLACK_BOT_TOKEN, FAKE_SLACK_CLIENT_ID, FAKE_SLACK_CLIENT_SECRET, FAKE_SLACK_SIGNING_SECRET, startSlack } from "./slack.mjs";
 
 export async function startFakes() {
@@ -12,7 +13,9 @@ export async function startFakes() {
   const slack = await startSlack();
   const discord = await startDiscord();
   const callback = await startCallbackReceiver();
-  const fakes = { provider, ledger, slack, discord, callback };
+  const remote = await startRemote();
+  const fakes = { provider, ledger, slack, discord, callback, remote };
+  const remoteHost = new URL(remote.url).host;
   const bindings = {
     ADMIN_TOKEN: "test-admin-token",
     MODEL_PROVIDERS: JSON.stringify([{ id: "fake", baseUrl: `${provider.url}/v1`, auth: { secret: "FAKE_PROVIDER_KEY" } }]),
@@ -21,7 +24,17 @@ export async function startFakes() {
     MODEL_RETRY_BASE_SECONDS: "0",
     FAKE_PROVIDER_URL: provider.url,
     FAKE_LEDGER_URL: ledger.url,
-    MOUNTS: JSON.stringify([{ alias: "clock", plugin: "clock" }, { alias: "ledger", plugin: "ledger", config: { url: ledger.url } }]),
+    MOUNTS: JSON.stringify([
+      { alias: "clock", plugin: "clock" },
+      { alias: "ledger", plugin: "ledger", config: { url: ledger.url } },
+      // A second mount of the same plugin is a second authority: this one's writes wait for a person.
+      { alias: "vault", plugin: "ledger", config: { url: ledger.url }, policy: { write: "approval" } },
+      { alias: "api", plugin: "http", config: { allowedHosts: [remoteHost] }, secret_ref: "REMOTE_API_TOKEN" },
+      { alias: "hooks", plugin: "http", config: { allowedHosts: [remoteHost] }, secret_ref: "REMOTE_API_TOKEN", policy: { write: "allow" } },
+    ]),
+    REMOTE_API_TOKEN,
+    FAKE_REMOTE_URL: remote.url,
+    APPROVERS: JSON.stringify({ approvals: ["U_APPROVER", "D_APPROVER"], T_APPROVALS: ["U_APPROVER"], "424242": ["D_APPROVER"] }),
     SLACK_API_BASE_URL: `${slack.url}/api`,
     SLACK_SIGNING_SECRET: FAKE_SLACK_SIGNING_SECRET,
     SLACK_BOT_TOKEN: FAKE_SLACK_BOT_TOKEN,
