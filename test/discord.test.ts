@@ -3,9 +3,10 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import recorded from "../../shared/fixtures/recorded/discord/discord.json";
+import { decisionValue, parseDecisionValue } from "../approvals/index.ts";
 import { discordOutbound, splitMessage } from "../bridges/discord/rest.ts";
 import { signatureHeaders } from "../bridges/shared/signed-request.ts";
-import { getConversation, providerRequests, releaseProvider, script, settled, unique, waitFor, worker } from "./support.ts";
+import { getConversation, ledgerAppends, providerRequests, releaseProvider, script, settled, unique, waitFor, worker } from "./support.ts";
 
 const E = env as unknown as Record<string, string>;
 const AGENT = "assistant";
@@ -48,12 +49,20 @@ async function forward(message: unknown): Promise<Response> {
 
 // ---- fake Discord -------------------------------------------------------------
 
+interface Button {
+  type: number;
+  style: number;
+  label: string;
+  custom_id: string;
+}
+
 interface Call {
   method: string;
   kind: "channel" | "webhook";
   messageId?: string;
+  responseId?: string;
   status: number;
-  body: { content: string };
+  body: { content: string; components?: { type: number; components: Button[] }[] };
 }
 
 async function calls(filter: { channel?: string; token?: string }): Promise<Call[]> {
@@ -345,15 +354,57 @@ describe("routing", () => {
   });
 });
 
-// ---- components -----------------------------------------------------------------------
+// ---- approval cards -------------------------------------------------------------------
 
-describe("buttons", () => {
-  it("an approval click → a decision, answered by updating the card", async () => {
-    const click = { ...recorded.buttonClickHello, id: snowflake(), data: { ...recorded.buttonClickHello.data, custom_id: "approve:hold-1" } };
-    const res = await interact(click);
-    expect(await res.json()).toEqual({ type: 7, data: { content: "There is no pending approval with that id.", allowed_mentions: { parse: [] } } });
-    const view = await getConversation(guild, AGENT, click.channel_id);
-    expect(view.transcript).toEqual([]);
+function click(channelId: string, customId: string, user: { id: string; username: string; global_name: string | null }) {
+  const recordedClick = recorded.buttonClickHello;
+  return {
+    ...recordedClick,
+    id: snowflake(),
+    channel_id: channelId,
+    member: { ...recordedClick.member, user: { ...recordedClick.member.user, ...user } },
+    data: { ...recordedClick.data, custom_id: customId },
+  };
+}
+
+const starter = recorded.buttonClickHello.member.user;
+const stranger = { id: "1111111111111111111", username: "mallory", global_name: null };
+
+describe("approval cards", () => {
+  it("a held call posts a card with buttons; only someone allowed decides; the card is updated in place and the call performed once", async () => {
+    const s = unique("card");
+    const entry = unique("entry");
+    const channel = snowflake();
+    await script(s, [{ toolCalls: [{ name: "vault__append", arguments: { entry } }] }, { text: "Waiting for approval." }, { text: "Recorded." }]);
+    await forward(channelMessage({ channel_id: channel, content: `<@${APP}> [s:${s}] record ${entry}` }));
+    const card = await waitFor("the card", async () =>
+      (await calls({ channel })).find((c) => c.method === "POST" && c.status === 200 && c.body.components?.length),
+    );
+    expect(card.body.content).toMatch(/^Approval needed: vault__append/);
+    const [approve, deny] = card.body.components![0]!.components;
+    expect([approve!.label, approve!.style, deny!.label, deny!.style]).toEqual(["Approve", 3, "Deny", 4]);
+    expect(parseDecisionValue(approve!.custom_id)).toMatchObject({ tenant: guild, agent: AGENT, approve: true });
+
+    const refused = await interact(click(channel, approve!.custom_id, stranger));
+    expect(await refused.json()).toMatchObject({ type: 4, data: { content: "You are not allowed to decide this approval. It is still waiting.", flags: 64 } });
+    expect(await ledgerAppends(entry)).toHaveLength(0);
+
+    const approved = await interact(click(channel, approve!.custom_id, starter));
+    const update = (await approved.json()) as { type: number; data: { content: string; components: unknown[] } };
+    expect(update.type).toBe(7);
+    expect(update.data.content).toMatch(/^Approved — performing: vault__append/);
+    expect(update.data.components).toEqual([]);
+
+    await waitFor("the card edited to performed", async () =>
+      (await calls({ channel })).some((c) => c.method === "PATCH" && c.messageId === card.responseId && c.body.content.startsWith("Approved and performed")),
+    );
+    expect(await ledgerAppends(entry)).toHaveLength(1);
+  });
+
+  it("a decision value bound to another guild is refused", async () => {
+    const channel = snowflake();
+    const res = await interact(click(channel, decisionValue(snowflake(), AGENT, "h1", true), starter));
+    expect(await res.json()).toMatchObject({ type: 4, data: { content: "Refused: this button belongs to another workspace or agent.", flags: 64 } });
   });
 
   it("a button that is not an approval → an ephemeral note, no event", async () => {

@@ -1,17 +1,26 @@
 // The generic webhook bridge against the fake callback receiver on loopback.
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { decisionValue } from "../approvals/index.ts";
 import { signatureHeaders } from "../bridges/shared/signed-request.ts";
-import { getConversation, providerRequests, releaseProvider, script, unique, waitFor, worker } from "./support.ts";
+import { getConversation, ledgerAppends, providerRequests, releaseProvider, script, unique, waitFor, worker } from "./support.ts";
 
 const E = env as unknown as Record<string, string>;
 const ADMIN = { authorization: "Bearer test-admin-token" };
 const AGENT = "assistant";
 
+interface CardJson {
+  hold_id: string;
+  state: string;
+  title: string;
+  decided_by: string | null;
+  actions: { action: string; label: string; value: string }[];
+}
+
 interface Delivery {
   idempotencyKey: string;
   signatureValid: boolean;
-  body: { type: string; text: string; conversation: string; state?: string; status_id?: string; tenant: string; agent: string };
+  body: { type: string; text: string; conversation: string; state?: string; status_id?: string; tenant: string; agent: string; card_id?: string; card?: CardJson };
 }
 
 async function hook(name: string): Promise<{ attempts: number; deliveries: Delivery[] }> {
@@ -140,11 +149,38 @@ describe("webhook bridge", () => {
     expect(await status.json()).toMatchObject({ notice: expect.stringMatching(/^Status: idle/) });
   });
 
-  it("a decision is submitted and answered with the notice", async () => {
+  it("a held call → a JSON action card at the callback; the chosen action's value decides it; the card is updated in place", async () => {
     const tenant = await tenantWithCallback();
-    const res = await send(tenant, { type: "decision", hold_id: "h1", approve: true, idempotency_key: unique("k"), conversation: "c7", user: { id: "u1" } });
+    const s = unique("card");
+    const entry = unique("entry");
+    await script(s, [{ toolCalls: [{ name: "vault__append", arguments: { entry } }] }, { text: "Waiting for approval." }, { text: "Recorded." }]);
+    await send(tenant, message("c7", `[s:${s}] record ${entry}`));
+    const posted = await waitFor("the card", async () => (await hook(tenant)).deliveries.find((d) => d.body.type === "card"));
+    expect(posted.signatureValid).toBe(true);
+    const card = posted.body.card!;
+    expect(card).toMatchObject({ state: "pending", title: "Approval needed: vault__append", decided_by: null });
+    expect(card.actions.map((a) => [a.action, a.label])).toEqual([["approve", "Approve"], ["deny", "Deny"]]);
+
+    const decide = (userId: string) =>
+      send(tenant, { type: "decision", value: card.actions[0]!.value, idempotency_key: unique("k"), conversation: "c7", user: { id: userId, name: "Ada" } });
+    expect(await (await decide("someone-else")).json()).toMatchObject({ notice: "You are not allowed to decide this approval. It is still waiting." });
+    const res = await decide("u1"); // u1 started the conversation
     expect(res.status).toBe(202);
-    expect(await res.json()).toMatchObject({ notice: "There is no pending approval with that id." });
+    expect(await res.json()).toMatchObject({ notice: "Approved. Performing it now.", card: { hold_id: card.hold_id, state: "approved", decided_by: "Ada", actions: [] } });
+
+    const performed = await waitFor("the card updated to performed", async () =>
+      (await hook(tenant)).deliveries.find((d) => d.body.type === "card" && d.body.card!.state === "performed"),
+    );
+    expect(performed.body.card_id).toBe(posted.body.card_id);
+    expect(await ledgerAppends(entry)).toHaveLength(1);
+  });
+
+  it("a decision bound to another tenant is refused; a value that is not an action's → 422", async () => {
+    const tenant = await tenantWithCallback();
+    const base = { type: "decision", idempotency_key: unique("k"), conversation: "c8", user: { id: "u1" } };
+    const refused = await send(tenant, { ...base, value: decisionValue("elsewhere", AGENT, "h1", true) });
+    expect(await refused.json()).toMatchObject({ notice: "Refused: this button belongs to another workspace or agent." });
+    expect((await send(tenant, { ...base, idempotency_key: unique("k"), value: "approve:h1" })).status).toBe(422);
   });
 
   it("callback registration is admin-only and takes only https or loopback URLs", async () => {

@@ -1,10 +1,12 @@
 // POST /discord/interactions: slash commands and button clicks, verified with
 // Ed25519 before anything else (Discord probes this with bad signatures).
 import { verifyKey } from "discord-interactions";
+import { parseDecisionValue } from "../../approvals/index.ts";
 import type { Context } from "hono";
 import { z } from "zod";
 import { HttpError, parseJson, readBody, secretNamed, submitEvent, type ChatCommand } from "../../runtime/index.ts";
 import { isFreshTimestamp } from "../shared/signed-request.ts";
+import { cardMessage } from "./card.ts";
 import { chatUser, discordRoute, interactionAddress } from "./routing.ts";
 
 const MAX_BODY_BYTES = 64 * 1024;
@@ -50,8 +52,6 @@ type Interaction = z.infer<typeof interactionSchema>;
 
 const COMMANDS = new Map<string, ChatCommand>([["stop", "stop"], ["compact", "compact"], ["status", "status"]]);
 
-/** Approval buttons carry `approve:<holdId>` or `deny:<holdId>` as their custom_id. */
-const DECISION_CUSTOM_ID = /^(approve|deny):(.+)$/;
 
 export async function handleInteraction(c: Context<{ Bindings: Env }>): Promise<Response> {
   const publicKey = secretNamed(c.env, "DISCORD_PUBLIC_KEY");
@@ -114,7 +114,8 @@ async function command(env: Env, interaction: Interaction) {
 
 async function component(env: Env, interaction: Interaction) {
   const { user, channelId } = origin(interaction);
-  const decision = DECISION_CUSTOM_ID.exec(interaction.data?.custom_id ?? "");
+  // An approval card's buttons carry its decision value (bound to a tenant and agent) as custom_id.
+  const decision = parseDecisionValue(interaction.data?.custom_id ?? "");
   if (!decision) return message("This button is not one of mine.", EPHEMERAL);
   const route = discordRoute(env, interaction.guild_id, user);
   const result = await submitEvent(env, route, {
@@ -122,8 +123,13 @@ async function component(env: Env, interaction: Interaction) {
     conversation: channelId,
     user: chatUser(user),
     kind: "decision",
-    holdId: decision[2]!,
-    approve: decision[1] === "approve",
+    holdId: decision.holdId,
+    approve: decision.approve,
+    boundTo: { tenant: decision.tenant, agent: decision.agent },
   });
-  return { type: ResponseType.UpdateMessage, data: { content: result.notice ?? "Already received.", allowed_mentions: { parse: [] } } };
+  // A decided card replaces the clicked one; a click that changed nothing is told privately.
+  if (result.card && result.card.state !== "pending") {
+    return { type: ResponseType.UpdateMessage, data: { ...cardMessage(result.card), allowed_mentions: { parse: [] } } };
+  }
+  return message(result.notice ?? "Already received.", EPHEMERAL);
 }

@@ -2,6 +2,7 @@
 // (DISCORD_API_BASE_URL), through the interaction webhook while its token is
 // valid, else as the bot in the channel. Honours 429 retry_after.
 import { secretNamed, type ChatOutbound, type DeliveryResult, type OutboundMessage, type OutboxDelivery } from "../../runtime/index.ts";
+import { cardMessage, type DiscordMessageBody } from "./card.ts";
 
 export const DISCORD_MESSAGE_LIMIT = 2000;
 const DEFAULT_API_BASE_URL = "https://discord.com/api/v10";
@@ -33,8 +34,15 @@ export function splitMessage(text: string, limit = DISCORD_MESSAGE_LIMIT): strin
 
 const STATUS_ICONS = { working: "⏳", done: "✅", stopped: "⏹️", failed: "⚠️" } as const;
 
-function render(message: OutboundMessage): string {
-  return message.kind === "status" ? `${STATUS_ICONS[message.state]} ${message.text}` : message.text;
+function render(message: OutboundMessage): DiscordMessageBody {
+  switch (message.kind) {
+    case "status":
+      return { content: `${STATUS_ICONS[message.state]} ${message.text}` };
+    case "card":
+      return cardMessage(message.card);
+    default:
+      return { content: message.text };
+  }
 }
 
 interface Call {
@@ -42,6 +50,9 @@ interface Call {
   path: string;
   bot: boolean;
 }
+
+/** Messages posted once and then edited in place; their message id is the ref. */
+const inPlace = (message: OutboundMessage) => message.kind === "status" || message.kind === "card";
 
 function webhookCall(applicationId: string, token: string, message: OutboundMessage, ref: string | undefined): Call {
   const base = `/webhooks/${applicationId}/${token}`;
@@ -51,11 +62,11 @@ function webhookCall(applicationId: string, token: string, message: OutboundMess
 }
 
 function channelCall(channelId: string, message: OutboundMessage, ref: string | undefined): Call {
-  if (message.kind === "status" && ref) return { method: "PATCH", path: `/channels/${channelId}/messages/${ref}`, bot: true };
+  if (inPlace(message) && ref) return { method: "PATCH", path: `/channels/${channelId}/messages/${ref}`, bot: true };
   return { method: "POST", path: `/channels/${channelId}/messages`, bot: true };
 }
 
-async function send(env: Env, call: Call, content: string): Promise<Response | DeliveryResult> {
+async function send(env: Env, call: Call, message: DiscordMessageBody): Promise<Response | DeliveryResult> {
   const headers: Record<string, string> = { "content-type": "application/json", "user-agent": USER_AGENT };
   if (call.bot) {
     const token = secretNamed(env, "DISCORD_BOT_TOKEN");
@@ -64,7 +75,7 @@ async function send(env: Env, call: Call, content: string): Promise<Response | D
   }
   const base = (env.DISCORD_API_BASE_URL?.trim() || DEFAULT_API_BASE_URL).replace(/\/+$/, "");
   // allowed_mentions: the agent's text never pings anyone (@everyone included).
-  const body = JSON.stringify({ content, allowed_mentions: { parse: [] } });
+  const body = JSON.stringify({ ...message, allowed_mentions: { parse: [] } });
   return fetch(`${base}${call.path}`, { method: call.method, headers, body, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
 }
 
@@ -84,20 +95,22 @@ async function deliver(env: Env, delivery: OutboxDelivery): Promise<DeliveryResu
   const { channelId, applicationId, interactionToken, interactionIssuedAt } = delivery.address.target;
   if (typeof channelId !== "string") return { ok: false, error: "reply address has no channelId", permanent: true };
   const { message, ref } = delivery;
-  const content = render(message);
-  const wantRef = message.kind === "status";
+  const body = render(message);
+  const wantRef = inPlace(message);
+  // Cards are decided long after an interaction token expires, so they are the bot's from the start.
   const tokenValid =
+    message.kind !== "card" &&
     typeof applicationId === "string" &&
     typeof interactionToken === "string" &&
     typeof interactionIssuedAt === "number" &&
     Date.now() - interactionIssuedAt < INTERACTION_TOKEN_TTL_MS;
   if (tokenValid) {
-    const res = await send(env, webhookCall(applicationId, interactionToken, message, ref), content);
+    const res = await send(env, webhookCall(applicationId, interactionToken, message, ref), body);
     if (!(res instanceof Response)) return res;
     // 401/404: the token expired early or Discord lost it (discord-api-docs#6851): post as the bot instead.
     if (res.status !== 401 && res.status !== 404) return outcome(res, wantRef);
   }
-  const res = await send(env, channelCall(channelId, message, ref), content);
+  const res = await send(env, channelCall(channelId, message, ref), body);
   return res instanceof Response ? outcome(res, wantRef) : res;
 }
 

@@ -3,10 +3,11 @@
 // callback_url registered for the tenant (PUT /v1/webhook/tenants/{tenant}).
 import { Hono, type Context } from "hono";
 import { z } from "zod";
+import { parseDecisionValue } from "../../approvals/index.ts";
 import { HttpError, parseJson, parseRoute, readBody, secretNamed, submitEvent, type ChatEvent } from "../../runtime/index.ts";
 import type { ChatBridge } from "../index.ts";
 import { readSignedBody } from "../shared/signed-request.ts";
-import { callbackFor, registerCallback, registrationSchema, unregisterCallback, webhookOutbound } from "./callbacks.ts";
+import { callbackFor, cardJson, registerCallback, registrationSchema, unregisterCallback, webhookOutbound } from "./callbacks.ts";
 
 const MAX_BODY_BYTES = 64 * 1024;
 const DEFAULT_AGENT = "assistant";
@@ -27,7 +28,8 @@ const eventSchema = z.discriminatedUnion("type", [
   z.object({ ...base, type: z.literal("steer"), text }),
   z.object({ ...base, type: z.literal("interrupt") }),
   z.object({ ...base, type: z.literal("command"), command: z.enum(["stop", "compact", "status"]) }),
-  z.object({ ...base, type: z.literal("decision"), hold_id: z.string().min(1).max(200), approve: z.boolean() }),
+  /** `value`: the chosen action's value from a card the bridge POSTed. */
+  z.object({ ...base, type: z.literal("decision"), value: z.string().refine((v) => parseDecisionValue(v) !== null, "value is not a card action's value") }),
 ]);
 type WebhookEvent = z.infer<typeof eventSchema>;
 
@@ -46,8 +48,10 @@ function chatEvent(event: WebhookEvent, tenant: string): ChatEvent {
       return { ...common, kind: "interrupt" };
     case "command":
       return { ...common, kind: "command", command: event.command };
-    case "decision":
-      return { ...common, kind: "decision", holdId: event.hold_id, approve: event.approve };
+    case "decision": {
+      const decision = parseDecisionValue(event.value)!;
+      return { ...common, kind: "decision", holdId: decision.holdId, approve: decision.approve, boundTo: { tenant: decision.tenant, agent: decision.agent } };
+    }
   }
 }
 
@@ -63,8 +67,8 @@ routes.post("/:tenant/events", async (c) => {
   const route = parseRoute(tenant, parsed.data.agent ?? (c.env.WEBHOOK_AGENT?.trim() || DEFAULT_AGENT));
   // Replies would have nowhere to go: refuse before anything is written.
   if (!(await callbackFor(c.env, tenant))) throw new HttpError(409, `no callback_url registered for tenant "${tenant}"`);
-  const result = await submitEvent(c.env, route, chatEvent(parsed.data, tenant));
-  return c.json(result, result.accepted ? 202 : 200);
+  const { card, ...result } = await submitEvent(c.env, route, chatEvent(parsed.data, tenant));
+  return c.json({ ...result, ...(card ? { card: cardJson(card) } : {}) }, result.accepted ? 202 : 200);
 });
 
 /** Mounted at /v1/webhook behind ADMIN_TOKEN. */

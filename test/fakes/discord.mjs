@@ -66,6 +66,7 @@ export async function startDiscord() {
     calls.push(call);
     const answer = (status, body, headers) => {
       call.status = status;
+      call.responseId = body.id;
       sendJson(res, status, body, headers);
     };
 
