@@ -63,6 +63,7 @@ export interface ScriptStep {
   status?: number;
   error?: string;
   hold?: boolean;
+  echoToolResults?: boolean;
 }
 
 export async function script(id: string, steps: ScriptStep[]): Promise<void> {

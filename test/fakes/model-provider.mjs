@@ -1,7 +1,8 @@
 // A fake OpenAI-compatible provider on loopback: POST /v1/chat/completions with
 // SSE streaming, as pi-ai speaks it. Tests script it per scenario: a user
 // message containing "[s:<id>]" selects scenario <id>; each request takes the
-// scenario's next step (the last repeats). Control API under /_control.
+// scenario's next step (the last repeats): { text } | { toolCalls } |
+// { status, error } | { hold: true, … } | { echoToolResults: true }. Control API under /_control.
 import { listen, readBody, sendJson } from "./http.mjs";
 
 export const FAKE_PROVIDER_KEY = "fake-provider-key-for-tests";
@@ -50,7 +51,9 @@ export async function startModelProvider() {
       record.responded = true;
       return sendJson(res, step.status, { error: { message: step.error ?? `status ${step.status}`, type: "fake_error" } }, step.headers ?? {});
     }
-    streamCompletion(res, body.model, step);
+    // A careless model: it repeats what its tools returned, so a leak in a tool result reaches the chat.
+    const reply = step.echoToolResults ? { text: toolResultsText(body.messages) } : step;
+    streamCompletion(res, body.model, reply);
     record.responded = true;
   });
 }
@@ -67,6 +70,10 @@ function findScenario(messages) {
     if (found) return found[1];
   }
   return null;
+}
+
+function toolResultsText(messages) {
+  return (messages ?? []).filter((m) => m.role === "tool").map((m) => contentText(m.content)).join("\n---\n");
 }
 
 function lastUserText(messages) {

@@ -1,0 +1,154 @@
+// The gateway: secrets by reference and redacted (invariant 5), plugin default
+// policies, policy warnings, and the http plugin's limits.
+import { env } from "cloudflare:workers";
+import { runInDurableObject } from "cloudflare:test";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { ModelJobMessage } from "../runtime/model-job.ts";
+import { agent } from "./agents.ts";
+import { getConversation, postMessage, providerRequests, script, settled, unique, worker } from "./support.ts";
+import { AGENT, messageEnvelope, newTs, postEvent, slackCalls, slackId, statusFinal, threadMessages } from "./slack/helpers.ts";
+
+const testEnv = env as unknown as Record<string, string>;
+const CANARY = testEnv.REMOTE_API_TOKEN!;
+const ADMIN = { authorization: "Bearer test-admin-token", "content-type": "application/json" };
+
+/** The canary and the simple encodings a careless remote echoes it in. */
+function leaks(text: string): string[] {
+  const forms = [CANARY, btoa(CANARY), btoa(CANARY).replace(/=+$/, ""), encodeURIComponent(CANARY)];
+  return forms.filter((f) => text.includes(f));
+}
+
+afterEach(() => vi.restoreAllMocks());
+
+describe("a secret used by the http plugin (canary)", () => {
+  it("never appears in SQLite, queue messages, model requests, log lines or chat, even when the remote echoes it", async () => {
+    const lines: string[] = [];
+    for (const method of ["log", "info", "warn", "error", "debug"] as const) {
+      vi.spyOn(console, method).mockImplementation((...args: unknown[]) => void lines.push(args.map(String).join(" ")));
+    }
+    const team = slackId("T");
+    const channel = slackId("C");
+    const ts = newTs();
+    const s = unique("canary");
+    await script(s, [
+      { toolCalls: [{ name: "api__get", arguments: { url: `${testEnv.FAKE_REMOTE_URL}/echo` } }, { name: "api__get", arguments: { url: `${testEnv.FAKE_REMOTE_URL}/page` } }] },
+      { echoToolResults: true },
+    ]);
+    // Queue messages are captured on their way out of the (real) object.
+    const queued: ModelJobMessage[] = [];
+    await runInDurableObject(agent(team, AGENT), (instance) => {
+      const send = (m: ModelJobMessage) => (queued.push(m), env.MODEL_QUEUE.send(m));
+      Object.assign(instance, { env: Object.create(env, { MODEL_QUEUE: { value: { send } } }) });
+    });
+
+    await postEvent(messageEnvelope({ team, channel, ts, text: `[s:${s}] check the status page` }));
+    await statusFinal(channel, "Done.");
+
+    const [reply] = await threadMessages(channel);
+    expect(reply!.body.text).toContain("Bearer [redacted]");
+    expect(reply!.body.text).toContain("All systems go &amp; fine."); // HTML reduced to text, then escaped for Slack
+    expect(reply!.body.text).not.toMatch(/<script|<p>/);
+    const view = await getConversation(team, AGENT, `${team}:${channel}:${ts}`);
+    expect(view.transcript.filter((e) => e.role === "tool").every((e) => e.text.includes("[redacted]"))).toBe(true);
+
+    const tables = await runInDurableObject(agent(team, AGENT), (_i, state) => {
+      const names = state.storage.sql.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '_cf_%'").toArray();
+      return names.map(({ name }) => JSON.stringify(state.storage.sql.exec(`SELECT * FROM "${name}"`).toArray())).join("\n");
+    });
+    expect(tables).toContain("[redacted]"); // the dump is real: it holds the redacted results
+    expect(leaks(tables)).toEqual([]);
+    expect(queued.length).toBeGreaterThan(0);
+    expect(leaks(JSON.stringify(queued))).toEqual([]);
+    expect(leaks(JSON.stringify(await providerRequests(s)))).toEqual([]);
+    expect(leaks(JSON.stringify(await slackCalls(channel)))).toEqual([]);
+    expect(leaks(lines.join("\n"))).toEqual([]);
+  });
+});
+
+describe("policies", () => {
+  it("a plugin's defaultPolicy holds its tool on a mount with write: allow; the mount's own per-tool allow lifts it", async () => {
+    const A = "poster";
+    const orders = async () => ((await (await fetch(`${testEnv.FAKE_REMOTE_URL}/_control/orders`)).json()) as { body: string; authorized: boolean }[]);
+    const marker = unique("order");
+    const s1 = unique("dp");
+    await script(s1, [{ toolCalls: [{ name: "hooks__post", arguments: { url: `${testEnv.FAKE_REMOTE_URL}/orders`, body: { marker } } }] }, { text: "held" }]);
+    await postMessage("policies", A, { text: `[s:${s1}] order`, conversation: s1 });
+    const held = await settled("policies", A, s1);
+    expect(held.holds).toHaveLength(1);
+    expect(held.transcript.find((e) => e.role === "tool")!.text).toMatch(/^Held for approval/);
+    expect((await orders()).filter((o) => o.body.includes(marker))).toHaveLength(0);
+
+    const lift = await worker(`/v1/tenants/policies/agents/${A}/mounts`, {
+      method: "PUT",
+      headers: ADMIN,
+      body: JSON.stringify([
+        { alias: "hooks", plugin: "http", config: { allowedHosts: [new URL(testEnv.FAKE_REMOTE_URL!).host] }, secret_ref: "REMOTE_API_TOKEN", policy: { write: "allow", tools: { post: "allow" } } },
+      ]),
+    });
+    expect(lift.status).toBe(200);
+    const mounts = (await (await worker(`/v1/tenants/policies/agents/${A}/mounts`, { headers: ADMIN })).json()) as { tools: { name: string; policy: string }[] };
+    expect(mounts.tools.find((t) => t.name === "hooks__post")!.policy).toBe("allow");
+    expect(mounts.tools.find((t) => t.name === "api__post")!.policy).toBe("approval");
+
+    const s2 = unique("dp");
+    await script(s2, [{ toolCalls: [{ name: "hooks__post", arguments: { url: `${testEnv.FAKE_REMOTE_URL}/orders`, body: { marker } } }] }, { text: "posted" }]);
+    await postMessage("policies", A, { text: `[s:${s2}] order`, conversation: s2 });
+    const done = await settled("policies", A, s2);
+    expect(done.holds).toHaveLength(0);
+    expect(done.transcript.find((e) => e.role === "tool")!.text).toMatch(/^HTTP 201/);
+    const placed = (await orders()).filter((o) => o.body.includes(marker));
+    expect(placed).toEqual([{ body: JSON.stringify({ marker }), authorized: true }]);
+  });
+
+  it("a denied tool never reaches the plugin and the model is told it was refused", async () => {
+    const A = "denied";
+    const entry = unique("entry");
+    await worker(`/v1/tenants/policies/agents/${A}/mounts`, {
+      method: "PUT",
+      headers: ADMIN,
+      body: JSON.stringify([{ alias: "ledger", plugin: "ledger", config: { url: testEnv.FAKE_LEDGER_URL }, policy: { tools: { append: "deny" } } }]),
+    });
+    const s = unique("deny");
+    await script(s, [{ toolCalls: [{ name: "ledger__append", arguments: { entry } }] }, { text: "refused" }]);
+    await postMessage("policies", A, { text: `[s:${s}] go`, conversation: s });
+    const view = await settled("policies", A, s);
+    expect(view.transcript.find((e) => e.role === "tool")).toMatchObject({ isError: true, text: 'Refused: the policy of mount "ledger" does not allow ledger__append.' });
+    const appends = (await (await fetch(`${testEnv.FAKE_LEDGER_URL}/appends?entry=${entry}`)).json()) as unknown[];
+    expect(appends).toHaveLength(0);
+  });
+
+  it("status warns when an ungated mount of a plugin sits beside a gated one", async () => {
+    const s = unique("warn");
+    await script(s, [{ text: "hi" }]);
+    await postMessage("policies", "warned", { text: `[s:${s}] hi`, conversation: s });
+    await settled("policies", "warned", s);
+    const status = await agent("policies", "warned").submit(
+      { tenant: "policies", agent: "warned" },
+      { id: unique("st"), kind: "command", command: "status", conversation: s, user: { platform: "api", id: "admin" } },
+    );
+    expect(status.notice).toContain('Warning: mount "ledger" lets ledger.append run without a person, while mount "vault" of the same plugin gates it');
+    // Both http mounts hold post (its plugin default), so they raise no warning.
+    expect(status.notice).not.toContain("http.post");
+  });
+
+  it("bad mount overrides are refused with the reason", async () => {
+    const res = await worker("/v1/tenants/policies/mounts", { method: "PUT", headers: ADMIN, body: JSON.stringify([{ alias: "x", plugin: "nope" }]) });
+    expect(res.status).toBe(422);
+    expect(await res.json()).toEqual({ error: 'MOUNTS: alias "x" names unknown plugin "nope"' });
+    const bad = await worker("/v1/tenants/policies/mounts", { method: "PUT", headers: ADMIN, body: JSON.stringify([{ alias: "w", plugin: "http", config: {} }]) });
+    expect(bad.status).toBe(422);
+    expect(((await bad.json()) as { error: string }).error).toMatch(/allowedHosts/);
+  });
+});
+
+describe("the http plugin's limits", () => {
+  it("refuses hosts the mount does not allow, and says so to the model", async () => {
+    const s = unique("host");
+    await script(s, [{ toolCalls: [{ name: "api__get", arguments: { url: "https://example.com/x" } }, { name: "api__get", arguments: { url: "http://10.0.0.1/x" } }] }, { text: "ok" }]);
+    await postMessage("policies", "limits", { text: `[s:${s}] go`, conversation: s });
+    const view = await settled("policies", "limits", s);
+    const results = view.transcript.filter((e) => e.role === "tool").map((e) => e.text);
+    expect(results[0]).toMatch(/^Host example.com is not allowed for this mount/);
+    expect(results[1]).toBe("Only https URLs are allowed (got http:).");
+  });
+});
