@@ -67,6 +67,7 @@ const messageSchema = z.object({
   channel: z.string(),
   ts: z.string(),
   thread_ts: z.string().nullish(),
+  channel_type: z.string().nullish(),
   files: z.array(z.looseObject({ name: z.string().nullish() })).nullish(),
 });
 
@@ -89,6 +90,8 @@ export async function handleEvent(env: Env, body: unknown): Promise<SlackAnswer>
   const tenant = tenantOf(auth?.team_id ?? envelope.team_id ?? envelope.context_team_id, auth?.enterprise_id ?? envelope.enterprise_id, auth?.is_enterprise_install === true);
   const route = routeFor(env, tenant);
   const threadTs = event.thread_ts ?? event.ts;
+  const conversation = conversationId(tenant, event.channel, threadTs);
+  if (!(await addressed(env, route, event, botUserId, conversation))) return { ok: true };
   const text = messageText(event.text ?? "", botUserId, event.files ?? []);
   if (text === "") return { ok: true };
   await submitEvent(env, route, {
@@ -96,12 +99,23 @@ export async function handleEvent(env: Env, body: unknown): Promise<SlackAnswer>
     // app_mention + message pair of one mention all collapse into one event.
     id: `slack:${event.channel}:${event.ts}`,
     kind: "message",
-    conversation: conversationId(tenant, event.channel, threadTs),
+    conversation,
     user: slackUser(event.user),
     replyTo: { platform: "slack", target: { channel: event.channel, thread_ts: threadTs } },
     text,
   });
   return { ok: true };
+}
+
+/**
+ * In a DM every message is for the agent. In a channel the agent answers when
+ * mentioned, and then follows that thread without being mentioned again.
+ */
+async function addressed(env: Env, route: Route, event: z.infer<typeof messageSchema>, botUserId: string | null, conversation: string): Promise<boolean> {
+  if (event.type === "app_mention" || event.channel_type === "im") return true;
+  if (botUserId && (event.text ?? "").includes(`<@${botUserId}>`)) return true;
+  if (!event.thread_ts) return false;
+  return (await agentStub(env, route).conversation(route, conversation)) !== null;
 }
 
 /** The person's words without the mention that addressed the bot; shared files are named. */

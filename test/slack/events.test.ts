@@ -76,9 +76,9 @@ describe("POST /slack/events", () => {
     const team = slackId("T");
     const channel = slackId("C");
     const ts = newTs();
-    const message = messageEnvelope({ team, channel, ts, text: "<@UFAKEBOT> once please", event_id: "Ev1" });
-    const mention = messageEnvelope({ team, channel, ts, text: "<@UFAKEBOT> once please", event_id: "Ev2", type: "app_mention" });
-    const resent = messageEnvelope({ team, channel, ts, text: "<@UFAKEBOT> once please", event_id: "Ev3" });
+    const message = messageEnvelope({ team, channel, ts, text: "once please", event_id: "Ev1" });
+    const mention = messageEnvelope({ team, channel, ts, text: "once please", event_id: "Ev2", type: "app_mention" });
+    const resent = messageEnvelope({ team, channel, ts, text: "once please", event_id: "Ev3" });
     expect((await postEvent(message)).status).toBe(200);
     for (const retry of [1, 2, 3]) {
       const res = await postEvent(message, { "x-slack-retry-num": String(retry), "x-slack-retry-reason": "http_timeout" });
@@ -144,9 +144,10 @@ describe("POST /slack/events", () => {
       channel,
       ts: newTs(),
       text: "",
+      mention: false,
       event: { subtype: "message_changed", user: undefined, message: { type: "message", user: "UPERSON1", text: "edited text", ts: parentTs }, previous_message: { text: "old" } },
     });
-    const joined = messageEnvelope({ team, channel, ts: newTs(), text: "<@UPERSON1> has joined the channel", event: { subtype: "channel_join" } });
+    const joined = messageEnvelope({ team, channel, ts: newTs(), text: "<@UPERSON1> has joined the channel", mention: false, event: { subtype: "channel_join" } });
     for (const envelope of [botMessage, own, edited, joined]) expect((await postEvent(envelope)).status).toBe(200);
 
     // A person's message afterwards is answered, so the ignored ones had their chance to start a turn.
@@ -159,6 +160,29 @@ describe("POST /slack/events", () => {
     expect(conversations.status).toBe(404);
     await expect(getConversation(team, AGENT, conversationOf(team, channel, parentTs))).rejects.toThrow(/404/);
     expect((await threadMessages(channel)).map((r) => [r.body.text, r.body.thread_ts])).toEqual([["ok: a real question", ts]]);
+  });
+
+  it("in a channel it answers when mentioned and follows that thread; in a DM it answers everything", async () => {
+    const team = slackId("T");
+    const channel = slackId("C");
+    const chatter = newTs();
+    const otherThread = newTs();
+    await postEvent(messageEnvelope({ team, channel, ts: chatter, text: "lunch anyone?", mention: false }));
+    await postEvent(messageEnvelope({ team, channel, ts: newTs(), thread_ts: otherThread, text: "me!", mention: false }));
+    const asked = newTs();
+    await postEvent(messageEnvelope({ team, channel, ts: asked, text: "what is 2+2?" }));
+    await statusFinal(channel, "Done.");
+    await postEvent(messageEnvelope({ team, channel, ts: newTs(), thread_ts: asked, text: "and 3+3?" }));
+    const view = await settled(team, AGENT, conversationOf(team, channel, asked));
+    expect(view.transcript.filter((e) => e.role === "user").map((e) => e.text)).toEqual(["what is 2+2?", "and 3+3?"]);
+    await expect(getConversation(team, AGENT, conversationOf(team, channel, chatter))).rejects.toThrow(/404/);
+    await expect(getConversation(team, AGENT, conversationOf(team, channel, otherThread))).rejects.toThrow(/404/);
+
+    const dm = slackId("D");
+    const dmTs = newTs();
+    await postEvent(messageEnvelope({ team, channel: dm, ts: dmTs, text: "hi in private", mention: false, event: { channel_type: "im" } }));
+    await statusFinal(dm, "Done.");
+    expect((await threadMessages(dm)).map((m) => m.body.text)).toEqual(["ok: hi in private"]);
   });
 
   it("keeps file_share and thread_broadcast messages from people", async () => {

@@ -61,8 +61,24 @@ export function replay(envelope: Json, overrides: { team?: string; channel?: str
   return copy;
 }
 
-/** A plain `message` envelope as Slack sends it for a person's message. */
-export function messageEnvelope(o: { team: string; channel: string; ts: string; text: string; thread_ts?: string; user?: string; type?: string; event_id?: string; event?: Json }): Json {
+/**
+ * A `message` envelope as Slack sends it for a person's channel message. A
+ * message that starts a thread mentions the agent (as it must, to be answered)
+ * unless `mention` is false.
+ */
+export function messageEnvelope(o: {
+  team: string;
+  channel: string;
+  ts: string;
+  text: string;
+  thread_ts?: string;
+  user?: string;
+  type?: string;
+  event_id?: string;
+  mention?: boolean;
+  event?: Json;
+}): Json {
+  const mention = o.mention ?? !o.thread_ts;
   return {
     token: "verification-token",
     team_id: o.team,
@@ -74,7 +90,7 @@ export function messageEnvelope(o: { team: string; channel: string; ts: string; 
     event: {
       type: o.type ?? "message",
       user: o.user ?? "UPERSON1",
-      text: o.text,
+      text: mention ? `<@UFAKEBOT> ${o.text}` : o.text,
       ts: o.ts,
       channel: o.channel,
       event_ts: o.ts,
