@@ -2,6 +2,8 @@
 // secret injected as a header. Pages come back as text, capped in size and
 // time; every failure is a result the model can read.
 import { z } from "zod";
+// Only the URL rule is shared with the runtime; it is read at call time, so the import cycle is harmless.
+import { isHttpsOrLoopback } from "../runtime/index.ts";
 import type { Plugin, ToolContext, ToolOutput } from "./contract.ts";
 
 const configSchema = z.object({
@@ -15,10 +17,6 @@ const configSchema = z.object({
 type HttpConfig = z.infer<typeof configSchema>;
 
 const headersSchema = z.record(z.string(), z.string()).optional().describe("Extra request headers");
-
-function isLoopback(hostname: string): boolean {
-  return hostname === "localhost" || hostname === "[::1]" || /^127\.\d+\.\d+\.\d+$/.test(hostname);
-}
 
 function hostAllowed(url: URL, allowed: string[]): boolean {
   return allowed.some((pattern) => {
@@ -80,7 +78,7 @@ async function request(method: "GET" | "POST", target: string, headers: Record<s
   } catch {
     return { text: `"${target}" is not a URL.`, isError: true };
   }
-  if (url.protocol !== "https:" && !(url.protocol === "http:" && isLoopback(url.hostname))) {
+  if (!isHttpsOrLoopback(url)) {
     return { text: `Only https URLs are allowed (got ${url.protocol}).`, isError: true };
   }
   if (!hostAllowed(url, config.allowedHosts)) {

@@ -4,6 +4,7 @@ import { z } from "zod";
 import { approversSchema } from "../approvals/index.ts";
 import { mountSchema, type Mount } from "../plugins/index.ts";
 import { controlPlane } from "./control-plane.ts";
+import { isHttpsOrLoopback } from "./http.ts";
 
 export class ConfigError extends Error {
   override name = "ConfigError";
@@ -14,10 +15,7 @@ const providerSchema = z.object({
   baseUrl: z
     .string()
     .url()
-    .refine((u) => {
-      const url = new URL(u);
-      return url.protocol === "https:" || (url.protocol === "http:" && isLoopback(url.hostname));
-    }, "baseUrl must be https (http is allowed only for loopback)"),
+    .refine((u) => isHttpsOrLoopback(new URL(u)), "baseUrl must be https (http is allowed only for loopback)"),
   auth: z
     .object({
       /** The NAME of the Worker secret holding the key, never the key itself. */
@@ -34,9 +32,6 @@ const providerSchema = z.object({
 });
 export type ProviderConfig = z.infer<typeof providerSchema>;
 
-export function isLoopback(hostname: string): boolean {
-  return hostname === "localhost" || hostname === "[::1]" || /^127\.\d+\.\d+\.\d+$/.test(hostname);
-}
 
 function parseJsonVar<T>(name: string, raw: string | undefined, schema: z.ZodType<T>, fallback: string): T {
   let value: unknown;

@@ -68,3 +68,12 @@ export function safeEqual(a: string, b: string): boolean {
   if (x.byteLength !== y.byteLength) return false;
   return crypto.subtle.timingSafeEqual(x, y);
 }
+
+export function isLoopback(hostname: string): boolean {
+  return hostname === "localhost" || hostname === "[::1]" || /^127\.\d+\.\d+\.\d+$/.test(hostname);
+}
+
+/** The one rule for every outbound URL we are configured with: https, or http on loopback only. */
+export function isHttpsOrLoopback(url: URL): boolean {
+  return url.protocol === "https:" || (url.protocol === "http:" && isLoopback(url.hostname));
+}

@@ -14,6 +14,6 @@ export type {
   SubmitResult,
 } from "./chat.ts";
 export { agentStub, parseRoute, submitEvent } from "./ingress.ts";
-export { HttpError, parseJson, readBody, safeEqual, type BodyRules } from "./http.ts";
+export { HttpError, isHttpsOrLoopback, parseJson, readBody, safeEqual, type BodyRules } from "./http.ts";
 export { secretNamed, ConfigError } from "./config.ts";
 export { controlPlane } from "./control-plane.ts";

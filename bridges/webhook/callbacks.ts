@@ -2,7 +2,7 @@
 // control plane, and the outbound that POSTs each outbox row there, signed.
 import { z } from "zod";
 import type { Card } from "../../approvals/index.ts";
-import { controlPlane, secretNamed, type ChatOutbound, type DeliveryResult, type OutboxDelivery } from "../../runtime/index.ts";
+import { controlPlane, isHttpsOrLoopback, secretNamed, type ChatOutbound, type DeliveryResult, type OutboxDelivery } from "../../runtime/index.ts";
 import { signatureHeaders } from "../shared/signed-request.ts";
 
 const NAMESPACE = "webhook-callbacks";
@@ -11,18 +11,11 @@ export interface CallbackRegistration {
   callback_url: string;
 }
 
-function isLoopback(hostname: string): boolean {
-  return hostname === "localhost" || hostname === "[::1]" || /^127\.\d+\.\d+\.\d+$/.test(hostname);
-}
-
 export const registrationSchema = z.object({
   callback_url: z
     .string()
     .url()
-    .refine((u) => {
-      const url = new URL(u);
-      return url.protocol === "https:" || (url.protocol === "http:" && isLoopback(url.hostname));
-    }, "callback_url must be https (http is allowed only for loopback)"),
+    .refine((u) => isHttpsOrLoopback(new URL(u)), "callback_url must be https (http is allowed only for loopback)"),
 });
 
 export async function callbackFor(env: Env, tenant: string): Promise<CallbackRegistration | null> {
