@@ -2,9 +2,9 @@
 // name (they are not part of the generated Env type).
 import { ConfigError, parseRoute, secretNamed, type Route } from "../../runtime/index.ts";
 
-export const DEFAULT_API_BASE_URL = "https://slack.com/api";
-export const DEFAULT_AGENT = "assistant";
-export const DEFAULT_COMMAND = "/agent";
+const DEFAULT_API_BASE_URL = "https://slack.com/api";
+const DEFAULT_AGENT = "assistant";
+const DEFAULT_COMMAND = "/agent";
 
 /** The Web API base; tests point it at the loopback fake. */
 export function apiBaseUrl(env: Env): string {

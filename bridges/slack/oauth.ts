@@ -5,8 +5,8 @@
 import type { Context } from "hono";
 import { getCookie, setCookie } from "hono/cookie";
 import { z } from "zod";
-import { HttpError, parseRoute, safeEqual } from "../../runtime/index.ts";
-import { oauthEnabled, requiredSecret } from "./config.ts";
+import { HttpError, safeEqual } from "../../runtime/index.ts";
+import { oauthEnabled, requiredSecret, routeFor } from "./config.ts";
 import { saveInstallation } from "./installations.ts";
 import { callSlack } from "./web-api.ts";
 
@@ -84,7 +84,7 @@ export async function callback(c: Context<{ Bindings: Env }>): Promise<Response>
   // Org-wide installs are keyed by the organisation, like the tenant of their events.
   const tenant = is_enterprise_install && enterprise ? enterprise.id : team?.id;
   if (!tenant) throw new HttpError(400, "oauth.v2.access named no workspace");
-  parseRoute(tenant, "check");
+  routeFor(c.env, tenant); // the tenant must be a valid name before anything is stored under it
   await saveInstallation(
     c.env,
     { tenant, teamId: team?.id ?? null, enterpriseId: enterprise?.id ?? null, botUserId: bot_user_id ?? null, installedAt: Date.now() },
