@@ -2,8 +2,8 @@
 // secret injected as a header. Pages come back as text, capped in size and
 // time; every failure is a result the model can read.
 import { z } from "zod";
-// Only the URL rule is shared with the runtime; it is read at call time, so the import cycle is harmless.
-import { isHttpsOrLoopback } from "../runtime/index.ts";
+// The runtime's leaf module, not its index: the index reaches back into plugins/ (an import cycle).
+import { isHttpsOrLoopback } from "../runtime/http.ts";
 import type { Plugin, ToolContext, ToolOutput } from "./contract.ts";
 
 const configSchema = z.object({
