@@ -2,7 +2,7 @@
 // (acceptance points 1-4), replaying recorded Slack webhooks.
 import { describe, expect, it } from "vitest";
 import { verifySlackSignature } from "../../bridges/slack/verify.ts";
-import { getConversation, settled, worker } from "../support.ts";
+import { getConversation, providerRequests, releaseProvider, script, settled, unique, waitFor, worker } from "../support.ts";
 import recorded from "./fixtures/slack.json";
 import streaming from "./fixtures/streaming-slack.json";
 import {
@@ -55,6 +55,22 @@ describe("POST /slack/events", () => {
     expect(replies[0]!.token).toBe("xoxb-fake-single-workspace-token");
     const view = await getConversation(TEAM, AGENT, conversationOf(TEAM, channel, ts));
     expect(view.transcript.map((e) => [e.role, e.text])).toEqual([["user", "Hey"], ["assistant", "ok: Hey"]]);
+  });
+
+  it("acks once the event is accepted, without waiting for the model", async () => {
+    const s = unique("ack");
+    await script(s, [{ hold: true, text: "answered later" }]);
+    const channel = slackId("C");
+    try {
+      const res = await postEvent(replay(recorded.mention, { channel, event: { text: `<@U00FAKEBOT01> [s:${s}] Hey` } }));
+      expect(res.status).toBe(200);
+      await waitFor("the model call", async () => (await providerRequests(s)).length === 1);
+      expect(await threadMessages(channel)).toEqual([]);
+    } finally {
+      await releaseProvider(s);
+    }
+    await statusFinal(channel, "Done.");
+    expect((await threadMessages(channel)).map((r) => r.body.text)).toEqual(["answered later"]);
   });
 
   it("a recorded follow-up in a thread continues that thread's conversation", async () => {
