@@ -89,6 +89,19 @@ describe("Slack workspaces", () => {
     }
   });
 
+  it("in a Slack Connect channel the tenant is the installing workspace (authorizations[0]), not the sender's team_id", async () => {
+    const installing = slackId("T");
+    const sender = slackId("T");
+    const channel = slackId("C");
+    const ts = newTs();
+    const envelope = messageEnvelope({ team: installing, channel, ts, text: "from a shared channel" });
+    envelope.team_id = sender;
+    await postEvent(envelope);
+    await statusFinal(channel, "Done.");
+    const view = await getConversation(installing, AGENT, conversationOf(installing, channel, ts));
+    expect(view.transcript.map((e) => e.text)).toEqual(["from a shared channel", "ok: from a shared channel"]);
+  });
+
   it("an org-wide (Enterprise Grid) install is one tenant for the organisation", async () => {
     const enterprise = slackId("E");
     const token = await installWorkspace({ enterprise, isEnterpriseInstall: true });
