@@ -115,7 +115,8 @@ async function addressed(env: Env, route: Route, event: z.infer<typeof messageSc
   if (event.type === "app_mention" || event.channel_type === "im") return true;
   if (botUserId && (event.text ?? "").includes(`<@${botUserId}>`)) return true;
   if (!event.thread_ts) return false;
-  return (await agentStub(env, route).conversation(route, conversation)) !== null;
+  // The listing, not the conversation itself: it answers without carrying the transcript.
+  return (await agentStub(env, route).conversations(route, conversation)).some((c) => c.id === conversation);
 }
 
 /** The person's words without the mention that addressed the bot; shared files are named. */
