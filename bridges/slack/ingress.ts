@@ -4,7 +4,7 @@
 // Every answer is ready once the event is durably accepted: the model is never awaited.
 import { z } from "zod";
 import { parseDecisionValue } from "../../approvals/index.ts";
-import { agentStub, HttpError, submitEvent, type ChatUser, type Route } from "../../runtime/index.ts";
+import { agentStub, HttpError, isHttpsOrLoopback, submitEvent, type ChatUser, type Route } from "../../runtime/index.ts";
 import { parseStopValue, STOP_ACTION } from "./blocks.ts";
 import { commandName, routeFor } from "./config.ts";
 
@@ -228,7 +228,9 @@ export async function handleInteraction(env: Env, payload: unknown, defer: Defer
     });
     notice = result.notice;
   }
-  if (notice && click.response_url) defer(tellClicker(click.response_url, notice));
+  if (notice && click.response_url && URL.canParse(click.response_url) && isHttpsOrLoopback(new URL(click.response_url))) {
+    defer(tellClicker(click.response_url, notice));
+  }
   return {};
 }
 

@@ -3,6 +3,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { decisionValue } from "../../approvals/index.ts";
+import { apiBaseUrl } from "../../bridges/slack/config.ts";
 import { slackOutbound } from "../../bridges/slack/outbound.ts";
 import { SLACK_TEXT_LIMIT, splitForSlack, toMrkdwn } from "../../bridges/slack/mrkdwn.ts";
 import { script, unique } from "../support.ts";
@@ -61,6 +62,11 @@ describe("Markdown → Slack mrkdwn", () => {
 });
 
 describe("Slack outbound", () => {
+  it("refuses a Web API base that would send bot tokens over plain http off this machine", () => {
+    expect(() => apiBaseUrl({ ...env, SLACK_API_BASE_URL: "http://slack.example.com/api" })).toThrow(/SLACK_API_BASE_URL must be an https URL/);
+    expect(apiBaseUrl({ ...env, SLACK_API_BASE_URL: "https://slack.com/api/" })).toBe("https://slack.com/api");
+  });
+
   it("answers a 429 with the Retry-After it was given", async () => {
     const channel = slackId("C");
     await rateLimit({ method: "chat.postMessage", channel, times: 1, retryAfter: 7 });
