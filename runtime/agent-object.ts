@@ -204,6 +204,7 @@ export class AgentObject extends DurableObject<Env> {
 
     let notice: string | undefined;
     let card: Card | undefined;
+    let decided: boolean | undefined;
     switch (event.kind) {
       case "message":
       case "steer": {
@@ -219,11 +220,11 @@ export class AgentObject extends DurableObject<Env> {
         notice = this.command(conv.id, event.command, gateway);
         break;
       case "decision":
-        ({ notice, card } = this.decide(route, event));
+        ({ notice, card, decided } = this.decide(route, event));
         break;
     }
     const after = this.conv(conv.id)!;
-    return { accepted: true, conversation: conv.id, status: this.statusOf(after), notice, card };
+    return { accepted: true, conversation: conv.id, status: this.statusOf(after), notice, card, decided };
   }
 
   private createConversation(id: string, user: ChatUser, now: number): ConversationRow {
@@ -316,7 +317,7 @@ export class AgentObject extends DurableObject<Env> {
   // ---- approvals -----------------------------------------------------------
 
   /** A click on a card: one decision wins (a single transition from pending), the rest are told. */
-  private decide(route: Route, event: Extract<ChatEvent, { kind: "decision" }>): { notice: string; card?: Card } {
+  private decide(route: Route, event: Extract<ChatEvent, { kind: "decision" }>): { notice: string; card?: Card; decided?: boolean } {
     if (event.boundTo.tenant !== route.tenant || event.boundTo.agent !== route.agent) {
       return { notice: "Refused: this button belongs to another workspace or agent." };
     }
@@ -329,7 +330,7 @@ export class AgentObject extends DurableObject<Env> {
     const now = Date.now();
     if (now >= hold.expires_at) {
       this.expire(hold, now);
-      return { notice: "This approval has expired; nothing was performed.", card: card() };
+      return { notice: "This approval has expired; nothing was performed.", card: card(), decided: true };
     }
     const conv = this.conv(hold.conversation)!;
     const startedBy = JSON.parse(conv.started_by) as ChatUser;
@@ -345,7 +346,7 @@ export class AgentObject extends DurableObject<Env> {
       this.notifyAgent(hold.conversation, `The held call ${hold.tool} (hold ${hold.id}) was denied by ${who}. It was not performed.`);
     }
     this.postCard(route, hold.id);
-    return { notice: event.approve ? "Approved. Performing it now." : "Denied. It will not be performed.", card: card() };
+    return { notice: event.approve ? "Approved. Performing it now." : "Denied. It will not be performed.", card: card(), decided: true };
   }
 
   private expire(hold: HoldRow, now: number): void {

@@ -60,6 +60,8 @@ export interface SubmitResult {
   notice?: string;
   /** For a decision: the card as it now stands, for platforms that answer a click by updating it. */
   card?: Card;
+  /** For a decision: true only for the click that decided the hold (the others are told it was decided). */
+  decided?: boolean;
 }
 
 /** What the runtime asks a bridge to show. Markdown text; bridges render it. */

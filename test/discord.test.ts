@@ -6,46 +6,12 @@ import recorded from "../../shared/fixtures/recorded/discord/discord.json";
 import { decisionValue, parseDecisionValue } from "../approvals/index.ts";
 import { discordOutbound, splitMessage } from "../bridges/discord/rest.ts";
 import { signatureHeaders } from "../bridges/shared/signed-request.ts";
+import { click, ed25519, forward, interact, now, snowflake } from "./discord-helpers.ts";
 import { getConversation, ledgerAppends, providerRequests, releaseProvider, script, settled, unique, waitFor, worker } from "./support.ts";
 
 const E = env as unknown as Record<string, string>;
 const AGENT = "assistant";
 const APP = E.DISCORD_APPLICATION_ID!;
-
-// ---- signing -------------------------------------------------------------------
-
-const PKCS8_ED25519_PREFIX = "302e020100300506032b657004220420";
-const hexBytes = (hex: string) => Uint8Array.from(hex.match(/../g)!, (b) => parseInt(b, 16));
-const toHex = (buf: ArrayBuffer) => [...new Uint8Array(buf)].map((b) => b.toString(16).padStart(2, "0")).join("");
-
-async function ed25519(message: string): Promise<string> {
-  const key = await crypto.subtle.importKey("pkcs8", hexBytes(PKCS8_ED25519_PREFIX + E.DISCORD_TEST_SIGNING_KEY), { name: "Ed25519" }, false, ["sign"]);
-  return toHex(await crypto.subtle.sign({ name: "Ed25519" }, key, new TextEncoder().encode(message)));
-}
-
-const now = () => String(Math.floor(Date.now() / 1000));
-
-interface Sent {
-  timestamp?: string | null;
-  signature?: string | null;
-  contentType?: string;
-}
-
-async function interact(body: unknown, sent: Sent = {}): Promise<Response> {
-  const raw = typeof body === "string" ? body : JSON.stringify(body);
-  const timestamp = sent.timestamp === undefined ? now() : sent.timestamp;
-  const headers: Record<string, string> = { "content-type": sent.contentType ?? "application/json" };
-  if (timestamp !== null) headers["x-signature-timestamp"] = timestamp;
-  const signature = sent.signature === undefined ? await ed25519((timestamp ?? "") + raw) : sent.signature;
-  if (signature !== null) headers["x-signature-ed25519"] = signature;
-  return worker("/discord/interactions", { method: "POST", headers, body: raw });
-}
-
-async function forward(message: unknown): Promise<Response> {
-  const body = JSON.stringify(message);
-  const headers = { "content-type": "application/json", ...(await signatureHeaders(E.DISCORD_GATEWAY_SECRET!, body)) };
-  return worker("/discord/gateway-events", { method: "POST", headers, body });
-}
 
 // ---- fake Discord -------------------------------------------------------------
 
@@ -86,7 +52,6 @@ function statusEdited(filter: { channel?: string; token?: string }, state: strin
 
 // ---- payloads -------------------------------------------------------------------
 
-const snowflake = () => String(1_500_000_000_000_000_000n + BigInt(Math.floor(Math.random() * 1e15)));
 const mention = recorded.gatewayMention.data;
 
 function channelMessage(over: { channel_id: string; guild_id?: string; content: string; id?: string }) {
@@ -355,17 +320,6 @@ describe("routing", () => {
 });
 
 // ---- approval cards -------------------------------------------------------------------
-
-function click(channelId: string, customId: string, user: { id: string; username: string; global_name: string | null }) {
-  const recordedClick = recorded.buttonClickHello;
-  return {
-    ...recordedClick,
-    id: snowflake(),
-    channel_id: channelId,
-    member: { ...recordedClick.member, user: { ...recordedClick.member.user, ...user } },
-    data: { ...recordedClick.data, custom_id: customId },
-  };
-}
 
 const starter = recorded.buttonClickHello.member.user;
 const stranger = { id: "1111111111111111111", username: "mallory", global_name: null };

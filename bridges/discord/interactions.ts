@@ -127,8 +127,9 @@ async function component(env: Env, interaction: Interaction) {
     approve: decision.approve,
     boundTo: { tenant: decision.tenant, agent: decision.agent },
   });
-  // A decided card replaces the clicked one; a click that changed nothing is told privately.
-  if (result.card && result.card.state !== "pending") {
+  // The deciding click sees the card replaced at once; every other click is told privately
+  // (the card itself is updated for everyone through the outbox).
+  if (result.decided && result.card) {
     return { type: ResponseType.UpdateMessage, data: { ...cardMessage(result.card), allowed_mentions: { parse: [] } } };
   }
   return message(result.notice ?? "Already received.", EPHEMERAL);

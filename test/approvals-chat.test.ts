@@ -1,0 +1,103 @@
+// Approval cards where the agent works: the card in the Slack thread, a signed
+// Slack click that performs the call once, and concurrent clicks from Slack and
+// Discord on one hold (a workspace and a guild that share a tenant name).
+import { describe, expect, it } from "vitest";
+import { alarmOf } from "./agents.ts";
+import { click as discordClick, interact, snowflake } from "./discord-helpers.ts";
+import { AGENT, conversationOf, messageEnvelope, newTs, postEvent, postInteraction, responsesTo, responseUrl, slackCalls, slackId, threadMessages, type SlackCall } from "./slack/helpers.ts";
+import { getConversation, ledgerAppends, script, unique, waitFor } from "./support.ts";
+
+const isCard = (c: SlackCall) => c.body.blocks?.some((b) => b.elements?.some((e) => e.action_id === "antiproton_approve")) === true;
+const buttons = (c: SlackCall) => c.body.blocks!.flatMap((b) => b.elements ?? []).filter((e) => e.action_id);
+
+function slackClick(team: string, channel: string, threadTs: string, cardTs: string, value: string, user: string, responseId: string) {
+  return postInteraction({
+    type: "block_actions",
+    user: { id: user, team_id: team, name: user.toLowerCase() },
+    team: { id: team },
+    container: { type: "message", channel_id: channel, message_ts: cardTs, thread_ts: threadTs },
+    channel: { id: channel },
+    message: { ts: cardTs, thread_ts: threadTs },
+    response_url: responseUrl(responseId),
+    actions: [{ action_id: "antiproton_approve", block_id: "card", value, action_ts: newTs() }],
+  });
+}
+
+/** A thread whose agent asks for the gated vault__append; resolves with the posted card. */
+async function heldInThread(team: string, after: string) {
+  const channel = slackId("C");
+  const ts = newTs();
+  const s = unique("chat");
+  const entry = unique("entry");
+  await script(s, [{ toolCalls: [{ name: "vault__append", arguments: { entry } }] }, { text: "Waiting for your approval." }, { text: after }]);
+  await postEvent(messageEnvelope({ team, channel, ts, text: `[s:${s}] please record ${entry}`, user: "U_ASKER" }));
+  const card = await waitFor("the card in the thread", async () => (await slackCalls(channel, "chat.postMessage")).find(isCard));
+  return { channel, ts, entry, card, conversation: conversationOf(team, channel, ts) };
+}
+
+describe("approval cards in Slack", () => {
+  it("hold → card in the thread → an approver's signed click performs it once, updates the card, and the agent answers", async () => {
+    const team = "T_APPROVALS";
+    const { channel, ts, entry, card, conversation } = await heldInThread(team, "Recorded it, thanks.");
+    expect(card.body.thread_ts).toBe(ts);
+    expect(card.body.text).toMatch(/Approval needed: vault__append/);
+    expect(JSON.stringify(card.body.blocks)).toContain(entry);
+    await waitFor("the model's interim answer", async () => (await threadMessages(channel)).some((m) => m.body.text === "Waiting for your approval."));
+    const held = await getConversation(team, AGENT, conversation);
+    expect(held.transcript.find((e) => e.role === "tool")!.text).toMatch(/^Held for approval/);
+    expect(await ledgerAppends(entry)).toHaveLength(0);
+    await waitFor("no alarm while idle with a pending hold", async () => (await alarmOf(team, AGENT)) === null);
+
+    const [approve] = buttons(card);
+    const responseId = unique("resp");
+    expect((await slackClick(team, channel, ts, card.ts!, approve!.value!, "U_APPROVER", responseId)).status).toBe(200);
+
+    await waitFor("the agent's answer in the thread", async () => (await threadMessages(channel)).some((m) => m.body.text === "Recorded it, thanks."));
+    expect(await ledgerAppends(entry)).toHaveLength(1);
+    const update = await waitFor("the card updated in place", async () =>
+      (await slackCalls(channel, "chat.update")).find((c) => c.body.ts === card.ts && c.body.text?.includes("Approved and performed")),
+    );
+    expect(buttons(update)).toEqual([]);
+    expect(update.body.text).toContain("U_APPROVER");
+    expect(await responsesTo(responseId)).toEqual([expect.objectContaining({ text: "Approved. Performing it now." })]);
+  });
+
+  it("a click by someone not allowed is refused and nothing is performed", async () => {
+    const team = "T_APPROVALS";
+    const { channel, ts, entry, card, conversation } = await heldInThread(team, "unused");
+    const responseId = unique("resp");
+    await slackClick(team, channel, ts, card.ts!, buttons(card)[0]!.value!, "U_STRANGER", responseId);
+    await waitFor("the refusal", async () => (await responsesTo(responseId)).some((r) => r.text === "You are not allowed to decide this approval. It is still waiting."));
+    expect((await getConversation(team, AGENT, conversation)).holds[0]!.state).toBe("pending");
+    expect(await ledgerAppends(entry)).toHaveLength(0);
+  });
+});
+
+describe("concurrent clicks from Slack and Discord", () => {
+  it("50 approve clicks on one hold → one performance; the others are told it was already decided", async () => {
+    const tenant = "424242";
+    const { channel, ts, entry, card } = await heldInThread(tenant, "Done.");
+    const value = buttons(card)[0]!.value!;
+    const discordChannel = snowflake();
+    const approver = { id: "D_APPROVER", username: "dee", global_name: "Dee" };
+    const slackResponses = Array.from({ length: 25 }, () => unique("resp"));
+    const [slackResults, discordResults] = await Promise.all([
+      Promise.all(slackResponses.map((r) => slackClick(tenant, channel, ts, card.ts!, value, "U_APPROVER", r))),
+      Promise.all(Array.from({ length: 25 }, () => interact(discordClick(discordChannel, value, approver, tenant)))),
+    ]);
+    expect(slackResults.every((r) => r.status === 200)).toBe(true);
+    const discordAnswers = (await Promise.all(discordResults.map((r) => r.json()))) as { type: number; data: { content: string } }[];
+    const slackNotices = await waitFor("every Slack clicker to be answered", async () => {
+      const all = await Promise.all(slackResponses.map(async (r) => (await responsesTo(r))[0]?.text));
+      return all.every((t) => t !== undefined) ? all : undefined;
+    });
+    // Discord answers the winning click by updating the card (type 7) and tells the others privately.
+    const winners = slackNotices.filter((t) => t === "Approved. Performing it now.").length + discordAnswers.filter((a) => a.type === 7).length;
+    expect(winners).toBe(1);
+    const already = slackNotices.filter((t) => t?.startsWith("Already decided")).length + discordAnswers.filter((a) => a.data.content.startsWith("Already decided")).length;
+    expect(already).toBe(49);
+    await waitFor("the call to be performed", async () => (await ledgerAppends(entry)).length === 1);
+    await waitFor("the agent's answer", async () => (await threadMessages(channel)).some((m) => m.body.text === "Done."));
+    expect(await ledgerAppends(entry)).toHaveLength(1);
+  });
+});
