@@ -6,12 +6,12 @@
 //
 // Environment: DISCORD_BOT_TOKEN, DISCORD_GATEWAY_SECRET, ANTIPROTON_URL
 // (default http://127.0.0.1:8787).
-import { createHmac } from "node:crypto";
-import { setTimeout as sleep } from "node:timers/promises";
 import { pathToFileURL } from "node:url";
 import { Client, Events, GatewayIntentBits, Partials } from "discord.js";
+import { postSigned, requiredEnv } from "../shared/connector.mjs";
 
 const MAX_ATTEMPTS = 5;
+const DOC = "docs/discord.md";
 
 /** A person mentioning the bot, writing in a thread the bot started, or DMing it. Never a bot or a webhook. */
 export function shouldForward(message, botUserId) {
@@ -34,46 +34,17 @@ export function gatewayPayload(message) {
   };
 }
 
-/** bridges/shared/signed-request.ts's scheme: v1=HMAC-SHA256("timestamp.body"). */
-export function signatureHeaders(secret, body, now = Date.now()) {
-  const timestamp = String(Math.floor(now / 1000));
-  const mac = createHmac("sha256", secret).update(`${timestamp}.${body}`).digest("hex");
-  return { "X-Antiproton-Timestamp": timestamp, "X-Antiproton-Signature": `v1=${mac}` };
-}
-
 /**
  * POSTs one message to the Worker, retrying while the Worker is unreachable or
  * answers 5xx. The message id is the event id there, so a retry is never a second turn.
  */
-export async function forward(message, { url, secret }) {
-  const body = JSON.stringify(gatewayPayload(message));
-  for (let attempt = 1; ; attempt++) {
-    try {
-      const res = await fetch(`${url.replace(/\/+$/, "")}/discord/gateway-events`, {
-        method: "POST",
-        headers: { "content-type": "application/json", ...signatureHeaders(secret, body) },
-        body,
-      });
-      if (res.status < 500 || attempt >= MAX_ATTEMPTS) return res;
-    } catch (err) {
-      if (attempt >= MAX_ATTEMPTS) throw err;
-    }
-    await sleep(500 * 2 ** (attempt - 1));
-  }
-}
-
-function required(name) {
-  const value = process.env[name];
-  if (!value) {
-    console.error(`${name} is not set (see docs/discord.md)`);
-    process.exit(1);
-  }
-  return value;
+export function forward(message, target) {
+  return postSigned(target, "/discord/gateway-events", JSON.stringify(gatewayPayload(message)), MAX_ATTEMPTS);
 }
 
 async function main() {
-  const token = required("DISCORD_BOT_TOKEN");
-  const target = { url: process.env.ANTIPROTON_URL ?? "http://127.0.0.1:8787", secret: required("DISCORD_GATEWAY_SECRET") };
+  const token = requiredEnv("DISCORD_BOT_TOKEN", DOC);
+  const target = { url: process.env.ANTIPROTON_URL ?? "http://127.0.0.1:8787", secret: requiredEnv("DISCORD_GATEWAY_SECRET", DOC) };
   const client = new Client({
     intents: [GatewayIntentBits.Guilds, GatewayIntentBits.GuildMessages, GatewayIntentBits.MessageContent, GatewayIntentBits.DirectMessages],
     partials: [Partials.Channel], // DMs arrive on channels discord.js has not cached

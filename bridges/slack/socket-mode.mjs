@@ -7,23 +7,16 @@
 //
 // Environment: SLACK_APP_TOKEN (xapp-…), SLACK_SOCKET_FORWARD_SECRET,
 // ANTIPROTON_URL (default http://127.0.0.1:8787).
-import { createHmac } from "node:crypto";
-import { setTimeout as sleep } from "node:timers/promises";
 import { pathToFileURL } from "node:url";
 import bolt from "@slack/bolt";
+import { postSigned, requiredEnv } from "../shared/connector.mjs";
 
 const { App, LogLevel } = bolt;
 
 /** Events were already acked by Bolt, so a failed forward is retried; a command has 3 s, so it is tried once. */
 const EVENT_ATTEMPTS = 5;
 const UNREACHABLE = { response_type: "ephemeral", text: "The agent could not be reached. Is the Worker running?" };
-
-/** v1=HMAC-SHA256("timestamp.body") with the shared secret. */
-export function signatureHeaders(secret, body, now = Date.now()) {
-  const timestamp = String(Math.floor(now / 1000));
-  const mac = createHmac("sha256", secret).update(`${timestamp}.${body}`).digest("hex");
-  return { "X-Antiproton-Timestamp": timestamp, "X-Antiproton-Signature": `v1=${mac}` };
-}
+const DOC = "docs/slack.md";
 
 /** The Socket Mode envelope type a Bolt body came in: the Worker's ingress for it. */
 export function kindOf(body) {
@@ -33,24 +26,11 @@ export function kindOf(body) {
 }
 
 /** POSTs one payload to the Worker; returns its JSON answer, or throws once the attempts are spent. */
-export async function forward(body, { url, secret }, attempts = 1) {
-  const payload = JSON.stringify({ kind: kindOf(body), body });
-  for (let attempt = 1; ; attempt++) {
-    try {
-      const res = await fetch(`${url.replace(/\/+$/, "")}/slack/forward`, {
-        method: "POST",
-        headers: { "content-type": "application/json", ...signatureHeaders(secret, payload) },
-        body: payload,
-      });
-      const answer = await res.json().catch(() => ({}));
-      if (res.ok) return answer;
-      // A 4xx would be refused again; only an unavailable Worker is worth another try.
-      if (res.status < 500 || attempt >= attempts) throw new Error(`the Worker answered ${res.status}: ${answer.error ?? "no reason given"}`);
-    } catch (err) {
-      if (attempt >= attempts) throw err;
-    }
-    await sleep(500 * 2 ** (attempt - 1));
-  }
+export async function forward(body, target, attempts = 1) {
+  const res = await postSigned(target, "/slack/forward", JSON.stringify({ kind: kindOf(body), body }), attempts);
+  const answer = await res.json().catch(() => ({}));
+  if (!res.ok) throw new Error(`the Worker answered ${res.status}: ${answer.error ?? "no reason given"}`);
+  return answer;
 }
 
 /**
@@ -79,20 +59,11 @@ export function createConnector({ url, secret, appToken, receiver, logLevel = Lo
   return app;
 }
 
-function required(name) {
-  const value = process.env[name];
-  if (!value) {
-    console.error(`${name} is not set (see docs/slack.md)`);
-    process.exit(1);
-  }
-  return value;
-}
-
 async function main() {
   const app = createConnector({
     url: process.env.ANTIPROTON_URL ?? "http://127.0.0.1:8787",
-    secret: required("SLACK_SOCKET_FORWARD_SECRET"),
-    appToken: required("SLACK_APP_TOKEN"),
+    secret: requiredEnv("SLACK_SOCKET_FORWARD_SECRET", DOC),
+    appToken: requiredEnv("SLACK_APP_TOKEN", DOC),
   });
   await app.start();
   console.log(`Slack Socket Mode connector forwarding to ${process.env.ANTIPROTON_URL ?? "http://127.0.0.1:8787"}`);

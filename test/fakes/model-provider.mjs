@@ -12,7 +12,7 @@ export async function startModelProvider() {
   const scenarios = new Map();
   const unscripted = [];
   const scenario = (id) => {
-    if (!scenarios.has(id)) scenarios.set(id, { steps: [], next: 0, requests: [], waiting: [], released: 0 });
+    if (!scenarios.has(id)) scenarios.set(id, { steps: [], next: 0, requests: [], waiting: [], credits: 0 });
     return scenarios.get(id);
   };
 
@@ -23,13 +23,15 @@ export async function startModelProvider() {
       const s = scenario(decodeURIComponent(control[1]));
       if (req.method === "PUT" && !control[2]) {
         const { steps } = JSON.parse(await readBody(req));
-        Object.assign(s, { steps, next: 0, requests: [], waiting: [], released: 0 });
+        Object.assign(s, { steps, next: 0, requests: [], waiting: [], credits: 0 });
         return sendJson(res, 200, { ok: true });
       }
       if (req.method === "GET" && control[2] === "requests") return sendJson(res, 200, s.requests);
       if (req.method === "POST" && control[2] === "release") {
-        s.released++;
-        s.waiting.shift()?.();
+        // A release that comes before its held call is kept for it.
+        const waiting = s.waiting.shift();
+        if (waiting) waiting();
+        else s.credits++;
         return sendJson(res, 200, { ok: true });
       }
     }
@@ -46,7 +48,10 @@ export async function startModelProvider() {
 
     const s = id ? scenario(id) : null;
     const step = s && s.steps.length ? s.steps[Math.min(s.next++, s.steps.length - 1)] : { text: `ok: ${lastUserText(body.messages)}` };
-    if (step.hold) await new Promise((resolve) => s.waiting.push(resolve));
+    if (step.hold) {
+      if (s.credits > 0) s.credits--;
+      else await new Promise((resolve) => s.waiting.push(resolve));
+    }
     if (step.status) {
       record.responded = true;
       return sendJson(res, step.status, { error: { message: step.error ?? `status ${step.status}`, type: "fake_error" } }, step.headers ?? {});

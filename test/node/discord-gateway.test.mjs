@@ -2,16 +2,12 @@
 // (`wrangler dev` on a free loopback port) and the fake Discord REST server. The
 // messages are discord.js Message objects built here from recorded payloads.
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
+import { readFileSync } from "node:fs";
 import { after, before, test } from "node:test";
 import { ChannelType, Client, GatewayIntentBits, Message } from "discord.js";
 import { forward, shouldForward } from "../../bridges/discord/gateway.mjs";
 import { DISCORD_APPLICATION_ID, DISCORD_BOT_TOKEN, startDiscord } from "../fakes/discord.mjs";
+import { startWorker, until } from "./wrangler-dev.mjs";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
 const SECRET = "node-test-gateway-secret";
@@ -19,64 +15,29 @@ const recorded = JSON.parse(readFileSync(new URL("../../../shared/fixtures/recor
 const BOT = DISCORD_APPLICATION_ID;
 
 let discord;
-let wrangler;
-let persistDir;
+let worker;
 let workerUrl;
-
-function freePort() {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function until(what, check, timeoutMs = 60_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check().catch(() => undefined);
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
 
 before(async () => {
   discord = await startDiscord();
-  const [port, inspectorPort] = [await freePort(), await freePort()];
-  persistDir = mkdtempSync(join(tmpdir(), "antiproton-discord-gateway-"));
-  const vars = {
-    DISCORD_GATEWAY_SECRET: SECRET,
-    DISCORD_API_BASE_URL: `${discord.url}/api/v10`,
-    DISCORD_BOT_TOKEN,
-    DISCORD_APPLICATION_ID,
-    ADMIN_TOKEN: "node-test-admin-token",
-    HARNESS_MODEL: "",
-    MODEL_PROVIDERS: "[]",
-  };
-  const args = ["wrangler", "dev", "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspectorPort), "--persist-to", persistDir];
-  for (const [key, value] of Object.entries(vars)) args.push("--var", `${key}:${value}`);
-  // Its own process group, so stopping it also stops workerd (TOOLCHAIN §11).
-  wrangler = spawn("npx", args, { cwd: ROOT, detached: true, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, WRANGLER_SEND_METRICS: "false" } });
-  let output = "";
-  wrangler.stdout.on("data", (d) => (output += d));
-  wrangler.stderr.on("data", (d) => (output += d));
-  workerUrl = `http://127.0.0.1:${port}`;
-  await until("wrangler dev", async () => (await fetch(`${workerUrl}/`)).ok, 90_000).catch((err) => {
-    throw new Error(`${err.message}\n${output}`);
+  worker = await startWorker({
+    cwd: ROOT,
+    vars: {
+      DISCORD_GATEWAY_SECRET: SECRET,
+      DISCORD_API_BASE_URL: `${discord.url}/api/v10`,
+      DISCORD_BOT_TOKEN,
+      DISCORD_APPLICATION_ID,
+      ADMIN_TOKEN: "node-test-admin-token",
+      HARNESS_MODEL: "",
+      MODEL_PROVIDERS: "[]",
+    },
   });
+  workerUrl = worker.url;
 });
 
 after(async () => {
-  if (wrangler?.pid) {
-    try {
-      process.kill(-wrangler.pid, "SIGTERM");
-    } catch {}
-  }
+  await worker?.stop();
   await discord?.close();
-  if (persistDir) rmSync(persistDir, { recursive: true, force: true });
 });
 
 const client = new Client({ intents: [GatewayIntentBits.Guilds, GatewayIntentBits.GuildMessages, GatewayIntentBits.MessageContent] });
