@@ -22,7 +22,7 @@ import { approvalTtlMs, approversFor, ConfigError, effectiveMounts, modelChoice,
 import type { ModelJobMessage, ModelOutcome, ModelRequest } from "./model-job.ts";
 import { outboundFor } from "./outbound.ts";
 import { migrate } from "./schema.ts";
-import { isMessageRow, modelMessages, textOf, transcript, type LogRow, type LogType, type TranscriptEntry, type UserData } from "./transcript.ts";
+import { isMessageRow, modelMessages, textOf, transcript, type HandoverData, type LogRow, type LogType, type TranscriptEntry, type UserData } from "./transcript.ts";
 
 /** Requests larger than this go to R2; SQLite rows are capped at 2 MB. */
 const LARGE_REQUEST_BYTES = 1 << 20;
@@ -31,6 +31,11 @@ const REDISPATCH_MS = 5_000;
 const OUTBOX_MAX_ATTEMPTS = 10;
 /** Armed while a pass runs, so a pass cut short by an eviction is run again. */
 const PASS_WATCHDOG_MS = 15_000;
+
+/** A request estimated above this share of the model's context window is compacted first. */
+const COMPACT_AT = 0.75;
+/** The offline local model has no real limit; this keeps compaction exercised with it too. */
+const LOCAL_CONTEXT_WINDOW = 32_000;
 
 const INTERRUPT_NOTE =
   "The person stopped the previous turn. Do not continue or resume the interrupted task unless they ask for it again.";
@@ -404,14 +409,35 @@ export class AgentObject extends DurableObject<Env> {
     return `Compacting ${messages.length} messages into a summary.`;
   }
 
-  private compactionRequest(conversation: string): ModelRequest {
+  /** Summarises the conversation before `keepFrom` (all of it when compaction is the turn's purpose). */
+  private compactionRequest(conversation: string, keepFrom = Infinity): ModelRequest {
+    const earlier = this.logRows(conversation).filter((row) => row.seq < keepFrom);
     return {
       systemPrompt:
         "You write handover notes. Summarise the conversation so far so that another assistant can continue it: " +
         "the person's goals, decisions, facts learned, open questions and anything promised. Be complete but brief.",
-      messages: [...modelMessages(this.logRows(conversation)), { role: "user", content: "Write the handover summary now.", timestamp: Date.now() }],
+      messages: [...modelMessages(earlier), { role: "user", content: "Write the handover summary now.", timestamp: Date.now() }],
       tools: [],
     };
+  }
+
+  private turnStartSeq(conv: ConversationRow): number {
+    return this.sql.exec<{ seq: number }>("SELECT seq FROM log WHERE conversation = ? AND turn = ? AND type = 'turn_start'", conv.id, conv.turn).one().seq;
+  }
+
+  /**
+   * A chat request that would fill most of the context window is preceded by a
+   * compaction of everything before the current turn: once per turn, and only
+   * when there is something before it to summarise.
+   */
+  private needsCompaction(conv: ConversationRow, request: ModelRequest): boolean {
+    const model = modelChoice(this.env);
+    const window = model.kind === "provider" ? model.provider.contextWindow : LOCAL_CONTEXT_WINDOW;
+    if (JSON.stringify(request).length / 4 < COMPACT_AT * window) return false;
+    const keepFrom = this.turnStartSeq(conv);
+    const rows = this.logRows(conv.id);
+    const already = rows.some((row) => row.type === "handover" && (JSON.parse(row.data) as HandoverData).keepFrom === keepFrom);
+    return !already && modelMessages(rows.filter((row) => row.seq < keepFrom)).length >= 2;
   }
 
   private turnPurpose(conv: ConversationRow): JobRow["purpose"] {
@@ -463,9 +489,14 @@ export class AgentObject extends DurableObject<Env> {
       now,
       conv.id,
     );
-    if (job.purpose === "compact") {
-      this.append(conv.id, conv.turn, "handover", { summary: textOf(message.content) });
+    if (job.purpose === "compact" && this.turnPurpose(conv) === "compact") {
+      this.append(conv.id, conv.turn, "handover", { summary: textOf(message.content) } satisfies HandoverData);
       this.endTurn(conv, "compacted");
+      return;
+    }
+    if (job.purpose === "compact") {
+      // Compacted on the way: the turn goes on with the summary and its own messages.
+      this.append(conv.id, conv.turn, "handover", { summary: textOf(message.content), keepFrom: this.turnStartSeq(conv) } satisfies HandoverData);
       return;
     }
     this.append(conv.id, conv.turn, "assistant", message);
@@ -580,7 +611,9 @@ export class AgentObject extends DurableObject<Env> {
         this.expireDueHolds(id);
         this.drainInbox(conv);
       });
-      return this.createJob(conv, "chat", this.chatRequest(route, gateway, id));
+      const request = this.chatRequest(route, gateway, id);
+      if (this.needsCompaction(conv, request)) return this.createJob(conv, "compact", this.compactionRequest(id, this.turnStartSeq(conv)));
+      return this.createJob(conv, "chat", request);
     }
   }
 

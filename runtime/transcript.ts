@@ -35,14 +35,26 @@ export function isMessageRow(row: LogRow): boolean {
   return MESSAGE_TYPES.has(row.type);
 }
 
-/** What the model is shown: everything since the last handover, notes as user text. */
+export interface HandoverData {
+  summary: string;
+  /** Rows from this seq on (the turn the summary was made in) still follow it. */
+  keepFrom?: number;
+}
+
+/**
+ * What the model is shown, notes as user text. The last handover replaces
+ * everything before it, except the rows it keeps, which follow the summary.
+ */
 export function modelMessages(rows: LogRow[]): Message[] {
-  let start = 0;
-  rows.forEach((row, i) => {
-    if (row.type === "handover") start = i;
-  });
+  const at = rows.findLastIndex((row) => row.type === "handover");
+  let shown = rows;
+  if (at >= 0) {
+    const handover = rows[at]!;
+    const keepFrom = (JSON.parse(handover.data) as HandoverData).keepFrom ?? handover.seq;
+    shown = [handover, ...rows.filter((row, i) => i !== at && row.seq >= keepFrom)];
+  }
   const out: Message[] = [];
-  for (const row of rows.slice(start)) {
+  for (const row of shown) {
     const data = JSON.parse(row.data);
     switch (row.type) {
       case "user":

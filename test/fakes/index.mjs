@@ -18,7 +18,8 @@ export async function startFakes() {
   const remoteHost = new URL(remote.url).host;
   const bindings = {
     ADMIN_TOKEN: "test-admin-token",
-    MODEL_PROVIDERS: JSON.stringify([{ id: "fake", baseUrl: `${provider.url}/v1`, auth: { secret: "FAKE_PROVIDER_KEY" } }]),
+    // A small context window, so compaction can be shown with a message of a few pages.
+    MODEL_PROVIDERS: JSON.stringify([{ id: "fake", baseUrl: `${provider.url}/v1`, auth: { secret: "FAKE_PROVIDER_KEY" }, contextWindow: 8000 }]),
     HARNESS_MODEL: "fake/test-model",
     FAKE_PROVIDER_KEY,
     MODEL_RETRY_BASE_SECONDS: "0",
