@@ -69,9 +69,9 @@ type OutboxRow = {
   id: number;
   conversation: string;
   address: string;
-  message: string;
   ref_key: string | null;
   attempts: number;
+  next_at: number;
 }
 
 export interface ConversationView {
@@ -95,6 +95,8 @@ export class AgentObject extends DurableObject<Env> {
   /** Passes are serialised: a pass awaits tools and platforms, and events may arrive meanwhile. */
   private pass: Promise<void> | null = null;
   private passAgain = false;
+  /** Outbox rows whose delivery is awaited now: an update must not be merged into them. */
+  private readonly sending = new Set<number>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -762,7 +764,13 @@ export class AgentObject extends DurableObject<Env> {
     const now = Date.now();
     const key = refKey ?? (message.kind === "status" ? `status:${conversation}:${conv.turn}` : null);
     if (key) {
-      const unsent = this.sql.exec<{ id: number }>("SELECT id FROM outbox WHERE ref_key = ? AND status = 'pending' AND attempts = 0", key).toArray()[0];
+      // Only the latest state of such a message matters, so it replaces the conversation's
+      // last waiting row when that is an earlier state of it (rate-limited or not yet
+      // tried), but never a row being sent right now.
+      const last = this.sql
+        .exec<{ id: number; ref_key: string | null }>("SELECT id, ref_key FROM outbox WHERE conversation = ? AND status = 'pending' ORDER BY id DESC LIMIT 1", conversation)
+        .toArray()[0];
+      const unsent = last && last.ref_key === key && !this.sending.has(last.id) ? last : undefined;
       if (unsent) this.sql.exec("UPDATE outbox SET message = ? WHERE id = ?", JSON.stringify(message), unsent.id);
       else this.insertOutbox(conversation, address, message, key, now);
       return;
@@ -787,7 +795,7 @@ export class AgentObject extends DurableObject<Env> {
   private async flushOutbox(route: Route): Promise<void> {
     const now = Date.now();
     const rows = this.sql
-      .exec<OutboxRow & { next_at: number }>("SELECT id, conversation, address, message, ref_key, attempts, next_at FROM outbox WHERE status = 'pending' ORDER BY id")
+      .exec<OutboxRow>("SELECT id, conversation, address, ref_key, attempts, next_at FROM outbox WHERE status = 'pending' ORDER BY id")
       .toArray();
     const blocked = new Set<string>();
     for (const row of rows) {
@@ -796,6 +804,9 @@ export class AgentObject extends DurableObject<Env> {
         blocked.add(row.conversation);
         continue;
       }
+      // Re-read: an update may have replaced this row's message while earlier rows were sent.
+      const current = this.sql.exec<{ message: string; status: string }>("SELECT message, status FROM outbox WHERE id = ?", row.id).one();
+      if (current.status !== "pending") continue;
       const address = JSON.parse(row.address) as ReplyAddress;
       const outbound = outboundFor(address.platform);
       if (!outbound) {
@@ -804,17 +815,20 @@ export class AgentObject extends DurableObject<Env> {
       }
       const ref = row.ref_key ? this.sql.exec<{ ref: string }>("SELECT ref FROM message_refs WHERE ref_key = ?", row.ref_key).toArray()[0]?.ref : undefined;
       let result;
+      this.sending.add(row.id);
       try {
         result = await outbound.deliver(this.env, {
           route,
           conversation: row.conversation,
           address,
-          message: JSON.parse(row.message) as OutboundMessage,
+          message: JSON.parse(current.message) as OutboundMessage,
           idempotencyKey: `${this.ctx.id.toString()}:${row.id}`,
           ref,
         });
       } catch (err) {
         result = { ok: false as const, error: err instanceof Error ? err.message : String(err) };
+      } finally {
+        this.sending.delete(row.id);
       }
       const attempts = row.attempts + 1;
       if (result.ok) {
