@@ -1,13 +1,14 @@
 // The plugins folder's public interface.
 import { clockPlugin } from "./clock.ts";
 import { httpPlugin } from "./http.ts";
+import { jsPlugin } from "./js.ts";
 import { memoryPlugin } from "./memory.ts";
 import type { Plugin } from "./contract.ts";
 
 export type { Plugin, PluginTool, ToolContext, ToolOutput, SideEffects, Idempotency, SessionState } from "./contract.ts";
 export { Gateway, MountError, mountSchema, type ModelTool, type Mount, type CallScope, type GatewayDeps, type GatewayResult, type Disposition } from "./gateway.ts";
 
-const registry: Plugin[] = [clockPlugin, httpPlugin, memoryPlugin];
+const registry: Plugin[] = [clockPlugin, httpPlugin, jsPlugin, memoryPlugin];
 
 /** Every plugin a mount may name. */
 export function plugins(): readonly Plugin[] {

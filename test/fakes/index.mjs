@@ -28,6 +28,7 @@ export async function startFakes() {
     MOUNTS: JSON.stringify([
       { alias: "clock", plugin: "clock" },
       { alias: "memory", plugin: "memory" },
+      { alias: "js", plugin: "js" },
       { alias: "ledger", plugin: "ledger", config: { url: ledger.url } },
       // A second mount of the same plugin is a second authority: this one's writes wait for a person.
       { alias: "vault", plugin: "ledger", config: { url: ledger.url }, policy: { write: "approval" } },
