@@ -11,6 +11,7 @@ export const HOLDS_SCHEMA = `
     tool TEXT NOT NULL,
     args TEXT NOT NULL,
     requested_by TEXT NOT NULL,
+    requester TEXT,
     status TEXT NOT NULL,
     created_at INTEGER NOT NULL,
     expires_at INTEGER NOT NULL,
@@ -31,6 +32,8 @@ export type HoldRow = {
   tool: string;
   args: string;
   requested_by: string;
+  /** The person whose message started the turn that made the call (JSON { platform, id }); null for a turn the runtime started. */
+  requester: string | null;
   status: HoldStatus;
   created_at: number;
   expires_at: number;
@@ -42,19 +45,20 @@ export type HoldRow = {
 export class Holds {
   constructor(private readonly sql: SqlStorage) {}
 
-  create(input: { conversation: string; callKey: string; tool: string; args: unknown; requestedBy: string; ttlMs: number }): HoldRow {
+  create(input: { conversation: string; callKey: string; tool: string; args: unknown; requestedBy: string; requester: Person | null; ttlMs: number }): HoldRow {
     const existing = this.sql.exec<HoldRow>("SELECT * FROM holds WHERE call_key = ?", input.callKey).toArray()[0];
     if (existing) return existing;
     const now = Date.now();
     const id = `h${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}`;
     this.sql.exec(
-      "INSERT INTO holds (id, conversation, call_key, tool, args, requested_by, status, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?)",
+      "INSERT INTO holds (id, conversation, call_key, tool, args, requested_by, requester, status, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)",
       id,
       input.conversation,
       input.callKey,
       input.tool,
       JSON.stringify(input.args ?? {}),
       input.requestedBy,
+      input.requester ? JSON.stringify({ platform: input.requester.platform, id: input.requester.id }) : null,
       now,
       now + input.ttlMs,
     );
@@ -99,9 +103,21 @@ export class Holds {
   }
 }
 
+/** APPROVERS: tenant → user ids, each bare ("U123") or bound to a platform ("slack:U123"). */
 export const approversSchema = z.record(z.string(), z.array(z.string()));
 
-/** APPROVERS for the tenant, or the person who started the conversation. */
-export function mayDecide(userId: string, approvers: readonly string[], startedBy: string): boolean {
-  return approvers.includes(userId) || userId === startedBy;
+export interface Person {
+  platform: string;
+  id: string;
+}
+
+/**
+ * A listed approver of the tenant, or the person who asked: the one whose
+ * message started the turn that made the call (never a bystander who merely
+ * spoke first in the channel).
+ */
+export function mayDecide(person: Person, approvers: readonly string[], requester: Person | null): boolean {
+  const listed = approvers.some((entry) => entry === person.id || entry === `${person.platform}:${person.id}`);
+  const asked = requester !== null && requester.platform === person.platform && requester.id === person.id;
+  return listed || asked;
 }

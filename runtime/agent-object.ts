@@ -7,7 +7,7 @@
 // is due. An idle object has no alarm.
 import { DurableObject } from "cloudflare:workers";
 import type { AssistantMessage, ToolCall, ToolResultMessage, UserMessage } from "@mariozechner/pi-ai";
-import { cardFor, Holds, mayDecide, policyWarnings, type Card, type HoldRow } from "../approvals/index.ts";
+import { cardFor, Holds, mayDecide, policyWarnings, type Card, type HoldRow, type Person } from "../approvals/index.ts";
 import { Gateway, MountError, plugins, type SessionState } from "../plugins/index.ts";
 import type {
   ChatEvent,
@@ -206,12 +206,26 @@ export class AgentObject extends DurableObject<Env> {
       return { accepted: false, conversation: event.conversation, status: existing ? this.statusOf(existing) : "idle" };
     }
     this.sql.exec("INSERT INTO inbound (event_id, conversation, kind, at) VALUES (?, ?, ?, ?)", event.id, event.conversation, event.kind, now);
-    const conv = existing ?? this.createConversation(event.conversation, event.user, now);
+    const statusNow = () => {
+      const conv = this.conv(event.conversation);
+      return conv ? this.statusOf(conv) : "idle";
+    };
+    // A decision is about a hold, wherever it was clicked.
+    if (event.kind === "decision") {
+      return { accepted: true, conversation: event.conversation, status: statusNow(), ...this.decide(route, event) };
+    }
+    // Only a person's message starts a conversation: a command or a stop in an empty
+    // channel creates nothing (and so makes nobody its starter).
+    const starts = event.kind === "message" || event.kind === "steer";
+    const conv = existing ?? (starts ? this.createConversation(event.conversation, event.user, now) : undefined);
+    if (!conv) {
+      const stopping = event.kind === "interrupt" || (event.kind === "command" && event.command === "stop");
+      const notice = stopping ? "Nothing is running in this conversation." : "There is no conversation here yet.";
+      return { accepted: true, conversation: event.conversation, status: "idle", notice };
+    }
     if (event.replyTo) this.sql.exec("UPDATE conversations SET reply_to = ? WHERE id = ?", JSON.stringify(event.replyTo), conv.id);
 
     let notice: string | undefined;
-    let card: Card | undefined;
-    let decided: boolean | undefined;
     switch (event.kind) {
       case "message":
       case "steer": {
@@ -226,12 +240,8 @@ export class AgentObject extends DurableObject<Env> {
       case "command":
         notice = this.command(conv.id, event.command, gateway);
         break;
-      case "decision":
-        ({ notice, card, decided } = this.decide(route, event));
-        break;
     }
-    const after = this.conv(conv.id)!;
-    return { accepted: true, conversation: conv.id, status: this.statusOf(after), notice, card, decided };
+    return { accepted: true, conversation: conv.id, status: statusNow(), notice };
   }
 
   private createConversation(id: string, user: ChatUser, now: number): ConversationRow {
@@ -339,10 +349,8 @@ export class AgentObject extends DurableObject<Env> {
       this.expire(hold, now);
       return { notice: "This approval has expired; nothing was performed.", card: card(), decided: true };
     }
-    const conv = this.conv(hold.conversation)!;
-    const startedBy = JSON.parse(conv.started_by) as ChatUser;
-    const starter = startedBy.platform === event.user.platform ? startedBy.id : "";
-    if (!mayDecide(event.user.id, approversFor(this.env, route.tenant), starter)) {
+    const requester = hold.requester ? (JSON.parse(hold.requester) as Person) : null;
+    if (!mayDecide(event.user, approversFor(this.env, route.tenant), requester)) {
       return { notice: "You are not allowed to decide this approval. It is still waiting.", card: card() };
     }
     const who = event.user.name ?? event.user.id;
@@ -678,7 +686,7 @@ export class AgentObject extends DurableObject<Env> {
               callKey: key,
               tool: call.name,
               args: JSON.parse(gateway.redact(JSON.stringify(checked.args))),
-              requestedBy: this.turnStarter(conv),
+              ...this.turnStarter(conv),
               ttlMs: approvalTtlMs(this.env),
             }),
           )
@@ -699,14 +707,14 @@ export class AgentObject extends DurableObject<Env> {
     });
   }
 
-  /** Who asked: the person whose message started the current turn. */
-  private turnStarter(conv: ConversationRow): string {
+  /** Who asked: the person whose message started the current turn (none when the runtime started it). */
+  private turnStarter(conv: ConversationRow): { requestedBy: string; requester: ChatUser | null } {
     const start = this.sql
       .exec<{ data: string }>("SELECT data FROM log WHERE conversation = ? AND turn = ? AND type = 'turn_start'", conv.id, conv.turn)
       .toArray()[0];
     const by = start ? (JSON.parse(start.data).by as Partial<ChatUser> & { runtime?: boolean }) : undefined;
-    if (!by || by.runtime) return "the agent";
-    return by.name ?? by.id ?? "someone";
+    if (!by?.platform || !by.id) return { requestedBy: "the agent", requester: null };
+    return { requestedBy: by.name ?? by.id, requester: by as ChatUser };
   }
 
   private stillRunning(conv: ConversationRow): boolean {

@@ -159,6 +159,31 @@ describe("a call under approval", () => {
     await waitFor("the append", async () => (await ledgerAppends(entry)).length === 1);
   });
 
+  it("only the person who asked (or an approver) decides: not a bystander who spoke first in the conversation", async () => {
+    const s = unique("bystander");
+    const entry = unique("entry");
+    const first = { platform: "discord" as const, id: "D_FIRST", name: "Mallory" };
+    const asker = { platform: "discord" as const, id: "D_ASKER", name: "Alice" };
+    // Mallory's /status in the empty channel creates nothing, so she is nobody's starter.
+    const status = await agent(T, A).submit(route, { id: unique("ev"), kind: "command", command: "status", conversation: s, user: first });
+    expect(status.notice).toBe("There is no conversation here yet.");
+    await expect(getConversation(T, A, s)).rejects.toThrow(/404/);
+
+    await script(s, [{ text: "hello" }, { toolCalls: [{ name: "vault__append", arguments: { entry } }] }, { text: "waiting" }, { text: "done" }]);
+    await agent(T, A).submit(route, { id: unique("ev"), kind: "message", conversation: s, text: `[s:${s}] hi`, user: first });
+    await settled(T, A, s);
+    await agent(T, A).submit(route, { id: unique("ev"), kind: "message", conversation: s, text: `record ${entry}`, user: asker });
+    await settled(T, A, s);
+    const [card] = (await getConversation(T, A, s)).holds;
+    expect(card!.requestedBy).toBe("Alice");
+
+    expect((await agent(T, A).submit(route, click(card!.holdId, true, first))).notice).toBe("You are not allowed to decide this approval. It is still waiting.");
+    // The same id on another platform is another person.
+    expect((await agent(T, A).submit(route, click(card!.holdId, true, { platform: "slack", id: "D_ASKER" }))).notice).toMatch(/not allowed/);
+    expect((await agent(T, A).submit(route, click(card!.holdId, true, asker))).notice).toBe("Approved. Performing it now.");
+    await waitFor("the append", async () => (await ledgerAppends(entry)).length === 1);
+  });
+
   it("a button value made for another tenant is refused", async () => {
     const { s, entry, holdId } = await heldTurn();
     const result = await agent(T, A).submit(route, click(holdId, true, APPROVER, { tenant: "someone-else", agent: A }));

@@ -244,7 +244,7 @@ describe("commands", () => {
     await waitFor("the model to be asked", async () => (await providerRequests(s)).length === 1);
 
     const res = await interact(slash("stop", channel));
-    expect(await res.json()).toEqual({ type: 4, data: { content: "Stopped the running turn.", allowed_mentions: { parse: [] } } });
+    expect(await res.json()).toEqual({ type: 4, data: { content: "Stopped the running turn.", allowed_mentions: { parse: [] }, flags: 64 } });
     await releaseProvider(s);
     const list = await statusEdited({ channel }, "Stopped.");
     expect((await getConversation(guild, AGENT, channel)).status).toBe("idle");
@@ -263,9 +263,16 @@ describe("commands", () => {
     expect(posted(await statusEdited({ channel }, "Done."))).toContain("finished");
   });
 
-  it("/status answers with the notice", async () => {
-    const res = await interact(slash("status", snowflake()));
-    expect(await res.json()).toMatchObject({ type: 4, data: { content: expect.stringMatching(/^Status: idle/) } });
+  it("/status answers privately; a channel with no conversation gets no row", async () => {
+    const empty = snowflake();
+    const res = await interact(slash("status", empty));
+    expect(await res.json()).toMatchObject({ type: 4, data: { content: "There is no conversation here yet.", flags: 64 } });
+    await expect(getConversation(guild, AGENT, empty)).rejects.toThrow(/404/);
+    const channel = snowflake();
+    await forward(channelMessage({ channel_id: channel, content: `<@${APP}> hello` }));
+    await settled(guild, AGENT, channel);
+    const status = await interact(slash("status", channel));
+    expect(await status.json()).toMatchObject({ type: 4, data: { content: expect.stringMatching(/^Status: idle/), flags: 64 } });
   });
 });
 

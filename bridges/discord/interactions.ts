@@ -109,7 +109,8 @@ async function command(env: Env, interaction: Interaction) {
   const chatCommand = COMMANDS.get(name);
   if (!chatCommand) return message(`Unknown command /${name}.`, EPHEMERAL);
   const result = await submitEvent(env, route, { ...base, kind: "command", command: chatCommand });
-  return message(result.notice ?? "Already received.");
+  // Private, as Slack's are: status names mounts and errors meant for the person asking.
+  return message(result.notice ?? "Already received.", EPHEMERAL);
 }
 
 async function component(env: Env, interaction: Interaction) {
