@@ -53,6 +53,8 @@ interface Resolved {
 }
 
 const SEPARATOR = "__";
+/** What one call may put in the transcript (and so in SQLite and the next model request). */
+const MAX_RESULT_CHARS = 64_000;
 
 export class Gateway {
   private readonly byName = new Map<string, Resolved>();
@@ -148,7 +150,9 @@ export class Gateway {
     } catch (err) {
       output = { text: `${name} failed: ${err instanceof Error ? err.message : String(err)}`, isError: true };
     }
-    return { text: this.redactor.redact(output.text), isError: output.isError, disposition: "performed" };
+    const text = this.redactor.redact(output.text);
+    const clipped = text.length > MAX_RESULT_CHARS ? `${text.slice(0, MAX_RESULT_CHARS)}\n[result clipped at ${MAX_RESULT_CHARS} characters]` : text;
+    return { text: clipped, isError: output.isError, disposition: "performed" };
   }
 
   redact(text: string): string {

@@ -22,7 +22,7 @@ import { approvalTtlMs, approversFor, ConfigError, effectiveMounts, modelChoice,
 import type { ModelJobMessage, ModelOutcome, ModelRequest } from "./model-job.ts";
 import { outboundFor } from "./outbound.ts";
 import { migrate } from "./schema.ts";
-import { isMessageRow, modelMessages, textOf, transcript, type HandoverData, type LogRow, type LogType, type TranscriptEntry, type UserData } from "./transcript.ts";
+import { clipMessages, isMessageRow, modelMessages, textOf, transcript, type HandoverData, type LogRow, type LogType, type TranscriptEntry, type UserData } from "./transcript.ts";
 
 /** Requests larger than this go to R2; SQLite rows are capped at 2 MB. */
 const LARGE_REQUEST_BYTES = 1 << 20;
@@ -34,6 +34,8 @@ const PASS_WATCHDOG_MS = 15_000;
 
 /** A request estimated above this share of the model's context window is compacted first. */
 const COMPACT_AT = 0.75;
+/** Each message's share of a summary request. */
+const SUMMARY_MESSAGE_CHARS = 4_000;
 /** The offline local model has no real limit; this keeps compaction exercised with it too. */
 const LOCAL_CONTEXT_WINDOW = 32_000;
 
@@ -151,7 +153,10 @@ export class AgentObject extends DurableObject<Env> {
     if (!job || job.status !== "pending") return null;
     if (job.large_key) {
       const object = await this.env.LARGE_VALUES.get(job.large_key);
-      return object ? ((await object.json()) as ModelRequest) : null;
+      if (object) return (await object.json()) as ModelRequest;
+      // Without its request the job can never run: fail the turn rather than leave it waiting.
+      await this.deliverModelResult(route, jobId, { ok: false, error: "the stored model request was lost; please send your message again" });
+      return null;
     }
     return JSON.parse(job.request ?? "null") as ModelRequest;
   }
@@ -162,8 +167,9 @@ export class AgentObject extends DurableObject<Env> {
     const job = this.job(jobId);
     if (!job || job.status !== "pending") return false;
     this.ctx.storage.transactionSync(() => this.settleJob(job, outcome));
-    if (job.large_key) await this.env.LARGE_VALUES.delete(job.large_key);
     await this.wake();
+    // Cleanup only: a failure here must not undo the wake-up above.
+    if (job.large_key) await this.env.LARGE_VALUES.delete(job.large_key).catch((err) => console.warn(`could not delete ${job.large_key}`, err));
     return true;
   }
 
@@ -296,8 +302,9 @@ export class AgentObject extends DurableObject<Env> {
     const conv = this.conv(conversation)!;
     if (conv.status !== "running") return "Nothing is running in this conversation.";
     this.sql.exec("UPDATE model_jobs SET status = 'discarded', settled_at = ? WHERE conversation = ? AND status = 'pending'", Date.now(), conversation);
-    this.sql.exec("DELETE FROM inbox WHERE conversation = ?", conversation);
     this.closeOpenToolCalls(conv);
+    // Messages and notes that were waiting are kept (the model sees them next time), before the note.
+    this.drainInbox(conv);
     this.append(conversation, conv.turn, "marker", { text: INTERRUPT_NOTE });
     this.endTurn(conv, "stopped");
     return "Stopped the running turn.";
@@ -344,14 +351,15 @@ export class AgentObject extends DurableObject<Env> {
     if (hold.status !== "pending") {
       return { notice: `Already decided: ${hold.status}${hold.decided_by ? ` by ${hold.decided_by}` : ""}.`, card: card() };
     }
+    // Permission first: a stranger's click must not even expire a hold (expiry wakes the agent).
+    const requester = hold.requester ? (JSON.parse(hold.requester) as Person) : null;
+    if (!mayDecide(event.user, approversFor(this.env, route.tenant), requester)) {
+      return { notice: "You are not allowed to decide this approval. It is still waiting.", card: card() };
+    }
     const now = Date.now();
     if (now >= hold.expires_at) {
       this.expire(hold, now);
       return { notice: "This approval has expired; nothing was performed.", card: card(), decided: true };
-    }
-    const requester = hold.requester ? (JSON.parse(hold.requester) as Person) : null;
-    if (!mayDecide(event.user, approversFor(this.env, route.tenant), requester)) {
-      return { notice: "You are not allowed to decide this approval. It is still waiting.", card: card() };
     }
     const who = event.user.name ?? event.user.id;
     if (event.approve) {
@@ -390,12 +398,15 @@ export class AgentObject extends DurableObject<Env> {
       const result = await gateway.call(hold.tool, JSON.parse(hold.args), { ...route, conversation: hold.conversation, callKey: hold.call_key }, { replay, approved: true });
       const status = result.disposition === "performed" ? "performed" : result.disposition === "unknown" ? "unknown" : "refused";
       const outcome = `${status === "performed" ? "Performed" : status === "unknown" ? "Outcome unknown" : "Not performed"}: ${truncate(result.text, 600)}`;
-      this.ctx.storage.transactionSync(() => {
-        this.holds.settle(hold.id, status, outcome);
-        this.postCard(route, hold.id);
-        this.notifyAgent(hold.conversation, `The held call ${hold.tool} (hold ${hold.id}) was approved by ${hold.decided_by}. ${outcome}`);
-      });
+      this.ctx.storage.transactionSync(() => this.settleHold(route, hold, status, outcome));
     }
+  }
+
+  private settleHold(route: Route, hold: HoldRow, status: "performed" | "refused" | "unknown", outcome: string): void {
+    this.holds.markRunning(hold.id);
+    this.holds.settle(hold.id, status, outcome);
+    this.postCard(route, hold.id);
+    this.notifyAgent(hold.conversation, `The held call ${hold.tool} (hold ${hold.id}) was approved by ${hold.decided_by}. ${outcome}`);
   }
 
   private heldResult(call: ToolCall, hold: HoldRow): ToolResultMessage {
@@ -426,7 +437,8 @@ export class AgentObject extends DurableObject<Env> {
       systemPrompt:
         "You write handover notes. Summarise the conversation so far so that another assistant can continue it: " +
         "the person's goals, decisions, facts learned, open questions and anything promised. Be complete but brief.",
-      messages: [...modelMessages(earlier), { role: "user", content: "Write the handover summary now.", timestamp: Date.now() }],
+      // Long messages are clipped, so the summary request itself fits when the conversation no longer does.
+      messages: [...clipMessages(modelMessages(earlier), SUMMARY_MESSAGE_CHARS), { role: "user", content: "Write the handover summary now.", timestamp: Date.now() }],
       tools: [],
     };
   }
@@ -465,7 +477,7 @@ export class AgentObject extends DurableObject<Env> {
     const id = `${conv.id}:${conv.turn}:${seq}:${purpose}`;
     const body = JSON.stringify(request);
     let largeKey: string | null = null;
-    if (body.length > LARGE_REQUEST_BYTES) {
+    if (new TextEncoder().encode(body).byteLength > LARGE_REQUEST_BYTES) {
       largeKey = `model-requests/${this.ctx.id.toString()}/${encodeURIComponent(id)}`;
       await this.env.LARGE_VALUES.put(largeKey, body);
       if (!this.stillRunning(conv) || this.openJob(conv.id)) return;
@@ -555,24 +567,44 @@ export class AgentObject extends DurableObject<Env> {
     if (gateway) {
       await this.performApprovedHolds(route, gateway);
       const running = this.sql.exec<{ id: string }>("SELECT id FROM conversations WHERE status = 'running'").toArray();
-      for (const { id } of running) await this.advance(route, gateway, id);
+      for (const { id } of running) await this.advanceOrFail(route, gateway, id);
     }
     await this.dispatchJobs(route);
     await this.flushOutbox(route);
     await this.armAlarm();
   }
 
-  /** A mount configuration that cannot work fails the running turns with the reason, rather than retrying forever. */
+  /**
+   * A mount configuration that cannot work fails the running turns (and the
+   * approved holds) with the reason, rather than retrying forever.
+   */
   private async gatewayOrFailTurns(route: Route): Promise<Gateway | null> {
     try {
       return await this.loadGateway(route);
     } catch (err) {
       if (!(err instanceof MountError || err instanceof ConfigError)) throw err;
+      const reason = `configuration error: ${err.message}`;
       const running = this.sql.exec<ConversationRow>("SELECT * FROM conversations WHERE status = 'running'").toArray();
       this.ctx.storage.transactionSync(() => {
-        for (const conv of running) this.endTurn(conv, "failed", `configuration error: ${err.message}`);
+        for (const conv of running) this.endTurn(conv, "failed", reason);
+        for (const hold of this.holds.toPerform()) this.settleHold(route, hold, "refused", `Not performed: ${reason}`);
       });
       return null;
+    }
+  }
+
+  /**
+   * One conversation's failure (a bad config value, a row SQLite refuses) ends
+   * that turn with the reason; it neither stops the others nor loops the alarm.
+   */
+  private async advanceOrFail(route: Route, gateway: Gateway, id: string): Promise<void> {
+    try {
+      await this.advance(route, gateway, id);
+    } catch (err) {
+      console.error(`conversation ${id}: the pass failed`, err);
+      const conv = this.conv(id);
+      const reason = err instanceof ConfigError ? `configuration error: ${err.message}` : `internal error: ${err instanceof Error ? err.message : String(err)}`;
+      if (conv?.status === "running") this.ctx.storage.transactionSync(() => this.endTurn(conv, "failed", reason));
     }
   }
 
@@ -751,12 +783,22 @@ export class AgentObject extends DurableObject<Env> {
         break;
       case "failed":
         this.post(conv.id, { kind: "status", state: "failed", text: "Failed." });
-        this.post(conv.id, { kind: "notice", text: `Sorry, this turn failed: ${error}` });
+        this.post(conv.id, { kind: "notice", text: `Sorry, this turn failed: ${truncate(error ?? "no reason given", 1000)}` });
         break;
       case "compacted":
         this.post(conv.id, { kind: "notice", text: "The conversation so far was compacted into a summary." });
         break;
     }
+    if (outcome === "failed" || outcome === "compacted") this.resumeFromInbox(conv.id);
+  }
+
+  /** What arrived while a turn that ended early was running starts the next turn, so nothing waits unanswered. */
+  private resumeFromInbox(conversation: string): void {
+    const first = this.sql.exec<{ seq: number; type: "user" | "marker"; data: string }>("SELECT seq, type, data FROM inbox WHERE conversation = ? ORDER BY seq LIMIT 1", conversation).toArray()[0];
+    if (!first) return;
+    this.sql.exec("DELETE FROM inbox WHERE seq = ?", first.seq);
+    const data = JSON.parse(first.data) as UserData | { text: string };
+    this.startTurn(conversation, first.type, data, "by" in data ? (data.by as ChatUser) : { runtime: true });
   }
 
   // ---- outbox ------------------------------------------------------------------
@@ -877,7 +919,12 @@ export class AgentObject extends DurableObject<Env> {
     if (this.sql.exec("SELECT 1 FROM model_jobs WHERE status = 'pending' AND dispatched = 0 LIMIT 1").toArray().length > 0) {
       due.push(Date.now() + REDISPATCH_MS);
     }
-    const outbox = this.sql.exec<{ at: number | null }>("SELECT MIN(next_at) AS at FROM outbox WHERE status = 'pending'").one().at;
+    // Rows wait behind their conversation's first one, so only the heads say when to wake.
+    const outbox = this.sql
+      .exec<{ at: number | null }>(
+        "SELECT MIN(next_at) AS at FROM outbox o WHERE status = 'pending' AND id = (SELECT MIN(id) FROM outbox p WHERE p.conversation = o.conversation AND p.status = 'pending')",
+      )
+      .one().at;
     if (outbox !== null) due.push(outbox);
     if (due.length === 0) await this.ctx.storage.deleteAlarm();
     else await this.ctx.storage.setAlarm(Math.min(...due));

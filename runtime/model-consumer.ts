@@ -23,13 +23,16 @@ export type ProviderCall =
 export async function callModel(env: Env, request: ModelRequest): Promise<ProviderCall> {
   const choice = modelChoice(env);
   if (choice.kind === "local") return { kind: "reply", message: localModel(request) };
+  const key = apiKey(env, choice.provider);
   const message = await streamOpenAICompletions(
     providerModel(choice.provider, choice.model),
     { systemPrompt: request.systemPrompt, messages: request.messages, tools: request.tools as never },
-    { apiKey: apiKey(env, choice.provider), maxRetries: 0, timeoutMs: 120_000, headers: authHeaders(env, choice.provider) },
+    { apiKey: key, maxRetries: 0, timeoutMs: 120_000, headers: authHeaders(choice.provider, key) },
   ).result();
   if (message.stopReason !== "error") return { kind: "reply", message };
-  const error = message.errorMessage ?? "the provider returned an error";
+  // The error reaches the chat and SQLite: a provider that echoes the key must not leak it.
+  const raw = message.errorMessage ?? "the provider returned an error";
+  const error = choice.provider.auth ? raw.replaceAll(key, "[redacted]") : raw;
   const status = Number(/^(\d{3})\b/.exec(error)?.[1]);
   if (REFUSED.has(status)) return { kind: "refused", error: `the model provider refused the request (${error})` };
   return { kind: "retry", error };
@@ -58,9 +61,9 @@ function apiKey(env: Env, provider: ProviderConfig): string {
 }
 
 /** A provider that wants its key in a header other than Authorization gets it there. */
-function authHeaders(env: Env, provider: ProviderConfig): Record<string, string> | undefined {
+function authHeaders(provider: ProviderConfig, key: string): Record<string, string> | undefined {
   if (!provider.auth || provider.auth.header.toLowerCase() === "authorization") return undefined;
-  return { [provider.auth.header]: apiKey(env, provider) };
+  return { [provider.auth.header]: key };
 }
 
 export async function consumeModelJobs(batch: MessageBatch<unknown>, env: Env): Promise<void> {

@@ -109,3 +109,18 @@ export function transcript(rows: LogRow[]): TranscriptEntry[] {
   }
   return out;
 }
+
+function clip(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max)}\n[… ${text.length - max} characters clipped]` : text;
+}
+
+/** The same messages with every text part cut to `max` characters. */
+export function clipMessages(messages: Message[], max: number): Message[] {
+  return messages.map((m): Message => {
+    if (m.role === "user") {
+      return { ...m, content: typeof m.content === "string" ? clip(m.content, max) : m.content.map((c) => (c.type === "text" ? { ...c, text: clip(c.text, max) } : c)) };
+    }
+    if (m.role === "toolResult") return { ...m, content: m.content.map((c) => (c.type === "text" ? { ...c, text: clip(c.text, max) } : c)) };
+    return { ...m, content: m.content.map((c) => (c.type === "text" ? { ...c, text: clip(c.text, max) } : c)) };
+  });
+}

@@ -90,6 +90,10 @@ describe("a call under approval", () => {
   it("expired (its deadline moved into the past): an approve click is answered expired, nothing is performed", async () => {
     const { s, entry, holdId } = await heldTurn("The approval expired, so nothing was recorded.");
     await rows(T, A, "UPDATE holds SET expires_at = ? WHERE id = ?", Date.now() - 1, holdId);
+    // A stranger's click changes nothing, not even the expiry (which would wake the agent).
+    const stranger = await agent(T, A).submit(route, click(holdId, true, { platform: "slack", id: "U_STRANGER" }));
+    expect(stranger.notice).toMatch(/not allowed/);
+    expect((await getConversation(T, A, s)).holds[0]!.state).toBe("pending");
     const result = await agent(T, A).submit(route, click(holdId, true));
     expect(result.notice).toBe("This approval has expired; nothing was performed.");
     expect(result.card).toMatchObject({ state: "expired" });

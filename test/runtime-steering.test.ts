@@ -76,6 +76,36 @@ describe("interrupt", () => {
     expect(next.some((t) => t.includes("[runtime note] The person stopped the previous turn"))).toBe(true);
   });
 
+  it("keeps a steer that was waiting when the turn is stopped", async () => {
+    const s = unique("stop");
+    await script(s, [{ hold: true, text: "LATE" }, { text: "next" }]);
+    await postMessage(T, A, { text: `[s:${s}] long task`, conversation: s });
+    await waitFor("the model call", async () => (await providerRequests(s)).length === 1);
+    await postMessage(T, A, { text: "also check the logs", conversation: s });
+    await postMessage(T, A, { text: "stop", conversation: s, kind: "interrupt" });
+    await releaseProvider(s);
+    const view = await getConversation(T, A, s);
+    expect(view.transcript.map((e) => [e.role, e.text])).toEqual([
+      ["user", `[s:${s}] long task`],
+      ["user", "also check the logs"],
+      ["note", expect.stringMatching(/^The person stopped the previous turn/)],
+    ]);
+  });
+
+  it("a message that waited on a turn that then failed starts the next turn", async () => {
+    const s = unique("resume");
+    await script(s, [{ hold: true, status: 400, error: "bad request" }, { text: "answering the second message" }]);
+    await postMessage(T, A, { text: `[s:${s}] first`, conversation: s });
+    await waitFor("the model call", async () => (await providerRequests(s)).length === 1);
+    await postMessage(T, A, { text: "second", conversation: s });
+    await releaseProvider(s);
+    const view = await waitFor("the second turn's answer", async () => {
+      const v = await getConversation(T, A, s);
+      return v.status === "idle" && v.transcript.at(-1)?.text === "answering the second message" ? v : undefined;
+    });
+    expect(view.transcript.map((e) => e.text)).toEqual([`[s:${s}] first`, "second", "answering the second message"]);
+  });
+
   it("on an idle conversation says nothing is running", async () => {
     const s = unique("stop");
     await script(s, [{ text: "hi" }]);

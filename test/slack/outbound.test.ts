@@ -6,7 +6,8 @@ import { decisionValue } from "../../approvals/index.ts";
 import { apiBaseUrl } from "../../bridges/slack/config.ts";
 import { slackOutbound } from "../../bridges/slack/outbound.ts";
 import { SLACK_TEXT_LIMIT, splitForSlack, toMrkdwn } from "../../bridges/slack/mrkdwn.ts";
-import { script, unique } from "../support.ts";
+import { alarmOf, rows } from "../agents.ts";
+import { script, unique, waitFor } from "../support.ts";
 import { AGENT, messageEnvelope, newTs, postEvent, rateLimit, slackCalls, slackId, statusFinal, threadMessages } from "./helpers.ts";
 
 describe("Markdown → Slack mrkdwn", () => {
@@ -132,6 +133,10 @@ describe("Slack outbound", () => {
     const ts = newTs();
     await rateLimit({ method: "chat.postMessage", channel, textIncludes: "worth the wait", times: 1, retryAfter: 2 });
     await postEvent(messageEnvelope({ team, channel, ts, text: `[s:${s}] go` }));
+    await waitFor("the 429", async () => (await slackCalls(channel, "chat.postMessage")).some((c) => c.limited));
+    // While it waits, the alarm is set for the limited row's retry, not re-fired by the rows queued behind it.
+    const [head] = await rows<{ next_at: number }>(team, AGENT, "SELECT next_at FROM outbox WHERE status = 'pending' ORDER BY id LIMIT 1");
+    expect(await alarmOf(team, AGENT)).toBe(head!.next_at);
     await statusFinal(channel, "Done.");
     const attempts = (await slackCalls(channel, "chat.postMessage")).filter((c) => c.body.text === "worth the wait");
     expect(attempts.map((c) => c.limited === true)).toEqual([true, false]);
