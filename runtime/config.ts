@@ -106,3 +106,12 @@ export function approvalTtlMs(env: Env): number {
   const hours = parseJsonVar("APPROVAL_TTL_HOURS", env.APPROVAL_TTL_HOURS, z.number().positive(), "24");
   return hours * 3_600_000;
 }
+
+/** A configured API base URL (Slack's, Discord's): https, or http on loopback; no trailing slash. */
+export function baseUrlFrom(name: string, value: string | undefined, fallback: string): string {
+  const base = value?.trim() || fallback;
+  if (!URL.canParse(base) || !isHttpsOrLoopback(new URL(base))) {
+    throw new ConfigError(`${name} must be an https URL (http is allowed only for loopback)`);
+  }
+  return base.replace(/\/+$/, "");
+}

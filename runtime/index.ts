@@ -15,5 +15,5 @@ export type {
 } from "./chat.ts";
 export { agentStub, parseRoute, submitEvent } from "./ingress.ts";
 export { HttpError, isHttpsOrLoopback, parseJson, readBody, safeEqual, type BodyRules } from "./http.ts";
-export { secretNamed, ConfigError } from "./config.ts";
+export { baseUrlFrom, secretNamed, ConfigError } from "./config.ts";
 export { controlPlane } from "./control-plane.ts";

@@ -40,8 +40,9 @@ async function tenantWithCallback(failFirst = 0): Promise<string> {
   return tenant;
 }
 
-async function send(tenant: string, event: unknown, headers?: Record<string, string>): Promise<Response> {
-  const body = JSON.stringify(event);
+/** Signs and posts an event; it names `tenant` in its body, as the protocol asks, unless it says otherwise. */
+async function send(tenant: string, event: object, headers?: Record<string, string>): Promise<Response> {
+  const body = JSON.stringify({ tenant, ...event });
   const signed = headers ?? (await signatureHeaders(E.WEBHOOK_SECRET!, body));
   return worker(`/webhook/${tenant}/events`, { method: "POST", headers: { "content-type": "application/json", ...signed }, body });
 }
@@ -98,13 +99,23 @@ describe("webhook bridge", () => {
 
   it("bad, stale or missing signature → 401; nothing written", async () => {
     const tenant = await tenantWithCallback();
-    const event = message("c3", "never");
+    const event = { tenant, ...message("c3", "never") };
     const body = JSON.stringify(event);
     const wrongSecret = await signatureHeaders("not-the-secret", body);
     const stale = await signatureHeaders(E.WEBHOOK_SECRET!, body, Date.now() - 301_000);
     const otherBody = await signatureHeaders(E.WEBHOOK_SECRET!, JSON.stringify({ ...event, text: "other" }));
     for (const headers of [wrongSecret, stale, otherBody, {}]) expect((await send(tenant, event, headers)).status).toBe(401);
     await expect(getConversation(tenant, AGENT, "c3")).rejects.toThrow(/404/);
+  });
+
+  it("a signed event replayed to another tenant's URL → 403; nothing written there", async () => {
+    const [a, b] = [await tenantWithCallback(), await tenantWithCallback()];
+    const event = { tenant: a, ...message("c9", "meant for a") };
+    const headers = await signatureHeaders(E.WEBHOOK_SECRET!, JSON.stringify(event));
+    const replayed = await send(b, event, headers);
+    expect(replayed.status).toBe(403);
+    expect(await replayed.json()).toEqual({ error: `the signed event is for tenant "${a}", not "${b}"` });
+    await expect(getConversation(b, AGENT, "c9")).rejects.toThrow(/404/);
   });
 
   it("malformed JSON → 400, an invalid event → 422, an unregistered tenant → 409; nothing written", async () => {

@@ -1,7 +1,7 @@
 // Discord's side of the outbox: posts and edits messages through the REST API
 // (DISCORD_API_BASE_URL), through the interaction webhook while its token is
 // valid, else as the bot in the channel. Honours 429 retry_after.
-import { secretNamed, type ChatOutbound, type DeliveryResult, type OutboundMessage, type OutboxDelivery } from "../../runtime/index.ts";
+import { baseUrlFrom, secretNamed, type ChatOutbound, type DeliveryResult, type OutboundMessage, type OutboxDelivery } from "../../runtime/index.ts";
 import { cardMessage, type DiscordMessageBody } from "./card.ts";
 
 export const DISCORD_MESSAGE_LIMIT = 2000;
@@ -34,14 +34,17 @@ export function splitMessage(text: string, limit = DISCORD_MESSAGE_LIMIT): strin
 
 const STATUS_ICONS = { working: "⏳", done: "✅", stopped: "⏹️", failed: "⚠️" } as const;
 
+/** Replies arrive split; anything else (a notice quoting a long provider error) is clipped, never refused. */
+const clipped = (text: string) => (text.length <= DISCORD_MESSAGE_LIMIT ? text : `${text.slice(0, DISCORD_MESSAGE_LIMIT - 1)}…`);
+
 function render(message: OutboundMessage): DiscordMessageBody {
   switch (message.kind) {
     case "status":
-      return { content: `${STATUS_ICONS[message.state]} ${message.text}` };
+      return { content: clipped(`${STATUS_ICONS[message.state]} ${message.text}`) };
     case "card":
       return cardMessage(message.card);
     default:
-      return { content: message.text };
+      return { content: clipped(message.text) };
   }
 }
 
@@ -73,7 +76,7 @@ async function send(env: Env, call: Call, message: DiscordMessageBody): Promise<
     if (!token) return { ok: false, error: "DISCORD_BOT_TOKEN is not configured" };
     headers.authorization = `Bot ${token}`;
   }
-  const base = (env.DISCORD_API_BASE_URL?.trim() || DEFAULT_API_BASE_URL).replace(/\/+$/, "");
+  const base = baseUrlFrom("DISCORD_API_BASE_URL", env.DISCORD_API_BASE_URL, DEFAULT_API_BASE_URL);
   // allowed_mentions: the agent's text never pings anyone (@everyone included).
   const body = JSON.stringify({ ...message, allowed_mentions: { parse: [] } });
   return fetch(`${base}${call.path}`, { method: call.method, headers, body, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });

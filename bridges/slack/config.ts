@@ -1,6 +1,6 @@
 // The Slack bridge's settings, read from the Worker env. Secrets are read by
 // name (they are not part of the generated Env type).
-import { ConfigError, isHttpsOrLoopback, parseRoute, secretNamed, type Route } from "../../runtime/index.ts";
+import { baseUrlFrom, ConfigError, parseRoute, secretNamed, type Route } from "../../runtime/index.ts";
 
 const DEFAULT_API_BASE_URL = "https://slack.com/api";
 const DEFAULT_AGENT = "assistant";
@@ -8,11 +8,7 @@ const DEFAULT_COMMAND = "/agent";
 
 /** The Web API base; tests point it at the loopback fake. Bot tokens go there, so never over plain http off this machine. */
 export function apiBaseUrl(env: Env): string {
-  const base = env.SLACK_API_BASE_URL || DEFAULT_API_BASE_URL;
-  if (!URL.canParse(base) || !isHttpsOrLoopback(new URL(base))) {
-    throw new ConfigError("SLACK_API_BASE_URL must be an https URL (http is allowed only for loopback)");
-  }
-  return base.replace(/\/+$/, "");
+  return baseUrlFrom("SLACK_API_BASE_URL", env.SLACK_API_BASE_URL, DEFAULT_API_BASE_URL);
 }
 
 /** The one agent this Slack app serves, in whichever workspace it is installed. */

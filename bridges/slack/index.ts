@@ -44,7 +44,9 @@ routes.post("/interactivity", async (c) => {
  */
 routes.post("/forward", async (c) => {
   const secret = requiredSecret(c.env, "SLACK_SOCKET_FORWARD_SECRET", "it verifies requests from the Socket Mode connector");
-  const forwarded = parseJson(await readSignedBody(c, secret, JSON_BODY)) as { kind?: unknown; body?: unknown };
+  const parsed = parseJson(await readSignedBody(c, secret, JSON_BODY));
+  if (typeof parsed !== "object" || parsed === null) throw new HttpError(400, "the forwarded body must be an object {kind, body}");
+  const forwarded = parsed as { kind?: unknown; body?: unknown };
   const defer: Defer = (work) => c.executionCtx.waitUntil(work);
   switch (forwarded.kind) {
     case "events_api":

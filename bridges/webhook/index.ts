@@ -14,6 +14,8 @@ const DEFAULT_AGENT = "assistant";
 const CONVERSATION = /^[A-Za-z0-9][A-Za-z0-9:._-]{0,199}$/;
 
 const base = {
+  /** Must equal the URL's tenant: it is inside the signed body, so a signed event cannot be replayed to another tenant. */
+  tenant: z.string(),
   /** The sender's id for this event: a retry of one event carries the same key. */
   idempotency_key: z.string().min(1).max(200),
   conversation: z.string().regex(CONVERSATION, "conversation: letters, digits, : . _ - (max 200)"),
@@ -64,6 +66,7 @@ routes.post("/:tenant/events", async (c) => {
   const parsed = eventSchema.safeParse(parseJson(raw));
   if (!parsed.success) throw new HttpError(422, z.prettifyError(parsed.error));
   const tenant = c.req.param("tenant");
+  if (parsed.data.tenant !== tenant) throw new HttpError(403, `the signed event is for tenant "${parsed.data.tenant}", not "${tenant}"`);
   const route = parseRoute(tenant, parsed.data.agent ?? (c.env.WEBHOOK_AGENT?.trim() || DEFAULT_AGENT));
   // Replies would have nowhere to go: refuse before anything is written.
   if (!(await callbackFor(c.env, tenant))) throw new HttpError(409, `no callback_url registered for tenant "${tenant}"`);

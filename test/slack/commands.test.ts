@@ -132,6 +132,10 @@ describe("POST /slack/forward (Socket Mode connector)", () => {
     expect((await settled(team, AGENT, conversationOf(team, channel, ts))).transcript).toHaveLength(2);
   });
 
+  it("a signed body that is not {kind, body} → 400, not a 500", async () => {
+    for (const body of [null, 7, { kind: "nope" }]) expect((await forward(body)).status).toBe(400);
+  });
+
   it("refuses a request not signed with the forward secret", async () => {
     const res = await forward({ kind: "events_api", body: messageEnvelope({ team: "T1", channel: "C1", ts: newTs(), text: "x" }) }, "wrong-secret");
     expect(res.status).toBe(401);
