@@ -20,7 +20,7 @@ import type {
 } from "./chat.ts";
 import { approvalTtlMs, approversFor, ConfigError, effectiveMounts, modelChoice, secretNamed } from "./config.ts";
 import type { ModelJobMessage, ModelOutcome, ModelRequest } from "./model-job.ts";
-import { outboundFor } from "./outbound.ts";
+import { Outbox } from "./outbox.ts";
 import { migrate } from "./schema.ts";
 import { clipMessages, isMessageRow, modelMessages, textOf, transcript, type HandoverData, type LogRow, type LogType, type TranscriptEntry, type UserData } from "./transcript.ts";
 
@@ -28,7 +28,6 @@ import { clipMessages, isMessageRow, modelMessages, textOf, transcript, type Han
 const LARGE_REQUEST_BYTES = 1 << 20;
 /** How long an undispatched job waits before the alarm sends it again. */
 const REDISPATCH_MS = 5_000;
-const OUTBOX_MAX_ATTEMPTS = 10;
 /** Armed while a pass runs, so a pass cut short by an eviction is run again. */
 const PASS_WATCHDOG_MS = 15_000;
 
@@ -67,14 +66,6 @@ type JobRow = {
   dispatched: number;
 }
 
-type OutboxRow = {
-  id: number;
-  conversation: string;
-  address: string;
-  ref_key: string | null;
-  attempts: number;
-  next_at: number;
-}
 
 export interface ConversationView {
   id: string;
@@ -94,17 +85,17 @@ export class IdentityError extends Error {
 export class AgentObject extends DurableObject<Env> {
   private readonly sql: SqlStorage;
   private readonly holds: Holds;
+  private readonly outbox: Outbox;
   /** Passes are serialised: a pass awaits tools and platforms, and events may arrive meanwhile. */
   private pass: Promise<void> | null = null;
   private passAgain = false;
-  /** Outbox rows whose delivery is awaited now: an update must not be merged into them. */
-  private readonly sending = new Set<number>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
     migrate(ctx.storage);
     this.holds = new Holds(this.sql);
+    this.outbox = new Outbox(ctx.storage, ctx.id.toString());
   }
 
   // ---- RPC surface -------------------------------------------------------
@@ -570,7 +561,7 @@ export class AgentObject extends DurableObject<Env> {
       for (const { id } of running) await this.advanceOrFail(route, gateway, id);
     }
     await this.dispatchJobs(route);
-    await this.flushOutbox(route);
+    await this.outbox.flush(this.env, route);
     await this.armAlarm();
   }
 
@@ -803,104 +794,12 @@ export class AgentObject extends DurableObject<Env> {
 
   // ---- outbox ------------------------------------------------------------------
 
-  /**
-   * Written in the caller's transaction; sent by the pass. A message updated in
-   * place (a turn's status, a card) has a ref key: an update replaces one not yet sent.
-   */
+  /** Written in the caller's transaction; sent by the pass. A turn's status is updated in place. */
   private post(conversation: string, message: OutboundMessage, refKey?: string): void {
     const conv = this.conv(conversation)!;
     if (!conv.reply_to) return; // the Agents API reads the transcript instead
-    const address = JSON.parse(conv.reply_to) as ReplyAddress;
-    const now = Date.now();
     const key = refKey ?? (message.kind === "status" ? `status:${conversation}:${conv.turn}` : null);
-    if (key) {
-      // Only the latest state of such a message matters, so it replaces the conversation's
-      // last waiting row when that is an earlier state of it (rate-limited or not yet
-      // tried), but never a row being sent right now.
-      const last = this.sql
-        .exec<{ id: number; ref_key: string | null }>("SELECT id, ref_key FROM outbox WHERE conversation = ? AND status = 'pending' ORDER BY id DESC LIMIT 1", conversation)
-        .toArray()[0];
-      const unsent = last && last.ref_key === key && !this.sending.has(last.id) ? last : undefined;
-      if (unsent) this.sql.exec("UPDATE outbox SET message = ? WHERE id = ?", JSON.stringify(message), unsent.id);
-      else this.insertOutbox(conversation, address, message, key, now);
-      return;
-    }
-    const parts = message.kind === "reply" ? (outboundFor(address.platform)?.split(message.text) ?? [message.text]) : [message];
-    for (const part of parts) this.insertOutbox(conversation, address, typeof part === "string" ? { kind: "reply", text: part } : part, null, now);
-  }
-
-  private insertOutbox(conversation: string, address: ReplyAddress, message: OutboundMessage, refKey: string | null, now: number): void {
-    this.sql.exec(
-      "INSERT INTO outbox (conversation, address, message, ref_key, status, next_at, created_at) VALUES (?, ?, ?, ?, 'pending', ?, ?)",
-      conversation,
-      JSON.stringify(address),
-      JSON.stringify(message),
-      refKey,
-      now,
-      now,
-    );
-  }
-
-  /** Sends due outbox rows in order; a conversation whose row fails waits, so order holds. */
-  private async flushOutbox(route: Route): Promise<void> {
-    const now = Date.now();
-    const rows = this.sql
-      .exec<OutboxRow>("SELECT id, conversation, address, ref_key, attempts, next_at FROM outbox WHERE status = 'pending' ORDER BY id")
-      .toArray();
-    const blocked = new Set<string>();
-    for (const row of rows) {
-      if (blocked.has(row.conversation)) continue;
-      if (row.next_at > now) {
-        blocked.add(row.conversation);
-        continue;
-      }
-      // Re-read: an update may have replaced this row's message while earlier rows were sent.
-      const current = this.sql.exec<{ message: string; status: string }>("SELECT message, status FROM outbox WHERE id = ?", row.id).one();
-      if (current.status !== "pending") continue;
-      const address = JSON.parse(row.address) as ReplyAddress;
-      const outbound = outboundFor(address.platform);
-      if (!outbound) {
-        this.sql.exec("UPDATE outbox SET status = 'failed', error = ? WHERE id = ?", `no bridge for platform ${address.platform}`, row.id);
-        continue;
-      }
-      const ref = row.ref_key ? this.sql.exec<{ ref: string }>("SELECT ref FROM message_refs WHERE ref_key = ?", row.ref_key).toArray()[0]?.ref : undefined;
-      let result;
-      this.sending.add(row.id);
-      try {
-        result = await outbound.deliver(this.env, {
-          route,
-          conversation: row.conversation,
-          address,
-          message: JSON.parse(current.message) as OutboundMessage,
-          idempotencyKey: `${this.ctx.id.toString()}:${row.id}`,
-          ref,
-        });
-      } catch (err) {
-        result = { ok: false as const, error: err instanceof Error ? err.message : String(err) };
-      } finally {
-        this.sending.delete(row.id);
-      }
-      const attempts = row.attempts + 1;
-      if (result.ok) {
-        this.ctx.storage.transactionSync(() => {
-          this.sql.exec("UPDATE outbox SET status = 'sent', attempts = ?, ref = ?, sent_at = ? WHERE id = ?", attempts, result.ref ?? null, Date.now(), row.id);
-          if (row.ref_key && result.ref && !ref) this.sql.exec("INSERT OR IGNORE INTO message_refs (ref_key, ref) VALUES (?, ?)", row.ref_key, result.ref);
-        });
-        continue;
-      }
-      const giveUp = result.permanent === true || attempts >= OUTBOX_MAX_ATTEMPTS;
-      const delay = result.retryAfterMs ?? Math.min(60_000, 1000 * 2 ** (attempts - 1));
-      this.sql.exec(
-        "UPDATE outbox SET status = ?, attempts = ?, next_at = ?, error = ? WHERE id = ?",
-        giveUp ? "failed" : "pending",
-        attempts,
-        Date.now() + delay,
-        result.error,
-        row.id,
-      );
-      if (giveUp) console.error(`outbox ${row.id} to ${address.platform} failed for good: ${result.error}`);
-      else blocked.add(row.conversation);
-    }
+    this.outbox.post(conversation, JSON.parse(conv.reply_to) as ReplyAddress, message, key);
   }
 
   // ---- alarm -------------------------------------------------------------------
@@ -919,12 +818,7 @@ export class AgentObject extends DurableObject<Env> {
     if (this.sql.exec("SELECT 1 FROM model_jobs WHERE status = 'pending' AND dispatched = 0 LIMIT 1").toArray().length > 0) {
       due.push(Date.now() + REDISPATCH_MS);
     }
-    // Rows wait behind their conversation's first one, so only the heads say when to wake.
-    const outbox = this.sql
-      .exec<{ at: number | null }>(
-        "SELECT MIN(next_at) AS at FROM outbox o WHERE status = 'pending' AND id = (SELECT MIN(id) FROM outbox p WHERE p.conversation = o.conversation AND p.status = 'pending')",
-      )
-      .one().at;
+    const outbox = this.outbox.nextDue();
     if (outbox !== null) due.push(outbox);
     if (due.length === 0) await this.ctx.storage.deleteAlarm();
     else await this.ctx.storage.setAlarm(Math.min(...due));
