@@ -2,7 +2,7 @@
 // and what goes out (OutboundMessage through a ChatOutbound).
 import type { Card } from "../approvals/index.ts";
 
-export type Platform = "slack" | "discord" | "webhook" | "api";
+export type Platform = "slack" | "discord" | "webhook" | "api" | "console";
 
 /** Which object an event is for. Both parts are validated by `parseRoute`. */
 export interface Route {

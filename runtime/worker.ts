@@ -1,6 +1,7 @@
 // The Worker entry: routes, the queue consumers, and the AgentObject class.
 import { Hono } from "hono";
 import { bridges } from "../bridges/index.ts";
+import { consoleRoutes } from "../console/index.ts";
 import { api } from "./api.ts";
 import { ConfigError } from "./config.ts";
 import { HttpError } from "./http.ts";
@@ -19,6 +20,7 @@ app.get("/", (c) =>
 );
 for (const bridge of bridges) if (bridge.admin) api.route(bridge.path, bridge.admin);
 app.route("/v1", api);
+app.route("/console", consoleRoutes);
 for (const bridge of bridges) app.route(bridge.path, bridge.routes);
 
 app.notFound((c) => c.json({ error: `no route for ${c.req.method} ${new URL(c.req.url).pathname}` }, 404));
