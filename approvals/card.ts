@@ -2,7 +2,7 @@
 // Discord components, webhook JSON); the runtime posts it and updates it in place.
 import type { HoldRow } from "./holds.ts";
 
-export type CardState = "pending" | "approved" | "denied" | "expired" | "performed" | "refused" | "unknown";
+export type CardState = "pending" | "approved" | "denied" | "expired" | "performed" | "failed" | "refused" | "unknown";
 
 export interface Card {
   holdId: string;
@@ -46,6 +46,7 @@ const TITLES: Record<CardState, string> = {
   denied: "Denied",
   expired: "Expired",
   performed: "Approved and performed",
+  failed: "Approved, but the call failed",
   refused: "Approved, but refused by policy",
   unknown: "Approved — outcome unknown",
 };

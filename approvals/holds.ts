@@ -23,7 +23,8 @@ export const HOLDS_SCHEMA = `
 `;
 
 /** running = approved and being performed; an eviction mid-call finds it so. */
-export type HoldStatus = "pending" | "approved" | "running" | "denied" | "expired" | "performed" | "refused" | "unknown";
+/** performed/failed: the call was made, and answered with a result or an error. */
+export type HoldStatus = "pending" | "approved" | "running" | "denied" | "expired" | "performed" | "failed" | "refused" | "unknown";
 
 export type HoldRow = {
   id: string;
@@ -41,6 +42,8 @@ export type HoldRow = {
   decided_at: number | null;
   outcome: string | null;
 };
+
+export type SettledStatus = "performed" | "failed" | "refused" | "unknown";
 
 export class Holds {
   constructor(private readonly sql: SqlStorage) {}
@@ -98,7 +101,7 @@ export class Holds {
     this.sql.exec("UPDATE holds SET status = 'running' WHERE id = ? AND status = 'approved'", id);
   }
 
-  settle(id: string, status: "performed" | "refused" | "unknown", outcome: string): void {
+  settle(id: string, status: SettledStatus, outcome: string): void {
     this.sql.exec("UPDATE holds SET status = ?, outcome = ? WHERE id = ? AND status = 'running'", status, outcome, id);
   }
 }

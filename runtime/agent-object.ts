@@ -7,7 +7,7 @@
 // is due. An idle object has no alarm.
 import { DurableObject } from "cloudflare:workers";
 import type { AssistantMessage, ToolCall, ToolResultMessage, UserMessage } from "@mariozechner/pi-ai";
-import { cardFor, Holds, mayDecide, policyWarnings, type Card, type HoldRow, type Person } from "../approvals/index.ts";
+import { cardFor, Holds, mayDecide, policyWarnings, type Card, type HoldRow, type Person, type SettledStatus } from "../approvals/index.ts";
 import { Gateway, MountError, plugins, type SessionState } from "../plugins/index.ts";
 import type {
   ChatEvent,
@@ -37,6 +37,13 @@ const COMPACT_AT = 0.75;
 const SUMMARY_MESSAGE_CHARS = 4_000;
 /** The offline local model has no real limit; this keeps compaction exercised with it too. */
 const LOCAL_CONTEXT_WINDOW = 32_000;
+
+const OUTCOME_PREFIX: Record<SettledStatus, string> = {
+  performed: "Performed",
+  failed: "Performed, but it failed",
+  unknown: "Outcome unknown",
+  refused: "Not performed",
+};
 
 const INTERRUPT_NOTE =
   "The person stopped the previous turn. Do not continue or resume the interrupted task unless they ask for it again.";
@@ -387,13 +394,14 @@ export class AgentObject extends DurableObject<Env> {
       const replay = hold.status === "running";
       this.holds.markRunning(hold.id);
       const result = await gateway.call(hold.tool, JSON.parse(hold.args), { ...route, conversation: hold.conversation, callKey: hold.call_key }, { replay, approved: true });
-      const status = result.disposition === "performed" ? "performed" : result.disposition === "unknown" ? "unknown" : "refused";
-      const outcome = `${status === "performed" ? "Performed" : status === "unknown" ? "Outcome unknown" : "Not performed"}: ${truncate(result.text, 600)}`;
+      const status: SettledStatus =
+        result.disposition === "performed" ? (result.isError ? "failed" : "performed") : result.disposition === "unknown" ? "unknown" : "refused";
+      const outcome = `${OUTCOME_PREFIX[status]}: ${truncate(result.text, 600)}`;
       this.ctx.storage.transactionSync(() => this.settleHold(route, hold, status, outcome));
     }
   }
 
-  private settleHold(route: Route, hold: HoldRow, status: "performed" | "refused" | "unknown", outcome: string): void {
+  private settleHold(route: Route, hold: HoldRow, status: SettledStatus, outcome: string): void {
     this.holds.markRunning(hold.id);
     this.holds.settle(hold.id, status, outcome);
     this.postCard(route, hold.id);

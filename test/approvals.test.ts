@@ -188,6 +188,22 @@ describe("a call under approval", () => {
     await waitFor("the append", async () => (await ledgerAppends(entry)).length === 1);
   });
 
+  it("an approved call that fails says so on the card and to the agent", async () => {
+    const s = unique("fails");
+    const url = `${(env as unknown as Record<string, string>).FAKE_REMOTE_URL}/no-such-endpoint`;
+    await script(s, [{ toolCalls: [{ name: "hooks__post", arguments: { url, body: "x" } }] }, { text: "waiting" }, { text: "It failed." }]);
+    await postMessage(T, A, { text: `[s:${s}] post it`, conversation: s });
+    await settled(T, A, s);
+    const holdId = (await getConversation(T, A, s)).holds[0]!.holdId;
+    await agent(T, A).submit(route, click(holdId, true));
+    const view = await waitFor("the agent to be told", async () => {
+      const v = await getConversation(T, A, s);
+      return v.status === "idle" && v.transcript.at(-1)?.text === "It failed." ? v : undefined;
+    });
+    expect(view.holds[0]).toMatchObject({ state: "failed", title: "Approved, but the call failed: hooks__post" });
+    expect(view.transcript.at(-2)!.text).toMatch(/Performed, but it failed: HTTP 404/);
+  });
+
   it("a button value made for another tenant is refused", async () => {
     const { s, entry, holdId } = await heldTurn();
     const result = await agent(T, A).submit(route, click(holdId, true, APPROVER, { tenant: "someone-else", agent: A }));
