@@ -2,7 +2,7 @@
 // Server-rendered HTML behind ADMIN_TOKEN; runtime/worker.ts mounts it at /console.
 import { Hono, type Context, type MiddlewareHandler } from "hono";
 import { deleteCookie, setCookie } from "hono/cookie";
-import { agentStub, ConfigError, HttpError, isHttpsOrLoopback, parseRoute, readBody, safeEqual, submitEvent, type Route } from "../runtime/index.ts";
+import { agentStub, ConfigError, CONVERSATION_ID, HttpError, isHttpsOrLoopback, parseRoute, readBody, readConversation, safeEqual, submitEvent, type Route } from "../runtime/index.ts";
 import { adminToken, sessionValue, SESSION_COOKIE, signedIn } from "./auth.ts";
 import { cardHtml } from "./card.ts";
 import { html, isoTime, page, type Html } from "./html.ts";
@@ -11,8 +11,6 @@ type Ctx = Context<{ Bindings: Env }>;
 
 const BASE = "/console";
 const FORM = { contentTypes: ["application/x-www-form-urlencoded"], maxBytes: 8 * 1024 };
-/** The same conversation ids the Agents API accepts. */
-const CONVERSATION = /^[A-Za-z0-9][A-Za-z0-9:._-]{0,199}$/;
 const HOLD_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
 export const consoleRoutes = new Hono<{ Bindings: Env }>();
@@ -119,9 +117,7 @@ ${entry.text ? html`<pre>${entry.text}</pre>` : ""}${extra}</div>`;
 consoleRoutes.get("/tenants/:tenant/agents/:agent/conversations/:id", async (c) => {
   const route = parseRoute(c.req.param("tenant"), c.req.param("agent"));
   const id = c.req.param("id");
-  if (!CONVERSATION.test(id)) throw new HttpError(400, "invalid conversation id");
-  const view = await agentStub(c.env, route).conversation(route, id);
-  if (!view) throw new HttpError(404, `no conversation "${id}" for agent ${route.agent} of tenant ${route.tenant}`);
+  const view = await readConversation(c.env, route, id);
   const notice = c.req.query("notice");
   const body = html`<p><a href="${agentPath(route)}">← ${route.agent} · ${route.tenant}</a></p>
 ${notice ? html`<p class="notice" role="status">${notice}</p>` : ""}
@@ -139,7 +135,7 @@ consoleRoutes.post("/tenants/:tenant/agents/:agent/holds/:holdId", async (c) => 
   const approve = form.get("approve");
   const conversation = form.get("conversation") ?? "";
   if (approve !== "1" && approve !== "0") throw new HttpError(400, "approve must be 1 or 0");
-  if (!CONVERSATION.test(conversation)) throw new HttpError(400, "invalid conversation id");
+  if (!CONVERSATION_ID.test(conversation)) throw new HttpError(400, "invalid conversation id");
   // The object decides whether "console:admin" may sign (APPROVERS), as for any other person.
   const result = await submitEvent(c.env, route, {
     id: `console:${crypto.randomUUID()}`,

@@ -1,7 +1,7 @@
 // The Agents API: drive an agent without a chat platform, behind ADMIN_TOKEN.
 import { Hono, type Context } from "hono";
 import { z } from "zod";
-import { agentStub, parseRoute } from "./ingress.ts";
+import { agentStub, CONVERSATION_ID, parseRoute, readConversation } from "./ingress.ts";
 import { HttpError, parseJson, readBody, safeEqual } from "./http.ts";
 import { effectiveMounts, mountList, MOUNTS_NAMESPACE, secretNamed } from "./config.ts";
 import { controlPlane } from "./control-plane.ts";
@@ -9,11 +9,10 @@ import { Gateway, MountError, plugins, type Mount } from "../plugins/index.ts";
 import { policyWarnings } from "../approvals/index.ts";
 
 export const API_MAX_BODY_BYTES = 64 * 1024;
-const CONVERSATION = /^[A-Za-z0-9][A-Za-z0-9:._-]{0,199}$/;
 
 const messageBody = z.object({
   text: z.string().trim().min(1, "text must not be empty").max(32_000),
-  conversation: z.string().regex(CONVERSATION, "conversation: letters, digits, : . _ - (max 200)").optional(),
+  conversation: z.string().regex(CONVERSATION_ID, "conversation: letters, digits, : . _ - (max 200)").optional(),
   kind: z.enum(["message", "steer", "interrupt"]).default("message"),
 });
 
@@ -45,11 +44,7 @@ api.post("/tenants/:tenant/agents/:agent/messages", async (c) => {
 
 api.get("/tenants/:tenant/agents/:agent/conversations/:id", async (c) => {
   const route = parseRoute(c.req.param("tenant"), c.req.param("agent"));
-  const id = c.req.param("id");
-  if (!CONVERSATION.test(id)) throw new HttpError(400, "invalid conversation id");
-  const view = await agentStub(c.env, route).conversation(route, id);
-  if (!view) throw new HttpError(404, `no conversation "${id}" for agent ${route.agent} of tenant ${route.tenant}`);
-  return c.json(view);
+  return c.json(await readConversation(c.env, route, c.req.param("id")));
 });
 
 /** A gateway built only to inspect mounts: it resolves no secret and keeps no state. */

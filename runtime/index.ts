@@ -13,7 +13,8 @@ export type {
   Route,
   SubmitResult,
 } from "./chat.ts";
-export { agentStub, parseRoute, submitEvent } from "./ingress.ts";
+export { agentStub, CONVERSATION_ID, parseRoute, readConversation, submitEvent } from "./ingress.ts";
+export type { ConversationView } from "./agent-object.ts";
 export { HttpError, isHttpsOrLoopback, parseJson, readBody, safeEqual, type BodyRules } from "./http.ts";
 export { baseUrlFrom, secretNamed, ConfigError } from "./config.ts";
 export { controlPlane } from "./control-plane.ts";

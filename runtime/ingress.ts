@@ -1,10 +1,12 @@
 // How a bridge (or the Agents API) reaches an agent: validate the route, find
 // the object, submit the event.
-import type { AgentObject } from "./agent-object.ts";
+import type { AgentObject, ConversationView } from "./agent-object.ts";
 import type { ChatEvent, Route, SubmitResult } from "./chat.ts";
 import { HttpError } from "./http.ts";
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+/** What a conversation id may be, whichever bridge chose it. */
+export const CONVERSATION_ID = /^[A-Za-z0-9][A-Za-z0-9:._-]{0,199}$/;
 
 /** Tenant and agent names are restricted so "tenant:agent" names exactly one object. */
 export function parseRoute(tenant: string, agent: string): Route {
@@ -16,6 +18,14 @@ export function parseRoute(tenant: string, agent: string): Route {
 export function agentStub(env: Env, route: Route): DurableObjectStub<AgentObject> {
   const namespace = env.AGENT as DurableObjectNamespace<AgentObject>;
   return namespace.get(namespace.idFromName(`${route.tenant}:${route.agent}`));
+}
+
+/** A conversation as the Agents API and the console show it: 400 for a bad id, 404 for an unknown one. */
+export async function readConversation(env: Env, route: Route, id: string): Promise<ConversationView> {
+  if (!CONVERSATION_ID.test(id)) throw new HttpError(400, "invalid conversation id");
+  const view = await agentStub(env, route).conversation(route, id);
+  if (!view) throw new HttpError(404, `no conversation "${id}" for agent ${route.agent} of tenant ${route.tenant}`);
+  return view;
 }
 
 export function submitEvent(env: Env, route: Route, event: ChatEvent): Promise<SubmitResult> {

@@ -4,7 +4,7 @@
 // Every answer is ready once the event is durably accepted: the model is never awaited.
 import { z } from "zod";
 import { parseDecisionValue } from "../../approvals/index.ts";
-import { agentStub, HttpError, isHttpsOrLoopback, submitEvent, type ChatUser, type Route } from "../../runtime/index.ts";
+import { agentStub, CONVERSATION_ID, HttpError, isHttpsOrLoopback, submitEvent, type ChatUser, type Route } from "../../runtime/index.ts";
 import { parseStopValue, STOP_ACTION } from "./blocks.ts";
 import { commandName, routeFor } from "./config.ts";
 
@@ -13,7 +13,6 @@ export type SlackAnswer = Record<string, unknown>;
 /** Work that may finish after the answer (posting to a response_url). */
 export type Defer = (work: Promise<unknown>) => void;
 
-const CONVERSATION = /^[A-Za-z0-9][A-Za-z0-9:._-]{0,199}$/;
 /** Message subtypes written by people; every other subtype (edits, deletions, joins, bots) is not a turn. */
 const PERSON_SUBTYPES = new Set(["file_share", "thread_broadcast"]);
 
@@ -30,7 +29,7 @@ function tenantOf(teamId: string | null | undefined, enterpriseId: string | null
 
 function conversationId(tenant: string, channel: string, threadTs: string): string {
   const id = `${tenant}:${channel}:${threadTs}`;
-  if (!CONVERSATION.test(id)) throw new HttpError(400, `channel or thread id does not make a conversation id: "${id}"`);
+  if (!CONVERSATION_ID.test(id)) throw new HttpError(400, `channel or thread id does not make a conversation id: "${id}"`);
   return id;
 }
 

@@ -4,21 +4,20 @@
 import { Hono, type Context } from "hono";
 import { z } from "zod";
 import { parseDecisionValue } from "../../approvals/index.ts";
-import { HttpError, parseJson, parseRoute, readBody, secretNamed, submitEvent, type ChatEvent } from "../../runtime/index.ts";
+import { CONVERSATION_ID, HttpError, parseJson, parseRoute, readBody, secretNamed, submitEvent, type ChatEvent } from "../../runtime/index.ts";
 import type { ChatBridge } from "../index.ts";
 import { readSignedBody } from "../shared/signed-request.ts";
 import { callbackFor, cardJson, registerCallback, registrationSchema, unregisterCallback, webhookOutbound } from "./callbacks.ts";
 
 const MAX_BODY_BYTES = 64 * 1024;
 const DEFAULT_AGENT = "assistant";
-const CONVERSATION = /^[A-Za-z0-9][A-Za-z0-9:._-]{0,199}$/;
 
 const base = {
   /** Must equal the URL's tenant: it is inside the signed body, so a signed event cannot be replayed to another tenant. */
   tenant: z.string(),
   /** The sender's id for this event: a retry of one event carries the same key. */
   idempotency_key: z.string().min(1).max(200),
-  conversation: z.string().regex(CONVERSATION, "conversation: letters, digits, : . _ - (max 200)"),
+  conversation: z.string().regex(CONVERSATION_ID, "conversation: letters, digits, : . _ - (max 200)"),
   user: z.object({ id: z.string().min(1).max(200), name: z.string().max(200).optional() }),
   /** Which of the tenant's agents; WEBHOOK_AGENT when absent. */
   agent: z.string().optional(),
