@@ -18,7 +18,7 @@ import type {
   Route,
   SubmitResult,
 } from "./chat.ts";
-import { approvalTtlMs, approversFor, ConfigError, effectiveMounts, modelChoice, secretNamed } from "./config.ts";
+import { approvalTtlMs, approversFor, ConfigError, effectiveMounts, modelChoice, secretNamed, type ModelChoice } from "./config.ts";
 import type { ModelJobMessage, ModelOutcome, ModelRequest } from "./model-job.ts";
 import { Outbox } from "./outbox.ts";
 import { migrate } from "./schema.ts";
@@ -429,9 +429,9 @@ export class AgentObject extends DurableObject<Env> {
     return `Compacting ${messages.length} messages into a summary.`;
   }
 
-  /** Summarises the conversation before `keepFrom` (all of it when compaction is the turn's purpose). */
-  private compactionRequest(conversation: string, keepFrom = Infinity): ModelRequest {
-    const earlier = this.logRows(conversation).filter((row) => row.seq < keepFrom);
+  /** Summarises the rows before `keepFrom` (all of them when compaction is the turn's purpose). */
+  private compactionRequest(rows: LogRow[], keepFrom = Infinity): ModelRequest {
+    const earlier = rows.filter((row) => row.seq < keepFrom);
     return {
       systemPrompt:
         "You write handover notes. Summarise the conversation so far so that another assistant can continue it: " +
@@ -442,8 +442,10 @@ export class AgentObject extends DurableObject<Env> {
     };
   }
 
-  private turnStartSeq(conv: ConversationRow): number {
-    return this.sql.exec<{ seq: number }>("SELECT seq FROM log WHERE conversation = ? AND turn = ? AND type = 'turn_start'", conv.id, conv.turn).one().seq;
+  /** The current turn's first log row: where it starts, and what it is for. */
+  private turnStart(conv: ConversationRow): { seq: number; purpose: JobRow["purpose"] } {
+    const row = this.sql.exec<{ seq: number; data: string }>("SELECT seq, data FROM log WHERE conversation = ? AND turn = ? AND type = 'turn_start'", conv.id, conv.turn).one();
+    return { seq: row.seq, purpose: JSON.parse(row.data).purpose === "compact" ? "compact" : "chat" };
   }
 
   /**
@@ -451,30 +453,19 @@ export class AgentObject extends DurableObject<Env> {
    * compaction of everything before the current turn: once per turn, and only
    * when there is something before it to summarise.
    */
-  private needsCompaction(conv: ConversationRow, request: ModelRequest): boolean {
-    const model = modelChoice(this.env);
+  private needsCompaction(model: ModelChoice, requestChars: number, rows: LogRow[], keepFrom: number): boolean {
     const window = model.kind === "provider" ? model.provider.contextWindow : LOCAL_CONTEXT_WINDOW;
-    if (JSON.stringify(request).length / 4 < COMPACT_AT * window) return false;
-    const keepFrom = this.turnStartSeq(conv);
-    const rows = this.logRows(conv.id);
+    if (requestChars / 4 < COMPACT_AT * window) return false;
     const already = rows.some((row) => row.type === "handover" && (JSON.parse(row.data) as HandoverData).keepFrom === keepFrom);
     return !already && modelMessages(rows.filter((row) => row.seq < keepFrom)).length >= 2;
   }
 
-  private turnPurpose(conv: ConversationRow): JobRow["purpose"] {
-    const start = this.sql
-      .exec<{ data: string }>("SELECT data FROM log WHERE conversation = ? AND turn = ? AND type = 'turn_start'", conv.id, conv.turn)
-      .toArray()[0];
-    return start && JSON.parse(start.data).purpose === "compact" ? "compact" : "chat";
-  }
-
   // ---- model jobs ------------------------------------------------------------
 
-  /** The job row is written before it is dispatched; a large request goes to R2 first. */
-  private async createJob(conv: ConversationRow, purpose: JobRow["purpose"], request: ModelRequest): Promise<void> {
+  /** The job row (its request serialised as `body`) is written before it is dispatched; a large request goes to R2 first. */
+  private async createJob(conv: ConversationRow, purpose: JobRow["purpose"], body: string): Promise<void> {
     const seq = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM model_jobs WHERE conversation = ? AND turn = ?", conv.id, conv.turn).one().n;
     const id = `${conv.id}:${conv.turn}:${seq}:${purpose}`;
-    const body = JSON.stringify(request);
     let largeKey: string | null = null;
     if (new TextEncoder().encode(body).byteLength > LARGE_REQUEST_BYTES) {
       largeKey = `model-requests/${this.ctx.id.toString()}/${encodeURIComponent(id)}`;
@@ -510,14 +501,15 @@ export class AgentObject extends DurableObject<Env> {
       now,
       conv.id,
     );
-    if (job.purpose === "compact" && this.turnPurpose(conv) === "compact") {
+    const start = this.turnStart(conv);
+    if (job.purpose === "compact" && start.purpose === "compact") {
       this.append(conv.id, conv.turn, "handover", { summary: textOf(message.content) } satisfies HandoverData);
       this.endTurn(conv, "compacted");
       return;
     }
     if (job.purpose === "compact") {
       // Compacted on the way: the turn goes on with the summary and its own messages.
-      this.append(conv.id, conv.turn, "handover", { summary: textOf(message.content), keepFrom: this.turnStartSeq(conv) } satisfies HandoverData);
+      this.append(conv.id, conv.turn, "handover", { summary: textOf(message.content), keepFrom: start.seq } satisfies HandoverData);
       return;
     }
     this.append(conv.id, conv.turn, "assistant", message);
@@ -633,7 +625,8 @@ export class AgentObject extends DurableObject<Env> {
       const conv = this.conv(id);
       if (!conv || conv.status !== "running") return;
       if (this.openJob(id)) return; // waiting for the model
-      if (this.turnPurpose(conv) === "compact") return this.createJob(conv, "compact", this.compactionRequest(id));
+      const start = this.turnStart(conv);
+      if (start.purpose === "compact") return this.createJob(conv, "compact", JSON.stringify(this.compactionRequest(this.logRows(id))));
       const last = this.logRows(id).filter(isMessageRow).at(-1);
       if (last?.type === "assistant") {
         const message = JSON.parse(last.data) as AssistantMessage;
@@ -652,9 +645,13 @@ export class AgentObject extends DurableObject<Env> {
         this.expireDueHolds(id);
         this.drainInbox(conv);
       });
-      const request = this.chatRequest(route, gateway, id);
-      if (this.needsCompaction(conv, request)) return this.createJob(conv, "compact", this.compactionRequest(id, this.turnStartSeq(conv)));
-      return this.createJob(conv, "chat", request);
+      const rows = this.logRows(id);
+      const model = modelChoice(this.env);
+      const body = JSON.stringify({ systemPrompt: systemPrompt(this.env, route, model), messages: modelMessages(rows), tools: gateway.tools() } satisfies ModelRequest);
+      if (this.needsCompaction(model, body.length, rows, start.seq)) {
+        return this.createJob(conv, "compact", JSON.stringify(this.compactionRequest(rows, start.seq)));
+      }
+      return this.createJob(conv, "chat", body);
     }
   }
 
@@ -751,14 +748,6 @@ export class AgentObject extends DurableObject<Env> {
   private stillRunning(conv: ConversationRow): boolean {
     const now = this.conv(conv.id);
     return now?.status === "running" && now.turn === conv.turn;
-  }
-
-  private chatRequest(route: Route, gateway: Gateway, conversation: string): ModelRequest {
-    return {
-      systemPrompt: systemPrompt(this.env, route),
-      messages: modelMessages(this.logRows(conversation)),
-      tools: gateway.tools(),
-    };
   }
 
   private endTurn(conv: ConversationRow, outcome: "done" | "stopped" | "failed" | "compacted", error?: string, reply?: string): void {
@@ -884,10 +873,9 @@ function truncate(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max)}…` : text;
 }
 
-function systemPrompt(env: Env, route: Route): string {
+function systemPrompt(env: Env, route: Route, model: ModelChoice): string {
   const custom = (env as unknown as Record<string, unknown>).AGENT_SYSTEM_PROMPT;
   if (typeof custom === "string" && custom.trim() !== "") return custom;
-  const model = modelChoice(env);
   const who = model.kind === "local" ? "the offline local model" : model.model;
   return (
     `You are "${route.agent}", an AI agent that works in a team chat (workspace "${route.tenant}"), running as ${who}. ` +
