@@ -2,8 +2,8 @@
 // Server-rendered HTML behind ADMIN_TOKEN; runtime/worker.ts mounts it at /console.
 import { Hono, type Context, type MiddlewareHandler } from "hono";
 import { deleteCookie, setCookie } from "hono/cookie";
-import { agentStub, ConfigError, CONVERSATION_ID, HttpError, isHttpsOrLoopback, parseRoute, readBody, readConversation, safeEqual, submitEvent, type Route } from "../runtime/index.ts";
-import { adminToken, sessionValue, SESSION_COOKIE, signedIn } from "./auth.ts";
+import { adminToken, agentStub, ConfigError, CONVERSATION_ID, HttpError, isHttpsOrLoopback, parseRoute, readBody, readConversation, safeEqual, submitEvent, type Route } from "../runtime/index.ts";
+import { sessionValue, SESSION_COOKIE, signedIn } from "./auth.ts";
 import { cardHtml } from "./card.ts";
 import { html, isoTime, page, type Html } from "./html.ts";
 

@@ -3,7 +3,7 @@ import { Hono, type Context } from "hono";
 import { z } from "zod";
 import { agentStub, CONVERSATION_ID, parseRoute, readConversation } from "./ingress.ts";
 import { HttpError, parseJson, readBody, safeEqual } from "./http.ts";
-import { effectiveMounts, mountList, MOUNTS_NAMESPACE, secretNamed } from "./config.ts";
+import { adminToken, effectiveMounts, mountList, MOUNTS_NAMESPACE } from "./config.ts";
 import { controlPlane } from "./control-plane.ts";
 import { Gateway, MountError, plugins, type Mount } from "../plugins/index.ts";
 import { policyWarnings } from "../approvals/index.ts";
@@ -19,8 +19,7 @@ const messageBody = z.object({
 export const api = new Hono<{ Bindings: Env }>();
 
 api.use("*", async (c, next) => {
-  const token = secretNamed(c.env, "ADMIN_TOKEN");
-  if (!token) throw new HttpError(503, "ADMIN_TOKEN is not configured on this deployment");
+  const token = adminToken(c.env);
   const given = /^Bearer (.+)$/.exec(c.req.header("authorization") ?? "")?.[1];
   if (!given) throw new HttpError(401, "missing bearer token: send Authorization: Bearer <ADMIN_TOKEN>");
   if (!safeEqual(given, token)) throw new HttpError(401, "wrong bearer token");

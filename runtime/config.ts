@@ -4,7 +4,7 @@ import { z } from "zod";
 import { approversSchema } from "../approvals/index.ts";
 import { mountSchema, type Mount } from "../plugins/index.ts";
 import { controlPlane } from "./control-plane.ts";
-import { isHttpsOrLoopback } from "./http.ts";
+import { HttpError, isHttpsOrLoopback } from "./http.ts";
 
 export class ConfigError extends Error {
   override name = "ConfigError";
@@ -114,4 +114,11 @@ export function baseUrlFrom(name: string, value: string | undefined, fallback: s
     throw new ConfigError(`${name} must be an https URL (http is allowed only for loopback)`);
   }
   return base.replace(/\/+$/, "");
+}
+
+/** The token guarding /v1 and the console; a deployment without one refuses rather than opens. */
+export function adminToken(env: Env): string {
+  const token = secretNamed(env, "ADMIN_TOKEN");
+  if (!token) throw new HttpError(503, "ADMIN_TOKEN is not configured on this deployment");
+  return token;
 }

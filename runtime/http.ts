@@ -77,3 +77,11 @@ export function isLoopback(hostname: string): boolean {
 export function isHttpsOrLoopback(url: URL): boolean {
   return url.protocol === "https:" || (url.protocol === "http:" && isLoopback(url.hostname));
 }
+
+/** Hex HMAC-SHA256 of `message` keyed with `key` (UTF-8). */
+export async function hmacHex(key: string, message: string): Promise<string> {
+  const encoder = new TextEncoder();
+  const cryptoKey = await crypto.subtle.importKey("raw", encoder.encode(key), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", cryptoKey, encoder.encode(message)));
+  return Array.from(mac, (b) => b.toString(16).padStart(2, "0")).join("");
+}

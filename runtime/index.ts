@@ -15,6 +15,6 @@ export type {
 } from "./chat.ts";
 export { agentStub, CONVERSATION_ID, parseRoute, readConversation, submitEvent } from "./ingress.ts";
 export type { ConversationView } from "./agent-object.ts";
-export { HttpError, isHttpsOrLoopback, parseJson, readBody, safeEqual, type BodyRules } from "./http.ts";
-export { baseUrlFrom, secretNamed, ConfigError } from "./config.ts";
+export { hmacHex, HttpError, isHttpsOrLoopback, parseJson, readBody, safeEqual, type BodyRules } from "./http.ts";
+export { adminToken, baseUrlFrom, secretNamed, ConfigError } from "./config.ts";
 export { controlPlane } from "./control-plane.ts";

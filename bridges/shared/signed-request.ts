@@ -3,7 +3,7 @@
 // with `X-Antiproton-Timestamp` in Unix seconds, accepted within 5 minutes.
 // Used by the webhook bridge (both directions) and the Discord gateway ingress.
 import type { Context } from "hono";
-import { HttpError, readBody, type BodyRules } from "../../runtime/index.ts";
+import { hmacHex, HttpError, readBody, type BodyRules } from "../../runtime/index.ts";
 
 export const TIMESTAMP_HEADER = "X-Antiproton-Timestamp";
 export const SIGNATURE_HEADER = "X-Antiproton-Signature";
@@ -18,16 +18,10 @@ export function isFreshTimestamp(timestamp: string, now = Date.now()): boolean {
   return Math.abs(now / 1000 - Number(timestamp)) <= MAX_SKEW_SECONDS;
 }
 
-function hmacKey(secret: string, usage: "sign" | "verify"): Promise<CryptoKey> {
-  return crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, [usage]);
-}
-
 /** The headers that sign `body` with `secret` at `now`. */
 export async function signatureHeaders(secret: string, body: string, now = Date.now()): Promise<Record<string, string>> {
   const timestamp = String(Math.floor(now / 1000));
-  const mac = await crypto.subtle.sign("HMAC", await hmacKey(secret, "sign"), encoder.encode(`${timestamp}.${body}`));
-  const hex = [...new Uint8Array(mac)].map((b) => b.toString(16).padStart(2, "0")).join("");
-  return { [TIMESTAMP_HEADER]: timestamp, [SIGNATURE_HEADER]: `v1=${hex}` };
+  return { [TIMESTAMP_HEADER]: timestamp, [SIGNATURE_HEADER]: `v1=${await hmacHex(secret, `${timestamp}.${body}`)}` };
 }
 
 /**
@@ -41,7 +35,9 @@ export async function readSignedBody(c: Context, secret: string, rules: BodyRule
   if (!isFreshTimestamp(timestamp)) throw new HttpError(401, `missing or stale ${TIMESTAMP_HEADER} (Unix seconds, within ${MAX_SKEW_SECONDS} s)`);
   const raw = await readBody(c, rules);
   const mac = Uint8Array.from(signature.match(/../g)!, (b) => parseInt(b, 16));
-  const valid = await crypto.subtle.verify("HMAC", await hmacKey(secret, "verify"), mac, encoder.encode(`${timestamp}.${raw}`));
+  const key = await crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["verify"]);
+  // verify() compares in constant time.
+  const valid = await crypto.subtle.verify("HMAC", key, mac, encoder.encode(`${timestamp}.${raw}`));
   if (!valid) throw new HttpError(401, "bad signature");
   return raw;
 }

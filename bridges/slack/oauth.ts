@@ -5,7 +5,7 @@
 import type { Context } from "hono";
 import { getCookie, setCookie } from "hono/cookie";
 import { z } from "zod";
-import { HttpError, safeEqual } from "../../runtime/index.ts";
+import { hmacHex, HttpError, safeEqual } from "../../runtime/index.ts";
 import { oauthEnabled, requiredSecret, routeFor } from "./config.ts";
 import { saveInstallation } from "./installations.ts";
 import { callSlack } from "./web-api.ts";
@@ -16,7 +16,6 @@ export const BOT_SCOPES = ["app_mentions:read", "channels:history", "groups:hist
 const STATE_COOKIE = "slack_oauth_state";
 /** Slack's authorization codes live 10 minutes; so does our state. */
 const STATE_TTL_SECONDS = 600;
-const encoder = new TextEncoder();
 
 function clientSecret(env: Env): string {
   return requiredSecret(env, "SLACK_CLIENT_SECRET", "it exchanges OAuth codes for bot tokens");
@@ -26,10 +25,8 @@ function redirectUri(c: Context<{ Bindings: Env }>): string {
   return c.env.SLACK_OAUTH_REDIRECT_URL || `${new URL(c.req.url).origin}/slack/oauth/callback`;
 }
 
-async function mac(env: Env, text: string): Promise<string> {
-  const key = await crypto.subtle.importKey("raw", encoder.encode(clientSecret(env)), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
-  const bytes = new Uint8Array(await crypto.subtle.sign("HMAC", key, encoder.encode(`slack-oauth-state:${text}`)));
-  return [...bytes].map((b) => b.toString(16).padStart(2, "0")).join("");
+function mac(env: Env, text: string): Promise<string> {
+  return hmacHex(clientSecret(env), `slack-oauth-state:${text}`);
 }
 
 function requireOauth(env: Env): string {
