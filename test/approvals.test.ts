@@ -5,7 +5,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { ChatEvent } from "../runtime/index.ts";
 import { agent, alarmOf, rows } from "./agents.ts";
-import { getConversation, ledgerAppends, postMessage, providerRequests, script, settled, unique, waitFor, worker } from "./support.ts";
+import { answered, getConversation, ledgerAppends, postMessage, providerRequests, script, settled, unique, waitFor, worker } from "./support.ts";
 
 const T = "approvals";
 const A = "clerk";
@@ -44,10 +44,7 @@ describe("a call under approval", () => {
     const { s, entry, holdId } = await heldTurn("Recorded, thanks Ada.");
     const result = await agent(T, A).submit(route, click(holdId, true));
     expect(result.notice).toBe("Approved. Performing it now.");
-    const view = await waitFor("the agent's answer", async () => {
-      const v = await getConversation(T, A, s);
-      return v.status === "idle" && v.transcript.at(-1)?.text === "Recorded, thanks Ada." ? v : undefined;
-    });
+    const view = await answered(T, A, s, "Recorded, thanks Ada.");
     expect(await ledgerAppends(entry)).toHaveLength(1);
     expect(view.holds[0]).toMatchObject({ state: "performed", decidedBy: "Ada" });
     expect(view.holds[0]!.actions).toBeUndefined();
@@ -75,10 +72,7 @@ describe("a call under approval", () => {
   it("denied: not performed, the agent is told", async () => {
     const { s, entry, holdId } = await heldTurn("Understood, I will not record it.");
     expect((await agent(T, A).submit(route, click(holdId, false))).notice).toBe("Denied. It will not be performed.");
-    const view = await waitFor("the agent's answer", async () => {
-      const v = await getConversation(T, A, s);
-      return v.status === "idle" && v.transcript.at(-1)?.text === "Understood, I will not record it." ? v : undefined;
-    });
+    const view = await answered(T, A, s, "Understood, I will not record it.");
     expect(view.holds[0]).toMatchObject({ state: "denied", decidedBy: "Ada" });
     expect(view.transcript.at(-2)!.text).toMatch(/was denied by Ada\. It was not performed\./);
     expect(await ledgerAppends(entry)).toHaveLength(0);
@@ -97,10 +91,7 @@ describe("a call under approval", () => {
     const result = await agent(T, A).submit(route, click(holdId, true));
     expect(result.notice).toBe("This approval has expired; nothing was performed.");
     expect(result.card).toMatchObject({ state: "expired" });
-    const view = await waitFor("the agent to be told", async () => {
-      const v = await getConversation(T, A, s);
-      return v.status === "idle" && v.transcript.at(-1)?.text === "The approval expired, so nothing was recorded." ? v : undefined;
-    });
+    const view = await answered(T, A, s, "The approval expired, so nothing was recorded.");
     expect(view.transcript.at(-2)!.text).toMatch(/expired before anyone decided/);
     expect(await ledgerAppends(entry)).toHaveLength(0);
   });
@@ -126,10 +117,7 @@ describe("a call under approval", () => {
     expect(res.status).toBe(200);
     try {
       await agent(T, A).submit(route, click(holdId, true));
-      const view = await waitFor("the agent to be told", async () => {
-        const v = await getConversation(T, A, s);
-        return v.status === "idle" && v.transcript.at(-1)?.text === "It was refused by policy." ? v : undefined;
-      });
+      const view = await answered(T, A, s, "It was refused by policy.");
       expect(view.holds[0]).toMatchObject({ state: "refused" });
       expect(view.transcript.at(-2)!.text).toMatch(/Not performed: Refused: the policy of mount "vault" does not allow vault__append/);
       expect(await ledgerAppends(entry)).toHaveLength(0);
@@ -196,10 +184,7 @@ describe("a call under approval", () => {
     await settled(T, A, s);
     const holdId = (await getConversation(T, A, s)).holds[0]!.holdId;
     await agent(T, A).submit(route, click(holdId, true));
-    const view = await waitFor("the agent to be told", async () => {
-      const v = await getConversation(T, A, s);
-      return v.status === "idle" && v.transcript.at(-1)?.text === "It failed." ? v : undefined;
-    });
+    const view = await answered(T, A, s, "It failed.");
     expect(view.holds[0]).toMatchObject({ state: "failed", title: "Approved, but the call failed: hooks__post" });
     expect(view.transcript.at(-2)!.text).toMatch(/Performed, but it failed: HTTP 404/);
   });

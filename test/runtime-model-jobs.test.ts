@@ -51,18 +51,23 @@ describe("the object never awaits a model call", () => {
   });
 });
 
+/** A settled one-reply turn and its model job's id. */
+async function finishedTurn(prefix: string, reply: string) {
+  const s = unique(prefix);
+  await script(s, [{ text: reply }]);
+  await postMessage(T, A, { text: `[s:${s}] hello`, conversation: s });
+  const before = await settled(T, A, s);
+  const [job] = await rows<{ id: string }>(T, A, "SELECT id FROM model_jobs WHERE conversation = ?", s);
+  return { s, before, jobId: job!.id };
+}
+
 describe("one job, one dispatch, one reply", () => {
   it("the same reply delivered twice does not grow the transcript, and a redelivered job makes no provider call", async () => {
-    const s = unique("twice");
-    await script(s, [{ text: "only once" }]);
-    await postMessage(T, A, { text: `[s:${s}] hello`, conversation: s });
-    const before = await settled(T, A, s);
-    const [job] = await rows<{ id: string }>(T, A, "SELECT id FROM model_jobs WHERE conversation = ?", s);
-    expect(job).toBeDefined();
+    const { s, before, jobId } = await finishedTurn("twice", "only once");
 
     const reply = { ok: true as const, message: { role: "assistant" as const, content: [{ type: "text" as const, text: "only once" }], api: "x", provider: "x", model: "x", usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } }, stopReason: "stop" as const, timestamp: 0 } };
-    expect(await agent(T, A).deliverModelResult(route, job!.id, reply)).toBe(false);
-    const result = await runConsumer([{ ...route, jobId: job!.id }]);
+    expect(await agent(T, A).deliverModelResult(route, jobId, reply)).toBe(false);
+    const result = await runConsumer([{ ...route, jobId }]);
     expect(result.explicitAcks).toHaveLength(1);
 
     expect((await getConversation(T, A, s)).transcript).toEqual(before.transcript);
@@ -108,12 +113,8 @@ describe("provider errors", () => {
 
 describe("a dead-lettered job for a finished turn changes nothing", () => {
   it("is acked and ignored", async () => {
-    const s = unique("dlq");
-    await script(s, [{ text: "fine" }]);
-    await postMessage(T, A, { text: `[s:${s}] hi`, conversation: s });
-    const before = await settled(T, A, s);
-    const [job] = await rows<{ id: string }>(T, A, "SELECT id FROM model_jobs WHERE conversation = ?", s);
-    const result = await runConsumer([{ ...route, jobId: job!.id }], "antiproton-model-jobs-dlq");
+    const { s, before, jobId } = await finishedTurn("dlq", "fine");
+    const result = await runConsumer([{ ...route, jobId }], "antiproton-model-jobs-dlq");
     expect(result.explicitAcks).toHaveLength(1);
     expect(await getConversation(T, A, s)).toEqual(before);
   });

@@ -3,7 +3,7 @@
 // drops the late reply, and leaves a note the model sees next time.
 import { describe, expect, it } from "vitest";
 import { rows } from "./agents.ts";
-import { getConversation, postMessage, providerRequests, releaseProvider, script, settled, unique, waitFor } from "./support.ts";
+import { answered, getConversation, postMessage, providerRequests, releaseProvider, script, settled, unique, waitFor } from "./support.ts";
 
 const T = "steering";
 const A = "pilot";
@@ -99,10 +99,7 @@ describe("interrupt", () => {
     await waitFor("the model call", async () => (await providerRequests(s)).length === 1);
     await postMessage(T, A, { text: "second", conversation: s });
     await releaseProvider(s);
-    const view = await waitFor("the second turn's answer", async () => {
-      const v = await getConversation(T, A, s);
-      return v.status === "idle" && v.transcript.at(-1)?.text === "answering the second message" ? v : undefined;
-    });
+    const view = await answered(T, A, s, "answering the second message");
     expect(view.transcript.map((e) => e.text)).toEqual([`[s:${s}] first`, "second", "answering the second message"]);
   });
 

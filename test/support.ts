@@ -57,6 +57,14 @@ export function settled(tenant: string, agent: string, id: string, timeoutMs?: n
   );
 }
 
+/** Waits until the conversation is idle with `text` as its last entry (the agent's answer to a later step). */
+export function answered(tenant: string, agent: string, id: string, text: string): Promise<View> {
+  return waitFor(`"${text}" in ${id}`, async () => {
+    const view = await getConversation(tenant, agent, id);
+    return view.status === "idle" && view.transcript.at(-1)?.text === text ? view : undefined;
+  });
+}
+
 export interface ScriptStep {
   text?: string;
   toolCalls?: { name: string; arguments?: unknown; id?: string }[];
