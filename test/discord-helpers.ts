@@ -2,7 +2,7 @@
 // from PROTOCOLS §4, computed here independently of the bridge) and recorded
 // payloads replayed with new ids.
 import { env } from "cloudflare:workers";
-import recorded from "../../shared/fixtures/recorded/discord/discord.json";
+import recorded from "./fixtures/discord/discord.json";
 import { signatureHeaders } from "../bridges/shared/signed-request.ts";
 import { worker } from "./support.ts";
 

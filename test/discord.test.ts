@@ -2,7 +2,7 @@
 // replayed, each signed here with the test Ed25519 key (PROTOCOLS §4's key).
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import recorded from "../../shared/fixtures/recorded/discord/discord.json";
+import recorded from "./fixtures/discord/discord.json";
 import { decisionValue, parseDecisionValue } from "../approvals/index.ts";
 import { discordOutbound, splitMessage } from "../bridges/discord/rest.ts";
 import { signatureHeaders } from "../bridges/shared/signed-request.ts";

@@ -11,7 +11,7 @@ import { startWorker, until } from "./wrangler-dev.mjs";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
 const SECRET = "node-test-gateway-secret";
-const recorded = JSON.parse(readFileSync(new URL("../../../shared/fixtures/recorded/discord/discord.json", import.meta.url), "utf8"));
+const recorded = JSON.parse(readFileSync(new URL("../fixtures/discord/discord.json", import.meta.url), "utf8"));
 const BOT = DISCORD_APPLICATION_ID;
 
 let discord;

@@ -12,7 +12,7 @@ import { startWorker, until } from "./wrangler-dev.mjs";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
 const SECRET = "node-test-slack-forward-secret";
-const fixture = (name) => JSON.parse(readFileSync(new URL(`../slack/fixtures/${name}`, import.meta.url), "utf8"));
+const fixture = (name) => JSON.parse(readFileSync(new URL(`../fixtures/slack/${name}`, import.meta.url), "utf8"));
 const recorded = fixture("streaming-slack.json");
 const slashCommands = fixture("slash-commands-slack.json");
 

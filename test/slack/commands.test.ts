@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { decisionValue } from "../../approvals/index.ts";
 import { signatureHeaders } from "../../bridges/shared/signed-request.ts";
 import { settled, worker } from "../support.ts";
-import slashFixtures from "./fixtures/slash-commands-slack.json";
+import slashFixtures from "../fixtures/slack/slash-commands-slack.json";
 import {
   AGENT,
   conversationOf,

@@ -3,8 +3,8 @@
 import { describe, expect, it } from "vitest";
 import { verifySlackSignature } from "../../bridges/slack/verify.ts";
 import { getConversation, providerRequests, releaseProvider, script, settled, unique, waitFor, worker } from "../support.ts";
-import recorded from "./fixtures/slack.json";
-import streaming from "./fixtures/streaming-slack.json";
+import recorded from "../fixtures/slack/slack.json";
+import streaming from "../fixtures/slack/streaming-slack.json";
 import {
   AGENT,
   conversationOf,

@@ -2,7 +2,7 @@
 // stopping from the button and from `/agent stop`, and a failed turn (acceptance 5).
 import { describe, expect, it } from "vitest";
 import { getConversation, providerRequests, releaseProvider, script, settled, unique, waitFor } from "../support.ts";
-import channelFixture from "./fixtures/channel-slack.json";
+import channelFixture from "../fixtures/slack/channel-slack.json";
 import {
   AGENT,
   conversationOf,
