@@ -3,7 +3,7 @@
 // the token): it is fixed for a token, so rotating ADMIN_TOKEN signs everyone out.
 import type { Context } from "hono";
 import { getCookie } from "hono/cookie";
-import { hmacHex, safeEqual } from "../runtime/index.ts";
+import { hmacHex, safeEqual } from "../lib/http.ts";
 
 export const SESSION_COOKIE = "antiproton_console";
 const SESSION_LABEL = "antiproton-console";

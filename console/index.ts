@@ -1,8 +1,10 @@
 // The web console: open an agent, read its conversations, sign its holds.
-// Server-rendered HTML behind ADMIN_TOKEN; runtime/worker.ts mounts it at /console.
+// Server-rendered HTML behind ADMIN_TOKEN; worker.ts mounts it at /console.
 import { Hono, type Context, type MiddlewareHandler } from "hono";
 import { deleteCookie, setCookie } from "hono/cookie";
-import { adminToken, agentStub, ConfigError, CONVERSATION_ID, HttpError, isHttpsOrLoopback, parseRoute, readBody, readConversation, safeEqual, submitEvent, type Route } from "../runtime/index.ts";
+import { ConfigError } from "../lib/config.ts";
+import { HttpError, isHttpsOrLoopback, readBody, safeEqual } from "../lib/http.ts";
+import { adminToken, agentStub, CONVERSATION_ID, parseRoute, readConversation, submitEvent, type Route } from "../runtime/index.ts";
 import { sessionValue, SESSION_COOKIE, signedIn } from "./auth.ts";
 import { cardHtml } from "./card.ts";
 import { html, isoTime, page, type Html } from "./html.ts";

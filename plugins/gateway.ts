@@ -3,7 +3,7 @@
 // the mount's secret at call time, redacts secrets from what comes back, and
 // applies the replay rule of invariant 8.
 import { z } from "zod";
-import { evaluatePolicy, mountPolicy, type MountUnderPolicy, type PolicyDecision } from "../approvals/index.ts";
+import { evaluatePolicy, mountPolicy, type MountUnderPolicy, type PolicyDecision } from "./policy.ts";
 import type { Idempotency, Plugin, PluginTool, SessionState, SideEffects, ToolOutput } from "./contract.ts";
 import { Redactor } from "./redact.ts";
 

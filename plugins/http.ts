@@ -2,8 +2,7 @@
 // secret injected as a header. Pages come back as text, capped in size and
 // time; every failure is a result the model can read.
 import { z } from "zod";
-// The runtime's leaf module, not its index: the index reaches back into plugins/ (an import cycle).
-import { isHttpsOrLoopback } from "../runtime/http.ts";
+import { isHttpsOrLoopback } from "../lib/http.ts";
 import type { Plugin, ToolContext, ToolOutput } from "./contract.ts";
 
 const configSchema = z.object({

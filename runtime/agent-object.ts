@@ -7,8 +7,8 @@
 // is due. An idle object has no alarm.
 import { DurableObject } from "cloudflare:workers";
 import type { AssistantMessage, ToolCall, ToolResultMessage, UserMessage } from "@mariozechner/pi-ai";
-import { cardFor, Holds, mayDecide, policyWarnings, type Card, type HoldRow, type Person, type SettledStatus } from "../approvals/index.ts";
-import { Gateway, MountError, plugins, type SessionState } from "../plugins/index.ts";
+import { cardFor, Holds, mayDecide, type Card, type HoldRow, type Person, type SettledStatus } from "../approvals/index.ts";
+import { Gateway, MountError, policyWarnings, type SessionState } from "../plugins/index.ts";
 import type {
   ChatEvent,
   ChatUser,
@@ -18,8 +18,10 @@ import type {
   Route,
   SubmitResult,
 } from "./chat.ts";
-import { approvalTtlMs, approversFor, ConfigError, effectiveMounts, modelChoice, secretNamed, type ModelChoice } from "./config.ts";
+import { ConfigError, secretNamed } from "../lib/config.ts";
+import { approvalTtlMs, approversFor, effectiveMounts, modelChoice, type ModelChoice } from "./config.ts";
 import type { ModelJobMessage, ModelOutcome, ModelRequest } from "./model-job.ts";
+import type { RuntimeDeps } from "./deps.ts";
 import { Outbox } from "./outbox.ts";
 import { migrate } from "./schema.ts";
 import { clipMessages, isMessageRow, modelMessages, textOf, transcript, type HandoverData, type LogRow, type LogType, type TranscriptEntry, type UserData } from "./transcript.ts";
@@ -97,12 +99,12 @@ export class AgentObject extends DurableObject<Env> {
   private pass: Promise<void> | null = null;
   private passAgain = false;
 
-  constructor(ctx: DurableObjectState, env: Env) {
+  constructor(ctx: DurableObjectState, env: Env, private readonly deps: RuntimeDeps) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
     migrate(ctx.storage);
     this.holds = new Holds(this.sql);
-    this.outbox = new Outbox(ctx.storage, ctx.id.toString());
+    this.outbox = new Outbox(ctx.storage, ctx.id.toString(), deps);
   }
 
   // ---- RPC surface -------------------------------------------------------
@@ -600,7 +602,7 @@ export class AgentObject extends DurableObject<Env> {
   }
 
   private async loadGateway(route: Route): Promise<Gateway> {
-    return new Gateway(await effectiveMounts(this.env, route), plugins(), {
+    return new Gateway(await effectiveMounts(this.env, route), this.deps.plugins, {
       secret: (name) => secretNamed(this.env, name),
       session: (alias) => this.session(alias),
     });

@@ -2,11 +2,12 @@
 import { Hono, type Context } from "hono";
 import { z } from "zod";
 import { agentStub, CONVERSATION_ID, parseRoute, readConversation } from "./ingress.ts";
-import { HttpError, parseJson, readBody, safeEqual } from "./http.ts";
+import { HttpError, parseJson, readBody, safeEqual } from "../lib/http.ts";
 import { adminToken, effectiveMounts, mountList, MOUNTS_NAMESPACE } from "./config.ts";
 import { controlPlane } from "./control-plane.ts";
-import { Gateway, MountError, plugins, type Mount } from "../plugins/index.ts";
-import { policyWarnings } from "../approvals/index.ts";
+import { Gateway, MountError, policyWarnings, type Mount, type Plugin } from "../plugins/index.ts";
+import type { RuntimeDeps } from "./deps.ts";
+
 
 export const API_MAX_BODY_BYTES = 64 * 1024;
 
@@ -16,48 +17,19 @@ const messageBody = z.object({
   kind: z.enum(["message", "steer", "interrupt"]).default("message"),
 });
 
-export const api = new Hono<{ Bindings: Env }>();
-
-api.use("*", async (c, next) => {
-  const token = adminToken(c.env);
-  const given = /^Bearer (.+)$/.exec(c.req.header("authorization") ?? "")?.[1];
-  if (!given) throw new HttpError(401, "missing bearer token: send Authorization: Bearer <ADMIN_TOKEN>");
-  if (!safeEqual(given, token)) throw new HttpError(401, "wrong bearer token");
-  await next();
-});
-
-api.post("/tenants/:tenant/agents/:agent/messages", async (c) => {
-  const route = parseRoute(c.req.param("tenant"), c.req.param("agent"));
-  const raw = await readBody(c, { contentTypes: ["application/json"], maxBytes: API_MAX_BODY_BYTES });
-  const parsed = messageBody.safeParse(parseJson(raw));
-  if (!parsed.success) throw new HttpError(422, z.prettifyError(parsed.error));
-  const { text, kind } = parsed.data;
-  const conversation = parsed.data.conversation ?? `api-${crypto.randomUUID()}`;
-  const id = c.req.header("idempotency-key") ?? crypto.randomUUID();
-  const user = { platform: "api" as const, id: "admin" };
-  const base = { id: `api:${id}`, conversation, user };
-  const event = kind === "interrupt" ? { ...base, kind } : { ...base, kind, text };
-  const result = await agentStub(c.env, route).submit(route, event);
-  return c.json(result, 202);
-});
-
-api.get("/tenants/:tenant/agents/:agent/conversations/:id", async (c) => {
-  const route = parseRoute(c.req.param("tenant"), c.req.param("agent"));
-  return c.json(await readConversation(c.env, route, c.req.param("id")));
-});
 
 /** A gateway built only to inspect mounts: it resolves no secret and keeps no state. */
-function inspectMounts(mounts: Mount[]): Gateway {
-  return new Gateway(mounts, plugins(), { secret: () => undefined, session: () => ({ get: () => undefined, set: () => undefined }) });
+function inspectMounts(mounts: Mount[], plugins: readonly Plugin[]): Gateway {
+  return new Gateway(mounts, plugins, { secret: () => undefined, session: () => ({ get: () => undefined, set: () => undefined }) });
 }
 
 /** Checks a mount list the way a pass will use it: known plugins, valid configs. */
-async function readMounts(c: Context<{ Bindings: Env }>) {
+async function readMounts(c: Context<{ Bindings: Env }>, plugins: readonly Plugin[]) {
   const raw = await readBody(c, { contentTypes: ["application/json"], maxBytes: API_MAX_BODY_BYTES });
   const parsed = mountList.safeParse(parseJson(raw));
   if (!parsed.success) throw new HttpError(422, z.prettifyError(parsed.error));
   try {
-    inspectMounts(parsed.data);
+    inspectMounts(parsed.data, plugins);
   } catch (err) {
     if (err instanceof MountError) throw new HttpError(422, err.message);
     throw err;
@@ -65,22 +37,56 @@ async function readMounts(c: Context<{ Bindings: Env }>) {
   return parsed.data;
 }
 
-// Per-tenant and per-agent mount overrides: a mount with the same alias replaces the one from MOUNTS.
-api.put("/tenants/:tenant/mounts", async (c) => {
-  const route = parseRoute(c.req.param("tenant"), "any");
-  await controlPlane(c.env).put(MOUNTS_NAMESPACE, route.tenant, await readMounts(c));
-  return c.json({ ok: true });
-});
+/** The Agents API over the given plugins (for inspecting mounts). */
+export function agentsApi(deps: RuntimeDeps): Hono<{ Bindings: Env }> {
+  const api = new Hono<{ Bindings: Env }>();
 
-api.put("/tenants/:tenant/agents/:agent/mounts", async (c) => {
-  const route = parseRoute(c.req.param("tenant"), c.req.param("agent"));
-  await controlPlane(c.env).put(MOUNTS_NAMESPACE, `${route.tenant}/${route.agent}`, await readMounts(c));
-  return c.json({ ok: true });
-});
+  api.use("*", async (c, next) => {
+    const token = adminToken(c.env);
+    const given = /^Bearer (.+)$/.exec(c.req.header("authorization") ?? "")?.[1];
+    if (!given) throw new HttpError(401, "missing bearer token: send Authorization: Bearer <ADMIN_TOKEN>");
+    if (!safeEqual(given, token)) throw new HttpError(401, "wrong bearer token");
+    await next();
+  });
 
-api.get("/tenants/:tenant/agents/:agent/mounts", async (c) => {
-  const route = parseRoute(c.req.param("tenant"), c.req.param("agent"));
-  const mounts = await effectiveMounts(c.env, route);
-  const gateway = inspectMounts(mounts);
-  return c.json({ mounts, tools: gateway.tools().map((t) => ({ name: t.name, policy: gateway.policy(t.name) })), warnings: policyWarnings(gateway.mountsUnderPolicy()) });
-});
+  api.post("/tenants/:tenant/agents/:agent/messages", async (c) => {
+    const route = parseRoute(c.req.param("tenant"), c.req.param("agent"));
+    const raw = await readBody(c, { contentTypes: ["application/json"], maxBytes: API_MAX_BODY_BYTES });
+    const parsed = messageBody.safeParse(parseJson(raw));
+    if (!parsed.success) throw new HttpError(422, z.prettifyError(parsed.error));
+    const { text, kind } = parsed.data;
+    const conversation = parsed.data.conversation ?? `api-${crypto.randomUUID()}`;
+    const id = c.req.header("idempotency-key") ?? crypto.randomUUID();
+    const user = { platform: "api" as const, id: "admin" };
+    const base = { id: `api:${id}`, conversation, user };
+    const event = kind === "interrupt" ? { ...base, kind } : { ...base, kind, text };
+    const result = await agentStub(c.env, route).submit(route, event);
+    return c.json(result, 202);
+  });
+
+  api.get("/tenants/:tenant/agents/:agent/conversations/:id", async (c) => {
+    const route = parseRoute(c.req.param("tenant"), c.req.param("agent"));
+    return c.json(await readConversation(c.env, route, c.req.param("id")));
+  });
+
+  // Per-tenant and per-agent mount overrides: a mount with the same alias replaces the one from MOUNTS.
+  api.put("/tenants/:tenant/mounts", async (c) => {
+    const route = parseRoute(c.req.param("tenant"), "any");
+    await controlPlane(c.env).put(MOUNTS_NAMESPACE, route.tenant, await readMounts(c, deps.plugins));
+    return c.json({ ok: true });
+  });
+
+  api.put("/tenants/:tenant/agents/:agent/mounts", async (c) => {
+    const route = parseRoute(c.req.param("tenant"), c.req.param("agent"));
+    await controlPlane(c.env).put(MOUNTS_NAMESPACE, `${route.tenant}/${route.agent}`, await readMounts(c, deps.plugins));
+    return c.json({ ok: true });
+  });
+
+  api.get("/tenants/:tenant/agents/:agent/mounts", async (c) => {
+    const route = parseRoute(c.req.param("tenant"), c.req.param("agent"));
+    const mounts = await effectiveMounts(c.env, route);
+    const gateway = inspectMounts(mounts, deps.plugins);
+    return c.json({ mounts, tools: gateway.tools().map((t) => ({ name: t.name, policy: gateway.policy(t.name) })), warnings: policyWarnings(gateway.mountsUnderPolicy()) });
+  });
+  return api;
+}

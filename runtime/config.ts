@@ -4,18 +4,15 @@ import { z } from "zod";
 import { approversSchema } from "../approvals/index.ts";
 import { mountSchema, type Mount } from "../plugins/index.ts";
 import { controlPlane } from "./control-plane.ts";
-import { HttpError, isHttpsOrLoopback } from "./http.ts";
-
-export class ConfigError extends Error {
-  override name = "ConfigError";
-}
+import { ConfigError, parseJsonVar, secretNamed } from "../lib/config.ts";
+import { HttpError, isHttpsOrLoopback } from "../lib/http.ts";
 
 const providerSchema = z.object({
   id: z.string().regex(/^[A-Za-z0-9._-]+$/, "provider id: letters, digits, . _ -"),
   baseUrl: z
     .string()
     .url()
-    .refine((u) => isHttpsOrLoopback(new URL(u)), "baseUrl must be https (http is allowed only for loopback)"),
+    .refine((u) => URL.canParse(u) && isHttpsOrLoopback(new URL(u)), "baseUrl must be https (http is allowed only for loopback)"),
   auth: z
     .object({
       /** The NAME of the Worker secret holding the key, never the key itself. */
@@ -32,18 +29,6 @@ const providerSchema = z.object({
 });
 export type ProviderConfig = z.infer<typeof providerSchema>;
 
-
-function parseJsonVar<T>(name: string, raw: string | undefined, schema: z.ZodType<T>, fallback: string): T {
-  let value: unknown;
-  try {
-    value = JSON.parse(raw === undefined || raw.trim() === "" ? fallback : raw);
-  } catch {
-    throw new ConfigError(`${name} is not valid JSON`);
-  }
-  const parsed = schema.safeParse(value);
-  if (!parsed.success) throw new ConfigError(`${name} is invalid: ${z.prettifyError(parsed.error)}`);
-  return parsed.data;
-}
 
 export type ModelChoice =
   | { kind: "local" }
@@ -63,12 +48,6 @@ export function modelChoice(env: Env): ModelChoice {
   const provider = providers.find((p) => p.id === id);
   if (!provider) throw new ConfigError(`HARNESS_MODEL names provider "${id}", which is not in MODEL_PROVIDERS`);
   return { kind: "provider", provider, model: harness.slice(slash + 1) };
-}
-
-/** A Worker secret by name; secrets are not part of the generated Env type. */
-export function secretNamed(env: Env, name: string): string | undefined {
-  const value = (env as unknown as Record<string, unknown>)[name];
-  return typeof value === "string" && value !== "" ? value : undefined;
 }
 
 export function retryBaseSeconds(env: Env): number {
@@ -105,15 +84,6 @@ export function approversFor(env: Env, tenant: string): string[] {
 export function approvalTtlMs(env: Env): number {
   const hours = parseJsonVar("APPROVAL_TTL_HOURS", env.APPROVAL_TTL_HOURS, z.number().positive(), "24");
   return hours * 3_600_000;
-}
-
-/** A configured API base URL (Slack's, Discord's): https, or http on loopback; no trailing slash. */
-export function baseUrlFrom(name: string, value: string | undefined, fallback: string): string {
-  const base = value?.trim() || fallback;
-  if (!URL.canParse(base) || !isHttpsOrLoopback(new URL(base))) {
-    throw new ConfigError(`${name} must be an https URL (http is allowed only for loopback)`);
-  }
-  return base.replace(/\/+$/, "");
 }
 
 /** The token guarding /v1 and the console; a deployment without one refuses rather than opens. */

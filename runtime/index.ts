@@ -1,4 +1,4 @@
-// The runtime's public interface for the other folders (bridges, approvals, console).
+// The runtime's public interface for the other folders (bridges, console) and the Worker entry.
 export type {
   ChatCommand,
   ChatEvent,
@@ -15,6 +15,9 @@ export type {
 } from "./chat.ts";
 export { agentStub, CONVERSATION_ID, parseRoute, readConversation, submitEvent } from "./ingress.ts";
 export type { ConversationView } from "./agent-object.ts";
-export { hmacHex, HttpError, isHttpsOrLoopback, parseJson, readBody, safeEqual, type BodyRules } from "./http.ts";
-export { adminToken, baseUrlFrom, secretNamed, ConfigError } from "./config.ts";
-export { controlPlane } from "./control-plane.ts";
+export { adminToken } from "./config.ts";
+export { controlPlane, ControlPlane } from "./control-plane.ts";
+export { AgentObject } from "./agent-object.ts";
+export { agentsApi } from "./api.ts";
+export { consumeQueue } from "./model-consumer.ts";
+export type { RuntimeDeps } from "./deps.ts";

@@ -2,7 +2,7 @@
 // the object, submit the event.
 import type { AgentObject, ConversationView } from "./agent-object.ts";
 import type { ChatEvent, Route, SubmitResult } from "./chat.ts";
-import { HttpError } from "./http.ts";
+import { HttpError } from "../lib/http.ts";
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 /** What a conversation id may be, whichever bridge chose it. */

@@ -3,7 +3,8 @@
 // reply back as an event; it acks only after the object has it.
 import type { AssistantMessage, Model } from "@mariozechner/pi-ai";
 import { streamOpenAICompletions } from "@mariozechner/pi-ai/openai-completions";
-import { modelChoice, retryBaseSeconds, secretNamed, type ProviderConfig } from "./config.ts";
+import { secretNamed } from "../lib/config.ts";
+import { modelChoice, retryBaseSeconds, type ProviderConfig } from "./config.ts";
 import { agentStub } from "./ingress.ts";
 import { localModel } from "./local-model.ts";
 import type { ModelJobMessage, ModelOutcome, ModelRequest } from "./model-job.ts";
@@ -125,4 +126,12 @@ export async function consumeDeadModelJobs(batch: MessageBatch<unknown>, env: En
     }
     msg.ack();
   }
+}
+
+const DEAD_LETTER_SUFFIX = "-dlq";
+
+/** The Worker's queue handler: model jobs, and the jobs their queue gave up on. */
+export async function consumeQueue(batch: MessageBatch<unknown>, env: Env): Promise<void> {
+  if (batch.queue.endsWith(DEAD_LETTER_SUFFIX)) await consumeDeadModelJobs(batch, env);
+  else await consumeModelJobs(batch, env);
 }

@@ -2,7 +2,7 @@
 // produced them, sent in order per conversation, retried after the platform's
 // Retry-After or with backoff, and marked sent when the platform answers.
 import type { OutboundMessage, ReplyAddress, Route } from "./chat.ts";
-import { outboundFor } from "./outbound.ts";
+import { outboundFor, type RuntimeDeps } from "./deps.ts";
 
 const MAX_ATTEMPTS = 10;
 
@@ -23,6 +23,7 @@ export class Outbox {
   constructor(
     private readonly storage: DurableObjectStorage,
     private readonly objectId: string,
+    private readonly deps: RuntimeDeps,
   ) {
     this.sql = storage.sql;
   }
@@ -46,7 +47,7 @@ export class Outbox {
       }
       return;
     }
-    const parts = message.kind === "reply" ? (outboundFor(address.platform)?.split(message.text) ?? [message.text]) : [message];
+    const parts = message.kind === "reply" ? (outboundFor(this.deps, address.platform)?.split(message.text) ?? [message.text]) : [message];
     for (const part of parts) this.insert(conversation, address, typeof part === "string" ? { kind: "reply", text: part } : part, null, now);
   }
 
@@ -77,7 +78,7 @@ export class Outbox {
       const current = this.sql.exec<{ message: string; status: string }>("SELECT message, status FROM outbox WHERE id = ?", row.id).one();
       if (current.status !== "pending") continue;
       const address = JSON.parse(row.address) as ReplyAddress;
-      const outbound = outboundFor(address.platform);
+      const outbound = outboundFor(this.deps, address.platform);
       if (!outbound) {
         this.sql.exec("UPDATE outbox SET status = 'failed', error = ? WHERE id = ?", `no bridge for platform ${address.platform}`, row.id);
         continue;

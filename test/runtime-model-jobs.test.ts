@@ -4,7 +4,7 @@
 import { env } from "cloudflare:workers";
 import { createExecutionContext, createMessageBatch, getQueueResult, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import worker from "../runtime/worker.ts";
+import { consumeQueue } from "../runtime/model-consumer.ts";
 import type { ModelJobMessage } from "../runtime/model-job.ts";
 import { agent, alarmOf, rows } from "./agents.ts";
 import { getConversation, postMessage, providerRequests, script, settled, unique } from "./support.ts";
@@ -19,7 +19,7 @@ function runConsumer(messages: ModelJobMessage[], queue = "antiproton-model-jobs
     messages.map((body, i) => ({ id: `m${i}-${body.jobId}`, timestamp: new Date(), attempts: 1, body })),
   );
   const ctx = createExecutionContext();
-  return worker.queue(batch as MessageBatch<unknown>, env).then(() => getQueueResult(batch, ctx));
+  return consumeQueue(batch as MessageBatch<unknown>, env).then(() => getQueueResult(batch, ctx));
 }
 
 describe("the object never awaits a model call", () => {

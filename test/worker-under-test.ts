@@ -1,9 +1,11 @@
 // The Worker as deployed, plus one test-only plugin standing in for an outside
 // system with a non-idempotent write (it talks to the loopback ledger fake).
 import { z } from "zod";
-import { registerPlugin } from "../plugins/index.ts";
+import { builtinPlugins, type Plugin } from "../plugins/index.ts";
+import { AgentObject as AgentCore, type RuntimeDeps } from "../runtime/index.ts";
+import { createWorker, deps as deployed } from "../worker.ts";
 
-registerPlugin({
+const ledgerPlugin: Plugin = {
   name: "ledger",
   description: "Test ledger on loopback.",
   tools: [
@@ -33,7 +35,16 @@ registerPlugin({
       },
     },
   ],
-});
+};
 
-export * from "../runtime/worker.ts";
-export { default } from "../runtime/worker.ts";
+const deps: RuntimeDeps = { ...deployed, plugins: [...builtinPlugins, ledgerPlugin] };
+
+export { ControlPlane } from "../worker.ts";
+
+export class AgentObject extends AgentCore {
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env, deps);
+  }
+}
+
+export default createWorker(deps);

@@ -3,7 +3,9 @@
 // The body is Discord's own message object, as MESSAGE_CREATE carries it.
 import type { Context } from "hono";
 import { z } from "zod";
-import { HttpError, parseJson, secretNamed, submitEvent } from "../../runtime/index.ts";
+import { secretNamed } from "../../lib/config.ts";
+import { HttpError, parseJson } from "../../lib/http.ts";
+import { submitEvent } from "../../runtime/index.ts";
 import { readSignedBody } from "../shared/signed-request.ts";
 import { channelAddress, chatUser, discordRoute } from "./routing.ts";
 

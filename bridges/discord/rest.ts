@@ -1,7 +1,8 @@
 // Discord's side of the outbox: posts and edits messages through the REST API
 // (DISCORD_API_BASE_URL), through the interaction webhook while its token is
 // valid, else as the bot in the channel. Honours 429 retry_after.
-import { baseUrlFrom, secretNamed, type ChatOutbound, type DeliveryResult, type OutboundMessage, type OutboxDelivery } from "../../runtime/index.ts";
+import { baseUrlFrom, secretNamed } from "../../lib/config.ts";
+import { type ChatOutbound, type DeliveryResult, type OutboundMessage, type OutboxDelivery } from "../../runtime/index.ts";
 import { cardMessage, type DiscordMessageBody } from "./card.ts";
 
 export const DISCORD_MESSAGE_LIMIT = 2000;

@@ -3,7 +3,7 @@
 // with `X-Antiproton-Timestamp` in Unix seconds, accepted within 5 minutes.
 // Used by the webhook bridge (both directions) and the Discord gateway ingress.
 import type { Context } from "hono";
-import { hmacHex, HttpError, readBody, type BodyRules } from "../../runtime/index.ts";
+import { hmacHex, HttpError, readBody, type BodyRules } from "../../lib/http.ts";
 
 export const TIMESTAMP_HEADER = "X-Antiproton-Timestamp";
 export const SIGNATURE_HEADER = "X-Antiproton-Signature";

@@ -1,6 +1,7 @@
 // The Slack bridge's settings, read from the Worker env. Secrets are read by
 // name (they are not part of the generated Env type).
-import { baseUrlFrom, ConfigError, parseRoute, secretNamed, type Route } from "../../runtime/index.ts";
+import { baseUrlFrom, ConfigError, secretNamed } from "../../lib/config.ts";
+import { parseRoute, type Route } from "../../runtime/index.ts";
 
 const DEFAULT_API_BASE_URL = "https://slack.com/api";
 const DEFAULT_AGENT = "assistant";

@@ -1,7 +1,7 @@
 // The Slack bridge: Events API, slash command and interactivity over HTTP,
 // the Socket Mode connector's forward route, OAuth install, and the outbound.
 import { Hono } from "hono";
-import { HttpError, parseJson } from "../../runtime/index.ts";
+import { HttpError, parseJson } from "../../lib/http.ts";
 import { readSignedBody } from "../shared/signed-request.ts";
 import type { ChatBridge } from "../index.ts";
 import { requiredSecret, signingSecret } from "./config.ts";

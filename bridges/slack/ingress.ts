@@ -4,7 +4,8 @@
 // Every answer is ready once the event is durably accepted: the model is never awaited.
 import { z } from "zod";
 import { parseDecisionValue } from "../../approvals/index.ts";
-import { agentStub, CONVERSATION_ID, HttpError, isHttpsOrLoopback, submitEvent, type ChatUser, type Route } from "../../runtime/index.ts";
+import { HttpError, isHttpsOrLoopback } from "../../lib/http.ts";
+import { agentStub, CONVERSATION_ID, submitEvent, type ChatUser, type Route } from "../../runtime/index.ts";
 import { parseStopValue, STOP_ACTION } from "./blocks.ts";
 import { commandName, routeFor } from "./config.ts";
 

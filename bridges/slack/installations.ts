@@ -2,7 +2,8 @@
 // token in the control plane, encrypted with AES-GCM under a key derived from
 // the SLACK_TOKEN_ENCRYPTION_KEY secret and bound to the tenant it belongs to.
 // A single-workspace deployment uses SLACK_BOT_TOKEN for every tenant.
-import { controlPlane, secretNamed } from "../../runtime/index.ts";
+import { secretNamed } from "../../lib/config.ts";
+import { controlPlane } from "../../runtime/index.ts";
 import { oauthEnabled, requiredSecret } from "./config.ts";
 
 const NAMESPACE = "slack-installations";

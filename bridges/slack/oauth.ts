@@ -5,7 +5,7 @@
 import type { Context } from "hono";
 import { getCookie, setCookie } from "hono/cookie";
 import { z } from "zod";
-import { hmacHex, HttpError, safeEqual } from "../../runtime/index.ts";
+import { hmacHex, HttpError, safeEqual } from "../../lib/http.ts";
 import { oauthEnabled, requiredSecret, routeFor } from "./config.ts";
 import { saveInstallation } from "./installations.ts";
 import { callSlack } from "./web-api.ts";

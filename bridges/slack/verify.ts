@@ -2,7 +2,7 @@
 // keyed with the signing secret, within a 5-minute window. Checked on the raw
 // body before anything parses it or acts on it.
 import type { Context } from "hono";
-import { HttpError, readBody, type BodyRules } from "../../runtime/index.ts";
+import { HttpError, readBody, type BodyRules } from "../../lib/http.ts";
 
 /** Requests older (or further in the future) than this are replays. */
 export const MAX_SKEW_SECONDS = 300;

@@ -2,7 +2,9 @@
 // control plane, and the outbound that POSTs each outbox row there, signed.
 import { z } from "zod";
 import type { Card } from "../../approvals/index.ts";
-import { controlPlane, isHttpsOrLoopback, secretNamed, type ChatOutbound, type DeliveryResult, type OutboxDelivery } from "../../runtime/index.ts";
+import { secretNamed } from "../../lib/config.ts";
+import { isHttpsOrLoopback } from "../../lib/http.ts";
+import { controlPlane, type ChatOutbound, type DeliveryResult, type OutboxDelivery } from "../../runtime/index.ts";
 import { signatureHeaders } from "../shared/signed-request.ts";
 
 const NAMESPACE = "webhook-callbacks";

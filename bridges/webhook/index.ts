@@ -4,7 +4,9 @@
 import { Hono, type Context } from "hono";
 import { z } from "zod";
 import { parseDecisionValue } from "../../approvals/index.ts";
-import { CONVERSATION_ID, HttpError, parseJson, parseRoute, readBody, secretNamed, submitEvent, type ChatEvent } from "../../runtime/index.ts";
+import { secretNamed } from "../../lib/config.ts";
+import { HttpError, parseJson, readBody } from "../../lib/http.ts";
+import { CONVERSATION_ID, parseRoute, submitEvent, type ChatEvent } from "../../runtime/index.ts";
 import type { ChatBridge } from "../index.ts";
 import { readSignedBody } from "../shared/signed-request.ts";
 import { callbackFor, cardJson, registerCallback, registrationSchema, unregisterCallback, webhookOutbound } from "./callbacks.ts";

@@ -1,0 +1,36 @@
+// Configuration helpers every folder may use: variables are parsed, never
+// trusted, and a bad value is reported by the variable's name.
+import { z } from "zod";
+import { isHttpsOrLoopback } from "./http.ts";
+
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+/** A JSON variable parsed with `schema`; empty or unset reads as `fallback`. */
+export function parseJsonVar<T>(name: string, raw: string | undefined, schema: z.ZodType<T>, fallback: string): T {
+  let value: unknown;
+  try {
+    value = JSON.parse(raw === undefined || raw.trim() === "" ? fallback : raw);
+  } catch {
+    throw new ConfigError(`${name} is not valid JSON`);
+  }
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) throw new ConfigError(`${name} is invalid: ${z.prettifyError(parsed.error)}`);
+  return parsed.data;
+}
+
+/** A Worker secret by name; secrets are not part of the generated Env type. */
+export function secretNamed(env: Env, name: string): string | undefined {
+  const value = (env as unknown as Record<string, unknown>)[name];
+  return typeof value === "string" && value !== "" ? value : undefined;
+}
+
+/** A configured API base URL (Slack's, Discord's): https, or http on loopback; no trailing slash. */
+export function baseUrlFrom(name: string, value: string | undefined, fallback: string): string {
+  const base = value?.trim() || fallback;
+  if (!URL.canParse(base) || !isHttpsOrLoopback(new URL(base))) {
+    throw new ConfigError(`${name} must be an https URL (http is allowed only for loopback)`);
+  }
+  return base.replace(/\/+$/, "");
+}

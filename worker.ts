@@ -1,0 +1,47 @@
+// The composition root: the only file that imports bridges, console and
+// runtime together. It hands the runtime its dependencies explicitly (each
+// bridge's outbound, the plugins a mount may name) and serves the routes.
+import { Hono } from "hono";
+import { bridges } from "./bridges/index.ts";
+import { consoleRoutes } from "./console/index.ts";
+import { ConfigError } from "./lib/config.ts";
+import { HttpError } from "./lib/http.ts";
+import { builtinPlugins } from "./plugins/index.ts";
+import { agentsApi, AgentObject as AgentCore, consumeQueue, type RuntimeDeps } from "./runtime/index.ts";
+
+export { ControlPlane } from "./runtime/index.ts";
+
+/** The Worker's fetch and queue handlers over the given dependencies. */
+export function createWorker(deps: RuntimeDeps): ExportedHandler<Env> {
+  const app = new Hono<{ Bindings: Env }>();
+  app.get("/", (c) =>
+    c.json({ name: "antiproton", docs: "https://github.com/antiproton (see README.md)", routes: ["/v1", ...bridges.map((b) => b.path)] }),
+  );
+  const api = agentsApi(deps);
+  for (const bridge of bridges) if (bridge.admin) api.route(bridge.path, bridge.admin);
+  app.route("/v1", api);
+  app.route("/console", consoleRoutes);
+  for (const bridge of bridges) app.route(bridge.path, bridge.routes);
+
+  app.notFound((c) => c.json({ error: `no route for ${c.req.method} ${new URL(c.req.url).pathname}` }, 404));
+  app.onError((err, c) => {
+    if (err instanceof HttpError) return c.json({ error: err.message }, err.status);
+    if (err instanceof ConfigError) {
+      console.error(err.message);
+      return c.json({ error: `configuration error: ${err.message}` }, 503);
+    }
+    console.error("unhandled error", err);
+    return c.json({ error: "internal error" }, 500);
+  });
+  return { fetch: app.fetch, queue: (batch, env) => consumeQueue(batch, env) };
+}
+
+export const deps: RuntimeDeps = { outbounds: bridges.map((b) => b.outbound), plugins: builtinPlugins };
+
+export class AgentObject extends AgentCore {
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env, deps);
+  }
+}
+
+export default createWorker(deps);
