@@ -49,7 +49,7 @@ export class Holds {
   constructor(private readonly sql: SqlStorage) {}
 
   create(input: { conversation: string; callKey: string; tool: string; args: unknown; requestedBy: string; requester: Person | null; ttlMs: number }): HoldRow {
-    const existing = this.sql.exec<HoldRow>("SELECT * FROM holds WHERE call_key = ?", input.callKey).toArray()[0];
+    const existing = this.byCallKey(input.callKey);
     if (existing) return existing;
     const now = Date.now();
     const id = `h${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}`;
@@ -70,6 +70,14 @@ export class Holds {
 
   get(id: string): HoldRow | undefined {
     return this.sql.exec<HoldRow>("SELECT * FROM holds WHERE id = ?", id).toArray()[0];
+  }
+
+  ofConversation(conversation: string): HoldRow[] {
+    return this.sql.exec<HoldRow>("SELECT * FROM holds WHERE conversation = ? ORDER BY created_at", conversation).toArray();
+  }
+
+  byCallKey(callKey: string): HoldRow | undefined {
+    return this.sql.exec<HoldRow>("SELECT * FROM holds WHERE call_key = ?", callKey).toArray()[0];
   }
 
   pending(conversation?: string): HoldRow[] {

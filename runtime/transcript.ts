@@ -1,5 +1,6 @@
 // The conversation log and its folds: the model's view and the person's view.
 import type { AssistantMessage, Message, ToolResultMessage, UserMessage } from "@mariozechner/pi-ai";
+import type { ChatUser } from "./chat.ts";
 
 export type LogType = "turn_start" | "turn_end" | "user" | "assistant" | "tool_result" | "marker" | "handover";
 
@@ -14,7 +15,7 @@ export type LogRow = {
 
 export interface UserData {
   message: UserMessage;
-  by: { platform: string; id: string; name?: string };
+  by: ChatUser;
   steer: boolean;
 }
 

@@ -1,0 +1,144 @@
+// The approvals glue: a call whose policy says `approval` becomes a hold and a
+// card; a click decides it once; an approved hold is performed once under the
+// mount's policy as it is then; a hold past its TTL expires when the agent next
+// steps. Either way the agent is told and the card shows the outcome.
+import type { ToolCall, ToolResultMessage } from "@mariozechner/pi-ai";
+import { cardFor, Holds, mayDecide, type Card, type HoldRow, type Person, type SettledStatus } from "../approvals/index.ts";
+import type { Gateway } from "../plugins/index.ts";
+import type { ChatEvent, ChatUser, Route } from "./chat.ts";
+import { approvalTtlMs, approversFor } from "./config.ts";
+import type { Conversations, ConversationRow } from "./conversations.ts";
+import { toolResult, type ToolJournal } from "./tool-calls.ts";
+import { truncate, type PassContext, type Turns } from "./turns.ts";
+
+const OUTCOME_PREFIX: Record<SettledStatus, string> = {
+  performed: "Performed",
+  failed: "Performed, but it failed",
+  unknown: "Outcome unknown",
+  refused: "Not performed",
+};
+
+export type Decision = { notice: string; card?: Card; decided?: boolean };
+
+export class ApprovalFlow {
+  constructor(
+    private readonly storage: DurableObjectStorage,
+    private readonly env: Env,
+    readonly holds: Holds,
+    private readonly conversations: Conversations,
+    private readonly journal: ToolJournal,
+    private readonly turns: Turns,
+  ) {}
+
+  /** An approval call becomes a hold and a card; the model is told it is paused, and its turn goes on. */
+  hold(pass: PassContext, conv: ConversationRow, key: string, call: ToolCall): ToolResultMessage {
+    const checked = pass.gateway.validate(call.name, call.arguments);
+    const result = checked.ok
+      ? heldResult(
+          call,
+          this.holds.create({
+            conversation: conv.id,
+            callKey: key,
+            tool: call.name,
+            // The card shows the arguments: a secret the model put in them must not reach the chat.
+            args: JSON.parse(pass.gateway.redact(JSON.stringify(checked.args))),
+            ...this.requester(conv),
+            ttlMs: approvalTtlMs(this.env),
+          }),
+        )
+      : toolResult(call, checked.output);
+    this.journal.record(key, conv.id, conv.turn, call.name, result);
+    const hold = this.holds.byCallKey(key);
+    if (hold) this.postCard(pass.route, hold.id);
+    return result;
+  }
+
+  /** Who asked: the person whose message started the current turn (none when the runtime started it). */
+  private requester(conv: ConversationRow): { requestedBy: string; requester: ChatUser | null } {
+    const { start } = this.conversations.turnStart(conv);
+    const by = "by" in start ? (start.by as Partial<ChatUser> & { runtime?: boolean }) : undefined;
+    if (!by?.platform || !by.id) return { requestedBy: "the agent", requester: null };
+    return { requestedBy: by.name ?? by.id, requester: by as ChatUser };
+  }
+
+  /** A click on a card: one decision wins (a single transition from pending), the rest are told. */
+  decide(route: Route, event: Extract<ChatEvent, { kind: "decision" }>): Decision {
+    if (event.boundTo.tenant !== route.tenant || event.boundTo.agent !== route.agent) {
+      return { notice: "Refused: this button belongs to another workspace or agent." };
+    }
+    const hold = this.holds.get(event.holdId);
+    if (!hold) return { notice: "There is no approval with that id." };
+    const card = () => cardFor(this.holds.get(hold.id)!, route.tenant, route.agent);
+    if (hold.status !== "pending") {
+      return { notice: `Already decided: ${hold.status}${hold.decided_by ? ` by ${hold.decided_by}` : ""}.`, card: card() };
+    }
+    // Permission first: a stranger's click must not even expire a hold (expiry wakes the agent).
+    const requester = hold.requester ? (JSON.parse(hold.requester) as Person) : null;
+    if (!mayDecide(event.user, approversFor(this.env, route.tenant), requester)) {
+      return { notice: "You are not allowed to decide this approval. It is still waiting.", card: card() };
+    }
+    const now = Date.now();
+    if (now >= hold.expires_at) {
+      this.expire(route, hold, now);
+      return { notice: "This approval has expired; nothing was performed.", card: card(), decided: true };
+    }
+    const who = event.user.name ?? event.user.id;
+    if (event.approve) {
+      this.holds.decide(hold.id, "approved", who, now, `Approved by ${who}; performing.`);
+    } else {
+      this.holds.decide(hold.id, "denied", who, now, `Denied by ${who}; not performed.`);
+      this.turns.notify(hold.conversation, `The held call ${hold.tool} (hold ${hold.id}) was denied by ${who}. It was not performed.`);
+    }
+    this.postCard(route, hold.id);
+    return { notice: event.approve ? "Approved. Performing it now." : "Denied. It will not be performed.", card: card(), decided: true };
+  }
+
+  private expire(route: Route, hold: HoldRow, now: number): void {
+    if (!this.holds.decide(hold.id, "expired", null, now, "Expired before anyone decided; not performed.")) return;
+    this.postCard(route, hold.id);
+    this.turns.notify(hold.conversation, `The held call ${hold.tool} (hold ${hold.id}) expired before anyone decided. It was not performed.`);
+  }
+
+  /** Holds past their TTL are expired when the agent next steps, never by a timer. */
+  expireDue(route: Route, conversation: string): void {
+    const now = Date.now();
+    for (const hold of this.holds.pending(conversation)) if (now >= hold.expires_at) this.expire(route, hold, now);
+  }
+
+  private postCard(route: Route, holdId: string): void {
+    const hold = this.holds.get(holdId)!;
+    this.turns.post(hold.conversation, { kind: "card", card: cardFor(hold, route.tenant, route.agent) }, `card:${holdId}`);
+  }
+
+  /** Performs approved holds once each, under the mount's policy as it is now. */
+  async performApproved(route: Route, gateway: Gateway): Promise<void> {
+    for (const hold of this.holds.toPerform()) {
+      const replay = hold.status === "running";
+      this.holds.markRunning(hold.id);
+      const result = await gateway.call(hold.tool, JSON.parse(hold.args), { ...route, conversation: hold.conversation, callKey: hold.call_key }, { replay, approved: true });
+      const status: SettledStatus =
+        result.disposition === "performed" ? (result.isError ? "failed" : "performed") : result.disposition === "unknown" ? "unknown" : "refused";
+      this.storage.transactionSync(() => this.settle(route, hold, status, `${OUTCOME_PREFIX[status]}: ${truncate(result.text, 600)}`));
+    }
+  }
+
+  /** Approved holds that can never be performed (a configuration that cannot work) are refused with the reason. */
+  refuseApproved(route: Route, reason: string): void {
+    for (const hold of this.holds.toPerform()) this.settle(route, hold, "refused", `Not performed: ${reason}`);
+  }
+
+  private settle(route: Route, hold: HoldRow, status: SettledStatus, outcome: string): void {
+    this.holds.markRunning(hold.id);
+    this.holds.settle(hold.id, status, outcome);
+    this.postCard(route, hold.id);
+    this.turns.notify(hold.conversation, `The held call ${hold.tool} (hold ${hold.id}) was approved by ${hold.decided_by}. ${outcome}`);
+  }
+}
+
+function heldResult(call: ToolCall, hold: HoldRow): ToolResultMessage {
+  return toolResult(call, {
+    text:
+      `Held for approval (hold ${hold.id}): a person has been asked in the chat to approve ${call.name}. It has NOT been performed yet. ` +
+      "You will be told the outcome when they decide. Meanwhile, tell the person what you are waiting for, or go on with other work.",
+  });
+}

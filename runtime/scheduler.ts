@@ -1,0 +1,51 @@
+// The scheduler: passes run one at a time (a pass awaits tools, and events
+// arrive meanwhile), an alarm set to "now" is the durable kick, a watchdog
+// alarm armed while a pass runs re-runs a pass cut short by an eviction, and
+// after a pass the alarm is set only for work that is due: idle means nothing armed.
+
+/** Armed while a pass runs, so a pass cut short by an eviction is run again. */
+export const PASS_WATCHDOG_MS = 15_000;
+
+export class Scheduler {
+  private pass: Promise<void> | null = null;
+  private passAgain = false;
+
+  constructor(
+    private readonly storage: DurableObjectStorage,
+    private readonly runPass: () => Promise<void>,
+    /** When each part next has work: a time, or null for none. */
+    private readonly dueTimes: () => (number | null)[],
+  ) {}
+
+  /** Work is pending: the alarm fires now (and survives an eviction before it does). */
+  async wake(): Promise<void> {
+    await this.storage.setAlarm(Date.now());
+  }
+
+  /** Runs a pass, or asks the running one to go round again. */
+  drive(): Promise<void> {
+    if (this.pass) {
+      this.passAgain = true;
+      return this.pass;
+    }
+    this.pass = (async () => {
+      try {
+        do {
+          this.passAgain = false;
+          await this.storage.setAlarm(Date.now() + PASS_WATCHDOG_MS);
+          await this.runPass();
+          await this.arm();
+        } while (this.passAgain);
+      } finally {
+        this.pass = null;
+      }
+    })();
+    return this.pass;
+  }
+
+  private async arm(): Promise<void> {
+    const due = this.dueTimes().filter((t): t is number => t !== null);
+    if (due.length === 0) await this.storage.deleteAlarm();
+    else await this.storage.setAlarm(Math.min(...due));
+  }
+}
