@@ -7,7 +7,7 @@ import { consoleRoutes } from "./console/index.ts";
 import { ConfigError } from "./lib/config.ts";
 import { HttpError } from "./lib/http.ts";
 import { builtinPlugins } from "./plugins/index.ts";
-import { agentsApi, AgentObject as AgentCore, consumeQueue, type RuntimeDeps } from "./runtime/index.ts";
+import { agentsApi, AgentObject as AgentCore, consumeQueue, Courier as CourierCore, type RuntimeDeps } from "./runtime/index.ts";
 
 export { ControlPlane } from "./runtime/index.ts";
 
@@ -39,6 +39,12 @@ export function createWorker(deps: RuntimeDeps): ExportedHandler<Env> {
 export const deps: RuntimeDeps = { outbounds: bridges.map((b) => b.outbound), plugins: builtinPlugins };
 
 export class AgentObject extends AgentCore {
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env, deps);
+  }
+}
+
+export class Courier extends CourierCore {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env, deps);
   }

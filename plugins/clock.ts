@@ -5,6 +5,7 @@ import type { Plugin } from "./contract.ts";
 export const clockPlugin: Plugin = {
   name: "clock",
   description: "Tells the current date and time.",
+  runsIn: "object",
   tools: [
     {
       name: "now",

@@ -43,6 +43,13 @@ export interface Plugin {
   name: string;
   description: string;
   tools: PluginTool[];
+  /**
+   * Where its calls run. "object": inside the agent's object, for plugins that
+   * only touch the agent's own state (no network, bounded CPU). Otherwise (the
+   * default) in a courier, off the object: anything that waits on the network
+   * or may run long must never hold up the agent's other conversations.
+   */
+  runsIn?: "object";
   /** Tools a person must sign even on an otherwise open mount (lifted only by the mount's per-tool entry). */
   defaultPolicy?: Record<string, "approval">;
   /** Validates the mount's `config`; a bad config is reported at start-up of the pass, by alias. */

@@ -90,6 +90,17 @@ export class Gateway {
     return found && { sideEffects: found.tool.sideEffects, idempotency: found.tool.idempotency };
   }
 
+  /** Whether a call runs inside the agent's object or in a courier; undefined for an unknown tool. */
+  runsIn(name: string): "object" | "courier" | undefined {
+    const found = this.byName.get(name);
+    return found && (found.plugin.runsIn ?? "courier");
+  }
+
+  /** The mount a tool belongs to (a courier performs the call with just this mount). */
+  mountOf(name: string): Mount | undefined {
+    return this.byName.get(name)?.mount;
+  }
+
   /** The mount's policy for this tool as it is now; undefined for an unknown tool. */
   policy(name: string): PolicyDecision | undefined {
     const found = this.byName.get(name);

@@ -14,6 +14,7 @@ const notesOf = (session: SessionState): Notes => session.get<Notes>(NOTES) ?? {
 export const memoryPlugin: Plugin = {
   name: "memory",
   description: "Notes the agent keeps across conversations.",
+  runsIn: "object",
   tools: [
     {
       name: "remember",

@@ -7,19 +7,21 @@
 import { DurableObject } from "cloudflare:workers";
 import { cardFor, Holds, type Card } from "../approvals/index.ts";
 import { ConfigError, secretNamed } from "../lib/config.ts";
-import { Gateway, MountError, policyWarnings, type SessionState } from "../plugins/index.ts";
+import { Gateway, MountError, policyWarnings } from "../plugins/index.ts";
 import { ApprovalFlow } from "./approval-flow.ts";
-import type { ChatEvent, ConversationStatus, Route, SubmitResult } from "./chat.ts";
-import { effectiveMounts, modelChoice } from "./config.ts";
+import type { ChatEvent, ConversationStatus, DeliveryResult, OutboxDelivery, Route, SubmitResult } from "./chat.ts";
+import { effectiveMounts, leaseSeconds, modelChoice, retryBaseSeconds } from "./config.ts";
 import { Conversations, type ConversationRow } from "./conversations.ts";
 import type { RuntimeDeps } from "./deps.ts";
-import type { ModelOutcome, ModelRequest } from "./model-job.ts";
-import { ModelJobs } from "./model-jobs.ts";
+import { Effects, type EffectRow } from "./effects.ts";
+import type { ModelRequest, ProviderCall } from "./model-job.ts";
+import { ModelJobs, type Settled } from "./model-jobs.ts";
+import { MountSessions } from "./mount-sessions.ts";
 import { Outbox } from "./outbox.ts";
 import { Scheduler } from "./scheduler.ts";
 import { migrate } from "./schema.ts";
 import { systemPrompt } from "./system-prompt.ts";
-import { ToolJournal } from "./tool-calls.ts";
+import { ToolCalls, type ToolReport, type ToolWork } from "./tool-calls.ts";
 import { transcript, type TranscriptEntry } from "./transcript.ts";
 import { Turns, type PassContext } from "./turns.ts";
 
@@ -38,14 +40,24 @@ export class IdentityError extends Error {
   override name = "IdentityError";
 }
 
+/** A provider call that failed this many times in a row fails its turn. */
+const MAX_MODEL_RETRIES = 3;
+const MAX_RETRY_DELAY_SECONDS = 300;
+/** Every so often a pass advances every running conversation, not only the marked ones. */
+const SWEEP_MS = 60_000;
+
 export class AgentObject extends DurableObject<Env> {
   private readonly sql: SqlStorage;
   private readonly store: Conversations;
+  private readonly effects: Effects;
   private readonly jobs: ModelJobs;
+  private readonly tools: ToolCalls;
+  private readonly sessions: MountSessions;
   private readonly outbox: Outbox;
   private readonly turns: Turns;
   private readonly approvals: ApprovalFlow;
   private readonly scheduler: Scheduler;
+  private lastSweep = 0;
 
   constructor(
     ctx: DurableObjectState,
@@ -55,21 +67,21 @@ export class AgentObject extends DurableObject<Env> {
     super(ctx, env);
     this.sql = ctx.storage.sql;
     migrate(ctx.storage);
-    const journal = new ToolJournal(this.sql);
+    const id = ctx.id.toString();
     this.store = new Conversations(this.sql);
-    this.jobs = new ModelJobs(ctx.storage, ctx.id.toString(), env.LARGE_VALUES);
-    this.outbox = new Outbox(ctx.storage, ctx.id.toString(), deps);
-    this.turns = new Turns(ctx.storage, this.store, this.jobs, journal, this.outbox);
-    this.approvals = new ApprovalFlow(ctx.storage, env, new Holds(this.sql), this.store, journal, this.turns);
+    this.effects = new Effects(this.sql, leaseSeconds(env) * 1000);
+    this.sessions = new MountSessions(this.sql);
+    this.jobs = new ModelJobs(ctx.storage, id, env.LARGE_VALUES, this.effects);
+    this.tools = new ToolCalls(ctx.storage, this.store, this.effects, this.sessions);
+    this.outbox = new Outbox(ctx.storage, id, deps, this.effects);
+    this.turns = new Turns(ctx.storage, this.store, this.jobs, this.tools, this.outbox);
+    this.approvals = new ApprovalFlow(ctx.storage, env, new Holds(this.sql), this.store, this.tools, this.effects, this.sessions, this.turns);
     this.turns.approvals = this.approvals;
+    this.tools.hold = (pass, conv, key, call) => this.approvals.hold(pass, conv, key, call);
     this.scheduler = new Scheduler(
       ctx.storage,
       () => this.onePass(),
-      () => [
-        this.turns.hasRunnable() || this.approvals.holds.toPerform().length > 0 ? Date.now() : null,
-        this.jobs.nextDue(),
-        this.outbox.nextDue(),
-      ],
+      () => [this.store.anyMarked() || this.approvals.hasWork() ? Date.now() : null, this.effects.nextDue()],
     );
   }
 
@@ -106,29 +118,73 @@ export class AgentObject extends DurableObject<Env> {
     return this.store.list(prefix, 100).map((conv) => ({ id: conv.id, status: this.statusOf(conv), updatedAt: conv.updated_at }));
   }
 
-  /** The consumer's read of a job: null when it is no longer wanted (done, discarded). */
+  // Couriers claim effects (which starts their lease) and report back; a claim
+  // of something no longer wanted is null, and a second report changes nothing.
+
+  /** A courier's claim of a model job: its request. */
   async modelJob(route: Route, jobId: string): Promise<ModelRequest | null> {
     this.claim(route);
-    const job = this.jobs.get(jobId);
-    if (!job) return null;
-    const found = await this.jobs.request(job);
+    const found = await this.jobs.claim(jobId);
     if (found && "lost" in found) {
       // Without its request the job can never run: fail the turn rather than leave it waiting.
-      await this.deliverModelResult(route, jobId, { ok: false, error: "the stored model request was lost; please send your message again" });
+      await this.settleJob(jobId, { kind: "failed", error: "the stored model request was lost; please send your message again" });
       return null;
     }
     return found?.request ?? null;
   }
 
-  /** A reply (or a final failure) for a job. A second delivery of one job changes nothing. */
-  async deliverModelResult(route: Route, jobId: string, outcome: ModelOutcome): Promise<boolean> {
+  /** A provider call's outcome: a reply or a refusal settles the job; a failure worth retrying is retried, a few times. */
+  async modelResult(route: Route, jobId: string, call: ProviderCall): Promise<boolean> {
     this.claim(route);
+    if (call.kind === "reply") return this.settleJob(jobId, { kind: "reply", message: call.message });
+    if (call.kind === "refused") return this.settleJob(jobId, { kind: "failed", error: call.error });
+    const attempt = (this.effects.get("model", jobId)?.retries ?? 0) + 1;
+    if (this.jobs.get(jobId)?.status !== "pending") return false;
+    if (attempt > MAX_MODEL_RETRIES) {
+      return this.settleJob(jobId, { kind: "failed", error: `the model provider did not answer after ${attempt} attempts (${call.error}). Please try again in a moment.` });
+    }
+    const delaySeconds = Math.min(MAX_RETRY_DELAY_SECONDS, retryBaseSeconds(this.env) * 2 ** (attempt - 1));
+    console.warn(`model job ${jobId} attempt ${attempt} failed (${call.error}); retrying in ${delaySeconds}s`);
+    this.effects.retryAt("model", jobId, Date.now() + delaySeconds * 1000);
+    await this.scheduler.wake();
+    return true;
+  }
+
+  private async settleJob(jobId: string, settled: Settled): Promise<boolean> {
     const job = this.jobs.get(jobId);
     if (!job || job.status !== "pending") return false;
-    this.ctx.storage.transactionSync(() => this.turns.settle(job, outcome));
+    this.ctx.storage.transactionSync(() => this.turns.settle(job, settled));
     await this.scheduler.wake();
     await this.jobs.dropLargeRequest(job);
     return true;
+  }
+
+  /** A courier's claim of a chat message to send. */
+  async outboxClaim(route: Route, id: number): Promise<OutboxDelivery | null> {
+    this.claim(route);
+    return this.ctx.storage.transactionSync(() => this.outbox.claim(route, id));
+  }
+
+  /** The platform's answer for a sent message. */
+  async outboxResult(route: Route, id: number, result: DeliveryResult): Promise<void> {
+    this.claim(route);
+    this.ctx.storage.transactionSync(() => this.outbox.settle(id, result));
+    await this.scheduler.wake();
+  }
+
+  /** A courier's claim of a tool call (or an approved hold): the work, under the mount's policy as it is now. */
+  async toolClaim(route: Route, kind: "tool" | "hold", id: string): Promise<ToolWork | null> {
+    this.claim(route);
+    const pass = await this.passContext(route);
+    const work = this.ctx.storage.transactionSync(() => (kind === "tool" ? this.tools.claim(pass, id) : this.approvals.claim(pass, id)));
+    if (!work) await this.scheduler.wake();
+    return work;
+  }
+
+  async toolResult(route: Route, kind: "tool" | "hold", id: string, report: ToolReport): Promise<void> {
+    this.claim(route);
+    this.ctx.storage.transactionSync(() => (kind === "tool" ? this.tools.report(id, report) : this.approvals.report(route, id, report)));
+    await this.scheduler.wake();
   }
 
   override async alarm(): Promise<void> {
@@ -233,11 +289,37 @@ export class AgentObject extends DurableObject<Env> {
     if (!route) return;
     const pass = await this.passContextOrFailTurns(route);
     if (pass) {
-      await this.approvals.performApproved(route, pass.gateway);
-      for (const id of this.store.runningIds()) await this.advanceOrFail(pass, id);
+      await this.approvals.performApproved(pass);
+      for (const id of this.dueConversations()) await this.advanceOrFail(pass, id);
     }
-    await this.jobs.dispatch(this.env.MODEL_QUEUE, route);
-    await this.outbox.flush(this.env, route);
+    const exhausted = await this.effects.send(this.env.EFFECT_QUEUE, route);
+    if (exhausted.length > 0) this.ctx.storage.transactionSync(() => exhausted.forEach((effect) => this.giveUp(route, effect)));
+  }
+
+  /** Only conversations an event, a reply or a decision reached; every running one now and then, for safety. */
+  private dueConversations(): string[] {
+    const marked = this.store.takeMarked();
+    if (Date.now() - this.lastSweep < SWEEP_MS) return marked;
+    this.lastSweep = Date.now();
+    this.jobs.prune();
+    return [...new Set([...marked, ...this.store.runningIds()])];
+  }
+
+  /** An effect whose leases all ran out: its owner ends it with a sentence the person sees. */
+  private giveUp(route: Route, effect: EffectRow): void {
+    switch (effect.kind) {
+      case "model": {
+        const job = this.jobs.get(effect.id);
+        if (job?.status === "pending") this.turns.settle(job, { kind: "failed", error: "the model provider did not answer in time. Please try again in a moment." });
+        return;
+      }
+      case "send":
+        return this.outbox.giveUp(Number(effect.id));
+      case "tool":
+        return this.tools.giveUp(effect.id);
+      case "hold":
+        return this.approvals.giveUp(route, effect.id);
+    }
   }
 
   /**
@@ -246,9 +328,7 @@ export class AgentObject extends DurableObject<Env> {
    */
   private async passContextOrFailTurns(route: Route): Promise<PassContext | null> {
     try {
-      const gateway = await this.loadGateway(route);
-      const model = modelChoice(this.env);
-      return { route, gateway, model, systemPrompt: systemPrompt(this.env, route, model) };
+      return await this.passContext(route);
     } catch (err) {
       if (!(err instanceof MountError || err instanceof ConfigError)) throw err;
       const reason = `configuration error: ${err.message}`;
@@ -275,23 +355,17 @@ export class AgentObject extends DurableObject<Env> {
     }
   }
 
+  private async passContext(route: Route): Promise<PassContext> {
+    const gateway = await this.loadGateway(route);
+    const model = modelChoice(this.env);
+    return { route, gateway, model, systemPrompt: systemPrompt(this.env, route, model) };
+  }
+
+  /** Mounts as they are now. Secrets resolve only for plugins that run in the object; a courier resolves its own. */
   private async loadGateway(route: Route): Promise<Gateway> {
     return new Gateway(await effectiveMounts(this.env, route), this.deps.plugins, {
       secret: (name) => secretNamed(this.env, name),
-      session: (alias) => this.session(alias),
+      session: (alias) => this.sessions.state(alias),
     });
-  }
-
-  private session(alias: string): SessionState {
-    const sql = this.sql;
-    return {
-      get: <T>(key: string) => {
-        const row = sql.exec<{ value: string }>("SELECT value FROM mount_sessions WHERE alias = ? AND key = ?", alias, key).toArray()[0];
-        return row ? (JSON.parse(row.value) as T) : undefined;
-      },
-      set: (key, value) => {
-        sql.exec("INSERT OR REPLACE INTO mount_sessions (alias, key, value) VALUES (?, ?, ?)", alias, key, JSON.stringify(value));
-      },
-    };
   }
 }

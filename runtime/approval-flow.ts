@@ -4,11 +4,13 @@
 // steps. Either way the agent is told and the card shows the outcome.
 import type { ToolCall, ToolResultMessage } from "@mariozechner/pi-ai";
 import { cardFor, Holds, mayDecide, type Card, type HoldRow, type Person, type SettledStatus } from "../approvals/index.ts";
-import type { Gateway } from "../plugins/index.ts";
+import type { GatewayResult } from "../plugins/index.ts";
 import type { ChatEvent, ChatUser, Route } from "./chat.ts";
 import { approvalTtlMs, approversFor } from "./config.ts";
 import type { Conversations, ConversationRow } from "./conversations.ts";
-import { toolResult, type ToolJournal } from "./tool-calls.ts";
+import type { Effects } from "./effects.ts";
+import type { MountSessions } from "./mount-sessions.ts";
+import { toolResult, type ToolCalls, type ToolReport, type ToolWork } from "./tool-calls.ts";
 import { truncate, type PassContext, type Turns } from "./turns.ts";
 
 const OUTCOME_PREFIX: Record<SettledStatus, string> = {
@@ -26,7 +28,9 @@ export class ApprovalFlow {
     private readonly env: Env,
     readonly holds: Holds,
     private readonly conversations: Conversations,
-    private readonly journal: ToolJournal,
+    private readonly tools: ToolCalls,
+    private readonly effects: Effects,
+    private readonly sessions: MountSessions,
     private readonly turns: Turns,
   ) {}
 
@@ -47,7 +51,7 @@ export class ApprovalFlow {
           }),
         )
       : toolResult(call, checked.output);
-    this.journal.record(key, conv.id, conv.turn, call.name, result);
+    this.tools.record(key, conv, call, result);
     const hold = this.holds.byCallKey(key);
     if (hold) this.postCard(pass.route, hold.id);
     return result;
@@ -110,16 +114,76 @@ export class ApprovalFlow {
     this.turns.post(hold.conversation, { kind: "card", card: cardFor(hold, route.tenant, route.agent) }, `card:${holdId}`);
   }
 
-  /** Performs approved holds once each, under the mount's policy as it is now. */
-  async performApproved(route: Route, gateway: Gateway): Promise<void> {
+  /** Approved holds to act on now: new ones, and one cut short mid-call in the object. A courier's hold waits for its report. */
+  hasWork(): boolean {
+    return this.holds.toPerform().some((hold) => hold.status === "approved" || !this.effects.get("hold", hold.id));
+  }
+
+  /**
+   * Performs approved holds once each, under the mount's policy as it is now:
+   * in the object for a plugin that runs there, otherwise through a courier.
+   */
+  async performApproved(pass: PassContext): Promise<void> {
     for (const hold of this.holds.toPerform()) {
+      if (this.effects.get("hold", hold.id)) continue; // a courier has it
+      if (pass.gateway.runsIn(hold.tool) === "courier") {
+        this.storage.transactionSync(() => {
+          this.holds.markRunning(hold.id);
+          this.effects.add("hold", hold.id, hold.conversation);
+        });
+        continue;
+      }
       const replay = hold.status === "running";
       this.holds.markRunning(hold.id);
-      const result = await gateway.call(hold.tool, JSON.parse(hold.args), { ...route, conversation: hold.conversation, callKey: hold.call_key }, { replay, approved: true });
-      const status: SettledStatus =
-        result.disposition === "performed" ? (result.isError ? "failed" : "performed") : result.disposition === "unknown" ? "unknown" : "refused";
-      this.storage.transactionSync(() => this.settle(route, hold, status, `${OUTCOME_PREFIX[status]}: ${truncate(result.text, 600)}`));
+      const result = await pass.gateway.call(hold.tool, JSON.parse(hold.args), this.scope(pass.route, hold), { replay, approved: true });
+      this.storage.transactionSync(() => this.settleWith(pass.route, hold, result));
     }
+  }
+
+  /** A courier's claim of an approved hold: the work, with the mount as it is now. */
+  claim(pass: PassContext, id: string): ToolWork | null {
+    const hold = this.holds.get(id);
+    if (hold?.status !== "running") return null;
+    const claim = this.effects.claim("hold", id);
+    if (!claim) return null;
+    const mount = pass.gateway.mountOf(hold.tool);
+    if (!mount) {
+      this.settle(pass.route, hold, "refused", `Not performed: ${hold.tool} is no longer mounted.`);
+      return null;
+    }
+    return {
+      mount,
+      tool: hold.tool,
+      args: JSON.parse(hold.args),
+      scope: this.scope(pass.route, hold),
+      replay: claim.earlierClaims > 0,
+      approved: true,
+      session: this.sessions.snapshot(mount.alias),
+    };
+  }
+
+  /** A courier's result for a hold; a second report changes nothing. */
+  report(route: Route, id: string, report: ToolReport): void {
+    const hold = this.holds.get(id);
+    if (hold?.status !== "running") return;
+    this.sessions.replace(report.alias, report.session);
+    this.settleWith(route, hold, report.result);
+  }
+
+  /** A hold whose couriers never answered: its outcome is unknown, and it is not performed again. */
+  giveUp(route: Route, id: string): void {
+    const hold = this.holds.get(id);
+    if (hold?.status === "running") this.settle(route, hold, "unknown", `${OUTCOME_PREFIX.unknown}: the tool did not answer in time.`);
+  }
+
+  private scope(route: Route, hold: HoldRow) {
+    return { ...route, conversation: hold.conversation, callKey: hold.call_key };
+  }
+
+  private settleWith(route: Route, hold: HoldRow, result: GatewayResult): void {
+    const status: SettledStatus =
+      result.disposition === "performed" ? (result.isError ? "failed" : "performed") : result.disposition === "unknown" ? "unknown" : "refused";
+    this.settle(route, hold, status, `${OUTCOME_PREFIX[status]}: ${truncate(result.text, 600)}`);
   }
 
   /** Approved holds that can never be performed (a configuration that cannot work) are refused with the reason. */
@@ -130,6 +194,7 @@ export class ApprovalFlow {
   private settle(route: Route, hold: HoldRow, status: SettledStatus, outcome: string): void {
     this.holds.markRunning(hold.id);
     this.holds.settle(hold.id, status, outcome);
+    this.effects.done("hold", hold.id);
     this.postCard(route, hold.id);
     this.turns.notify(hold.conversation, `The held call ${hold.tool} (hold ${hold.id}) was approved by ${hold.decided_by}. ${outcome}`);
   }

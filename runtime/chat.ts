@@ -83,6 +83,12 @@ export interface OutboxDelivery {
   idempotencyKey: string;
   /** For in-place updates (status, card): the platform reference returned when it was first posted. */
   ref?: string;
+  /**
+   * An earlier attempt at this very row may have reached the platform without
+   * its answer reaching the runtime: look for the message (by the idempotency
+   * key) before posting it again.
+   */
+  uncertain?: boolean;
 }
 
 export type DeliveryResult =

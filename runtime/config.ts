@@ -50,6 +50,11 @@ export function modelChoice(env: Env): ModelChoice {
   return { kind: "provider", provider, model: harness.slice(slash + 1) };
 }
 
+/** How long an effect on the queue may wait for a courier before it is sent again (EFFECT_LEASE_SECONDS). */
+export function leaseSeconds(env: Env): number {
+  return parseJsonVar("EFFECT_LEASE_SECONDS", env.EFFECT_LEASE_SECONDS, z.number().positive().max(3600), "30");
+}
+
 export function retryBaseSeconds(env: Env): number {
   const n = Number(env.MODEL_RETRY_BASE_SECONDS ?? "2");
   return Number.isFinite(n) && n >= 0 ? n : 2;

@@ -49,6 +49,22 @@ export class Conversations {
       .toArray();
   }
 
+  /** An event, a reply or a decision reached it: the next pass advances it. */
+  markForPass(id: string): void {
+    this.sql.exec("UPDATE conversations SET pass_due = 1 WHERE id = ?", id);
+  }
+
+  /** The conversations the next pass must advance; taking them clears their mark. */
+  takeMarked(): string[] {
+    const ids = this.sql.exec<{ id: string }>("SELECT id FROM conversations WHERE pass_due = 1").toArray().map((r) => r.id);
+    this.sql.exec("UPDATE conversations SET pass_due = 0 WHERE pass_due = 1");
+    return ids;
+  }
+
+  anyMarked(): boolean {
+    return this.sql.exec("SELECT 1 FROM conversations WHERE pass_due = 1 LIMIT 1").toArray().length > 0;
+  }
+
   runningIds(): string[] {
     return this.sql.exec<{ id: string }>("SELECT id FROM conversations WHERE status = 'running'").toArray().map((r) => r.id);
   }
@@ -64,7 +80,7 @@ export class Conversations {
   /** Opens turn `turn + 1` and returns its number. */
   beginTurn(conv: ConversationRow, start: TurnStart): number {
     const turn = conv.turn + 1;
-    this.sql.exec("UPDATE conversations SET status = 'running', turn = ?, error = NULL, updated_at = ? WHERE id = ?", turn, Date.now(), conv.id);
+    this.sql.exec("UPDATE conversations SET status = 'running', turn = ?, error = NULL, pass_due = 1, updated_at = ? WHERE id = ?", turn, Date.now(), conv.id);
     this.append(conv.id, turn, "turn_start", start);
     return turn;
   }

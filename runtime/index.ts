@@ -19,5 +19,5 @@ export { adminToken } from "./config.ts";
 export { controlPlane, ControlPlane } from "./control-plane.ts";
 export { AgentObject } from "./agent-object.ts";
 export { agentsApi } from "./api.ts";
-export { consumeQueue } from "./model-consumer.ts";
+export { consumeQueue, Courier } from "./courier.ts";
 export type { RuntimeDeps } from "./deps.ts";

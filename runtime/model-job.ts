@@ -1,12 +1,7 @@
-// ModelJob: the named interface between the object and the model queue consumer.
+// ModelJob: the named interface between the object and whoever calls the
+// provider (a courier): the request it reads, and the outcome it reports.
 import type { AssistantMessage, Message } from "@mariozechner/pi-ai";
 import type { ModelTool } from "../plugins/index.ts";
-import type { Route } from "./chat.ts";
-
-/** The queue message: only ids, the consumer reads the request from the object. */
-export interface ModelJobMessage extends Route {
-  jobId: string;
-}
 
 export interface ModelRequest {
   systemPrompt: string;
@@ -14,7 +9,10 @@ export interface ModelRequest {
   tools: ModelTool[];
 }
 
-export type ModelOutcome =
-  | { ok: true; message: AssistantMessage }
-  /** The provider refused the request, or the queue gave up: the turn fails with this sentence. */
-  | { ok: false; error: string };
+/** One provider call's outcome, as the courier reports it; the object decides what follows. */
+export type ProviderCall =
+  | { kind: "reply"; message: AssistantMessage }
+  /** The provider refused the request itself (or it cannot be sent): retrying cannot help. */
+  | { kind: "refused"; error: string }
+  /** A failure worth another try (429, 5xx, network, timeout). */
+  | { kind: "retry"; error: string };

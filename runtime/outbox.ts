@@ -1,8 +1,11 @@
 // The outbox: chat messages written in the same transaction as the state that
-// produced them, sent in order per conversation, retried after the platform's
-// Retry-After or with backoff, and marked sent when the platform answers.
-import type { OutboundMessage, ReplyAddress, Route } from "./chat.ts";
+// produced them. Each conversation's rows go out in order: only its first
+// unsent row is handed to a courier (as an effect), and the next is released
+// when that one is reported sent or given up. A rate-limited row waits out the
+// platform's Retry-After; other conversations' rows do not wait for it.
+import type { DeliveryResult, OutboundMessage, OutboxDelivery, ReplyAddress, Route } from "./chat.ts";
 import { outboundFor, type RuntimeDeps } from "./deps.ts";
+import type { Effects } from "./effects.ts";
 
 const MAX_ATTEMPTS = 10;
 
@@ -10,20 +13,20 @@ type Row = {
   id: number;
   conversation: string;
   address: string;
+  message: string;
   ref_key: string | null;
+  status: "pending" | "sent" | "failed";
   attempts: number;
-  next_at: number;
 };
 
 export class Outbox {
   private readonly sql: SqlStorage;
-  /** Rows whose delivery is awaited now: an update must not be merged into them. */
-  private readonly sending = new Set<number>();
 
   constructor(
-    private readonly storage: DurableObjectStorage,
+    storage: DurableObjectStorage,
     private readonly objectId: string,
     private readonly deps: RuntimeDeps,
+    private readonly effects: Effects,
   ) {
     this.sql = storage.sql;
   }
@@ -32,103 +35,94 @@ export class Outbox {
    * A reply is split into the platform's messages. A message updated in place
    * (a turn's status, a card) has a ref key: only its latest state matters, so
    * it replaces the conversation's last waiting row when that is an earlier
-   * state of it (rate-limited or not yet tried), never a row being sent now.
+   * state of it that has not left the object, never a row already under way.
    */
   post(conversation: string, address: ReplyAddress, message: OutboundMessage, refKey: string | null): void {
-    const now = Date.now();
     if (refKey) {
       const last = this.sql
         .exec<{ id: number; ref_key: string | null }>("SELECT id, ref_key FROM outbox WHERE conversation = ? AND status = 'pending' ORDER BY id DESC LIMIT 1", conversation)
         .toArray()[0];
-      if (last && last.ref_key === refKey && !this.sending.has(last.id)) {
+      if (last && last.ref_key === refKey && !this.effects.inFlight("send", String(last.id))) {
         this.sql.exec("UPDATE outbox SET message = ? WHERE id = ?", JSON.stringify(message), last.id);
       } else {
-        this.insert(conversation, address, message, refKey, now);
+        this.insert(conversation, address, message, refKey);
       }
-      return;
+    } else {
+      const parts = message.kind === "reply" ? (outboundFor(this.deps, address.platform)?.split(message.text) ?? [message.text]) : [message];
+      for (const part of parts) this.insert(conversation, address, typeof part === "string" ? { kind: "reply", text: part } : part, null);
     }
-    const parts = message.kind === "reply" ? (outboundFor(this.deps, address.platform)?.split(message.text) ?? [message.text]) : [message];
-    for (const part of parts) this.insert(conversation, address, typeof part === "string" ? { kind: "reply", text: part } : part, null, now);
+    this.release(conversation);
   }
 
-  private insert(conversation: string, address: ReplyAddress, message: OutboundMessage, refKey: string | null, now: number): void {
+  private insert(conversation: string, address: ReplyAddress, message: OutboundMessage, refKey: string | null): void {
     this.sql.exec(
-      "INSERT INTO outbox (conversation, address, message, ref_key, status, next_at, created_at) VALUES (?, ?, ?, ?, 'pending', ?, ?)",
+      "INSERT INTO outbox (conversation, address, message, ref_key, status, created_at) VALUES (?, ?, ?, ?, 'pending', ?)",
       conversation,
       JSON.stringify(address),
       JSON.stringify(message),
       refKey,
-      now,
-      now,
+      Date.now(),
     );
   }
 
-  /** Sends due rows in order; a conversation whose row fails waits, so order holds. */
-  async flush(env: Env, route: Route): Promise<void> {
-    const now = Date.now();
-    const rows = this.sql.exec<Row>("SELECT id, conversation, address, ref_key, attempts, next_at FROM outbox WHERE status = 'pending' ORDER BY id").toArray();
-    const blocked = new Set<string>();
-    for (const row of rows) {
-      if (blocked.has(row.conversation)) continue;
-      if (row.next_at > now) {
-        blocked.add(row.conversation);
-        continue;
-      }
-      // Re-read: an update may have replaced this row's message while earlier rows were sent.
-      const current = this.sql.exec<{ message: string; status: string }>("SELECT message, status FROM outbox WHERE id = ?", row.id).one();
-      if (current.status !== "pending") continue;
-      const address = JSON.parse(row.address) as ReplyAddress;
-      const outbound = outboundFor(this.deps, address.platform);
-      if (!outbound) {
-        this.sql.exec("UPDATE outbox SET status = 'failed', error = ? WHERE id = ?", `no bridge for platform ${address.platform}`, row.id);
-        continue;
-      }
-      const ref = row.ref_key ? this.sql.exec<{ ref: string }>("SELECT ref FROM message_refs WHERE ref_key = ?", row.ref_key).toArray()[0]?.ref : undefined;
-      let result;
-      this.sending.add(row.id);
-      try {
-        result = await outbound.deliver(env, {
-          route,
-          conversation: row.conversation,
-          address,
-          message: JSON.parse(current.message) as OutboundMessage,
-          idempotencyKey: `${this.objectId}:${row.id}`,
-          ref,
-        });
-      } catch (err) {
-        result = { ok: false as const, error: err instanceof Error ? err.message : String(err) };
-      } finally {
-        this.sending.delete(row.id);
-      }
-      const attempts = row.attempts + 1;
-      if (result.ok) {
-        this.storage.transactionSync(() => {
-          this.sql.exec("UPDATE outbox SET status = 'sent', attempts = ?, ref = ?, sent_at = ? WHERE id = ?", attempts, result.ref ?? null, Date.now(), row.id);
-          if (row.ref_key && result.ref && !ref) this.sql.exec("INSERT OR IGNORE INTO message_refs (ref_key, ref) VALUES (?, ?)", row.ref_key, result.ref);
-        });
-        continue;
-      }
-      const giveUp = result.permanent === true || attempts >= MAX_ATTEMPTS;
-      const delay = result.retryAfterMs ?? Math.min(60_000, 1000 * 2 ** (attempts - 1));
-      this.sql.exec(
-        "UPDATE outbox SET status = ?, attempts = ?, next_at = ?, error = ? WHERE id = ?",
-        giveUp ? "failed" : "pending",
-        attempts,
-        Date.now() + delay,
-        result.error,
-        row.id,
-      );
-      if (giveUp) console.error(`outbox ${row.id} to ${address.platform} failed for good: ${result.error}`);
-      else blocked.add(row.conversation);
-    }
+  /** Hands the conversation's first unsent row to a courier, unless it already has it. */
+  private release(conversation: string): void {
+    const head = this.sql.exec<{ id: number }>("SELECT id FROM outbox WHERE conversation = ? AND status = 'pending' ORDER BY id LIMIT 1", conversation).toArray()[0];
+    if (head) this.effects.add("send", String(head.id), conversation);
   }
 
-  /** When the next row is due. Rows wait behind their conversation's first one, so only the heads count. */
-  nextDue(): number | null {
-    return this.sql
-      .exec<{ at: number | null }>(
-        "SELECT MIN(next_at) AS at FROM outbox o WHERE status = 'pending' AND id = (SELECT MIN(id) FROM outbox p WHERE p.conversation = o.conversation AND p.status = 'pending')",
-      )
-      .one().at;
+  /**
+   * A courier's claim of a row: what to send. `uncertain` says an earlier claim
+   * may have reached the platform without its answer reaching us, so the
+   * bridge looks for the message before sending it again.
+   */
+  claim(route: Route, id: number): OutboxDelivery | null {
+    const row = this.sql.exec<Row>("SELECT * FROM outbox WHERE id = ?", id).toArray()[0];
+    if (!row || row.status !== "pending") return null;
+    const claim = this.effects.claim("send", String(id));
+    if (!claim) return null;
+    const ref = row.ref_key ? this.sql.exec<{ ref: string }>("SELECT ref FROM message_refs WHERE ref_key = ?", row.ref_key).toArray()[0]?.ref : undefined;
+    return {
+      route,
+      conversation: row.conversation,
+      address: JSON.parse(row.address) as ReplyAddress,
+      message: JSON.parse(row.message) as OutboundMessage,
+      idempotencyKey: `${this.objectId}:${row.id}`,
+      ref,
+      uncertain: claim.earlierClaims > 0,
+    };
+  }
+
+  /** The platform's answer for a row: sent (the next row goes), retried later, or given up. */
+  settle(id: number, result: DeliveryResult): void {
+    const row = this.sql.exec<Row>("SELECT * FROM outbox WHERE id = ?", id).toArray()[0];
+    if (!row || row.status !== "pending") return;
+    const attempts = row.attempts + 1;
+    if (result.ok) {
+      this.sql.exec("UPDATE outbox SET status = 'sent', attempts = ?, ref = ?, sent_at = ? WHERE id = ?", attempts, result.ref ?? null, Date.now(), id);
+      if (row.ref_key && result.ref) this.sql.exec("INSERT OR IGNORE INTO message_refs (ref_key, ref) VALUES (?, ?)", row.ref_key, result.ref);
+      return this.finish(row);
+    }
+    this.sql.exec("UPDATE outbox SET attempts = ?, error = ? WHERE id = ?", attempts, result.error, id);
+    if (result.permanent === true || attempts >= MAX_ATTEMPTS) return this.fail(row, result.error);
+    const delay = result.retryAfterMs ?? Math.min(60_000, 1000 * 2 ** (attempts - 1));
+    this.effects.retryAt("send", String(id), Date.now() + delay);
+  }
+
+  /** A row whose couriers never answered (its leases ran out) is given up, and the next one goes. */
+  giveUp(id: number): void {
+    const row = this.sql.exec<Row>("SELECT * FROM outbox WHERE id = ?", id).toArray()[0];
+    if (row?.status === "pending") this.fail(row, "the platform did not answer in time");
+  }
+
+  private fail(row: Row, error: string): void {
+    this.sql.exec("UPDATE outbox SET status = 'failed', error = ? WHERE id = ?", error, row.id);
+    console.error(`outbox ${row.id} to ${(JSON.parse(row.address) as ReplyAddress).platform} failed for good: ${error}`);
+    this.finish(row);
+  }
+
+  private finish(row: Row): void {
+    this.effects.done("send", String(row.id));
+    this.release(row.conversation);
   }
 }

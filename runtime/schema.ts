@@ -3,6 +3,7 @@
 // brought forward the first time a newer one wakes it.
 
 import { HOLDS_SCHEMA } from "../approvals/index.ts";
+import { EFFECTS_SCHEMA } from "./effects.ts";
 
 const MIGRATIONS: string[] = [
   `
@@ -21,6 +22,7 @@ const MIGRATIONS: string[] = [
     at INTEGER NOT NULL
   );
   CREATE INDEX log_by_conversation ON log (conversation, seq);
+  CREATE INDEX log_turn_starts ON log (conversation, turn) WHERE type = 'turn_start';
 
   -- A projection of the log kept in the same transaction, for cheap lookups.
   CREATE TABLE conversations (
@@ -33,9 +35,14 @@ const MIGRATIONS: string[] = [
     input_tokens INTEGER NOT NULL DEFAULT 0,
     output_tokens INTEGER NOT NULL DEFAULT 0,
     cost REAL NOT NULL DEFAULT 0,
+    -- Set when an event, a reply or a decision reaches it: the next pass advances it.
+    pass_due INTEGER NOT NULL DEFAULT 0,
     created_at INTEGER NOT NULL,
     updated_at INTEGER NOT NULL
   );
+  CREATE INDEX conversations_running ON conversations (status) WHERE status = 'running';
+  CREATE INDEX conversations_due ON conversations (pass_due) WHERE pass_due = 1;
+  CREATE INDEX conversations_recent ON conversations (updated_at);
 
   -- Person messages waiting for the running turn's next model call (steering),
   -- and runtime notes (a decided hold) for the same moment.
@@ -46,6 +53,7 @@ const MIGRATIONS: string[] = [
     data TEXT NOT NULL,
     at INTEGER NOT NULL
   );
+  CREATE INDEX inbox_by_conversation ON inbox (conversation, seq);
 
   CREATE TABLE model_jobs (
     id TEXT PRIMARY KEY,
@@ -55,12 +63,12 @@ const MIGRATIONS: string[] = [
     status TEXT NOT NULL,
     request TEXT,
     large_key TEXT,
-    dispatched INTEGER NOT NULL DEFAULT 0,
     error TEXT,
     created_at INTEGER NOT NULL,
     settled_at INTEGER
   );
-  CREATE INDEX model_jobs_open ON model_jobs (status, conversation);
+  CREATE INDEX model_jobs_by_conversation ON model_jobs (conversation, status);
+  CREATE INDEX model_jobs_settled ON model_jobs (settled_at) WHERE status != 'pending';
 
   -- One row per tool call, written before the call: replay after an eviction reads it.
   CREATE TABLE tool_calls (
@@ -68,6 +76,7 @@ const MIGRATIONS: string[] = [
     conversation TEXT NOT NULL,
     turn INTEGER NOT NULL,
     name TEXT NOT NULL,
+    call TEXT NOT NULL,
     status TEXT NOT NULL,
     result TEXT,
     started_at INTEGER NOT NULL,
@@ -83,13 +92,12 @@ const MIGRATIONS: string[] = [
     ref_key TEXT,
     status TEXT NOT NULL,
     attempts INTEGER NOT NULL DEFAULT 0,
-    next_at INTEGER NOT NULL,
     ref TEXT,
     error TEXT,
     created_at INTEGER NOT NULL,
     sent_at INTEGER
   );
-  CREATE INDEX outbox_pending ON outbox (status, conversation, id);
+  CREATE INDEX outbox_by_conversation ON outbox (conversation, status, id);
 
   -- The platform reference of a message updated in place (a turn's status, a card).
   CREATE TABLE message_refs (ref_key TEXT PRIMARY KEY, ref TEXT NOT NULL);
@@ -97,6 +105,7 @@ const MIGRATIONS: string[] = [
   -- Per-mount plugin session state.
   CREATE TABLE mount_sessions (alias TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (alias, key));
   ${HOLDS_SCHEMA}
+  ${EFFECTS_SCHEMA}
   `,
 ];
 

@@ -1,50 +1,186 @@
-// The tool-call journal: one row per call, written before the call is made,
-// so a call found "started" after an eviction is a replay (invariant 8).
+// Tool calls: one journal row per call, written before the call is made, so a
+// call found started after an eviction is a replay (invariant 8). Calls of a
+// plugin that runs in the object are made in the pass; any other call is an
+// effect a courier performs off the object, with the mount's secret resolved
+// there, and its result comes back as an event, like a model reply.
 import type { AssistantMessage, ToolCall, ToolResultMessage } from "@mariozechner/pi-ai";
+import type { CallScope, GatewayResult, Mount } from "../plugins/index.ts";
+import type { Conversations, ConversationRow } from "./conversations.ts";
+import type { Effects } from "./effects.ts";
+import type { MountSessions } from "./mount-sessions.ts";
+import { isMessageRow } from "./transcript.ts";
+import type { PassContext } from "./turns.ts";
 
-export type ToolCallRecord = { status: "started" | "done"; result: string | null };
+/** What a courier needs to perform a call: the mount as it is now (policy included), never a secret value. */
+export interface ToolWork {
+  mount: Mount;
+  tool: string;
+  args: unknown;
+  scope: CallScope;
+  /** An earlier attempt may have performed it: the gateway's replay rule answers. */
+  replay: boolean;
+  /** A person signed it (a held call). */
+  approved: boolean;
+  /** The mount's session state; the courier returns it, changed or not. */
+  session: Record<string, unknown>;
+}
 
-export class ToolJournal {
-  constructor(private readonly sql: SqlStorage) {}
+export interface ToolReport {
+  result: GatewayResult;
+  /** The mount whose session state comes back. */
+  alias: string;
+  session: Record<string, unknown>;
+}
 
-  get(key: string): ToolCallRecord | undefined {
-    return this.sql.exec<ToolCallRecord>("SELECT status, result FROM tool_calls WHERE key = ?", key).toArray()[0];
+type JournalRow = { key: string; conversation: string; turn: number; call: string; status: "started" | "done"; result: string | null };
+
+export class ToolCalls {
+  /** Holds a call whose policy says approval (the approvals glue, set once it exists). */
+  hold!: (pass: PassContext, conv: ConversationRow, key: string, call: ToolCall) => ToolResultMessage;
+
+  constructor(
+    private readonly storage: DurableObjectStorage,
+    private readonly conversations: Conversations,
+    private readonly effects: Effects,
+    private readonly sessions: MountSessions,
+  ) {}
+
+  private row(key: string): JournalRow | undefined {
+    return this.storage.sql.exec<JournalRow>("SELECT * FROM tool_calls WHERE key = ?", key).toArray()[0];
   }
 
   /** The stored result of a finished call. */
   result(key: string): ToolResultMessage | undefined {
-    const record = this.get(key);
-    return record?.status === "done" ? (JSON.parse(record.result!) as ToolResultMessage) : undefined;
+    const row = this.row(key);
+    return row?.status === "done" ? (JSON.parse(row.result!) as ToolResultMessage) : undefined;
   }
 
-  start(key: string, conversation: string, turn: number, name: string): void {
-    this.sql.exec(
-      "INSERT INTO tool_calls (key, conversation, turn, name, status, started_at) VALUES (?, ?, ?, ?, 'started', ?)",
+  /**
+   * Performs an assistant message's calls in order, one at a time: a call in
+   * a courier makes the turn wait ("waiting") until its result comes back.
+   * Returns "done" once every call has a result, appended to the log together.
+   */
+  async run(pass: PassContext, conv: ConversationRow, assistantSeq: number, calls: ToolCall[]): Promise<"done" | "waiting" | "stopped"> {
+    const results: ToolResultMessage[] = [];
+    for (const call of calls) {
+      const key = toolCallKey(conv.id, assistantSeq, call);
+      const row = this.row(key);
+      if (row?.status === "done") {
+        results.push(JSON.parse(row.result!) as ToolResultMessage);
+        continue;
+      }
+      if (row) return "waiting"; // its courier has not answered yet
+      if (pass.gateway.policy(call.name) === "approval") {
+        results.push(this.storage.transactionSync(() => this.hold(pass, conv, key, call)));
+        continue;
+      }
+      if (pass.gateway.runsIn(call.name) === "courier") {
+        this.storage.transactionSync(() => {
+          this.start(key, conv, call);
+          this.effects.add("tool", key, conv.id);
+        });
+        return "waiting";
+      }
+      // In the object (or unknown: the gateway answers that at once). Started first: an eviction mid-call is a replay.
+      const replay = this.row(key) !== undefined;
+      if (!replay) this.start(key, conv, call);
+      const output = await pass.gateway.call(call.name, call.arguments, { ...pass.route, conversation: conv.id, callKey: key }, { replay });
+      const result = toolResult(call, output);
+      this.finish(key, result);
+      results.push(result);
+      if (!this.conversations.stillRunning(conv)) return "stopped"; // interrupted while the tool ran
+    }
+    this.storage.transactionSync(() => {
+      for (const result of results) this.conversations.append(conv.id, conv.turn, "tool_result", result);
+    });
+    return "done";
+  }
+
+  private start(key: string, conv: ConversationRow, call: ToolCall): void {
+    this.storage.sql.exec(
+      "INSERT INTO tool_calls (key, conversation, turn, name, call, status, started_at) VALUES (?, ?, ?, ?, ?, 'started', ?)",
       key,
-      conversation,
-      turn,
-      name,
+      conv.id,
+      conv.turn,
+      call.name,
+      JSON.stringify(call),
       Date.now(),
     );
   }
 
-  finish(key: string, result: ToolResultMessage): void {
-    this.sql.exec("UPDATE tool_calls SET status = 'done', result = ?, done_at = ? WHERE key = ?", JSON.stringify(result), Date.now(), key);
+  private finish(key: string, result: ToolResultMessage): void {
+    this.storage.sql.exec("UPDATE tool_calls SET status = 'done', result = ?, done_at = ? WHERE key = ?", JSON.stringify(result), Date.now(), key);
   }
 
   /** A call answered without being performed (held, or refused before it ran). */
-  record(key: string, conversation: string, turn: number, name: string, result: ToolResultMessage): void {
-    const now = Date.now();
-    this.sql.exec(
-      "INSERT INTO tool_calls (key, conversation, turn, name, status, result, started_at, done_at) VALUES (?, ?, ?, ?, 'done', ?, ?, ?)",
-      key,
-      conversation,
-      turn,
-      name,
-      JSON.stringify(result),
-      now,
-      now,
-    );
+  record(key: string, conv: ConversationRow, call: ToolCall, result: ToolResultMessage): void {
+    this.start(key, conv, call);
+    this.finish(key, result);
+  }
+
+  /** A courier's claim of a call: the work, or null when it must not be performed (any more). */
+  claim(pass: PassContext, key: string): ToolWork | null {
+    const row = this.row(key);
+    if (row?.status !== "started") return null;
+    const claim = this.effects.claim("tool", key);
+    if (!claim) return null;
+    const call = JSON.parse(row.call) as ToolCall;
+    const conv = this.conversations.get(row.conversation)!;
+    // A stopped turn's remaining calls are not performed.
+    if (conv.status !== "running" || conv.turn !== row.turn) {
+      this.answer(row, { text: "Not performed: the turn was stopped.", isError: true });
+      return null;
+    }
+    const mount = pass.gateway.mountOf(call.name);
+    if (!mount) {
+      this.answer(row, { text: `Not performed: ${call.name} is no longer mounted.`, isError: true });
+      return null;
+    }
+    return {
+      mount,
+      tool: call.name,
+      args: call.arguments,
+      scope: { ...pass.route, conversation: conv.id, callKey: key },
+      replay: claim.earlierClaims > 0,
+      approved: false,
+      session: this.sessions.snapshot(mount.alias),
+    };
+  }
+
+  /** A courier's result for a call; a second report of one call changes nothing. */
+  report(key: string, report: ToolReport): void {
+    const row = this.row(key);
+    if (row?.status !== "started") return;
+    this.sessions.replace(report.alias, report.session);
+    this.answer(row, report.result);
+  }
+
+  /** A call whose couriers never answered: its outcome is unknown, and it is not made again. */
+  giveUp(key: string): void {
+    const row = this.row(key);
+    if (row?.status === "started") this.answer(row, { text: "The tool did not answer in time: its outcome is unknown. Check before trying again.", isError: true });
+  }
+
+  private answer(row: JournalRow, output: { text: string; isError?: boolean }): void {
+    this.finish(row.key, toolResult(JSON.parse(row.call) as ToolCall, output));
+    this.effects.done("tool", row.key);
+    this.conversations.markForPass(row.conversation);
+  }
+
+  /** A provider rejects an assistant tool call without a result, so a stopped batch gets results. */
+  closeOpen(conv: ConversationRow): void {
+    const last = this.conversations.log(conv.id).filter(isMessageRow).at(-1);
+    if (!last || last.type !== "assistant") return;
+    for (const call of toolCalls(JSON.parse(last.data) as AssistantMessage)) {
+      const key = toolCallKey(conv.id, last.seq, call);
+      const row = this.row(key);
+      // A courier call still on the queue will never be performed: its claim is refused.
+      const underway = row?.status === "started" && (this.effects.get("tool", key)?.claims ?? 1) > 0;
+      const result =
+        this.result(key) ??
+        toolResult(call, { text: underway ? "Interrupted while running: the outcome is unknown." : "Not performed: the turn was stopped.", isError: true });
+      this.conversations.append(conv.id, conv.turn, "tool_result", result);
+    }
   }
 }
 

@@ -2,17 +2,17 @@
 // note), alternates model calls and tool calls, takes steering before each
 // model call, and ends done, stopped, failed or compacted. `advance` moves one
 // conversation until it must wait; it never waits for the model.
-import type { AssistantMessage, ToolCall, ToolResultMessage, UserMessage } from "@mariozechner/pi-ai";
+import type { AssistantMessage, UserMessage } from "@mariozechner/pi-ai";
 import type { Gateway } from "../plugins/index.ts";
 import type { ApprovalFlow } from "./approval-flow.ts";
 import type { ChatUser, OutboundMessage, Route } from "./chat.ts";
 import { compactionRequest, compactRefusal, needsCompaction } from "./compaction.ts";
 import type { ModelChoice } from "./config.ts";
 import type { Conversations, ConversationRow, InboxItem } from "./conversations.ts";
-import type { ModelOutcome, ModelRequest } from "./model-job.ts";
-import type { JobPurpose, JobRow, ModelJobs } from "./model-jobs.ts";
+import type { ModelRequest } from "./model-job.ts";
+import type { JobPurpose, JobRow, ModelJobs, Settled } from "./model-jobs.ts";
 import type { Outbox } from "./outbox.ts";
-import { toolCallKey, toolCalls, toolResult, type ToolJournal } from "./tool-calls.ts";
+import { toolCalls, type ToolCalls } from "./tool-calls.ts";
 import { isMessageRow, modelMessages, textOf, type HandoverData, type UserData } from "./transcript.ts";
 
 const INTERRUPT_NOTE =
@@ -36,7 +36,7 @@ export class Turns {
     private readonly storage: DurableObjectStorage,
     private readonly conversations: Conversations,
     private readonly jobs: ModelJobs,
-    private readonly journal: ToolJournal,
+    private readonly tools: ToolCalls,
     private readonly outbox: Outbox,
   ) {}
 
@@ -46,15 +46,21 @@ export class Turns {
   message(conv: ConversationRow, text: string, by: ChatUser): void {
     const running = conv.status === "running";
     const data: UserData = { message: userMessage(text), by, steer: running };
-    if (running) this.conversations.queue(conv.id, { type: "user", data });
+    // A steer waits for the next model call, or (between a reply and the turn's end) is taken by the pass.
+    if (running) {
+      this.conversations.queue(conv.id, { type: "user", data });
+      this.conversations.markForPass(conv.id);
+    }
     else this.start(conv, { type: "user", data }, by);
   }
 
   /** The agent is told at its next step; an idle agent is woken to carry on. */
   notify(conversation: string, text: string): void {
     const conv = this.conversations.get(conversation)!;
-    if (conv.status === "running") this.conversations.queue(conversation, { type: "marker", data: { text } });
-    else this.start(conv, { type: "marker", data: { text } }, { runtime: true });
+    if (conv.status === "running") {
+      this.conversations.queue(conversation, { type: "marker", data: { text } });
+      this.conversations.markForPass(conversation);
+    } else this.start(conv, { type: "marker", data: { text } }, { runtime: true });
   }
 
   /** Ends the running turn: its open jobs are discarded and a note keeps the model from resuming it. */
@@ -62,7 +68,7 @@ export class Turns {
     const conv = this.conversations.get(conversation)!;
     if (conv.status !== "running") return "Nothing is running in this conversation.";
     this.jobs.discardOpen(conversation);
-    this.closeOpenToolCalls(conv);
+    this.tools.closeOpen(conv);
     // Messages and notes that were waiting are kept (the model sees them next time), before the note.
     this.drainInbox(conv);
     this.conversations.append(conversation, conv.turn, "marker", { text: INTERRUPT_NOTE });
@@ -132,11 +138,12 @@ export class Turns {
   // ---- model replies ---------------------------------------------------------------
 
   /** A job's outcome reaches its turn, if the turn still waits for it. */
-  settle(job: JobRow, outcome: ModelOutcome): void {
-    const settled = this.jobs.settle(job, outcome);
+  settle(job: JobRow, settled: Settled): void {
+    this.jobs.settle(job, settled);
     const conv = this.conversations.get(job.conversation)!;
     if (conv.status !== "running" || conv.turn !== job.turn) return;
     if (settled.kind === "failed") return this.end(conv, "failed", settled.error);
+    this.conversations.markForPass(conv.id);
     const message = settled.message;
     const usage = message.usage;
     this.conversations.addUsage(conv.id, usage.input + usage.cacheRead + usage.cacheWrite, usage.output, usage.cost.total);
@@ -168,7 +175,7 @@ export class Turns {
         const message = JSON.parse(last.data) as AssistantMessage;
         const calls = toolCalls(message);
         if (calls.length > 0) {
-          if (!(await this.runTools(pass, conv, last.seq, calls))) return;
+          if ((await this.tools.run(pass, conv, last.seq, calls)) !== "done") return;
           continue;
         }
         const steered = this.storage.transactionSync(() => this.drainInbox(conv));
@@ -190,11 +197,6 @@ export class Turns {
     }
   }
 
-  /** Whether some running conversation can be advanced now (it does not wait for the model). */
-  hasRunnable(): boolean {
-    return this.conversations.runningIds().some((id) => !this.jobs.isOpen(id));
-  }
-
   private drainInbox(conv: ConversationRow): boolean {
     const items = this.conversations.drain(conv.id);
     for (const item of items) this.conversations.append(conv.id, conv.turn, item.type, item.data);
@@ -203,55 +205,11 @@ export class Turns {
 
   /** The job row is written before it is dispatched; a large request goes to R2 first. */
   private async createJob(conv: ConversationRow, purpose: JobPurpose, body: string): Promise<void> {
-    const largeKey = await this.jobs.spill(conv.id, conv.turn, purpose, body);
+    const id = this.jobs.newId(conv.id, conv.turn, purpose);
+    const largeKey = await this.jobs.spill(id, body);
     // The turn may have been stopped (or another job made) while R2 was written.
     if (largeKey && (!this.conversations.stillRunning(conv) || this.jobs.isOpen(conv.id))) return;
-    this.jobs.create(conv.id, conv.turn, purpose, body, largeKey);
-  }
-
-  /**
-   * Performs an assistant message's tool calls in order. Each call is recorded
-   * before it runs, so a call found "started" after an eviction is a replay,
-   * which the gateway answers by the tool's declared effects.
-   */
-  private async runTools(pass: PassContext, conv: ConversationRow, assistantSeq: number, calls: ToolCall[]): Promise<boolean> {
-    const results: ToolResultMessage[] = [];
-    for (const call of calls) {
-      const key = toolCallKey(conv.id, assistantSeq, call);
-      const record = this.journal.get(key);
-      if (record?.status === "done") {
-        results.push(this.journal.result(key)!);
-        continue;
-      }
-      if (!record && pass.gateway.policy(call.name) === "approval") {
-        results.push(this.storage.transactionSync(() => this.approvals.hold(pass, conv, key, call)));
-        continue;
-      }
-      if (!record) this.journal.start(key, conv.id, conv.turn, call.name);
-      const output = await pass.gateway.call(call.name, call.arguments, { ...pass.route, conversation: conv.id, callKey: key }, { replay: record !== undefined });
-      const result = toolResult(call, output);
-      this.journal.finish(key, result);
-      results.push(result);
-      if (!this.conversations.stillRunning(conv)) return false; // interrupted while the tool ran
-    }
-    this.storage.transactionSync(() => {
-      for (const result of results) this.conversations.append(conv.id, conv.turn, "tool_result", result);
-    });
-    return true;
-  }
-
-  /** A provider rejects an assistant tool call without a result, so an interrupted batch gets results. */
-  private closeOpenToolCalls(conv: ConversationRow): void {
-    const last = this.conversations.log(conv.id).filter(isMessageRow).at(-1);
-    if (!last || last.type !== "assistant") return;
-    for (const call of toolCalls(JSON.parse(last.data) as AssistantMessage)) {
-      const key = toolCallKey(conv.id, last.seq, call);
-      const record = this.journal.get(key);
-      const result =
-        this.journal.result(key) ??
-        toolResult(call, { text: record ? "Interrupted while running: the outcome is unknown." : "Not performed: the turn was stopped.", isError: true });
-      this.conversations.append(conv.id, conv.turn, "tool_result", result);
-    }
+    this.jobs.create(id, conv.id, conv.turn, purpose, body, largeKey);
   }
 }
 

@@ -2,15 +2,34 @@
 import { env } from "cloudflare:workers";
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import type { AgentObject } from "../runtime/agent-object.ts";
+import { courierStub } from "../runtime/courier.ts";
+import type { EffectKind } from "../runtime/effects.ts";
 
 export function agent(tenant: string, name: string): DurableObjectStub<AgentObject> {
   const ns = env.AGENT as DurableObjectNamespace<AgentObject>;
   return ns.get(ns.idFromName(`${tenant}:${name}`));
 }
 
-/** Resets the object (as an eviction or crash would): in-memory state is gone, SQLite stays. */
+/**
+ * Resets the object (as an eviction or crash would): in-memory state is gone,
+ * SQLite stays. A fresh instance must answer afterwards (else the eviction
+ * proved nothing).
+ */
 export async function evict(tenant: string, name: string): Promise<void> {
+  const before = await runInDurableObject(agent(tenant, name), (instance) => instance);
   await runInDurableObject(agent(tenant, name), (_instance, state) => state.abort("evicted by the test")).catch(() => undefined);
+  const after = await runInDurableObject(agent(tenant, name), (instance) => instance);
+  if (after === before) throw new Error("the object was not evicted");
+}
+
+/** The courier of one lane of an agent (the lane of `kind` effects of `conversation`). */
+export function courier(tenant: string, name: string, kind: EffectKind, conversation: string) {
+  return courierStub(env, { tenant, agent: name, kind, id: "", lane: `${kind === "hold" ? "tool" : kind}:${conversation}` });
+}
+
+/** Resets a courier mid-work, as a crash would; its watchdog alarm is left to resume it. */
+export async function evictCourier(stub: ReturnType<typeof courier>): Promise<void> {
+  await runInDurableObject(stub, (_instance, state) => state.abort("evicted by the test")).catch(() => undefined);
 }
 
 /** Runs the object's pending alarm now (on a fresh instance after an eviction). */

@@ -3,7 +3,7 @@
 import { env } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { ModelJobMessage } from "../runtime/model-job.ts";
+import type { EffectMessage } from "../runtime/effects.ts";
 import { agent } from "./agents.ts";
 import { getConversation, postMessage, providerRequests, script, settled, unique, worker } from "./support.ts";
 import { AGENT, messageEnvelope, newTs, postEvent, slackCalls, slackId, statusFinal, threadMessages } from "./slack/helpers.ts";
@@ -35,10 +35,10 @@ describe("a secret used by the http plugin (canary)", () => {
       { echoToolResults: true },
     ]);
     // Queue messages are captured on their way out of the (real) object.
-    const queued: ModelJobMessage[] = [];
+    const queued: EffectMessage[] = [];
     await runInDurableObject(agent(team, AGENT), (instance) => {
-      const send = (m: ModelJobMessage) => (queued.push(m), env.MODEL_QUEUE.send(m));
-      Object.assign(instance, { env: Object.create(env, { MODEL_QUEUE: { value: { send } } }) });
+      const sendBatch = (batch: MessageSendRequest<EffectMessage>[]) => (queued.push(...batch.map((m) => m.body)), env.EFFECT_QUEUE.sendBatch(batch));
+      Object.assign(instance, { env: Object.create(env, { EFFECT_QUEUE: { value: { sendBatch } } }) });
     });
 
     await postEvent(messageEnvelope({ team, channel, ts, text: `[s:${s}] check the status page` }));

@@ -2,7 +2,9 @@
 // object is evicted at; a non-idempotent write is never performed twice; an
 // idle object has nothing armed.
 import { describe, expect, it } from "vitest";
-import { alarmOf, evict, fireAlarm, rows } from "./agents.ts";
+import { env } from "cloudflare:workers";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { agent, alarmOf, courier, evict, evictCourier, fireAlarm, rows } from "./agents.ts";
 import {
   getConversation,
   holdLedger,
@@ -78,10 +80,12 @@ describe("eviction at every step boundary of a two-tool-call turn", () => {
     await script(s, [{ toolCalls: [{ name: "ledger__read", arguments: { entry } }, { name: "ledger__append", arguments: { entry } }] }, { text: "all done" }]);
     await postMessage(T, A, { text: `[s:${s}] record ${entry}`, conversation: s });
     await waitFor("the append to reach the ledger", async () => (await ledgerAppends(entry)).length === 1);
-    await evict(T, A);
+    // The call runs in the tool lane's courier: that is what a crash cuts short.
+    const lane = courier(T, A, "tool", s);
+    await evictCourier(lane);
     await releaseLedger("append", entry);
-    // The watchdog alarm armed by the cut-short pass runs it again.
-    expect(await fireAlarm(T, A)).toBe(true);
+    // The courier's watchdog alarm resumes the task it still holds; the object answers the replay.
+    expect(await runDurableObjectAlarm(courier(T, A, "tool", s))).toBe(true);
     const view = await expectClean(s, entry);
     const appendResult = view.transcript.filter((e) => e.role === "tool")[1]!;
     expect(appendResult.isError).toBe(true);
@@ -95,13 +99,52 @@ describe("eviction at every step boundary of a two-tool-call turn", () => {
     await script(s, [{ toolCalls: [{ name: "ledger__read", arguments: { entry } }] }, { text: "all done" }]);
     await postMessage(T, A, { text: `[s:${s}] count ${entry}`, conversation: s });
     await waitFor("the read to reach the ledger", async () => (await ledgerReads(entry)).length === 1);
-    await evict(T, A);
+    await evictCourier(courier(T, A, "tool", s));
     await releaseLedger("read", entry);
-    expect(await fireAlarm(T, A)).toBe(true);
+    expect(await runDurableObjectAlarm(courier(T, A, "tool", s))).toBe(true);
     const view = await settled(T, A, s, 25_000);
     expect(await ledgerReads(entry)).toHaveLength(2);
     const result = view.transcript.find((e) => e.role === "tool")!;
     expect(result).toMatchObject({ isError: false, text: `0 entries for "${entry}"` });
+  });
+});
+
+describe("a turn stopped while a tool call runs", () => {
+  it("performs none of its remaining calls, and the call under way is reported as unknown", async () => {
+    const s = unique("stopmid");
+    const first = unique("first");
+    const second = unique("second");
+    await holdLedger("append", first);
+    await script(s, [{ toolCalls: [{ name: "ledger__append", arguments: { entry: first } }, { name: "ledger__append", arguments: { entry: second } }] }, { text: "never" }]);
+    await postMessage(T, A, { text: `[s:${s}] record both`, conversation: s });
+    await waitFor("the first append to reach the ledger", async () => (await ledgerAppends(first)).length === 1);
+    await postMessage(T, A, { kind: "interrupt", text: "stop", conversation: s });
+    await releaseLedger("append", first);
+    const view = await settled(T, A, s);
+    await waitFor("the courier to be done", async () => (await rows(T, A, "SELECT kind FROM effects WHERE conversation = ?", s)).length === 0);
+    expect(await ledgerAppends(first)).toHaveLength(1);
+    expect(await ledgerAppends(second)).toHaveLength(0);
+    const results = view.transcript.filter((e) => e.role === "tool").map((e) => e.text);
+    expect(results).toEqual(["Interrupted while running: the outcome is unknown.", "Not performed: the turn was stopped."]);
+  });
+});
+
+describe("the pass watchdog", () => {
+  it("an eviction mid-pass leaves an alarm that runs the pass again and finishes the turn", async () => {
+    const name = "watchdog";
+    const route = { tenant: T, agent: name };
+    const s = unique("watch");
+    await script(s, [{ text: "finished after all" }]);
+    await runInDurableObject(agent(T, name), async (instance) => {
+      // This instance's pass hangs on its way out (a queue that never answers); its alarm fires by itself.
+      Object.assign(instance, { env: Object.create(env, { EFFECT_QUEUE: { value: { sendBatch: () => new Promise(() => undefined) } } }) });
+      await instance.submit(route, { id: unique("ev"), kind: "message", conversation: s, text: `[s:${s}] hi`, user: { platform: "api", id: "u" } });
+    });
+    await waitFor("the pass to hang with its watchdog armed", async () => ((await alarmOf(T, name)) ?? 0) > Date.now() + 5_000);
+    await evict(T, name);
+    expect(await fireAlarm(T, name)).toBe(true);
+    const view = await settled(T, name, s);
+    expect(view.transcript.at(-1)).toMatchObject({ role: "assistant", text: "finished after all" });
   });
 });
 

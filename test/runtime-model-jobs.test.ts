@@ -1,53 +1,66 @@
-// Invariant 2 and the model queue: the object never calls the provider, a reply
-// delivered twice changes nothing, and provider errors are retried or not as
-// their status says.
+// Invariant 2 and model jobs: the object never calls the provider (a courier
+// does, off the object), an outcome reported twice changes nothing, provider
+// errors are retried or not as their status says, and the hand-offs (queue →
+// courier → object) each let go only once the next holder has it.
 import { env } from "cloudflare:workers";
-import { createExecutionContext, createMessageBatch, getQueueResult, runInDurableObject } from "cloudflare:test";
+import { createExecutionContext, createMessageBatch, getQueueResult, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { consumeQueue } from "../runtime/model-consumer.ts";
-import type { ModelJobMessage } from "../runtime/model-job.ts";
+import { consumeQueue, courierStub } from "../runtime/courier.ts";
+import type { EffectMessage } from "../runtime/effects.ts";
 import { agent, alarmOf, rows } from "./agents.ts";
-import { getConversation, postMessage, providerRequests, script, settled, unique } from "./support.ts";
+import { getConversation, postMessage, providerRequests, releaseProvider, script, settled, unique, waitFor } from "./support.ts";
 
 const T = "jobs";
 const A = "runner";
 const route = { tenant: T, agent: A };
 
-function runConsumer(messages: ModelJobMessage[], queue = "antiproton-model-jobs") {
+function runConsumer(messages: EffectMessage[], queue = "antiproton-effects", bindings: Partial<Env> = {}) {
   const batch = createMessageBatch(
     queue,
-    messages.map((body, i) => ({ id: `m${i}-${body.jobId}`, timestamp: new Date(), attempts: 1, body })),
+    messages.map((body, i) => ({ id: `m${i}-${body.id}`, timestamp: new Date(), attempts: 1, body })),
   );
   const ctx = createExecutionContext();
-  return consumeQueue(batch as MessageBatch<unknown>, env).then(() => getQueueResult(batch, ctx));
+  return consumeQueue(batch as MessageBatch<unknown>, { ...env, ...bindings } as Env).then(() => getQueueResult(batch, ctx));
 }
 
+const modelEffect = (jobId: string, r = route): EffectMessage => ({ ...r, kind: "model", id: jobId, lane: `model:${jobId.split(":")[0]}` });
+
 describe("the object never awaits a model call", () => {
-  it("a full pass of the object makes no provider request; only the consumer does", async () => {
+  it("a full pass of the object makes no provider request; only the courier does", async () => {
     // Its own agent: the swapped binding stays on this instance.
     const isolated = { tenant: T, agent: "no-await" };
     const s = unique("noawait");
-    await script(s, [{ text: "answered by the consumer" }]);
-    const sent: ModelJobMessage[] = [];
+    await script(s, [{ text: "answered by the courier" }]);
+    const sent: EffectMessage[] = [];
     // The object and its storage are real; only its queue binding is swapped
-    // for one that keeps the message, so the consumer runs when the test says.
+    // for one that keeps the messages, so the consumer runs when the test says.
     await runInDurableObject(agent(isolated.tenant, isolated.agent), async (instance) => {
-      const capture = { send: async (m: ModelJobMessage) => void sent.push(m) };
-      Object.assign(instance, { env: Object.create(env, { MODEL_QUEUE: { value: capture } }) });
+      const capture = { sendBatch: async (batch: MessageSendRequest<EffectMessage>[]) => void sent.push(...batch.map((m) => m.body)) };
+      Object.assign(instance, { env: Object.create(env, { EFFECT_QUEUE: { value: capture } }) });
       await instance.submit(isolated, { id: unique("ev"), kind: "message", conversation: s, text: `[s:${s}] hi`, user: { platform: "api", id: "u" } });
       await instance.alarm();
     });
     expect(sent).toHaveLength(1);
+    expect(sent[0]).toMatchObject({ kind: "model" });
     expect(await providerRequests(s)).toHaveLength(0);
     expect((await getConversation(isolated.tenant, isolated.agent, s)).status).toBe("waiting_model");
-    expect(await alarmOf(isolated.tenant, isolated.agent)).toBeNull(); // waiting for the model costs nothing
+    // Waiting for the model, the object's only alarm is the lease on the job it sent.
+    const lease = await alarmOf(isolated.tenant, isolated.agent);
+    expect(lease).toBeGreaterThan(Date.now() + 10_000);
 
     const result = await runConsumer(sent);
-    expect(result.explicitAcks).toEqual([`m0-${sent[0]!.jobId}`]);
-    expect(await providerRequests(s)).toHaveLength(1);
-    await runInDurableObject(agent(isolated.tenant, isolated.agent), (instance) => instance.alarm());
+    expect(result.explicitAcks).toEqual([`m0-${sent[0]!.id}`]);
     const view = await settled(isolated.tenant, isolated.agent, s);
-    expect(view.transcript.at(-1)).toMatchObject({ role: "assistant", text: "answered by the consumer" });
+    expect(view.transcript.at(-1)).toMatchObject({ role: "assistant", text: "answered by the courier" });
+    expect(await providerRequests(s)).toHaveLength(1);
+    await waitFor("the object to be idle", async () => (await alarmOf(isolated.tenant, isolated.agent)) === null);
+  });
+
+  it("the queue consumer acks an effect only once its courier has it", async () => {
+    const broken = { idFromName: () => ({}), get: () => ({ take: async () => Promise.reject(new Error("courier unreachable")) }) };
+    const result = await runConsumer([modelEffect(`${unique("c")}:1:x:chat`)], "antiproton-effects", { COURIER: broken as never });
+    expect(result.explicitAcks).toEqual([]);
+    expect(result.retryMessages).toHaveLength(1);
   });
 });
 
@@ -61,18 +74,35 @@ async function finishedTurn(prefix: string, reply: string) {
   return { s, before, jobId: job!.id };
 }
 
-describe("one job, one dispatch, one reply", () => {
-  it("the same reply delivered twice does not grow the transcript, and a redelivered job makes no provider call", async () => {
+describe("one job, one provider call, one reply", () => {
+  it("the same reply reported twice does not grow the transcript, and an effect sent again makes no provider call", async () => {
     const { s, before, jobId } = await finishedTurn("twice", "only once");
 
-    const reply = { ok: true as const, message: { role: "assistant" as const, content: [{ type: "text" as const, text: "only once" }], api: "x", provider: "x", model: "x", usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } }, stopReason: "stop" as const, timestamp: 0 } };
-    expect(await agent(T, A).deliverModelResult(route, jobId, reply)).toBe(false);
-    const result = await runConsumer([{ ...route, jobId }]);
+    const reply = { kind: "reply" as const, message: { role: "assistant" as const, content: [{ type: "text" as const, text: "only once" }], api: "x", provider: "x", model: "x", usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } }, stopReason: "stop" as const, timestamp: 0 } };
+    expect(await agent(T, A).modelResult(route, jobId, reply)).toBe(false);
+    const result = await runConsumer([modelEffect(jobId)]);
     expect(result.explicitAcks).toHaveLength(1);
+    await waitFor("the courier to be done", async () => (await runInDurableObject(courierStub(env, modelEffect(jobId)), (_i, state) => state.storage.getAlarm())) === null);
 
     expect((await getConversation(T, A, s)).transcript).toEqual(before.transcript);
     expect(await providerRequests(s)).toHaveLength(1);
     expect(await rows(T, A, "SELECT id FROM model_jobs WHERE conversation = ?", s)).toHaveLength(1);
+  });
+
+  it("a courier evicted mid-call keeps its task: its alarm makes the call again and the reply lands once", async () => {
+    const s = unique("courier");
+    await script(s, [{ hold: true, text: "after the courier restarted" }, { text: "after the courier restarted" }]);
+    await postMessage(T, A, { text: `[s:${s}] hi`, conversation: s });
+    await waitFor("the provider to be asked", async () => (await providerRequests(s)).length === 1);
+    const [job] = await rows<{ id: string }>(T, A, "SELECT id FROM model_jobs WHERE conversation = ?", s);
+    const courier = courierStub(env, modelEffect(job!.id));
+    await runInDurableObject(courier, (_i, state) => state.abort("evicted by the test")).catch(() => undefined);
+    // The held call's answer goes to a courier instance that no longer exists; its watchdog alarm asks again.
+    await releaseProvider(s);
+    expect(await runDurableObjectAlarm(courierStub(env, modelEffect(job!.id)))).toBe(true);
+    const view = await settled(T, A, s);
+    expect(view.transcript.filter((e) => e.role === "assistant").map((e) => e.text)).toEqual(["after the courier restarted"]);
+    expect(await providerRequests(s)).toHaveLength(2);
   });
 });
 
@@ -99,23 +129,93 @@ describe("provider errors", () => {
     expect(await rows(T, A, "SELECT status FROM model_jobs WHERE conversation = ?", s)).toEqual([{ status: "failed" }]);
   });
 
-  it("repeated 500s → dead letter → the turn fails and the person is told", async () => {
+  it("repeated 500s → three retries → the turn fails and the person is told", async () => {
     const s = unique("r500");
     await script(s, [{ status: 500, error: "upstream exploded" }]);
     await postMessage(T, A, { text: `[s:${s}] hi`, conversation: s });
     const view = await settled(T, A, s, 25_000);
     expect(view.status).toBe("failed");
-    expect(view.error).toMatch(/did not answer after several attempts/);
-    // max_retries 3 in wrangler.jsonc: the first try and three retries.
+    expect(view.error).toMatch(/did not answer after 4 attempts/);
+    // The first try and three retries.
     expect(await providerRequests(s)).toHaveLength(4);
+    expect(await rows(T, A, "SELECT kind FROM effects WHERE conversation = ?", s)).toEqual([]);
   });
 });
 
-describe("a dead-lettered job for a finished turn changes nothing", () => {
-  it("is acked and ignored", async () => {
+describe("leases", () => {
+  it("an effect lost on its way to a courier is sent again when its lease runs out, with the same id", async () => {
+    const lost = { tenant: T, agent: "lease" };
+    const s = unique("lease");
+    await script(s, [{ text: "answered after the lease" }]);
+    const sent: EffectMessage[] = [];
+    const stub = agent(lost.tenant, lost.agent);
+    await runInDurableObject(stub, async (instance) => {
+      // The first send is lost (as a local queue loses its messages when the process dies).
+      const capture = { sendBatch: async (batch: MessageSendRequest<EffectMessage>[]) => void sent.push(...batch.map((m) => m.body)) };
+      Object.assign(instance, { env: Object.create(env, { EFFECT_QUEUE: { value: capture } }) });
+      await instance.submit(lost, { id: unique("ev"), kind: "message", conversation: s, text: `[s:${s}] hi`, user: { platform: "api", id: "u" } });
+      await instance.alarm();
+      Object.assign(instance, { env });
+    });
+    expect(sent).toHaveLength(1);
+    // The lease runs out (moved into the past here); the alarm sends it again.
+    await runInDurableObject(stub, (_i, state) => state.storage.sql.exec("UPDATE effects SET due_at = ?", Date.now() - 1));
+    await runDurableObjectAlarm(stub);
+    const view = await settled(lost.tenant, lost.agent, s);
+    expect(view.transcript.at(-1)).toMatchObject({ role: "assistant", text: "answered after the lease" });
+    const [job] = await rows<{ id: string }>(lost.tenant, lost.agent, "SELECT id FROM model_jobs WHERE conversation = ?", s);
+    expect(job!.id).toBe(sent[0]!.id);
+  });
+
+  it("after three leases run out the turn fails with a sentence the person sees, and nothing stays armed", async () => {
+    const lost = { tenant: T, agent: "lease-out" };
+    const s = unique("leaseout");
+    await script(s, [{ text: "never asked" }]);
+    const stub = agent(lost.tenant, lost.agent);
+    await runInDurableObject(stub, async (instance, state) => {
+      // Every send is lost.
+      Object.assign(instance, { env: Object.create(env, { EFFECT_QUEUE: { value: { sendBatch: async () => undefined } } }) });
+      await instance.submit(lost, { id: unique("ev"), kind: "message", conversation: s, text: `[s:${s}] hi`, user: { platform: "api", id: "u" } });
+      await instance.alarm();
+      for (let lease = 0; lease < 3; lease++) {
+        state.storage.sql.exec("UPDATE effects SET due_at = ?", Date.now() - 1);
+        await instance.alarm();
+      }
+    });
+    const view = await getConversation(lost.tenant, lost.agent, s);
+    expect(view.status).toBe("failed");
+    expect(view.error).toMatch(/did not answer in time/);
+    expect(await providerRequests(s)).toHaveLength(0);
+    expect(await rows(lost.tenant, lost.agent, "SELECT kind FROM effects")).toEqual([]);
+    expect(await alarmOf(lost.tenant, lost.agent)).toBeNull();
+  });
+});
+
+describe("a dead-lettered effect changes nothing", () => {
+  it("is acked and only logged (the object's lease sends it again if it is still wanted)", async () => {
     const { s, before, jobId } = await finishedTurn("dlq", "fine");
-    const result = await runConsumer([{ ...route, jobId }], "antiproton-model-jobs-dlq");
+    const result = await runConsumer([modelEffect(jobId)], "antiproton-effects-dlq");
     expect(result.explicitAcks).toHaveLength(1);
     expect(await getConversation(T, A, s)).toEqual(before);
+  });
+});
+
+describe("a model request over 1 MiB", () => {
+  it("is kept in R2 and read back whole for the provider", async () => {
+    const s = unique("large");
+    await script(s, [{ hold: true, text: "first" }, { text: "read it all" }]);
+    await postMessage(T, A, { text: `[s:${s}] start`, conversation: s });
+    await waitFor("the provider to be asked", async () => (await providerRequests(s)).length === 1);
+    // Forty 30 KB steers in the same turn make its next request well over 1 MiB (and nothing earlier to compact).
+    const big = "x".repeat(30_000);
+    for (let i = 0; i < 40; i++) await postMessage(T, A, { text: `${i}:${big}`, conversation: s });
+    await releaseProvider(s);
+    await waitFor("the spilled job", async () => (await rows(T, A, "SELECT 1 FROM model_jobs WHERE conversation = ? AND large_key IS NOT NULL", s)).length === 1);
+    await settled(T, A, s);
+    const requests = await providerRequests(s);
+    expect(requests).toHaveLength(2);
+    const text = JSON.stringify(requests[1]!.body.messages);
+    expect(text.length).toBeGreaterThan(1 << 20);
+    expect(text).toContain(`39:${big.slice(0, 100)}`);
   });
 });

@@ -2,7 +2,7 @@
 // system with a non-idempotent write (it talks to the loopback ledger fake).
 import { z } from "zod";
 import { builtinPlugins, type Plugin } from "../plugins/index.ts";
-import { AgentObject as AgentCore, type RuntimeDeps } from "../runtime/index.ts";
+import { AgentObject as AgentCore, Courier as CourierCore, type RuntimeDeps } from "../runtime/index.ts";
 import { createWorker, deps as deployed } from "../worker.ts";
 
 const ledgerPlugin: Plugin = {
@@ -42,6 +42,12 @@ const deps: RuntimeDeps = { ...deployed, plugins: [...builtinPlugins, ledgerPlug
 export { ControlPlane } from "../worker.ts";
 
 export class AgentObject extends AgentCore {
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env, deps);
+  }
+}
+
+export class Courier extends CourierCore {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env, deps);
   }

@@ -135,8 +135,11 @@ describe("Slack outbound", () => {
     await postEvent(messageEnvelope({ team, channel, ts, text: `[s:${s}] go` }));
     await waitFor("the 429", async () => (await slackCalls(channel, "chat.postMessage")).some((c) => c.limited));
     // While it waits, the alarm is set for the limited row's retry, not re-fired by the rows queued behind it.
-    const [head] = await rows<{ next_at: number }>(team, AGENT, "SELECT next_at FROM outbox WHERE status = 'pending' ORDER BY id LIMIT 1");
-    expect(await alarmOf(team, AGENT)).toBe(head!.next_at);
+    const [head] = await waitFor("the limited row to wait", async () => {
+      const waiting = await rows<{ due_at: number }>(team, AGENT, "SELECT due_at FROM effects WHERE kind = 'send' AND state = 'waiting' AND retries > 0");
+      return waiting.length > 0 && waiting;
+    });
+    expect(await alarmOf(team, AGENT)).toBe(head!.due_at);
     await statusFinal(channel, "Done.");
     const attempts = (await slackCalls(channel, "chat.postMessage")).filter((c) => c.body.text === "worth the wait");
     expect(attempts.map((c) => c.limited === true)).toEqual([true, false]);

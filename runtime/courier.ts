@@ -1,0 +1,197 @@
+// The courier: a small Durable Object per lane (one kind of effect of one
+// conversation) that does the waiting the agent's object must never do. The
+// queue consumer hands it an effect and is done at once, so one slow provider
+// or platform call holds up neither the queue nor any other lane. The courier
+// keeps the effect in its own SQLite and works from its alarm, so a crash or a
+// deploy mid-call resumes it; it claims the work from the agent's object (which
+// starts the lease there), does it once, and reports back. The object decides
+// everything else: retries, order, failure.
+import { DurableObject } from "cloudflare:workers";
+import { secretNamed } from "../lib/config.ts";
+import { Gateway, type SessionState } from "../plugins/index.ts";
+import { outboundFor, type RuntimeDeps } from "./deps.ts";
+import { z } from "zod";
+import type { EffectMessage } from "./effects.ts";
+import type { AgentObject } from "./agent-object.ts";
+import { agentStub } from "./ingress.ts";
+import { callModel } from "./model-call.ts";
+import type { DeliveryResult } from "./chat.ts";
+import type { ToolReport, ToolWork } from "./tool-calls.ts";
+
+/**
+ * Armed while the courier works: a courier cut short (evicted, the process
+ * killed) runs its alarm again after this, and resumes the task it still holds.
+ * A live alarm handler is never run twice at once, so a call that simply takes
+ * longer is not disturbed.
+ */
+const WATCHDOG_MS = 5_000;
+/** A courier that cannot reach the agent's object tries again after this, doubling. */
+const REPORT_RETRY_MS = 2_000;
+const MAX_REPORT_RETRY_MS = 60_000;
+/** A platform call that has not answered by then is reported as failed (and retried by the object). */
+export const SEND_TIMEOUT_MS = 10_000;
+
+type Task = { seq: number; body: string; failures: number };
+
+export class Courier extends DurableObject<Env> {
+  constructor(
+    ctx: DurableObjectState,
+    env: Env,
+    private readonly deps: RuntimeDeps,
+  ) {
+    super(ctx, env);
+  }
+
+  /** Takes an effect (a second copy of one it holds is ignored) and starts on it. */
+  async take(effect: EffectMessage): Promise<void> {
+    this.table();
+    const inserted = this.ctx.storage.sql.exec(
+      "INSERT OR IGNORE INTO tasks (kind, id, body, failures) VALUES (?, ?, ?, 0)",
+      effect.kind,
+      effect.id,
+      JSON.stringify(effect),
+    ).rowsWritten;
+    // At work already (its watchdog is armed), the running alarm takes the new task in turn.
+    if (inserted > 0 && (await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now());
+  }
+
+  override async alarm(): Promise<void> {
+    this.table();
+    await this.ctx.storage.setAlarm(Date.now() + WATCHDOG_MS);
+    const sql = this.ctx.storage.sql;
+    for (;;) {
+      const task = sql.exec<Task>("SELECT seq, body, failures FROM tasks ORDER BY seq LIMIT 1").toArray()[0];
+      if (!task) break;
+      try {
+        await this.perform(JSON.parse(task.body) as EffectMessage);
+      } catch (err) {
+        // The agent's object could not be reached: keep the task (and the lane's order) and try again later.
+        const wait = Math.min(MAX_REPORT_RETRY_MS, REPORT_RETRY_MS * 2 ** task.failures);
+        console.warn(`courier: ${task.body} failed (${err instanceof Error ? err.message : String(err)}); again in ${wait} ms`);
+        sql.exec("UPDATE tasks SET failures = failures + 1 WHERE seq = ?", task.seq);
+        await this.ctx.storage.setAlarm(Date.now() + wait);
+        return;
+      }
+      sql.exec("DELETE FROM tasks WHERE seq = ?", task.seq);
+    }
+    // Nothing left: a courier at rest keeps no storage at all.
+    await this.ctx.storage.deleteAll();
+  }
+
+  private table(): void {
+    this.ctx.storage.sql.exec(
+      "CREATE TABLE IF NOT EXISTS tasks (seq INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, id TEXT NOT NULL, body TEXT NOT NULL, failures INTEGER NOT NULL, UNIQUE (kind, id))",
+    );
+  }
+
+  private async perform(effect: EffectMessage): Promise<void> {
+    const agent = agentStub(this.env, effect);
+    switch (effect.kind) {
+      case "model": {
+        const request = await agent.modelJob(effect, effect.id);
+        if (!request) return;
+        const call = await callModel(this.env, request);
+        return this.report(effect, (stub) => stub.modelResult(effect, effect.id, call));
+      }
+      case "send": {
+        const delivery = await agent.outboxClaim(effect, Number(effect.id));
+        if (!delivery) return;
+        const outbound = outboundFor(this.deps, delivery.address.platform);
+        const result: DeliveryResult = outbound
+          ? await withTimeout(outbound.deliver(this.env, delivery), SEND_TIMEOUT_MS).catch((err) => ({ ok: false as const, error: errorText(err) }))
+          : { ok: false, error: `no bridge for platform ${delivery.address.platform}`, permanent: true };
+        return this.report(effect, (stub) => stub.outboxResult(effect, Number(effect.id), result));
+      }
+      case "tool":
+      case "hold": {
+        const work = await agent.toolClaim(effect, effect.kind, effect.id);
+        if (!work) return;
+        const report = await this.runTool(work);
+        return this.report(effect, (stub) => stub.toolResult(effect, effect.kind as "tool" | "hold", effect.id, report));
+      }
+    }
+  }
+
+  /**
+   * The outcome is in hand, so a report that fails because the agent's object
+   * was reset meanwhile (its old stub is broken) is made once more on a fresh
+   * stub, before the task is retried, which would do the work again.
+   */
+  private async report(effect: EffectMessage, send: (stub: DurableObjectStub<AgentObject>) => Promise<unknown>): Promise<void> {
+    try {
+      await send(agentStub(this.env, effect));
+    } catch (err) {
+      console.warn(`courier: reporting ${effect.kind} ${effect.id} failed once (${errorText(err)}); trying a fresh stub`);
+      await send(agentStub(this.env, effect));
+    }
+  }
+
+  /** The gateway, here: the mount's secret is resolved and redacted in the courier, never in the object. */
+  private async runTool(work: ToolWork): Promise<ToolReport> {
+    const session = { ...work.session };
+    const state: SessionState = {
+      get: <T>(key: string) => session[key] as T | undefined,
+      set: (key, value) => {
+        session[key] = value;
+      },
+    };
+    const gateway = new Gateway([work.mount], this.deps.plugins, { secret: (name) => secretNamed(this.env, name), session: () => state });
+    const result = await gateway.call(work.tool, work.args, work.scope, { replay: work.replay, approved: work.approved });
+    return { result, alias: work.mount.alias, session };
+  }
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  return Promise.race([promise, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms))]);
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+export function courierStub(env: Env, effect: EffectMessage): DurableObjectStub<Courier> {
+  const namespace = env.COURIER as DurableObjectNamespace<Courier>;
+  return namespace.get(namespace.idFromName(`${effect.tenant}:${effect.agent}:${effect.lane}`));
+}
+
+const effectMessage = z.object({
+  tenant: z.string(),
+  agent: z.string(),
+  kind: z.enum(["model", "send", "tool", "hold"]),
+  id: z.string(),
+  lane: z.string(),
+});
+
+const DEAD_LETTER_SUFFIX = "-dlq";
+
+/**
+ * The Worker's queue handler: each effect is handed to its lane's courier, all
+ * of a batch's at once, each acked as soon as its courier has it. Nothing here
+ * waits for a provider or a platform, so a batch takes milliseconds.
+ */
+export async function consumeQueue(batch: MessageBatch<unknown>, env: Env): Promise<void> {
+  if (batch.queue.endsWith(DEAD_LETTER_SUFFIX)) {
+    // The agent's object sends an effect again when its lease runs out, so a dead letter is only worth a log line.
+    for (const msg of batch.messages) {
+      console.error("an effect could not be handed to its courier", JSON.stringify(msg.body));
+      msg.ack();
+    }
+    return;
+  }
+  await Promise.all(
+    batch.messages.map(async (msg) => {
+      const parsed = effectMessage.safeParse(msg.body);
+      if (!parsed.success) {
+        console.error("dropping a malformed effect message", parsed.error.message);
+        return msg.ack();
+      }
+      try {
+        await courierStub(env, parsed.data).take(parsed.data);
+        msg.ack();
+      } catch (err) {
+        console.warn(`handing ${parsed.data.kind} ${parsed.data.id} to its courier failed; the queue retries it`, err);
+        msg.retry({ delaySeconds: 1 });
+      }
+    }),
+  );
+}
