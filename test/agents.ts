@@ -1,11 +1,20 @@
 // Reaching the real AgentObject from a test: stubs, eviction, and its tables.
 import { env } from "cloudflare:workers";
-import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { listDurableObjectIds, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import type { AgentObject } from "../runtime/agent-object.ts";
 
 export function agent(tenant: string, name: string): DurableObjectStub<AgentObject> {
   const ns = env.AGENT as DurableObjectNamespace<AgentObject>;
   return ns.get(ns.idFromName(`${tenant}:${name}`));
+}
+
+/**
+ * Whether the object of (tenant, agent) has stored anything. It asks the
+ * namespace, not the object, so asking creates nothing.
+ */
+export async function agentExists(tenant: string, name: string): Promise<boolean> {
+  const id = agent(tenant, name).id;
+  return (await listDurableObjectIds(env.AGENT)).some((stored) => stored.equals(id));
 }
 
 /** Resets the object (as an eviction or crash would): in-memory state is gone, SQLite stays. */

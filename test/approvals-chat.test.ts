@@ -79,7 +79,7 @@ describe("concurrent clicks from Slack and Discord", () => {
     const { channel, ts, entry, card } = await heldInThread(tenant, "Done.");
     const value = buttons(card)[0]!.value!;
     const discordChannel = snowflake();
-    const approver = { id: "D_APPROVER", username: "dee", global_name: "Dee" };
+    const approver = { id: "1400000000000000042", username: "dee", global_name: "Dee" }; // in APPROVERS for 424242
     const slackResponses = Array.from({ length: 25 }, () => unique("resp"));
     const [slackResults, discordResults] = await Promise.all([
       Promise.all(slackResponses.map((r) => slackClick(tenant, channel, ts, card.ts!, value, "U_APPROVER", r))),

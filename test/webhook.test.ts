@@ -3,6 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { decisionValue } from "../approvals/index.ts";
 import { signatureHeaders } from "../bridges/shared/signed-request.ts";
+import { agentExists } from "./agents.ts";
 import { getConversation, ledgerAppends, providerRequests, releaseProvider, script, unique, waitFor, worker } from "./support.ts";
 
 const E = env as unknown as Record<string, string>;
@@ -133,6 +134,17 @@ describe("webhook bridge", () => {
     const stranger = unique("nobody");
     expect((await send(stranger, message("c4", "x"))).status).toBe(409);
     await expect(getConversation(stranger, AGENT, "c4")).rejects.toThrow(/404/);
+  });
+
+  it("ids that are not well-formed text (a lone surrogate) → 422 naming them; nothing written", async () => {
+    const tenant = await tenantWithCallback();
+    const badKey = await send(tenant, message("c10", "x", "key-\ud800"));
+    expect(badKey.status).toBe(422);
+    expect(((await badKey.json()) as { error: string }).error).toMatch(/lone surrogate.*at idempotency_key/s);
+    const badUser = await send(tenant, { ...message("c10", "x"), user: { id: "u\udc00" } });
+    expect(badUser.status).toBe(422);
+    expect(await agentExists(tenant, AGENT)).toBe(false);
+    expect((await hook(tenant)).attempts).toBe(0);
   });
 
   it("the callback failing twice then succeeding → delivered once", async () => {
