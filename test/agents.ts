@@ -31,6 +31,14 @@ export function rows<T extends Record<string, SqlStorageValue>>(tenant: string, 
   return runInDurableObject(agent(tenant, name), (_instance, state) => state.storage.sql.exec<T>(query, ...args).toArray());
 }
 
+/** Every row of every table of the object, as text: what a leak check searches. */
+export function storedText(tenant: string, name: string): Promise<string> {
+  return runInDurableObject(agent(tenant, name), (_instance, state) => {
+    const names = state.storage.sql.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '_cf_%'").toArray();
+    return names.map(({ name: table }) => JSON.stringify(state.storage.sql.exec(`SELECT * FROM "${table}"`).toArray())).join("\n");
+  });
+}
+
 export function alarmOf(tenant: string, name: string): Promise<number | null> {
   return runInDurableObject(agent(tenant, name), (_instance, state) => state.storage.getAlarm());
 }

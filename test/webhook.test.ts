@@ -24,14 +24,14 @@ interface Delivery {
   body: { type: string; text: string; conversation: string; state?: string; status_id?: string; tenant: string; agent: string; card_id?: string; card?: CardJson };
 }
 
-async function hook(name: string): Promise<{ attempts: number; deliveries: Delivery[] }> {
+async function hook(name: string): Promise<{ attempts: number; failures: Delivery[]; deliveries: Delivery[] }> {
   return (await fetch(`${E.FAKE_CALLBACK_URL}/_control/hooks/${name}`)).json();
 }
 
-/** A tenant with its callback registered at hook `<tenant>` of the fake receiver. */
-async function tenantWithCallback(failFirst = 0): Promise<string> {
+/** A tenant with its callback registered at hook `<tenant>` of the fake receiver, which first fails `failFirst` POSTs with `status`. */
+async function tenantWithCallback(failFirst = 0, status = 503): Promise<string> {
   const tenant = unique("wh");
-  await fetch(`${E.FAKE_CALLBACK_URL}/_control/hooks/${tenant}`, { method: "PUT", body: JSON.stringify({ fail: failFirst }) });
+  await fetch(`${E.FAKE_CALLBACK_URL}/_control/hooks/${tenant}`, { method: "PUT", body: JSON.stringify({ fail: failFirst, status }) });
   const res = await worker(`/v1/webhook/tenants/${tenant}`, {
     method: "PUT",
     headers: { ...ADMIN, "content-type": "application/json" },
@@ -155,6 +155,20 @@ describe("webhook bridge", () => {
     expect(attempts).toBe(deliveries.length + 2);
     expect(deliveries.filter((d) => d.body.type === "reply").map((d) => d.body.text)).toEqual(["ok: persist"]);
     expect(new Set(deliveries.map((d) => d.idempotencyKey)).size).toBe(deliveries.length);
+  });
+
+  it("a retried callback carries the same Idempotency-Key as its first attempt", async () => {
+    const tenant = await tenantWithCallback(1, 500);
+    await send(tenant, message("c11", "retry me"));
+    const deliveries = await finished(tenant);
+    const { failures } = await hook(tenant);
+    expect(failures).toHaveLength(1);
+    const [first] = failures;
+    // The retry is the delivery of the same message (the same body); the receiver dedupes on its key.
+    const retry = deliveries.find((d) => JSON.stringify(d.body) === JSON.stringify(first!.body));
+    expect(retry).toBeDefined();
+    expect(retry!.idempotencyKey).toBe(first!.idempotencyKey);
+    expect(deliveries.filter((d) => d.idempotencyKey === first!.idempotencyKey)).toHaveLength(1);
   });
 
   it("interrupt and commands: stop ends the running turn, status answers at once", async () => {
