@@ -208,12 +208,14 @@ describe("gateway messages", () => {
     expect(posted(list)).toEqual(["⏳ Working on it…", "ok: Hey"]);
   });
 
-  it("a bot author (the recorded welcome, by the app itself) → no turn", async () => {
+  it("a bot author (the recorded welcome, by the app itself) → no turn: nothing written, nothing sent", async () => {
     const channel = snowflake();
-    const res = await forward({ ...recorded.gatewayBotWelcome.data, id: snowflake(), channel_id: channel });
+    const guildId = snowflake();
+    const res = await forward({ ...recorded.gatewayBotWelcome.data, id: snowflake(), channel_id: channel, guild_id: guildId });
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ ignored: "the author is a bot" });
-    await expect(getConversation(guild, AGENT, channel)).rejects.toThrow(/404/);
+    expect(await agentExists(guildId, AGENT)).toBe(false);
+    expect(await calls({ channel })).toEqual([]);
   });
 
   it("an unsigned or wrongly signed forward → 401", async () => {
