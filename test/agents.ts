@@ -1,6 +1,6 @@
 // Reaching the real AgentObject from a test: stubs, eviction, and its tables.
 import { env } from "cloudflare:workers";
-import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { listDurableObjectIds, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import type { AgentObject } from "../runtime/agent-object.ts";
 import { courierStub } from "../runtime/courier.ts";
 import type { EffectKind } from "../runtime/effects.ts";
@@ -8,6 +8,15 @@ import type { EffectKind } from "../runtime/effects.ts";
 export function agent(tenant: string, name: string): DurableObjectStub<AgentObject> {
   const ns = env.AGENT as DurableObjectNamespace<AgentObject>;
   return ns.get(ns.idFromName(`${tenant}:${name}`));
+}
+
+/**
+ * Whether the object of (tenant, agent) has stored anything. It asks the
+ * namespace, not the object, so asking creates nothing.
+ */
+export async function agentExists(tenant: string, name: string): Promise<boolean> {
+  const id = agent(tenant, name).id;
+  return (await listDurableObjectIds(env.AGENT)).some((stored) => stored.equals(id));
 }
 
 /**
@@ -39,6 +48,14 @@ export function fireAlarm(tenant: string, name: string): Promise<boolean> {
 
 export function rows<T extends Record<string, SqlStorageValue>>(tenant: string, name: string, query: string, ...args: SqlStorageValue[]): Promise<T[]> {
   return runInDurableObject(agent(tenant, name), (_instance, state) => state.storage.sql.exec<T>(query, ...args).toArray());
+}
+
+/** Every row of every table of the object, as text: what a leak check searches. */
+export function storedText(tenant: string, name: string): Promise<string> {
+  return runInDurableObject(agent(tenant, name), (_instance, state) => {
+    const names = state.storage.sql.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '_cf_%'").toArray();
+    return names.map(({ name: table }) => JSON.stringify(state.storage.sql.exec(`SELECT * FROM "${table}"`).toArray())).join("\n");
+  });
 }
 
 export function alarmOf(tenant: string, name: string): Promise<number | null> {

@@ -1,11 +1,14 @@
 // Approval cards where the agent works: the card in the Slack thread, a signed
 // Slack click that performs the call once, and concurrent clicks from Slack and
 // Discord on one hold (a workspace and a guild that share a tenant name).
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { alarmOf } from "./agents.ts";
 import { click as discordClick, interact, snowflake } from "./discord-helpers.ts";
 import { AGENT, conversationOf, messageEnvelope, newTs, postEvent, postInteraction, responsesTo, responseUrl, slackCalls, slackId, threadMessages, type SlackCall } from "./slack/helpers.ts";
 import { getConversation, ledgerAppends, script, unique, waitFor } from "./support.ts";
+
+const E = env as unknown as Record<string, string>;
 
 const isCard = (c: SlackCall) => c.body.blocks?.some((b) => b.elements?.some((e) => e.action_id === "antiproton_approve")) === true;
 const buttons = (c: SlackCall) => c.body.blocks!.flatMap((b) => b.elements ?? []).filter((e) => e.action_id);
@@ -73,13 +76,37 @@ describe("approval cards in Slack", () => {
   });
 });
 
+describe("a held call's arguments", () => {
+  it("are shown with secret values redacted, on the Slack card and in the Card itself", async () => {
+    // api__post is held by the http plugin's default policy; the mount's secret is REMOTE_API_TOKEN.
+    const canary = E.REMOTE_API_TOKEN!;
+    const team = slackId("T");
+    const channel = slackId("C");
+    const ts = newTs();
+    const s = unique("secretargs");
+    const args = { url: `${E.FAKE_REMOTE_URL}/orders`, body: { item: "tea" }, headers: { "x-api-key": canary } };
+    await script(s, [{ toolCalls: [{ name: "api__post", arguments: args }] }, { text: "Waiting for approval." }]);
+    await postEvent(messageEnvelope({ team, channel, ts, text: `[s:${s}] order tea` }));
+    const card = await waitFor("the card in the thread", async () => (await slackCalls(channel, "chat.postMessage")).find(isCard));
+
+    const shown = JSON.stringify(card.body);
+    expect(shown).toContain("x-api-key");
+    expect(shown).toContain("[redacted]");
+    expect(shown).not.toContain(canary);
+    const [held] = (await getConversation(team, AGENT, conversationOf(team, channel, ts))).holds;
+    expect(held!.tool).toBe("api__post");
+    // The Card is made from the stored hold: what a console or any other bridge would show.
+    expect(JSON.parse(held!.arguments)).toEqual({ ...args, headers: { "x-api-key": "[redacted]" } });
+  });
+});
+
 describe("concurrent clicks from Slack and Discord", () => {
   it("50 approve clicks on one hold → one performance; the others are told it was already decided", async () => {
     const tenant = "424242";
     const { channel, ts, entry, card } = await heldInThread(tenant, "Done.");
     const value = buttons(card)[0]!.value!;
     const discordChannel = snowflake();
-    const approver = { id: "D_APPROVER", username: "dee", global_name: "Dee" };
+    const approver = { id: "1400000000000000042", username: "dee", global_name: "Dee" }; // in APPROVERS for 424242
     const slackResponses = Array.from({ length: 25 }, () => unique("resp"));
     const [slackResults, discordResults] = await Promise.all([
       Promise.all(slackResponses.map((r) => slackClick(tenant, channel, ts, card.ts!, value, "U_APPROVER", r))),

@@ -4,8 +4,9 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import recorded from "./fixtures/discord/discord.json";
 import { decisionValue, parseDecisionValue } from "../approvals/index.ts";
-import { discordOutbound, splitMessage } from "../bridges/discord/rest.ts";
+import { discordOutbound } from "../bridges/discord/outbound.ts";
 import { signatureHeaders } from "../bridges/shared/signed-request.ts";
+import { agentExists } from "./agents.ts";
 import { click, ed25519, forward, interact, now, snowflake } from "./discord-helpers.ts";
 import { getConversation, ledgerAppends, providerRequests, releaseProvider, script, settled, unique, waitFor, worker } from "./support.ts";
 
@@ -207,12 +208,14 @@ describe("gateway messages", () => {
     expect(posted(list)).toEqual(["⏳ Working on it…", "ok: Hey"]);
   });
 
-  it("a bot author (the recorded welcome, by the app itself) → no turn", async () => {
+  it("a bot author (the recorded welcome, by the app itself) → no turn: nothing written, nothing sent", async () => {
     const channel = snowflake();
-    const res = await forward({ ...recorded.gatewayBotWelcome.data, id: snowflake(), channel_id: channel });
+    const guildId = snowflake();
+    const res = await forward({ ...recorded.gatewayBotWelcome.data, id: snowflake(), channel_id: channel, guild_id: guildId });
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ ignored: "the author is a bot" });
-    await expect(getConversation(guild, AGENT, channel)).rejects.toThrow(/404/);
+    expect(await agentExists(guildId, AGENT)).toBe(false);
+    expect(await calls({ channel })).toEqual([]);
   });
 
   it("an unsigned or wrongly signed forward → 401", async () => {
@@ -246,8 +249,13 @@ describe("commands", () => {
     const res = await interact(slash("stop", channel));
     expect(await res.json()).toEqual({ type: 4, data: { content: "Stopped the running turn.", allowed_mentions: { parse: [] }, flags: 64 } });
     await releaseProvider(s);
-    const list = await statusEdited({ channel }, "Stopped.");
+    await statusEdited({ channel }, "Stopped.");
     expect((await getConversation(guild, AGENT, channel)).status).toBe("idle");
+    // The notice follows the final status, in order.
+    const list = await waitFor("the notice", async () => {
+      const all = await calls({ channel });
+      return posted(all).length === 2 && all;
+    });
     expect(posted(list)).toEqual(["⏳ Working on it…", "The turn was stopped."]);
   });
 
@@ -281,11 +289,11 @@ describe("commands", () => {
 describe("Discord's limits", () => {
   it("splits at line breaks within 2,000 characters, keeping the text", () => {
     const text = Array.from({ length: 120 }, (_, i) => `line ${i} ${"x".repeat(40)}`).join("\n");
-    const parts = splitMessage(text);
+    const parts = discordOutbound.split(text);
     expect(parts.length).toBeGreaterThan(2);
     for (const part of parts) expect(part.length).toBeLessThanOrEqual(2000);
     expect(parts.join("\n")).toBe(text);
-    expect(splitMessage("😀".repeat(1500)).every((p) => p.length <= 2000 && !/^[\udc00-\udfff]/.test(p))).toBe(true);
+    expect(discordOutbound.split("😀".repeat(1500)).every((p) => p.length <= 2000 && !/^[\udc00-\udfff]/.test(p))).toBe(true);
   });
 
   it("a 429 answers retryAfterMs from retry_after", async () => {
@@ -313,7 +321,59 @@ describe("Discord's limits", () => {
   });
 });
 
-// ---- 6. tenancy --------------------------------------------------------------------
+// ---- 6. ids ------------------------------------------------------------------------
+
+describe("ids are checked before they are used", () => {
+  const LONE_SURROGATE = "1234\ud800";
+
+  it("a gateway message whose ids are not snowflakes → 400 naming the field; nothing written, nothing sent", async () => {
+    const guildId = snowflake();
+    const channel = snowflake();
+    const good = channelMessage({ guild_id: guildId, channel_id: channel, content: "hello" });
+    const bad = [
+      { ...good, channel_id: LONE_SURROGATE },
+      { ...good, channel_id: "../../users/@me" },
+      { ...good, id: LONE_SURROGATE },
+      { ...good, author: { ...good.author, id: "12ab" } },
+    ];
+    for (const message of bad) {
+      const res = await forward(message);
+      expect(res.status).toBe(400);
+      expect(await res.json()).toEqual({ error: expect.stringMatching(/^not a Discord message: .*snowflake/s) });
+    }
+    expect(await agentExists(guildId, AGENT)).toBe(false);
+    expect(await calls({ channel })).toEqual([]);
+  });
+
+  it("an interaction whose channel, user or token would not fit a REST path → 400; nothing written, nothing sent", async () => {
+    const guildId = snowflake();
+    const asked = { ...slash("ask", snowflake(), [{ name: "text", type: 3, value: "hi" }]), guild_id: guildId };
+    const bad = [
+      { ...asked, channel_id: LONE_SURROGATE },
+      { ...asked, member: { ...asked.member, user: { ...asked.member.user, id: LONE_SURROGATE } } },
+      { ...asked, token: "abc/../../channels/1/messages" },
+      { ...asked, application_id: "app" },
+    ];
+    for (const interaction of bad) {
+      const res = await interact(interaction);
+      expect(res.status).toBe(400);
+      expect(await res.json()).toEqual({ error: expect.stringMatching(/^not an interaction: /) });
+    }
+    const click = { ...recorded.buttonClickHello, id: snowflake(), guild_id: guildId, channel_id: LONE_SURROGATE, data: { ...recorded.buttonClickHello.data, custom_id: decisionValue(guildId, AGENT, "h1", true) } };
+    expect((await interact(click)).status).toBe(400);
+    expect(await agentExists(guildId, AGENT)).toBe(false);
+    expect(await calls({ token: asked.token })).toEqual([]);
+  });
+
+  it("a stored reply address that is not a Discord channel is given up, never put in a path", async () => {
+    const route = { tenant: guild, agent: AGENT };
+    const address = { platform: "discord" as const, target: { channelId: "../../users/@me" } };
+    const result = await discordOutbound.deliver(env, { route, conversation: "c", address, message: { kind: "reply", text: "x" }, idempotencyKey: "k4" });
+    expect(result).toEqual({ ok: false, error: "reply address is not a Discord channel (or interaction)", permanent: true });
+  });
+});
+
+// ---- 7. tenancy --------------------------------------------------------------------
 
 describe("routing", () => {
   it("two guilds → two objects", async () => {
@@ -368,10 +428,13 @@ describe("approval cards", () => {
     expect(await res.json()).toMatchObject({ type: 4, data: { content: "Refused: this button belongs to another workspace or agent.", flags: 64 } });
   });
 
-  it("a button that is not an approval → an ephemeral note, no event", async () => {
-    const click = { ...recorded.buttonClickGoodbye, id: snowflake(), channel_id: snowflake() };
+  it("a button that is not an approval → a silent acknowledgement (type 6): nothing written, nothing sent", async () => {
+    const click = { ...recorded.buttonClickGoodbye, id: snowflake(), channel_id: snowflake(), guild_id: snowflake() };
     const res = await interact(click);
-    expect(await res.json()).toMatchObject({ type: 4, data: { flags: 64 } });
-    await expect(getConversation(guild, AGENT, click.channel_id)).rejects.toThrow(/404/);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ type: 6 });
+    expect(await agentExists(click.guild_id, AGENT)).toBe(false);
+    expect(await calls({ channel: click.channel_id })).toEqual([]);
+    expect(await calls({ token: click.token })).toEqual([]);
   });
 });

@@ -4,7 +4,7 @@ import { env } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { EffectMessage } from "../runtime/effects.ts";
-import { agent } from "./agents.ts";
+import { agent, storedText } from "./agents.ts";
 import { getConversation, postMessage, providerRequests, script, settled, unique, worker } from "./support.ts";
 import { AGENT, messageEnvelope, newTs, postEvent, slackCalls, slackId, statusFinal, threadMessages } from "./slack/helpers.ts";
 
@@ -51,10 +51,7 @@ describe("a secret used by the http plugin (canary)", () => {
     const view = await getConversation(team, AGENT, `${team}:${channel}:${ts}`);
     expect(view.transcript.filter((e) => e.role === "tool").every((e) => e.text.includes("[redacted]"))).toBe(true);
 
-    const tables = await runInDurableObject(agent(team, AGENT), (_i, state) => {
-      const names = state.storage.sql.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '_cf_%'").toArray();
-      return names.map(({ name }) => JSON.stringify(state.storage.sql.exec(`SELECT * FROM "${name}"`).toArray())).join("\n");
-    });
+    const tables = await storedText(team, AGENT);
     expect(tables).toContain("[redacted]"); // the dump is real: it holds the redacted results
     expect(leaks(tables)).toEqual([]);
     expect(queued.length).toBeGreaterThan(0);

@@ -20,7 +20,15 @@ export function postMessage(tenant: string, agent: string, body: unknown, header
 export interface View {
   status: string;
   error: string | null;
-  transcript: { role: string; text: string; toolCalls?: { name: string }[]; steer?: boolean; isError?: boolean }[];
+  usage: { inputTokens: number; outputTokens: number; cost: number };
+  transcript: {
+    role: string;
+    text: string;
+    toolCalls?: { id: string; name: string; arguments: unknown }[];
+    toolCallId?: string;
+    steer?: boolean;
+    isError?: boolean;
+  }[];
   holds: Card[];
 }
 
@@ -72,6 +80,12 @@ export interface ScriptStep {
   error?: string;
   hold?: boolean;
   echoToolResults?: boolean;
+  /** Stream arguments (and text) in pieces of this many characters, cut mid-JSON. */
+  argumentChunk?: number;
+  /** Send parallel tool calls round-robin, chunk by chunk. */
+  interleave?: boolean;
+  /** The usage reported in the final chunk (choices: []). */
+  usage?: { prompt_tokens: number; completion_tokens: number };
 }
 
 export async function script(id: string, steps: ScriptStep[]): Promise<void> {

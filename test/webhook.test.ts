@@ -3,6 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { decisionValue } from "../approvals/index.ts";
 import { signatureHeaders } from "../bridges/shared/signed-request.ts";
+import { agentExists } from "./agents.ts";
 import { getConversation, ledgerAppends, providerRequests, releaseProvider, script, unique, waitFor, worker } from "./support.ts";
 
 const E = env as unknown as Record<string, string>;
@@ -23,14 +24,14 @@ interface Delivery {
   body: { type: string; text: string; conversation: string; state?: string; status_id?: string; tenant: string; agent: string; card_id?: string; card?: CardJson };
 }
 
-async function hook(name: string): Promise<{ attempts: number; deliveries: Delivery[] }> {
+async function hook(name: string): Promise<{ attempts: number; failures: Delivery[]; deliveries: Delivery[] }> {
   return (await fetch(`${E.FAKE_CALLBACK_URL}/_control/hooks/${name}`)).json();
 }
 
-/** A tenant with its callback registered at hook `<tenant>` of the fake receiver. */
-async function tenantWithCallback(failFirst = 0): Promise<string> {
+/** A tenant with its callback registered at hook `<tenant>` of the fake receiver, which first fails `failFirst` POSTs with `status`. */
+async function tenantWithCallback(failFirst = 0, status = 503): Promise<string> {
   const tenant = unique("wh");
-  await fetch(`${E.FAKE_CALLBACK_URL}/_control/hooks/${tenant}`, { method: "PUT", body: JSON.stringify({ fail: failFirst }) });
+  await fetch(`${E.FAKE_CALLBACK_URL}/_control/hooks/${tenant}`, { method: "PUT", body: JSON.stringify({ fail: failFirst, status }) });
   const res = await worker(`/v1/webhook/tenants/${tenant}`, {
     method: "PUT",
     headers: { ...ADMIN, "content-type": "application/json" },
@@ -135,6 +136,17 @@ describe("webhook bridge", () => {
     await expect(getConversation(stranger, AGENT, "c4")).rejects.toThrow(/404/);
   });
 
+  it("ids that are not well-formed text (a lone surrogate) → 422 naming them; nothing written", async () => {
+    const tenant = await tenantWithCallback();
+    const badKey = await send(tenant, message("c10", "x", "key-\ud800"));
+    expect(badKey.status).toBe(422);
+    expect(((await badKey.json()) as { error: string }).error).toMatch(/lone surrogate.*at idempotency_key/s);
+    const badUser = await send(tenant, { ...message("c10", "x"), user: { id: "u\udc00" } });
+    expect(badUser.status).toBe(422);
+    expect(await agentExists(tenant, AGENT)).toBe(false);
+    expect((await hook(tenant)).attempts).toBe(0);
+  });
+
   it("the callback failing twice then succeeding → delivered once", async () => {
     const tenant = await tenantWithCallback(2);
     await send(tenant, message("c5", "persist"));
@@ -143,6 +155,20 @@ describe("webhook bridge", () => {
     expect(attempts).toBe(deliveries.length + 2);
     expect(deliveries.filter((d) => d.body.type === "reply").map((d) => d.body.text)).toEqual(["ok: persist"]);
     expect(new Set(deliveries.map((d) => d.idempotencyKey)).size).toBe(deliveries.length);
+  });
+
+  it("a retried callback carries the same Idempotency-Key as its first attempt", async () => {
+    const tenant = await tenantWithCallback(1, 500);
+    await send(tenant, message("c11", "retry me"));
+    const deliveries = await finished(tenant);
+    const { failures } = await hook(tenant);
+    expect(failures).toHaveLength(1);
+    const [first] = failures;
+    // The retry is the delivery of the same message (the same body); the receiver dedupes on its key.
+    const retry = deliveries.find((d) => JSON.stringify(d.body) === JSON.stringify(first!.body));
+    expect(retry).toBeDefined();
+    expect(retry!.idempotencyKey).toBe(first!.idempotencyKey);
+    expect(deliveries.filter((d) => d.idempotencyKey === first!.idempotencyKey)).toHaveLength(1);
   });
 
   it("interrupt and commands: stop ends the running turn, status answers at once", async () => {
@@ -154,7 +180,11 @@ describe("webhook bridge", () => {
     const stop = await send(tenant, { type: "interrupt", idempotency_key: unique("k"), conversation: "c6", user: { id: "u1" } });
     expect(await stop.json()).toMatchObject({ accepted: true, status: "idle", notice: "Stopped the running turn." });
     await releaseProvider(s);
-    const deliveries = await finished(tenant, "stopped");
+    // The notice follows the final status, in order.
+    const deliveries = await waitFor("the notice after the final status", async () => {
+      const all = await finished(tenant, "stopped");
+      return all.some((d) => d.body.type === "notice") && all;
+    });
     expect(deliveries.filter((d) => d.body.type !== "status").map((d) => [d.body.type, d.body.text])).toEqual([["notice", "The turn was stopped."]]);
     const status = await send(tenant, { type: "command", command: "status", idempotency_key: unique("k"), conversation: "c6", user: { id: "u1" } });
     expect(await status.json()).toMatchObject({ notice: expect.stringMatching(/^Status: idle/) });

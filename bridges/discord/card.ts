@@ -1,23 +1,23 @@
 // An approval card as a Discord message: its text, and while a decision is
 // possible, Approve and Deny buttons whose custom_id is the card's decision value.
+import type { ButtonStyle, ComponentType, RESTPostAPIChannelMessageJSONBody } from "discord-api-types/v10";
 import { cardText, type Card } from "../../approvals/index.ts";
+import { clip } from "../shared/text.ts";
 
-const ACTION_ROW = 1;
-const BUTTON = 2;
-const SUCCESS = 3;
-const DANGER = 4;
-const CONTENT_LIMIT = 2000;
+// Typed as discord-api-types' enum members (types only: nothing is bundled).
+const ACTION_ROW: ComponentType.ActionRow = 1;
+const BUTTON: ComponentType.Button = 2;
+const SUCCESS: ButtonStyle.Success = 3;
+const DANGER: ButtonStyle.Danger = 4;
 
-export interface DiscordMessageBody {
-  content: string;
-  /** Absent: leave the message's components as they are; [] removes them. */
-  components?: unknown[];
-}
+/** A message's content is at most 2,000 characters. */
+export const DISCORD_MESSAGE_LIMIT = 2000;
+
+/** What we post or edit: the same fields for a channel message and an interaction webhook's. Absent components leave them as they are; [] removes them. */
+export type DiscordMessageBody = Pick<RESTPostAPIChannelMessageJSONBody, "content" | "components">;
 
 export function cardMessage(card: Card): DiscordMessageBody {
-  const text = cardText(card);
-  const content = text.length <= CONTENT_LIMIT ? text : `${text.slice(0, CONTENT_LIMIT - 1)}…`;
-  const components = card.actions
+  const components: DiscordMessageBody["components"] = card.actions
     ? [
         {
           type: ACTION_ROW,
@@ -28,5 +28,5 @@ export function cardMessage(card: Card): DiscordMessageBody {
         },
       ]
     : [];
-  return { content, components };
+  return { content: clip(cardText(card), DISCORD_MESSAGE_LIMIT), components };
 }

@@ -2,9 +2,8 @@
 // messages from the gateway connector, replies through the REST API.
 import { Hono } from "hono";
 import type { ChatBridge } from "../index.ts";
-import { handleGatewayMessage } from "./gateway-ingress.ts";
-import { handleInteraction } from "./interactions.ts";
-import { discordOutbound } from "./rest.ts";
+import { handleGatewayMessage, handleInteraction } from "./ingress.ts";
+import { discordOutbound } from "./outbound.ts";
 
 const routes = new Hono<{ Bindings: Env }>();
 routes.post("/interactions", handleInteraction);

@@ -1,22 +1,16 @@
 // The HMAC request signature antiproton speaks with its own connectors and
 // webhook peers: `X-Antiproton-Signature: v1=<hex HMAC-SHA256 of "timestamp.body">`
-// with `X-Antiproton-Timestamp` in Unix seconds, accepted within 5 minutes.
-// Used by the webhook bridge (both directions) and the Discord gateway ingress.
+// with `X-Antiproton-Timestamp` in Unix seconds, within timestamp.ts's window.
+// Used by the webhook bridge (both directions), the Discord gateway ingress and
+// the Slack Socket Mode forward.
 import type { Context } from "hono";
 import { hmacHex, HttpError, readBody, type BodyRules } from "../../lib/http.ts";
+import { freshTimestamp } from "./timestamp.ts";
 
 export const TIMESTAMP_HEADER = "X-Antiproton-Timestamp";
 export const SIGNATURE_HEADER = "X-Antiproton-Signature";
-/** Requests older (or further in the future) than this are replays. */
-export const MAX_SKEW_SECONDS = 300;
 
 const encoder = new TextEncoder();
-
-/** True when `timestamp` is whole Unix seconds within the replay window of `now`. */
-export function isFreshTimestamp(timestamp: string, now = Date.now()): boolean {
-  if (!/^\d{1,12}$/.test(timestamp)) return false;
-  return Math.abs(now / 1000 - Number(timestamp)) <= MAX_SKEW_SECONDS;
-}
 
 /** The headers that sign `body` with `secret` at `now`. */
 export async function signatureHeaders(secret: string, body: string, now = Date.now()): Promise<Record<string, string>> {
@@ -29,15 +23,18 @@ export async function signatureHeaders(secret: string, body: string, now = Date.
  * Missing, stale or wrong signature → 401; the body rules give 415/413.
  */
 export async function readSignedBody(c: Context, secret: string, rules: BodyRules): Promise<string> {
-  const timestamp = c.req.header(TIMESTAMP_HEADER) ?? "";
   const signature = /^v1=([0-9a-f]{64})$/.exec(c.req.header(SIGNATURE_HEADER) ?? "")?.[1];
   if (!signature) throw new HttpError(401, `missing or malformed ${SIGNATURE_HEADER} (expected v1=<64 hex>)`);
-  if (!isFreshTimestamp(timestamp)) throw new HttpError(401, `missing or stale ${TIMESTAMP_HEADER} (Unix seconds, within ${MAX_SKEW_SECONDS} s)`);
+  const timestamp = freshTimestamp(TIMESTAMP_HEADER, c.req.header(TIMESTAMP_HEADER));
   const raw = await readBody(c, rules);
-  const mac = Uint8Array.from(signature.match(/../g)!, (b) => parseInt(b, 16));
+  if (!(await hmacMatches(secret, `${timestamp}.${raw}`, signature))) throw new HttpError(401, "bad signature");
+  return raw;
+}
+
+/** True when `hex` (64 hex digits) is the HMAC-SHA256 of `message` under `secret`; Slack's v0 signatures use it too. */
+export async function hmacMatches(secret: string, message: string, hex: string): Promise<boolean> {
+  const mac = Uint8Array.from(hex.match(/../g)!, (b) => parseInt(b, 16));
   const key = await crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["verify"]);
   // verify() compares in constant time.
-  const valid = await crypto.subtle.verify("HMAC", key, mac, encoder.encode(`${timestamp}.${raw}`));
-  if (!valid) throw new HttpError(401, "bad signature");
-  return raw;
+  return crypto.subtle.verify("HMAC", key, mac, encoder.encode(message));
 }

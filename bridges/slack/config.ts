@@ -5,7 +5,6 @@ import { parseRoute, type Route } from "../../runtime/index.ts";
 
 const DEFAULT_API_BASE_URL = "https://slack.com/api";
 const DEFAULT_AGENT = "assistant";
-const DEFAULT_COMMAND = "/agent";
 
 /** The Web API base; tests point it at the loopback fake. Bot tokens go there, so never over plain http off this machine. */
 export function apiBaseUrl(env: Env): string {
@@ -15,10 +14,6 @@ export function apiBaseUrl(env: Env): string {
 /** The one agent this Slack app serves, in whichever workspace it is installed. */
 export function routeFor(env: Env, tenant: string): Route {
   return parseRoute(tenant, env.SLACK_AGENT || DEFAULT_AGENT);
-}
-
-export function commandName(env: Env): string {
-  return env.SLACK_COMMAND || DEFAULT_COMMAND;
 }
 
 export function requiredSecret(env: Env, name: string, why: string): string {

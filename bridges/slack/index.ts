@@ -2,13 +2,11 @@
 // the Socket Mode connector's forward route, OAuth install, and the outbound.
 import { Hono } from "hono";
 import { HttpError, parseJson } from "../../lib/http.ts";
-import { readSignedBody } from "../shared/signed-request.ts";
 import type { ChatBridge } from "../index.ts";
-import { requiredSecret, signingSecret } from "./config.ts";
 import { handleCommand, handleEvent, handleInteraction, type Defer } from "./ingress.ts";
 import { callback, install } from "./oauth.ts";
 import { slackOutbound } from "./outbound.ts";
-import { readSlackBody } from "./verify.ts";
+import { readForwardBody, readSlackBody } from "./verify.ts";
 
 const JSON_BODY = { contentTypes: ["application/json"], maxBytes: 1 << 20 };
 const FORM_BODY = { contentTypes: ["application/x-www-form-urlencoded"], maxBytes: 256 * 1024 };
@@ -22,17 +20,17 @@ function interactionPayload(form: URLSearchParams): unknown {
 const routes = new Hono<{ Bindings: Env }>();
 
 routes.post("/events", async (c) => {
-  const raw = await readSlackBody(c, signingSecret(c.env), JSON_BODY);
+  const raw = await readSlackBody(c, JSON_BODY);
   return c.json(await handleEvent(c.env, parseJson(raw)));
 });
 
 routes.post("/commands", async (c) => {
-  const raw = await readSlackBody(c, signingSecret(c.env), FORM_BODY);
+  const raw = await readSlackBody(c, FORM_BODY);
   return c.json(await handleCommand(c.env, new URLSearchParams(raw)));
 });
 
 routes.post("/interactivity", async (c) => {
-  const raw = await readSlackBody(c, signingSecret(c.env), FORM_BODY);
+  const raw = await readSlackBody(c, FORM_BODY);
   const defer: Defer = (work) => c.executionCtx.waitUntil(work);
   return c.json(await handleInteraction(c.env, interactionPayload(new URLSearchParams(raw)), defer));
 });
@@ -43,8 +41,7 @@ routes.post("/interactivity", async (c) => {
  * envelope's payload as Slack sent it. The answer is what the connector acks with.
  */
 routes.post("/forward", async (c) => {
-  const secret = requiredSecret(c.env, "SLACK_SOCKET_FORWARD_SECRET", "it verifies requests from the Socket Mode connector");
-  const parsed = parseJson(await readSignedBody(c, secret, JSON_BODY));
+  const parsed = parseJson(await readForwardBody(c, JSON_BODY));
   if (typeof parsed !== "object" || parsed === null) throw new HttpError(400, "the forwarded body must be an object {kind, body}");
   const forwarded = parsed as { kind?: unknown; body?: unknown };
   const defer: Defer = (work) => c.executionCtx.waitUntil(work);

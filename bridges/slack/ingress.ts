@@ -5,9 +5,10 @@
 import { z } from "zod";
 import { parseDecisionValue } from "../../approvals/index.ts";
 import { HttpError, isHttpsOrLoopback } from "../../lib/http.ts";
-import { agentStub, CONVERSATION_ID, submitEvent, type ChatUser, type Route } from "../../runtime/index.ts";
-import { parseStopValue, STOP_ACTION } from "./blocks.ts";
-import { commandName, routeFor } from "./config.ts";
+import { agentStub, submitEvent, type ChatUser, type Route } from "../../runtime/index.ts";
+import { conversationId } from "../shared/ids.ts";
+import { routeFor } from "./config.ts";
+import { parseStopValue, STOP_ACTION } from "./status.ts";
 
 /** A JSON answer for Slack (or for the connector to ack with). */
 export type SlackAnswer = Record<string, unknown>;
@@ -28,11 +29,15 @@ function tenantOf(teamId: string | null | undefined, enterpriseId: string | null
   return tenant;
 }
 
-function conversationId(tenant: string, channel: string, threadTs: string): string {
-  const id = `${tenant}:${channel}:${threadTs}`;
-  if (!CONVERSATION_ID.test(id)) throw new HttpError(400, `channel or thread id does not make a conversation id: "${id}"`);
-  return id;
+/** A thread's conversation: a channel's thread in a workspace. */
+function threadConversation(tenant: string, channel: string, threadTs: string): string {
+  return conversationId(`${tenant}:${channel}:${threadTs}`, "the workspace, channel and thread ts");
 }
+
+/** Slack's user ids (U…, W…): they become part of event ids and approvers' names. */
+const userId = z.string().regex(/^[A-Za-z0-9_]{1,64}$/, "a Slack user id (letters, digits, _)");
+/** Slack's message timestamps ("1531420618.000200"): they name messages and threads. */
+const messageTs = z.string().regex(/^\d{1,12}\.\d{1,9}$/, "a Slack message ts (digits.digits)");
 
 const slackUser = (id: string): ChatUser => ({ platform: "slack", id });
 
@@ -61,12 +66,12 @@ const envelopeSchema = z.discriminatedUnion("type", [
 const messageSchema = z.object({
   type: z.enum(["message", "app_mention"]),
   subtype: z.string().nullish(),
-  user: z.string().nullish(),
+  user: userId.nullish(),
   bot_id: z.string().nullish(),
   text: z.string().nullish(),
   channel: z.string(),
-  ts: z.string(),
-  thread_ts: z.string().nullish(),
+  ts: messageTs,
+  thread_ts: messageTs.nullish(),
   channel_type: z.string().nullish(),
   files: z.array(z.looseObject({ name: z.string().nullish() })).nullish(),
 });
@@ -90,7 +95,7 @@ export async function handleEvent(env: Env, body: unknown): Promise<SlackAnswer>
   const tenant = tenantOf(auth?.team_id ?? envelope.team_id ?? envelope.context_team_id, auth?.enterprise_id ?? envelope.enterprise_id, auth?.is_enterprise_install === true);
   const route = routeFor(env, tenant);
   const threadTs = event.thread_ts ?? event.ts;
-  const conversation = conversationId(tenant, event.channel, threadTs);
+  const conversation = threadConversation(tenant, event.channel, threadTs);
   if (!(await addressed(env, route, event, botUserId, conversation))) return { ok: true };
   const text = messageText(event.text ?? "", botUserId, event.files ?? []);
   if (text === "") return { ok: true };
@@ -133,15 +138,16 @@ const commandSchema = z.object({
   enterprise_id: z.string().optional(),
   is_enterprise_install: z.string().optional(),
   channel_id: z.string().min(1),
-  user_id: z.string().min(1),
+  user_id: userId,
+  /** The command as the person typed it: Slack's app settings name it, not this deployment. */
+  command: z.string().regex(/^\/[^\s/]{1,32}$/, "a slash command name such as /agent"),
   text: z.string().default(""),
   trigger_id: z.string().optional(),
 });
 
 const ephemeral = (text: string): SlackAnswer => ({ response_type: "ephemeral", text });
 
-function helpText(env: Env): string {
-  const cmd = commandName(env);
+function helpText(cmd: string): string {
   return [
     `*${cmd}* talks to the agent in this channel. Mention it or message it to start; reply in the thread to steer it.`,
     `• \`${cmd} stop\`: stop the running turns in this channel (in a thread, use the Stop button)`,
@@ -160,7 +166,7 @@ export async function handleCommand(env: Env, form: URLSearchParams): Promise<Sl
   const tenant = tenantOf(command.team_id, command.enterprise_id, command.is_enterprise_install === "true");
   const route = routeFor(env, tenant);
   const word = command.text.trim().split(/\s+/)[0]!.toLowerCase();
-  if (word !== "stop" && word !== "status" && word !== "compact") return ephemeral(helpText(env));
+  if (word !== "stop" && word !== "status" && word !== "compact") return ephemeral(helpText(command.command));
 
   const conversations = await agentStub(env, route).conversations(route, `${tenant}:${command.channel_id}:`);
   const invocation = command.trigger_id ?? crypto.randomUUID();
@@ -183,7 +189,7 @@ export async function handleCommand(env: Env, form: URLSearchParams): Promise<Sl
 
 const blockActionsSchema = z.object({
   type: z.literal("block_actions"),
-  user: z.object({ id: z.string(), team_id: z.string().nullish() }),
+  user: z.object({ id: userId, team_id: z.string().nullish() }),
   team: z.object({ id: z.string() }).nullish(),
   enterprise: z.object({ id: z.string() }).nullish(),
   is_enterprise_install: z.boolean().nullish(),
@@ -191,7 +197,7 @@ const blockActionsSchema = z.object({
   container: z.looseObject({ channel_id: z.string().nullish(), message_ts: z.string().nullish(), thread_ts: z.string().nullish() }).nullish(),
   message: z.looseObject({ ts: z.string().nullish(), thread_ts: z.string().nullish() }).nullish(),
   response_url: z.string().nullish(),
-  actions: z.array(z.object({ action_id: z.string(), value: z.string().nullish(), action_ts: z.string().nullish() })).min(1),
+  actions: z.array(z.object({ action_id: z.string(), value: z.string().nullish(), action_ts: messageTs.nullish() })).min(1),
 });
 
 export async function handleInteraction(env: Env, payload: unknown, defer: Defer): Promise<SlackAnswer> {
@@ -223,7 +229,7 @@ export async function handleInteraction(env: Env, payload: unknown, defer: Defer
       holdId: decision.holdId,
       approve: decision.approve,
       boundTo: { tenant: decision.tenant, agent: decision.agent },
-      conversation: conversationId(tenant, channel, threadTs),
+      conversation: threadConversation(tenant, channel, threadTs),
       user,
     });
     notice = result.notice;
@@ -238,13 +244,21 @@ function sameRoute(target: { tenant: string; agent: string }, route: Route): boo
   return target.tenant === route.tenant && target.agent === route.agent;
 }
 
-/** An ephemeral answer to the person who clicked, through the interaction's response_url. */
+/**
+ * An ephemeral answer to the person who clicked, through the interaction's
+ * response_url. It runs after the answer to Slack, so it never throws: a failed
+ * post is logged once (without the URL, which lets anyone post in the channel).
+ */
 async function tellClicker(responseUrl: string, text: string): Promise<void> {
-  const res = await fetch(responseUrl, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ response_type: "ephemeral", replace_original: false, text }),
-  });
-  if (!res.ok) console.error(`response_url answered ${res.status}`);
-  await res.body?.cancel();
+  try {
+    const res = await fetch(responseUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ response_type: "ephemeral", replace_original: false, text }),
+    });
+    await res.body?.cancel();
+    if (!res.ok) console.error(`Slack response_url post failed: HTTP ${res.status}`);
+  } catch (err) {
+    console.error(`Slack response_url post failed: ${err instanceof Error ? err.message : String(err)}`);
+  }
 }

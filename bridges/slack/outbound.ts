@@ -3,11 +3,17 @@
 // ts becomes the ref) and then updated in place. The runtime coalesces
 // updates that have not been sent yet, so a turn costs one post and few
 // chat.update calls.
+import type { KnownBlock } from "@slack/types";
 import type { ChatOutbound, DeliveryResult, OutboxDelivery } from "../../runtime/index.ts";
-import { cardBlocks, cardFallback, stopValue, statusBlocks, statusText } from "./blocks.ts";
+import { clip } from "../shared/text.ts";
+import { cardBlocks, cardFallback } from "./card.ts";
 import { botTokenFor } from "./installations.ts";
-import { splitForSlack, toMrkdwn } from "./mrkdwn.ts";
+import { SLACK_TEXT_LIMIT, splitForSlack, toMrkdwn } from "./mrkdwn.ts";
+import { STATUS_LIMIT, statusBlocks, statusText, stopValue } from "./status.ts";
 import { callSlack } from "./web-api.ts";
+
+/** What we send to chat.postMessage and chat.update (their other arguments are not used). */
+type SlackMessage = { channel: string; thread_ts?: string; ts?: string; text: string; blocks?: KnownBlock[]; unfurl_links?: boolean };
 
 async function deliver(env: Env, delivery: OutboxDelivery): Promise<DeliveryResult> {
   const { channel, thread_ts } = delivery.address.target;
@@ -17,37 +23,34 @@ async function deliver(env: Env, delivery: OutboxDelivery): Promise<DeliveryResu
   const token = await botTokenFor(env, delivery.route.tenant);
   if (!token) return { ok: false, error: `no bot token for workspace ${delivery.route.tenant}`, permanent: true };
 
+  const thread = { channel, thread_ts };
   const message = delivery.message;
   switch (message.kind) {
     case "reply":
     case "notice": {
-      const posted = await callSlack(env, "chat.postMessage", token, { channel, thread_ts, text: toMrkdwn(message.text), unfurl_links: false });
+      // Replies arrive split to fit; a notice (a long provider error, say) is clipped, never refused.
+      const text = clip(toMrkdwn(message.text), SLACK_TEXT_LIMIT);
+      const posted = await callSlack(env, "chat.postMessage", token, { ...thread, text, unfurl_links: false } satisfies SlackMessage);
       return posted.ok ? { ok: true, ref: String(posted.data.ts) } : posted;
     }
     case "status": {
-      const text = toMrkdwn(message.text);
+      const text = clip(toMrkdwn(message.text), STATUS_LIMIT);
       const blocks = statusBlocks(message.state, text, stopValue(delivery.route, delivery.conversation));
-      return postOrUpdate(env, token, { channel, thread_ts }, delivery.ref, statusText(message.state, text), blocks);
+      return postOrUpdate(env, token, delivery.ref, { ...thread, text: statusText(message.state, text), blocks });
     }
     case "card":
-      return postOrUpdate(env, token, { channel, thread_ts }, delivery.ref, cardFallback(message.card), cardBlocks(message.card));
+      return postOrUpdate(env, token, delivery.ref, { ...thread, text: cardFallback(message.card), blocks: cardBlocks(message.card) });
   }
 }
 
-/** Posts a message meant to change in place, or updates it once it has a ref. */
-async function postOrUpdate(
-  env: Env,
-  token: string,
-  where: { channel: string; thread_ts: string },
-  ref: string | undefined,
-  text: string,
-  blocks: unknown[],
-): Promise<DeliveryResult> {
+/** Posts a message meant to change in place, or updates it once it has a ref (chat.update takes no thread_ts). */
+async function postOrUpdate(env: Env, token: string, ref: string | undefined, message: SlackMessage): Promise<DeliveryResult> {
   if (ref) {
-    const updated = await callSlack(env, "chat.update", token, { channel: where.channel, ts: ref, text, blocks });
+    const { channel, text, blocks } = message;
+    const updated = await callSlack(env, "chat.update", token, { channel, ts: ref, text, blocks } satisfies SlackMessage);
     return updated.ok ? { ok: true } : updated;
   }
-  const posted = await callSlack(env, "chat.postMessage", token, { ...where, text, blocks });
+  const posted = await callSlack(env, "chat.postMessage", token, message);
   return posted.ok ? { ok: true, ref: String(posted.data.ts) } : posted;
 }
 

@@ -1,7 +1,8 @@
 // A fake webhook callback receiver on loopback: POST /hooks/<name> records each
 // delivery with whether its antiproton signature checks out. It can be told to
-// fail the next N deliveries (PUT /_control/hooks/<name> {"fail": N}); GET
-// /_control/hooks/<name> returns { attempts, deliveries }.
+// fail the next N deliveries (PUT /_control/hooks/<name> {"fail": N, "status"?:
+// 503}); those are recorded too, as failures. GET /_control/hooks/<name>
+// returns { attempts, failures, deliveries }.
 import { createHmac, timingSafeEqual } from "node:crypto";
 import { listen, readBody, sendJson } from "./http.mjs";
 
@@ -18,7 +19,7 @@ function signatureValid(headers, raw) {
 export async function startCallbackReceiver() {
   const hooks = new Map(); // name → { fail, attempts, deliveries }
   const hook = (name) => {
-    if (!hooks.has(name)) hooks.set(name, { fail: 0, attempts: 0, deliveries: [] });
+    if (!hooks.has(name)) hooks.set(name, { fail: 0, status: 503, attempts: 0, failures: [], deliveries: [] });
     return hooks.get(name);
   };
   return listen(async (req, res) => {
@@ -27,25 +28,24 @@ export async function startCallbackReceiver() {
     if (control) {
       const h = hook(decodeURIComponent(control[1]));
       if (req.method === "PUT") {
-        h.fail = JSON.parse(await readBody(req)).fail ?? 0;
+        const { fail = 0, status = 503 } = JSON.parse(await readBody(req));
+        Object.assign(h, { fail, status });
         return sendJson(res, 200, { ok: true });
       }
-      return sendJson(res, 200, { attempts: h.attempts, deliveries: h.deliveries });
+      return sendJson(res, 200, { attempts: h.attempts, failures: h.failures, deliveries: h.deliveries });
     }
     const target = /^\/hooks\/([^/]+)$/.exec(url.pathname);
     if (req.method !== "POST" || !target) return sendJson(res, 404, { error: "not found" });
     const h = hook(decodeURIComponent(target[1]));
     const raw = await readBody(req);
     h.attempts++;
+    const received = { idempotencyKey: req.headers["idempotency-key"] ?? null, signatureValid: signatureValid(req.headers, raw), body: JSON.parse(raw) };
     if (h.fail > 0) {
       h.fail--;
-      return sendJson(res, 503, { error: "told to fail" });
+      h.failures.push(received);
+      return sendJson(res, h.status, { error: "told to fail" });
     }
-    h.deliveries.push({
-      idempotencyKey: req.headers["idempotency-key"] ?? null,
-      signatureValid: signatureValid(req.headers, raw),
-      body: JSON.parse(raw),
-    });
+    h.deliveries.push(received);
     return sendJson(res, 200, { ok: true });
   });
 }

@@ -37,7 +37,7 @@ export async function startFakes() {
     ]),
     REMOTE_API_TOKEN,
     FAKE_REMOTE_URL: remote.url,
-    APPROVERS: JSON.stringify({ approvals: ["U_APPROVER", "D_APPROVER"], T_APPROVALS: ["U_APPROVER"], "424242": ["U_APPROVER", "D_APPROVER"], console_ok: ["console:admin"] }),
+    APPROVERS: JSON.stringify({ approvals: ["U_APPROVER", "D_APPROVER"], T_APPROVALS: ["U_APPROVER"], "424242": ["U_APPROVER", "1400000000000000042"], console_ok: ["console:admin"] }),
     SLACK_API_BASE_URL: `${slack.url}/api`,
     SLACK_SIGNING_SECRET: FAKE_SLACK_SIGNING_SECRET,
     SLACK_BOT_TOKEN: FAKE_SLACK_BOT_TOKEN,

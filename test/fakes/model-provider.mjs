@@ -3,6 +3,13 @@
 // message containing "[s:<id>]" selects scenario <id>; each request takes the
 // scenario's next step (the last repeats): { text } | { toolCalls } |
 // { status, error } | { hold: true, … } | { echoToolResults: true }. Control API under /_control.
+//
+// It streams as OpenAI does: a role chunk, content, each tool call's id and
+// name then its arguments, a finish chunk, and `usage` in a final chunk with
+// `choices: []` (stream_options.include_usage). A step may also ask for
+//   argumentChunk: n   arguments (and text) cut into pieces of n characters, mid-JSON
+//   interleave: true   parallel tool calls sent round-robin, chunk by chunk
+//   usage: { prompt_tokens, completion_tokens }   the numbers of the final chunk
 import { listen, readBody, sendJson } from "./http.mjs";
 
 export const FAKE_PROVIDER_KEY = "fake-provider-key-for-tests";
@@ -86,18 +93,36 @@ function lastUserText(messages) {
   return contentText(users.at(-1)?.content);
 }
 
+/** What OpenAI reports when a step names no usage. */
+const DEFAULT_USAGE = { prompt_tokens: 12, completion_tokens: 5 };
+
+/** `text` in pieces of `size` characters (code points: a stream never splits one); whole when no size. */
+function pieces(text, size) {
+  if (!size) return [text];
+  const chars = Array.from(text);
+  const out = [];
+  for (let i = 0; i < chars.length; i += size) out.push(chars.slice(i, i + size).join(""));
+  return out;
+}
+
 function streamCompletion(res, model, step) {
   res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
   const id = `chatcmpl-${Math.random().toString(36).slice(2)}`;
-  const chunk = (delta, finish = null, extra = {}) =>
-    res.write(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created: 0, model, choices: [{ index: 0, delta, finish_reason: finish }], ...extra })}\n\n`);
+  const send = (choices, extra = {}) => res.write(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created: 0, model, choices, ...extra })}\n\n`);
+  const chunk = (delta, finish = null) => send([{ index: 0, delta, finish_reason: finish }]);
   chunk({ role: "assistant", content: "" });
-  if (step.text) chunk({ content: step.text });
-  (step.toolCalls ?? []).forEach((call, index) => {
-    chunk({ tool_calls: [{ index, id: call.id ?? `call_${index}_${Math.random().toString(36).slice(2, 8)}`, type: "function", function: { name: call.name, arguments: "" } }] });
-    chunk({ tool_calls: [{ index, function: { arguments: JSON.stringify(call.arguments ?? {}) } }] });
-  });
-  chunk({}, step.toolCalls?.length ? "tool_calls" : "stop");
-  res.write(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created: 0, model, choices: [], usage: { prompt_tokens: 12, completion_tokens: 5, total_tokens: 17 } })}\n\n`);
+  if (step.text) for (const piece of pieces(step.text, step.argumentChunk)) chunk({ content: piece });
+  // Each call: its id and name first, then its arguments, piece by piece.
+  const calls = (step.toolCalls ?? []).map((call, index) => [
+    { index, id: call.id ?? `call_${index}_${Math.random().toString(36).slice(2, 8)}`, type: "function", function: { name: call.name, arguments: "" } },
+    ...pieces(JSON.stringify(call.arguments ?? {}), step.argumentChunk).map((part) => ({ index, function: { arguments: part } })),
+  ]);
+  const order = step.interleave
+    ? Array.from({ length: Math.max(0, ...calls.map((c) => c.length)) }, (_, i) => calls.map((c) => c[i]).filter(Boolean)).flat()
+    : calls.flat();
+  for (const delta of order) chunk({ tool_calls: [delta] });
+  chunk({}, calls.length ? "tool_calls" : "stop");
+  const usage = { ...DEFAULT_USAGE, ...step.usage };
+  send([], { usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens } });
   res.end("data: [DONE]\n\n");
 }

@@ -5,6 +5,7 @@
 //   POST /_control/rate-limit              {method, channel, textIncludes?, times, retryAfter}: answer 429 that many times
 //   PUT  /_control/oauth/<code>             {team, enterprise?, token, botUserId}: an OAuth code oauth.v2.access will accept
 //   GET  /_control/responses/<id>           what was POSTed to <url>/response/<id>
+// A response_url takes 5 posts, as Slack's does; the 6th is answered 404 expired_url.
 import { listen, readBody, sendJson } from "./http.mjs";
 
 export const FAKE_SLACK_BOT_TOKEN = "xoxb-fake-single-workspace-token";
@@ -13,6 +14,8 @@ export const FAKE_SLACK_CLIENT_ID = "1111.2222";
 export const FAKE_SLACK_CLIENT_SECRET = "fake-slack-client-secret";
 /** Slack rejects chat.update (and we keep chat.postMessage) text over this. */
 const TEXT_LIMIT = 4000;
+/** Slack's response_url can be used 5 times. */
+const RESPONSE_URL_USES = 5;
 
 export async function startSlack() {
   const calls = [];
@@ -45,7 +48,9 @@ export async function startSlack() {
     if (responseLog) return sendJson(res, 200, responses.get(responseLog[1]) ?? []);
     const response = /^\/response\/(.+)$/.exec(url.pathname);
     if (response) {
-      responses.set(response[1], [...(responses.get(response[1]) ?? []), JSON.parse(raw)]);
+      const used = responses.get(response[1]) ?? [];
+      if (used.length >= RESPONSE_URL_USES) return sendJson(res, 404, { ok: false, error: "expired_url" });
+      responses.set(response[1], [...used, JSON.parse(raw)]);
       return sendJson(res, 200, { ok: true });
     }
 

@@ -1,8 +1,11 @@
 // The slash command, approval decisions from buttons, and the Socket Mode
 // connector's signed forward route.
-import { describe, expect, it } from "vitest";
+import { env } from "cloudflare:workers";
+import { describe, expect, it, vi } from "vitest";
 import { decisionValue } from "../../approvals/index.ts";
 import { signatureHeaders } from "../../bridges/shared/signed-request.ts";
+import { handleInteraction } from "../../bridges/slack/ingress.ts";
+import { agentExists } from "../agents.ts";
 import { settled, worker } from "../support.ts";
 import slashFixtures from "../fixtures/slack/slash-commands-slack.json";
 import {
@@ -17,6 +20,7 @@ import {
   responsesTo,
   responseUrl,
   signedPost,
+  slackCalls,
   slackId,
   statusFinal,
   threadMessages,
@@ -32,17 +36,34 @@ async function forward(body: unknown, secret = fakeSlackEnv.SLACK_SOCKET_FORWARD
 }
 
 describe("POST /slack/commands", () => {
-  it("acks ssl_check without acting", async () => {
-    const res = await postCommand({ ssl_check: "1", token: "t" });
+  it("acks ssl_check without acting: nothing written, nothing sent", async () => {
+    // Shaped like a real command, so acting on it would show: a status read reaches (and creates) the object.
+    const team = slackId("T");
+    const channel = slackId("C");
+    const res = await postCommand({ ...command(team, channel, "status"), ssl_check: "1" });
     expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({});
+    expect(await agentExists(team, AGENT)).toBe(false);
+    expect(await slackCalls(channel)).toEqual([]);
   });
 
-  it("answers help (the recorded command with no argument) ephemerally", async () => {
+  it("answers help ephemerally, naming the command as the person typed it", async () => {
+    // The recorded command is /test-feedback: the help names it, whatever this deployment calls its command.
     const res = await postCommand({ ...slashFixtures.slashCommand, team_id: slackId("T") });
     expect(res.status).toBe(200);
     const body = (await res.json()) as { response_type: string; text: string };
     expect(body.response_type).toBe("ephemeral");
-    expect(body.text).toContain("/agent stop");
+    expect(body.text).toContain(`\`${slashFixtures.slashCommand.command} stop\``);
+    const renamed = (await (await postCommand({ ...command(slackId("T"), slackId("C"), "help"), command: "/helper" })).json()) as { text: string };
+    expect(renamed.text.startsWith("*/helper* talks to the agent")).toBe(true);
+    expect(renamed.text).not.toContain("/agent");
+  });
+
+  it("a form without a command name → 400 naming it", async () => {
+    const { command: _dropped, ...form } = command(slackId("T"), slackId("C"), "help");
+    const res = await postCommand(form);
+    expect(res.status).toBe(400);
+    expect(await res.json()).toEqual({ error: expect.stringMatching(/command/) });
   });
 
   it("rejects an unsigned command with 401", async () => {
@@ -107,9 +128,55 @@ describe("POST /slack/interactivity", () => {
     ]);
   });
 
-  it("ignores buttons that are not ours", async () => {
-    const res = await postInteraction({ type: "block_actions", user: { id: "U1", team_id: "T1" }, team: { id: "T1" }, actions: [{ action_id: "info", value: "x" }] });
+  it("ignores buttons that are not ours: nothing written, nothing sent, nobody told", async () => {
+    const team = slackId("T");
+    const channel = slackId("C");
+    const responseId = slackId("resp");
+    const res = await postInteraction({
+      type: "block_actions",
+      user: { id: "UPERSON1", team_id: team },
+      team: { id: team },
+      container: { type: "message", channel_id: channel, message_ts: newTs(), thread_ts: newTs() },
+      response_url: responseUrl(responseId),
+      actions: [{ action_id: "info", value: "x", action_ts: newTs() }],
+    });
     expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({});
+    expect(await agentExists(team, AGENT)).toBe(false);
+    expect(await slackCalls(channel)).toEqual([]);
+    expect(await responsesTo(responseId)).toEqual([]);
+  });
+
+  it("a response_url post that fails (used up, or unreachable) is logged once and never thrown into waitUntil", async () => {
+    const errors = vi.spyOn(console, "error").mockImplementation(() => undefined);
+    try {
+      const usedUp = slackId("resp");
+      for (let i = 0; i < 5; i++) await fetch(responseUrl(usedUp), { method: "POST", body: JSON.stringify({ text: `use ${i}` }) });
+      for (const [url, logged] of [
+        [responseUrl(usedUp), /^Slack response_url post failed: HTTP 404$/],
+        ["http://127.0.0.1:1/response/unreachable", /^Slack response_url post failed: /],
+      ] as const) {
+        errors.mockClear();
+        const team = slackId("T");
+        const deferred: Promise<unknown>[] = [];
+        const click = {
+          type: "block_actions",
+          user: { id: "UPERSON1", team_id: team },
+          team: { id: team },
+          container: { type: "message", channel_id: slackId("C"), message_ts: newTs(), thread_ts: newTs() },
+          response_url: url,
+          actions: [{ action_id: "antiproton_approve", value: decisionValue(team, AGENT, "hold-404", true), action_ts: newTs() }],
+        };
+        expect(await handleInteraction(env, click, (work) => deferred.push(work))).toEqual({});
+        expect(deferred).toHaveLength(1);
+        await expect(deferred[0]).resolves.toBeUndefined();
+        expect(errors.mock.calls.map((args) => String(args[0]))).toEqual([expect.stringMatching(logged)]);
+        // The URL lets anyone post in the channel for 30 minutes: it is not logged.
+        expect(String(errors.mock.calls[0]![0])).not.toContain(url);
+      }
+    } finally {
+      errors.mockRestore();
+    }
   });
 
   it("a payload that is not JSON is a 400, an unsigned one a 401", async () => {

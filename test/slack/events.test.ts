@@ -2,6 +2,7 @@
 // (acceptance points 1-4), replaying recorded Slack webhooks.
 import { describe, expect, it } from "vitest";
 import { verifySlackSignature } from "../../bridges/slack/verify.ts";
+import { agentExists } from "../agents.ts";
 import { getConversation, providerRequests, releaseProvider, script, settled, unique, waitFor, worker } from "../support.ts";
 import recorded from "../fixtures/slack/slack.json";
 import streaming from "../fixtures/slack/streaming-slack.json";
@@ -28,9 +29,9 @@ describe("Slack signature (v0)", () => {
     const body =
       "token=xyzz0WbapA4vBCDEFasx0q6G&team_id=T1DC2JH3J&team_domain=testteamnow&channel_id=G8PSS9T3V&channel_name=foobar&user_id=U2CERLKJA&user_name=roadrunner&command=%2Fwebhook-collect&text=&response_url=https%3A%2F%2Fhooks.slack.com%2Fcommands%2FT1DC2JH3J%2F397700885554%2F96rGlfmibIGlgcZRskXaIFfN&trigger_id=398738663015.47445629121.803a0bc887a14d10d2c447fce8b6703c";
     const signature = "v0=a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503";
-    expect(await verifySlackSignature(secret, "1531420618", body, signature, 1531420618)).toBe(true);
-    expect(await verifySlackSignature(secret, "1531420618", `${body}x`, signature, 1531420618)).toBe(false);
-    expect(await verifySlackSignature(secret, "1531420618", body, signature, 1531420618 + 301)).toBe(false);
+    expect(await verifySlackSignature(secret, "1531420618", body, signature)).toBe(true);
+    expect(await verifySlackSignature(secret, "1531420618", `${body}x`, signature)).toBe(false);
+    expect(await verifySlackSignature(secret, "1531420619", body, signature)).toBe(false);
   });
 });
 
@@ -146,6 +147,23 @@ describe("POST /slack/events", () => {
     expect((await postEvent(JSON.parse(body))).status).toBe(200);
     await statusFinal(channel, "Done.");
     expect((await threadMessages(channel)).map((r) => r.body.text)).toEqual(["ok: let me in"]);
+  });
+
+  it("ids that are not Slack's, or do not make a conversation id → 400 naming them; nothing written", async () => {
+    const team = slackId("T");
+    const channel = slackId("C");
+    const cases: [Record<string, unknown>, RegExp][] = [
+      [{ ts: "1700000000.1\ud800", thread_ts: newTs() }, /ts/],
+      [{ ts: newTs(), user: "U\ud800" }, /user/],
+      [{ ts: newTs(), channel: "C1/../C2" }, /does not make a conversation id/],
+    ];
+    for (const [event, named] of cases) {
+      const res = await postEvent(messageEnvelope({ team, channel, ts: newTs(), text: "hello", event }));
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { error: string }).error).toMatch(named);
+    }
+    expect(await agentExists(team, AGENT)).toBe(false);
+    expect(await slackCalls(channel)).toEqual([]);
   });
 
   // Acceptance 4

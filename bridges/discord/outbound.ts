@@ -1,11 +1,13 @@
 // Discord's side of the outbox: posts and edits messages through the REST API
 // (DISCORD_API_BASE_URL), through the interaction webhook while its token is
 // valid, else as the bot in the channel. Honours 429 retry_after.
+import type { APIMessage, RESTPostAPIChannelMessageJSONBody, RESTRateLimit } from "discord-api-types/v10";
 import { baseUrlFrom, secretNamed } from "../../lib/config.ts";
-import { type ChatOutbound, type DeliveryResult, type OutboundMessage, type OutboxDelivery } from "../../runtime/index.ts";
-import { cardMessage, type DiscordMessageBody } from "./card.ts";
+import type { ChatOutbound, DeliveryResult, OutboundMessage, OutboxDelivery } from "../../runtime/index.ts";
+import { clip, splitText } from "../shared/text.ts";
+import { snowflake, targetSchema } from "./address.ts";
+import { cardMessage, DISCORD_MESSAGE_LIMIT, type DiscordMessageBody } from "./card.ts";
 
-export const DISCORD_MESSAGE_LIMIT = 2000;
 const DEFAULT_API_BASE_URL = "https://discord.com/api/v10";
 /** Interaction tokens live 15 minutes; stop using one a minute early. */
 const INTERACTION_TOKEN_TTL_MS = 14 * 60_000;
@@ -13,39 +15,17 @@ const USER_AGENT = "DiscordBot (https://github.com/antiproton, 0.1.0)";
 /** An awaited fetch to Discord can hang (discord-api-docs#7936); the outbox retries instead. */
 const REQUEST_TIMEOUT_MS = 10_000;
 
-/** Splits at a line break, else a space, else hard, never inside a surrogate pair. */
-export function splitMessage(text: string, limit = DISCORD_MESSAGE_LIMIT): string[] {
-  const parts: string[] = [];
-  let rest = text;
-  while (rest.length > limit) {
-    let cut = rest.lastIndexOf("\n", limit);
-    if (cut < limit / 2) cut = rest.lastIndexOf(" ", limit);
-    const atSeparator = cut >= limit / 2;
-    if (!atSeparator) {
-      cut = limit;
-      const code = rest.charCodeAt(cut - 1);
-      if (code >= 0xd800 && code <= 0xdbff) cut--;
-    }
-    parts.push(rest.slice(0, cut));
-    rest = rest.slice(atSeparator ? cut + 1 : cut);
-  }
-  parts.push(rest);
-  return parts;
-}
-
 const STATUS_ICONS = { working: "⏳", done: "✅", stopped: "⏹️", failed: "⚠️" } as const;
 
 /** Replies arrive split; anything else (a notice quoting a long provider error) is clipped, never refused. */
-const clipped = (text: string) => (text.length <= DISCORD_MESSAGE_LIMIT ? text : `${text.slice(0, DISCORD_MESSAGE_LIMIT - 1)}…`);
-
 function render(message: OutboundMessage): DiscordMessageBody {
   switch (message.kind) {
     case "status":
-      return { content: clipped(`${STATUS_ICONS[message.state]} ${message.text}`) };
+      return { content: clip(`${STATUS_ICONS[message.state]} ${message.text}`, DISCORD_MESSAGE_LIMIT) };
     case "card":
       return cardMessage(message.card);
     default:
-      return { content: clipped(message.text) };
+      return { content: clip(message.text, DISCORD_MESSAGE_LIMIT) };
   }
 }
 
@@ -79,13 +59,16 @@ async function send(env: Env, call: Call, message: DiscordMessageBody): Promise<
   }
   const base = baseUrlFrom("DISCORD_API_BASE_URL", env.DISCORD_API_BASE_URL, DEFAULT_API_BASE_URL);
   // allowed_mentions: the agent's text never pings anyone (@everyone included).
-  const body = JSON.stringify({ ...message, allowed_mentions: { parse: [] } });
+  const body = JSON.stringify({ ...message, allowed_mentions: { parse: [] } } satisfies RESTPostAPIChannelMessageJSONBody);
   return fetch(`${base}${call.path}`, { method: call.method, headers, body, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
 }
 
 async function outcome(res: Response, wantRef: boolean): Promise<DeliveryResult> {
-  const body = (await res.json().catch(() => null)) as { id?: string; retry_after?: number; message?: string } | null;
-  if (res.ok) return wantRef && body?.id ? { ok: true, ref: body.id } : { ok: true };
+  const body = (await res.json().catch(() => null)) as Partial<Pick<APIMessage, "id"> & RESTRateLimit> | null;
+  if (res.ok) {
+    // The ref names the message in a later PATCH path: only a snowflake is kept.
+    return wantRef && snowflake.safeParse(body?.id).success ? { ok: true, ref: body!.id! } : { ok: true };
+  }
   const error = `Discord answered ${res.status}: ${body?.message ?? res.statusText}`;
   if (res.status === 429) {
     const seconds = Number(body?.retry_after ?? res.headers.get("retry-after") ?? 1);
@@ -96,17 +79,19 @@ async function outcome(res: Response, wantRef: boolean): Promise<DeliveryResult>
 }
 
 async function deliver(env: Env, delivery: OutboxDelivery): Promise<DeliveryResult> {
-  const { channelId, applicationId, interactionToken, interactionIssuedAt } = delivery.address.target;
-  if (typeof channelId !== "string") return { ok: false, error: "reply address has no channelId", permanent: true };
+  const target = targetSchema.safeParse(delivery.address.target);
+  if (!target.success) return { ok: false, error: "reply address is not a Discord channel (or interaction)", permanent: true };
+  const { channelId, applicationId, interactionToken, interactionIssuedAt } = target.data;
   const { message, ref } = delivery;
+  if (ref !== undefined && !snowflake.safeParse(ref).success) return { ok: false, error: "the message to edit is not a Discord message id", permanent: true };
   const body = render(message);
   const wantRef = inPlace(message);
   // Cards are decided long after an interaction token expires, so they are the bot's from the start.
   const tokenValid =
     message.kind !== "card" &&
-    typeof applicationId === "string" &&
-    typeof interactionToken === "string" &&
-    typeof interactionIssuedAt === "number" &&
+    applicationId !== undefined &&
+    interactionToken !== undefined &&
+    interactionIssuedAt !== undefined &&
     Date.now() - interactionIssuedAt < INTERACTION_TOKEN_TTL_MS;
   if (tokenValid) {
     const res = await send(env, webhookCall(applicationId, interactionToken, message, ref), body);
@@ -118,4 +103,4 @@ async function deliver(env: Env, delivery: OutboxDelivery): Promise<DeliveryResu
   return res instanceof Response ? outcome(res, wantRef) : res;
 }
 
-export const discordOutbound: ChatOutbound = { platform: "discord", split: (text) => splitMessage(text), deliver };
+export const discordOutbound: ChatOutbound = { platform: "discord", split: (text) => splitText(text, DISCORD_MESSAGE_LIMIT), deliver };
