@@ -15,7 +15,11 @@ export { ControlPlane } from "./runtime/index.ts";
 export function createWorker(deps: RuntimeDeps): ExportedHandler<Env> {
   const app = new Hono<{ Bindings: Env }>();
   app.get("/", (c) =>
-    c.json({ name: "antiproton", docs: "https://github.com/antiproton (see README.md)", routes: ["/v1", ...bridges.map((b) => b.path)] }),
+    c.json({
+      name: "antiproton",
+      docs: "README.md and docs/ in the repository",
+      routes: { "/v1": "Agents API (Bearer ADMIN_TOKEN)", "/console": "web console (sign in with ADMIN_TOKEN)", ...Object.fromEntries(bridges.map((b) => [b.path, `${b.path.slice(1)} bridge`])) },
+    }),
   );
   const api = agentsApi(deps);
   for (const bridge of bridges) if (bridge.admin) api.route(bridge.path, bridge.admin);

@@ -11,11 +11,20 @@ import type { RuntimeDeps } from "./deps.ts";
 
 export const API_MAX_BODY_BYTES = 64 * 1024;
 
-const messageBody = z.object({
-  text: z.string().trim().min(1, "text must not be empty").max(32_000),
-  conversation: z.string().regex(CONVERSATION_ID, "conversation: letters, digits, : . _ - (max 200)").optional(),
-  kind: z.enum(["message", "steer", "interrupt"]).default("message"),
-});
+const conversationId = (error?: string) => z.string({ error }).regex(CONVERSATION_ID, "conversation: letters, digits, : . _ - (max 200)");
+
+/** A message or a steer carries text; an interrupt carries none but must name the conversation it stops. */
+const messageBody = z.preprocess(
+  (body) => (body !== null && typeof body === "object" && !("kind" in body) ? { ...body, kind: "message" } : body),
+  z.discriminatedUnion("kind", [
+    z.object({
+      kind: z.enum(["message", "steer"]),
+      text: z.string().trim().min(1, "text must not be empty").max(32_000),
+      conversation: conversationId().optional(),
+    }),
+    z.object({ kind: z.literal("interrupt"), conversation: conversationId("an interrupt names the conversation it stops") }),
+  ]),
+);
 
 
 /** A gateway built only to inspect mounts: it resolves no secret and keeps no state. */
@@ -54,12 +63,12 @@ export function agentsApi(deps: RuntimeDeps): Hono<{ Bindings: Env }> {
     const raw = await readBody(c, { contentTypes: ["application/json"], maxBytes: API_MAX_BODY_BYTES });
     const parsed = messageBody.safeParse(parseJson(raw));
     if (!parsed.success) throw new HttpError(422, z.prettifyError(parsed.error));
-    const { text, kind } = parsed.data;
-    const conversation = parsed.data.conversation ?? `api-${crypto.randomUUID()}`;
+    const body = parsed.data;
+    const conversation = body.conversation ?? `api-${crypto.randomUUID()}`;
     const id = c.req.header("idempotency-key") ?? crypto.randomUUID();
     const user = { platform: "api" as const, id: "admin" };
     const base = { id: `api:${id}`, conversation, user };
-    const event = kind === "interrupt" ? { ...base, kind } : { ...base, kind, text };
+    const event = body.kind === "interrupt" ? { ...base, kind: body.kind } : { ...base, kind: body.kind, text: body.text };
     const result = await agentStub(c.env, route).submit(route, event);
     return c.json(result, 202);
   });

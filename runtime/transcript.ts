@@ -25,6 +25,9 @@ export type TranscriptEntry =
   | { role: "tool"; toolCallId: string; toolName: string; text: string; isError: boolean; at: number }
   | { role: "note"; text: string; at: number };
 
+/** How the model is shown a note from the runtime (a decided hold, a stopped turn) among the person's messages. */
+export const RUNTIME_NOTE_PREFIX = "[runtime note] ";
+
 export function textOf(content: UserMessage["content"] | AssistantMessage["content"] | ToolResultMessage["content"]): string {
   if (typeof content === "string") return content;
   return content.map((c) => (c.type === "text" ? c.text : "")).join("");
@@ -68,7 +71,7 @@ export function modelMessages(rows: LogRow[]): Message[] {
         out.push(data as ToolResultMessage);
         break;
       case "marker":
-        out.push({ role: "user", content: `[runtime note] ${data.text}`, timestamp: row.at });
+        out.push({ role: "user", content: `${RUNTIME_NOTE_PREFIX}${data.text}`, timestamp: row.at });
         break;
       case "handover":
         out.push({ role: "user", content: `<handover>\n${data.summary}\n</handover>`, timestamp: row.at });

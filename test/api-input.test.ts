@@ -32,6 +32,12 @@ describe("/v1 input checks", () => {
     expect((await post('{"text":"   "}', { ...AUTH, "content-type": "application/json" })).status).toBe(422);
   });
 
+  it("an interrupt needs no text, but must name its conversation → 422 otherwise", async () => {
+    const r = await post('{"kind":"interrupt"}', { ...AUTH, "content-type": "application/json" });
+    expect(r).toEqual({ status: 422, error: expect.stringMatching(/an interrupt names the conversation it stops/) });
+    expect((await post('{"kind":"steer","conversation":"c-steer"}', { ...AUTH, "content-type": "application/json" })).error).toMatch(/text/);
+  });
+
   it("a body over 64 KiB → 413", async () => {
     const r = await post(JSON.stringify({ text: "x".repeat(70 * 1024) }), { ...AUTH, "content-type": "application/json" });
     expect(r.status).toBe(413);

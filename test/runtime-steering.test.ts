@@ -56,7 +56,8 @@ describe("interrupt", () => {
     await postMessage(T, A, { text: `[s:${s}] count to a million`, conversation: s });
     await waitFor("the model call", async () => (await providerRequests(s)).length === 1);
 
-    const res = await postMessage(T, A, { text: "stop", conversation: s, kind: "interrupt" });
+    // docs/runbook.md's shape: an interrupt carries no text.
+    const res = await postMessage(T, A, { kind: "interrupt", conversation: s });
     expect(await res.json()).toMatchObject({ accepted: true, status: "idle", notice: "Stopped the running turn." });
     expect(await rows(T, A, "SELECT status FROM model_jobs WHERE conversation = ?", s)).toEqual([{ status: "discarded" }]);
 

@@ -4,14 +4,26 @@
 // POST /discord/gateway-events, signed with DISCORD_GATEWAY_SECRET. The Worker
 // answers through the REST API; this process never posts.
 //
-// Environment: DISCORD_BOT_TOKEN, DISCORD_GATEWAY_SECRET, ANTIPROTON_URL
-// (default http://127.0.0.1:8787).
+// Settings (environment, else .dev.vars; `--help`): DISCORD_BOT_TOKEN,
+// DISCORD_GATEWAY_SECRET, ANTIPROTON_URL (default http://127.0.0.1:8787).
 import { pathToFileURL } from "node:url";
 import { Client, Events, GatewayIntentBits, Partials } from "discord.js";
-import { postSigned, requiredEnv } from "../shared/connector.mjs";
+import { z } from "zod";
+import { ConnectorError, networkReason, postSigned, readSettings, runConnector, WORKER_URL } from "../shared/connector.mjs";
 
 const MAX_ATTEMPTS = 5;
-const DOC = "docs/discord.md";
+const COMMAND = "npm run discord:gateway";
+
+export const SETTINGS = {
+  command: COMMAND,
+  summary: "holds the Discord gateway connection and forwards the messages the agent should see to the Worker's POST /discord/gateway-events.",
+  doc: "docs/discord.md (5. Run the gateway connector)",
+  settings: {
+    DISCORD_BOT_TOKEN: { help: "the bot's token (Developer Portal → Bot → Reset Token)", schema: z.string() },
+    DISCORD_GATEWAY_SECRET: { help: "signs each forward; the Worker has the same value", schema: z.string() },
+    ANTIPROTON_URL: WORKER_URL,
+  },
+};
 
 /** A person mentioning the bot, writing in a thread the bot started, or DMing it. Never a bot or a webhook. */
 export function shouldForward(message, botUserId) {
@@ -43,8 +55,8 @@ export function forward(message, target) {
 }
 
 async function main() {
-  const token = requiredEnv("DISCORD_BOT_TOKEN", DOC);
-  const target = { url: process.env.ANTIPROTON_URL ?? "http://127.0.0.1:8787", secret: requiredEnv("DISCORD_GATEWAY_SECRET", DOC) };
+  const settings = readSettings(SETTINGS);
+  const target = { url: settings.ANTIPROTON_URL, secret: settings.DISCORD_GATEWAY_SECRET };
   const client = new Client({
     intents: [GatewayIntentBits.Guilds, GatewayIntentBits.GuildMessages, GatewayIntentBits.MessageContent, GatewayIntentBits.DirectMessages],
     partials: [Partials.Channel], // DMs arrive on channels discord.js has not cached
@@ -56,11 +68,20 @@ async function main() {
       const res = await forward(message, target);
       if (!res.ok) console.error(`message ${message.id}: the Worker answered ${res.status} ${await res.text()}`);
     } catch (err) {
-      console.error(`message ${message.id}: could not reach ${target.url}`, err);
+      console.error(`message ${message.id}: could not reach ${target.url} (${networkReason(err)})`);
     }
   });
   for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => client.destroy().finally(() => process.exit(0)));
-  await client.login(token);
+  try {
+    await client.login(settings.DISCORD_BOT_TOKEN);
+  } catch (err) {
+    await client.destroy();
+    throw new ConnectorError(
+      err?.code === "TokenInvalid" // discord.js's name for Discord's 401
+        ? "Discord refused DISCORD_BOT_TOKEN: copy the bot's token again (Developer Portal → Bot → Reset Token)."
+        : `Could not connect to Discord's gateway (${networkReason(err)}). Check the network, then run ${COMMAND} again.`,
+    );
+  }
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) await main();
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) await runConnector(COMMAND, main);

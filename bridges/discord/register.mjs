@@ -2,10 +2,14 @@
 // and /status. With DISCORD_GUILD_ID they are registered for that guild (instant);
 // without, globally (bulk overwrite of the app's global commands).
 //
-// Environment: DISCORD_APPLICATION_ID, DISCORD_BOT_TOKEN, optional DISCORD_GUILD_ID
-// and DISCORD_API_BASE_URL (default https://discord.com/api/v10).
+// Settings (environment, else .dev.vars; `--help`): DISCORD_APPLICATION_ID,
+// DISCORD_BOT_TOKEN, optional DISCORD_GUILD_ID and DISCORD_API_BASE_URL.
+import { z } from "zod";
+import { ConnectorError, networkReason, readSettings, runConnector } from "../shared/connector.mjs";
+
 const STRING_OPTION = 3;
 const CHAT_INPUT = 1;
+const COMMAND = "npm run discord:register";
 
 const COMMANDS = [
   {
@@ -19,29 +23,45 @@ const COMMANDS = [
   { name: "status", type: CHAT_INPUT, description: "Show what the agent is doing in this channel" },
 ];
 
-const env = (name) => {
-  const value = process.env[name];
-  if (!value) {
-    console.error(`${name} is not set (see docs/discord.md)`);
-    process.exit(1);
-  }
-  return value;
+const snowflake = z.string().regex(/^\d{17,20}$/, "must be a Discord id (17 to 20 digits)");
+
+const SETTINGS = {
+  command: COMMAND,
+  summary: "registers the slash commands /ask, /stop, /compact and /status for the Discord application.",
+  doc: "docs/discord.md (4. Register the commands)",
+  settings: {
+    DISCORD_APPLICATION_ID: { help: "the application id (Developer Portal → General Information)", schema: snowflake },
+    DISCORD_BOT_TOKEN: { help: "the bot's token (Developer Portal → Bot → Reset Token)", schema: z.string() },
+    DISCORD_GUILD_ID: { help: "register in this server only (appears at once); unset: globally", schema: snowflake.optional() },
+    DISCORD_API_BASE_URL: {
+      help: "the REST API (default https://discord.com/api/v10)",
+      schema: z.url({ protocol: /^https?$/, error: "must be an http(s) URL" }).default("https://discord.com/api/v10"),
+    },
+  },
 };
 
-const app = env("DISCORD_APPLICATION_ID");
-const token = env("DISCORD_BOT_TOKEN");
-const guild = process.env.DISCORD_GUILD_ID;
-const base = (process.env.DISCORD_API_BASE_URL ?? "https://discord.com/api/v10").replace(/\/+$/, "");
-const path = guild ? `/applications/${app}/guilds/${guild}/commands` : `/applications/${app}/commands`;
-
-const res = await fetch(`${base}${path}`, {
-  method: "PUT",
-  headers: { authorization: `Bot ${token}`, "content-type": "application/json", "user-agent": "DiscordBot (https://github.com/antiproton, 0.1.0)" },
-  body: JSON.stringify(COMMANDS),
-});
-if (!res.ok) {
-  console.error(`Discord answered ${res.status}: ${await res.text()}`);
-  process.exit(1);
+async function main() {
+  const settings = readSettings(SETTINGS);
+  const { DISCORD_APPLICATION_ID: app, DISCORD_GUILD_ID: guild } = settings;
+  const base = settings.DISCORD_API_BASE_URL.replace(/\/+$/, "");
+  const path = guild ? `/applications/${app}/guilds/${guild}/commands` : `/applications/${app}/commands`;
+  let res;
+  try {
+    res = await fetch(`${base}${path}`, {
+      method: "PUT",
+      headers: {
+        authorization: `Bot ${settings.DISCORD_BOT_TOKEN}`,
+        "content-type": "application/json",
+        "user-agent": "DiscordBot (https://github.com/antiproton, 0.1.0)",
+      },
+      body: JSON.stringify(COMMANDS),
+    });
+  } catch (err) {
+    throw new ConnectorError(`Could not reach Discord at ${base} (${networkReason(err)}). Check the network, then run ${COMMAND} again.`);
+  }
+  if (!res.ok) throw new ConnectorError(`Discord answered ${res.status}: ${await res.text()}`);
+  const registered = await res.json();
+  console.log(`registered ${registered.map((c) => `/${c.name}`).join(", ")} ${guild ? `in guild ${guild}` : "globally"}`);
 }
-const registered = await res.json();
-console.log(`registered ${registered.map((c) => `/${c.name}`).join(", ")} ${guild ? `in guild ${guild}` : "globally"}`);
+
+await runConnector(COMMAND, main);

@@ -1,41 +1,47 @@
-// The README's promise, run as written: a clean clone, `npm start`, then the
+// The README's promise, run as written on a machine with no network: a clean
+// clone, `npm start` (which prints no stack trace on its way to Ready), then the
 // Quick start curl commands get an answer from the offline local model.
 import assert from "node:assert/strict";
 import { execFileSync, execSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { startWorker, until } from "./wrangler-dev.mjs";
+import { cleanClone, OFFLINE_ENV, readmeBlocks, startWorker, until } from "./wrangler-dev.mjs";
 
-const ROOT = new URL("../..", import.meta.url).pathname;
 let clone;
 let worker;
 
-/** The ```sh blocks of the README's "Quick start" section that call curl. */
-function quickstartCurls() {
-  const readme = readFileSync(join(ROOT, "README.md"), "utf8");
-  const section = readme.split(/^## /m).find((s) => s.startsWith("Quick start"));
-  assert.ok(section, "README has a Quick start section");
-  return [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]).filter((block) => block.includes("curl"));
-}
-
 before(async () => {
-  // A clean clone of what is committed (no .dev.vars, no .wrangler state); the
-  // installed packages are shared to skip a second `npm install`.
-  clone = mkdtempSync(join(tmpdir(), "antiproton-clone-"));
-  execFileSync("git", ["clone", "--quiet", ROOT, clone]);
-  symlinkSync(join(ROOT, "node_modules"), join(clone, "node_modules"));
-  worker = await startWorker({ cwd: clone, command: ["npm", "start"] });
+  clone = cleanClone();
+  worker = await startWorker({ cwd: clone.dir, command: ["npm", "start"], env: OFFLINE_ENV });
 });
 
 after(async () => {
   await worker?.stop();
-  if (clone) rmSync(clone, { recursive: true, force: true });
+  clone?.remove();
+});
+
+test("the test's offline stand-in really has no network", () => {
+  const probe = `fetch("https://workers.cloudflare.com/cf.json").then(() => console.log("reached"), (e) => console.log(e.cause?.code))`;
+  const out = execFileSync(process.execPath, ["-e", probe], { env: { ...process.env, ...OFFLINE_ENV } }).toString().trim();
+  assert.equal(out, "ENOTFOUND");
+});
+
+test("npm start offline reaches Ready without a warning or a stack trace", () => {
+  const output = worker.output();
+  const upToReady = output.slice(0, output.indexOf("Ready on"));
+  assert.ok(upToReady.length > 0, `npm start said Ready:\n${output}`);
+  assert.doesNotMatch(upToReady, /^\s+at \S/m, "a stack trace");
+  assert.doesNotMatch(upToReady, /ENOTFOUND|Unable to fetch|\[wrangler:warn\]/);
+});
+
+test("GET / lists the Agents API and the console, and no placeholder", async () => {
+  const index = await (await fetch(`${worker.url}/`)).json();
+  assert.ok(index.routes["/v1"] && index.routes["/console"]);
+  assert.doesNotMatch(JSON.stringify(index), /https?:\/\//);
 });
 
 test("npm start on a clean clone answers the README's curl with the local model", async () => {
-  const [post, get] = quickstartCurls().map((block) => block.replaceAll("127.0.0.1:8787", `127.0.0.1:${worker.port}`));
+  const curls = readmeBlocks("Quick start").filter((block) => block.includes("curl"));
+  const [post, get] = curls.map((block) => block.replaceAll("127.0.0.1:8787", `127.0.0.1:${worker.port}`));
   assert.ok(post && get, "the Quick start shows a POST and a GET");
   const accepted = JSON.parse(execSync(post, { shell: "/bin/bash" }).toString());
   assert.equal(accepted.accepted, true);

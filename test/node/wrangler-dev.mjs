@@ -1,8 +1,9 @@
-// Starts `wrangler dev` (or `npm start`) on a free loopback port for a Node test,
-// with its own state folder, and stops it with its whole process group (workerd
-// outlives a plain kill of npx: TOOLCHAIN §11).
-import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+// Helpers for the Node tests: starting `wrangler dev` (or `npm start`) on a free
+// loopback port with its own state folder and stopping it with its whole process
+// group (workerd outlives a plain kill of npx: TOOLCHAIN §11), a clean clone as a
+// newcomer has it, a stand-in for no network, and the README's own commands.
+import { execFileSync, spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -18,6 +19,43 @@ export function freePort() {
   });
 }
 
+/** Two free loopback ports in a row: `npm start -- --demo` serves its inbox on PORT + 1. */
+export async function freePortPair() {
+  for (;;) {
+    const port = await freePort();
+    const next = await new Promise((resolve) => {
+      const server = createServer();
+      server.once("error", () => resolve(false));
+      server.listen(port + 1, "127.0.0.1", () => server.close(() => resolve(true)));
+    });
+    if (next) return port;
+  }
+}
+
+const ROOT = new URL("../..", import.meta.url).pathname;
+
+/** The environment of a machine with no network, for every Node process started with it. */
+export const OFFLINE_ENV = { NODE_OPTIONS: `--import=${new URL("./offline.mjs", import.meta.url).pathname}` };
+
+/**
+ * A clean clone of what is committed (no .dev.vars, no .wrangler state), as a
+ * newcomer has it; the installed packages are shared to skip a second `npm install`.
+ */
+export function cleanClone() {
+  const dir = mkdtempSync(join(tmpdir(), "antiproton-clone-"));
+  execFileSync("git", ["clone", "--quiet", ROOT, dir]);
+  symlinkSync(join(ROOT, "node_modules"), join(dir, "node_modules"));
+  return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** The ```sh blocks of one README section ("## <title>"), unindented from a list item. */
+export function readmeBlocks(title) {
+  const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+  const section = readme.split(/^## /m).find((s) => s.startsWith(title));
+  if (!section) throw new Error(`README has no "${title}" section`);
+  return [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1].replace(/^ {3}/gm, ""));
+}
+
 export async function until(what, check, timeoutMs = 60_000) {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -30,10 +68,14 @@ export async function until(what, check, timeoutMs = 60_000) {
 
 /**
  * `command` defaults to `npx wrangler dev` with `vars` passed as --var; pass
- * `{ command: ["npm", "start"] }` to run exactly what a newcomer runs.
+ * `{ command: ["npm", "start"] }` to run exactly what a newcomer runs. `env`
+ * is added to this process's environment.
  */
-export async function startWorker({ cwd, vars = {}, command } = {}) {
-  const [port, inspectorPort] = [await freePort(), await freePort()];
+export async function startWorker({ cwd, vars = {}, command, env = {}, port: givenPort } = {}) {
+  const port = givenPort ?? (await freePort());
+  let inspectorPort;
+  do inspectorPort = await freePort();
+  while (inspectorPort === port + 1); // the demo inbox's port
   const persistDir = mkdtempSync(join(tmpdir(), "antiproton-dev-"));
   const args = command ?? [
     "npx", "wrangler", "dev", "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspectorPort), "--persist-to", persistDir,
@@ -43,7 +85,7 @@ export async function startWorker({ cwd, vars = {}, command } = {}) {
     cwd,
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, WRANGLER_SEND_METRICS: "false", PORT: String(port), INSPECTOR_PORT: String(inspectorPort) },
+    env: { ...process.env, WRANGLER_SEND_METRICS: "false", PORT: String(port), INSPECTOR_PORT: String(inspectorPort), ...env },
   });
   let output = "";
   child.stdout.on("data", (d) => (output += d));
