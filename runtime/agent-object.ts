@@ -19,8 +19,9 @@ import type {
   SubmitResult,
 } from "./chat.ts";
 import { ConfigError, secretNamed } from "../lib/config.ts";
-import { approvalTtlMs, approversFor, effectiveMounts, modelChoice, type ModelChoice } from "./config.ts";
+import { approvalTtlMs, approversFor, effectiveMounts, modelChoice } from "./config.ts";
 import type { ModelJobMessage, ModelOutcome, ModelRequest } from "./model-job.ts";
+import { usageRow, type ModelChoice } from "./models/index.ts";
 import type { RuntimeDeps } from "./deps.ts";
 import { Outbox } from "./outbox.ts";
 import { migrate } from "./schema.ts";
@@ -37,8 +38,6 @@ const PASS_WATCHDOG_MS = 15_000;
 const COMPACT_AT = 0.75;
 /** Each message's share of a summary request. */
 const SUMMARY_MESSAGE_CHARS = 4_000;
-/** The offline local model has no real limit; this keeps compaction exercised with it too. */
-const LOCAL_CONTEXT_WINDOW = 32_000;
 
 const OUTCOME_PREFIX: Record<SettledStatus, string> = {
   performed: "Performed",
@@ -456,8 +455,7 @@ export class AgentObject extends DurableObject<Env> {
    * when there is something before it to summarise.
    */
   private needsCompaction(model: ModelChoice, requestChars: number, rows: LogRow[], keepFrom: number): boolean {
-    const window = model.kind === "provider" ? model.provider.contextWindow : LOCAL_CONTEXT_WINDOW;
-    if (requestChars / 4 < COMPACT_AT * window) return false;
+    if (requestChars / 4 < COMPACT_AT * model.settings.contextWindow) return false;
     const already = rows.some((row) => row.type === "handover" && (JSON.parse(row.data) as HandoverData).keepFrom === keepFrom);
     return !already && modelMessages(rows.filter((row) => row.seq < keepFrom)).length >= 2;
   }
@@ -491,6 +489,11 @@ export class AgentObject extends DurableObject<Env> {
     const conv = this.conv(job.conversation)!;
     const failed = !outcome.ok || outcome.message.stopReason === "error" || outcome.message.stopReason === "aborted";
     this.sql.exec("UPDATE model_jobs SET status = ?, settled_at = ?, request = NULL WHERE id = ?", failed ? "failed" : "done", now, job.id);
+    // A reply is paid for even when its turn has moved on (stopped, superseded).
+    if (outcome.ok) {
+      const usage = usageRow(outcome.message);
+      this.sql.exec(`UPDATE model_jobs SET ${Object.keys(usage).map((column) => `${column} = ?`).join(", ")} WHERE id = ?`, ...Object.values(usage), job.id);
+    }
     if (conv.status !== "running" || conv.turn !== job.turn) return;
     if (!outcome.ok) return this.endTurn(conv, "failed", outcome.error);
     const message = outcome.message;

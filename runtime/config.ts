@@ -5,49 +5,17 @@ import { approversSchema } from "../approvals/index.ts";
 import { mountSchema, type Mount } from "../plugins/index.ts";
 import { controlPlane } from "./control-plane.ts";
 import { ConfigError, parseJsonVar, secretNamed } from "../lib/config.ts";
-import { HttpError, isHttpsOrLoopback } from "../lib/http.ts";
+import { HttpError } from "../lib/http.ts";
+import { chooseModel, providerSchema, type ModelChoice } from "./models/index.ts";
 
-const providerSchema = z.object({
-  id: z.string().regex(/^[A-Za-z0-9._-]+$/, "provider id: letters, digits, . _ -"),
-  baseUrl: z
-    .string()
-    .url()
-    .refine((u) => URL.canParse(u) && isHttpsOrLoopback(new URL(u)), "baseUrl must be https (http is allowed only for loopback)"),
-  auth: z
-    .object({
-      /** The NAME of the Worker secret holding the key, never the key itself. */
-      secret: z.string().regex(/^[A-Z][A-Z0-9_]*$/, "auth.secret names a Worker secret (UPPER_SNAKE_CASE)"),
-      header: z.string().default("Authorization"),
-    })
-    .optional(),
-  contextWindow: z.number().int().positive().default(128_000),
-  maxTokens: z.number().int().positive().default(4096),
-  /** USD per million tokens, for usage reports. */
-  cost: z
-    .object({ input: z.number(), output: z.number(), cacheRead: z.number().default(0), cacheWrite: z.number().default(0) })
-    .default({ input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }),
-});
-export type ProviderConfig = z.infer<typeof providerSchema>;
-
-
-export type ModelChoice =
-  | { kind: "local" }
-  | { kind: "provider"; provider: ProviderConfig; model: string };
+const providerList = z.array(providerSchema).refine((list) => new Set(list.map((p) => p.id)).size === list.length, "provider ids must be unique");
 
 /** `HARNESS_MODEL` = `<provider>/<model>`; no provider configured → the built-in local model. */
 export function modelChoice(env: Env): ModelChoice {
-  const providers = parseJsonVar("MODEL_PROVIDERS", env.MODEL_PROVIDERS, z.array(providerSchema), "[]");
+  const providers = parseJsonVar("MODEL_PROVIDERS", env.MODEL_PROVIDERS, providerList, "[]");
   const harness = (env.HARNESS_MODEL ?? "").trim();
-  if (harness === "" || harness === "local") {
-    if (providers.length > 0 && harness === "") throw new ConfigError("MODEL_PROVIDERS is set but HARNESS_MODEL is empty: set it to <provider>/<model>");
-    return { kind: "local" };
-  }
-  const slash = harness.indexOf("/");
-  if (slash <= 0 || slash === harness.length - 1) throw new ConfigError("HARNESS_MODEL must be <provider>/<model>");
-  const id = harness.slice(0, slash);
-  const provider = providers.find((p) => p.id === id);
-  if (!provider) throw new ConfigError(`HARNESS_MODEL names provider "${id}", which is not in MODEL_PROVIDERS`);
-  return { kind: "provider", provider, model: harness.slice(slash + 1) };
+  if (harness === "" && providers.length > 0) throw new ConfigError("MODEL_PROVIDERS is set but HARNESS_MODEL is empty: set it to <provider>/<model>");
+  return chooseModel(providers, harness === "" ? "local" : harness, "HARNESS_MODEL");
 }
 
 export function retryBaseSeconds(env: Env): number {

@@ -1,71 +1,15 @@
 // The model queue consumer: the only place a provider is called. It reads the
 // request from the object, calls the provider with pi-ai, and delivers the
 // reply back as an event; it acks only after the object has it.
-import type { AssistantMessage, Model } from "@mariozechner/pi-ai";
-import { streamOpenAICompletions } from "@mariozechner/pi-ai/openai-completions";
-import { secretNamed } from "../lib/config.ts";
-import { modelChoice, retryBaseSeconds, type ProviderConfig } from "./config.ts";
+import { modelChoice, retryBaseSeconds } from "./config.ts";
 import { agentStub } from "./ingress.ts";
-import { localModel } from "./local-model.ts";
-import type { ModelJobMessage, ModelOutcome, ModelRequest } from "./model-job.ts";
+import type { ModelJobMessage, ModelOutcome } from "./model-job.ts";
+import { callModel } from "./models/index.ts";
 import { z } from "zod";
 
 const jobMessageSchema = z.object({ tenant: z.string(), agent: z.string(), jobId: z.string() });
 
-/** A provider's refusal of the request itself: retrying cannot help. */
-const REFUSED = new Set([400, 401, 403, 404, 422]);
 const MAX_DELAY_SECONDS = 300;
-
-export type ProviderCall =
-  | { kind: "reply"; message: AssistantMessage }
-  | { kind: "refused"; error: string }
-  | { kind: "retry"; error: string };
-
-export async function callModel(env: Env, request: ModelRequest): Promise<ProviderCall> {
-  const choice = modelChoice(env);
-  if (choice.kind === "local") return { kind: "reply", message: localModel(request) };
-  const key = apiKey(env, choice.provider);
-  const message = await streamOpenAICompletions(
-    providerModel(choice.provider, choice.model),
-    { systemPrompt: request.systemPrompt, messages: request.messages, tools: request.tools as never },
-    { apiKey: key, maxRetries: 0, timeoutMs: 120_000, headers: authHeaders(choice.provider, key) },
-  ).result();
-  if (message.stopReason !== "error") return { kind: "reply", message };
-  // The error reaches the chat and SQLite: a provider that echoes the key must not leak it.
-  const raw = message.errorMessage ?? "the provider returned an error";
-  const error = choice.provider.auth ? raw.replaceAll(key, "[redacted]") : raw;
-  const status = Number(/^(\d{3})\b/.exec(error)?.[1]);
-  if (REFUSED.has(status)) return { kind: "refused", error: `the model provider refused the request (${error})` };
-  return { kind: "retry", error };
-}
-
-function providerModel(provider: ProviderConfig, model: string): Model<"openai-completions"> {
-  return {
-    id: model,
-    name: model,
-    api: "openai-completions",
-    provider: provider.id,
-    baseUrl: provider.baseUrl,
-    reasoning: false,
-    input: ["text"],
-    cost: provider.cost,
-    contextWindow: provider.contextWindow,
-    maxTokens: provider.maxTokens,
-  };
-}
-
-function apiKey(env: Env, provider: ProviderConfig): string {
-  if (!provider.auth) return "none";
-  const value = secretNamed(env, provider.auth.secret);
-  if (!value) throw new Error(`the Worker secret ${provider.auth.secret} named by provider ${provider.id} is not set`);
-  return value;
-}
-
-/** A provider that wants its key in a header other than Authorization gets it there. */
-function authHeaders(provider: ProviderConfig, key: string): Record<string, string> | undefined {
-  if (!provider.auth || provider.auth.header.toLowerCase() === "authorization") return undefined;
-  return { [provider.auth.header]: key };
-}
 
 export async function consumeModelJobs(batch: MessageBatch<unknown>, env: Env): Promise<void> {
   for (const msg of batch.messages) {
@@ -82,9 +26,9 @@ export async function consumeModelJobs(batch: MessageBatch<unknown>, env: Env): 
         msg.ack(); // done or discarded: no provider call
         continue;
       }
-      const call = await callModel(env, request);
+      const call = await callModel(env, modelChoice(env), request, { cacheKey: `${job.tenant}/${job.agent}` });
       if (call.kind === "retry") {
-        const delaySeconds = Math.min(MAX_DELAY_SECONDS, Math.round(retryBaseSeconds(env) * 2 ** (msg.attempts - 1)));
+        const delaySeconds = Math.min(MAX_DELAY_SECONDS, call.retryAfterSeconds ?? Math.round(retryBaseSeconds(env) * 2 ** (msg.attempts - 1)));
         console.warn(`model job ${job.jobId} attempt ${msg.attempts} failed (${call.error}); retrying in ${delaySeconds}s`);
         msg.retry({ delaySeconds });
         continue;
