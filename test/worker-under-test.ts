@@ -47,4 +47,18 @@ export class AgentObject extends AgentCore {
   }
 }
 
-export default createWorker(deps);
+const worker = createWorker(deps);
+
+/**
+ * The provider tests run one API per tenant, while the deployment chooses one
+ * model (HARNESS_MODEL) until the choice per tenant and agent exists: the
+ * queue consumer here sees the tenant's model from TEST_MODEL_BY_TENANT. The
+ * model queue delivers batches of one.
+ */
+function withTenantModel(batch: MessageBatch<unknown>, env: Env): Env {
+  const tenant = (batch.messages[0]?.body as { tenant?: unknown } | undefined)?.tenant;
+  const model = (JSON.parse((env as unknown as { TEST_MODEL_BY_TENANT?: string }).TEST_MODEL_BY_TENANT ?? "{}") as Record<string, string>)[String(tenant)];
+  return model ? (Object.create(env, { HARNESS_MODEL: { value: model } }) as Env) : env;
+}
+
+export default { ...worker, queue: (batch, env, ctx) => worker.queue!(batch, withTenantModel(batch, env), ctx) } satisfies ExportedHandler<Env>;
