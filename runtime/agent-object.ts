@@ -164,6 +164,8 @@ export class AgentObject extends DurableObject<Env> {
   async deliverModelResult(route: Route, jobId: string, outcome: ModelOutcome): Promise<boolean> {
     this.claim(route);
     const job = this.job(jobId);
+    // A late reply to a stopped turn was paid for all the same.
+    if (job?.status === "discarded" && outcome.ok) this.recordUsage(job.id, outcome.message);
     if (!job || job.status !== "pending") return false;
     this.ctx.storage.transactionSync(() => this.settleJob(job, outcome));
     await this.wake();
@@ -489,11 +491,7 @@ export class AgentObject extends DurableObject<Env> {
     const conv = this.conv(job.conversation)!;
     const failed = !outcome.ok || outcome.message.stopReason === "error" || outcome.message.stopReason === "aborted";
     this.sql.exec("UPDATE model_jobs SET status = ?, settled_at = ?, request = NULL WHERE id = ?", failed ? "failed" : "done", now, job.id);
-    // A reply is paid for even when its turn has moved on (stopped, superseded).
-    if (outcome.ok) {
-      const usage = usageRow(outcome.message);
-      this.sql.exec(`UPDATE model_jobs SET ${Object.keys(usage).map((column) => `${column} = ?`).join(", ")} WHERE id = ?`, ...Object.values(usage), job.id);
-    }
+    if (outcome.ok) this.recordUsage(job.id, outcome.message);
     if (conv.status !== "running" || conv.turn !== job.turn) return;
     if (!outcome.ok) return this.endTurn(conv, "failed", outcome.error);
     const message = outcome.message;
@@ -518,6 +516,13 @@ export class AgentObject extends DurableObject<Env> {
       return;
     }
     this.append(conv.id, conv.turn, "assistant", message);
+  }
+
+  /** What a reply's call used, kept with its job once: a reply delivered again adds nothing. */
+  private recordUsage(jobId: string, message: AssistantMessage): void {
+    const usage = usageRow(message);
+    const columns = Object.keys(usage).map((column) => `${column} = ?`).join(", ");
+    this.sql.exec(`UPDATE model_jobs SET ${columns} WHERE id = ? AND model IS NULL`, ...Object.values(usage), jobId);
   }
 
   private async dispatchJobs(route: Route): Promise<void> {

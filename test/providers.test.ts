@@ -7,8 +7,9 @@ import { describe, expect, it } from "vitest";
 import { modelChoice } from "../runtime/config.ts";
 import { callModel, DEFAULT_MODEL_SETTINGS, modelSettings, providerSchema, type ModelChoice, type ModelSettings } from "../runtime/models/index.ts";
 import { getModel } from "../node_modules/@mariozechner/pi-ai/dist/models.js";
-import { rows } from "./agents.ts";
-import { postMessage, providerRequests, script, settled, unique } from "./support.ts";
+import type { AssistantMessage } from "@mariozechner/pi-ai";
+import { agent, rows } from "./agents.ts";
+import { getConversation, postMessage, providerRequests, releaseProvider, script, settled, unique, waitFor } from "./support.ts";
 
 const AGENT = "speaker";
 const testEnv = env as unknown as Record<string, string>;
@@ -49,6 +50,12 @@ function choiceFor(tenant: string): Extract<ModelChoice, { kind: "provider" }> {
   const choice = modelChoice(Object.create(env, { HARNESS_MODEL: { value: tenantModels[tenant] } }) as Env);
   if (choice.kind !== "provider") throw new Error(`no provider for ${tenant}`);
   return choice;
+}
+
+/** A reply as pi-ai returns it, `tokens` in and out. */
+function reply(text: string, tokens: number): AssistantMessage {
+  const usage = { input: tokens, output: tokens, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } };
+  return { role: "assistant", content: [{ type: "text", text }], api: "x", provider: "x", model: "x", usage, stopReason: "stop", timestamp: 0 };
 }
 
 function priced(usage: { input: number; cacheRead: number; cacheWrite: number; output: number }, settings: ModelSettings): number {
@@ -110,6 +117,27 @@ describe.each(APIS)("$api", ({ api, tenant, usage: wireUsage, maxTokens }) => {
       output_tokens: reported.output,
       cost: expect.closeTo(priced(reported, settings), 12),
     });
+  });
+});
+
+describe("usage kept with the job", () => {
+  it("a late reply to a stopped turn still records what it used, once", async () => {
+    const tenant = "api-anthropic";
+    const s = unique("late");
+    await script(s, [{ hold: true, text: "LATE", usage: { input: 10, cached: 900, cacheWrite: 50, output: 20 } }]);
+    await postMessage(tenant, AGENT, { text: `[s:${s}] count to a million`, conversation: s });
+    await waitFor("the model call", async () => (await providerRequests(s)).length === 1);
+    await postMessage(tenant, AGENT, { text: "stop", conversation: s, kind: "interrupt" });
+    await releaseProvider(s);
+
+    const usageOf = () => rows<{ id: string; status: string; input_tokens: number; cache_read_tokens: number; cache_write_tokens: number; output_tokens: number }>(
+      tenant, AGENT, "SELECT id, status, input_tokens, cache_read_tokens, cache_write_tokens, output_tokens FROM model_jobs WHERE conversation = ?", s);
+    const [job] = await waitFor("the late reply's usage", async () => ((await usageOf())[0]?.output_tokens ? usageOf() : undefined));
+    expect(job).toMatchObject({ status: "discarded", input_tokens: 10, cache_read_tokens: 900, cache_write_tokens: 50, output_tokens: 20 });
+    expect((await getConversation(tenant, AGENT, s)).transcript.map((e) => e.text)).not.toContain("LATE");
+
+    expect(await agent(tenant, AGENT).deliverModelResult({ tenant, agent: AGENT }, job!.id, { ok: true, message: reply("LATE", 999) })).toBe(false);
+    expect(await usageOf()).toEqual([job]);
   });
 });
 
