@@ -8,7 +8,7 @@ import { modelChoice } from "../runtime/config.ts";
 import { callModel, DEFAULT_MODEL_SETTINGS, modelSettings, providerSchema, type ModelChoice, type ModelSettings } from "../runtime/models/index.ts";
 import { getModel } from "../node_modules/@mariozechner/pi-ai/dist/models.js";
 import type { AssistantMessage } from "@mariozechner/pi-ai";
-import { agent, rows } from "./agents.ts";
+import { agent, passHoldingJobs, rows, runConsumer } from "./agents.ts";
 import { getConversation, postMessage, providerRequests, releaseProvider, script, settled, unique, waitFor } from "./support.ts";
 
 const AGENT = "speaker";
@@ -182,6 +182,15 @@ describe("callModel's answer for a failed call", () => {
     expect(await callModel(env, choiceFor("api-gemini"), request(s))).toEqual({ kind: "retry", status: 429, retryAfterSeconds: 7, error: "429 Resource has been exhausted" });
     await script(s, [{ status: 429, error: "Number of request tokens has exceeded your per-minute rate limit" }]);
     expect(await callModel(env, choiceFor("api-anthropic"), request(s))).toMatchObject({ kind: "retry", status: 429, retryAfterSeconds: undefined });
+  });
+
+  it("the consumer retries a job after the delay the provider asked for", async () => {
+    const route = { tenant: "api-gemini", agent: "patient" };
+    const s = unique("wait");
+    await script(s, [{ status: 429, error: "Resource has been exhausted", retryDelay: "42s" }]);
+    const sent = await passHoldingJobs(route, s, `[s:${s}] hi`);
+    const result = await runConsumer(sent, { workerEnv: Object.create(env, { HARNESS_MODEL: { value: tenantModels[route.tenant] } }) });
+    expect(result.retryDelays).toEqual({ [`m0-${sent[0]!.jobId}`]: 42 });
   });
 
   it.each(APIS)("$api: a wrong key is refused, the way the real API refuses it", async ({ tenant }) => {

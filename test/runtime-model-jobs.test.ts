@@ -1,26 +1,14 @@
 // Invariant 2 and the model queue: the object never calls the provider, a reply
 // delivered twice changes nothing, and provider errors are retried or not as
 // their status says.
-import { env } from "cloudflare:workers";
-import { createExecutionContext, createMessageBatch, getQueueResult, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { consumeQueue } from "../runtime/model-consumer.ts";
-import type { ModelJobMessage } from "../runtime/model-job.ts";
-import { agent, alarmOf, rows } from "./agents.ts";
+import { agent, alarmOf, passHoldingJobs, rows, runConsumer } from "./agents.ts";
 import { getConversation, postMessage, providerRequests, script, settled, unique } from "./support.ts";
 
 const T = "jobs";
 const A = "runner";
 const route = { tenant: T, agent: A };
-
-function runConsumer(messages: ModelJobMessage[], queue = "antiproton-model-jobs") {
-  const batch = createMessageBatch(
-    queue,
-    messages.map((body, i) => ({ id: `m${i}-${body.jobId}`, timestamp: new Date(), attempts: 1, body })),
-  );
-  const ctx = createExecutionContext();
-  return consumeQueue(batch as MessageBatch<unknown>, env).then(() => getQueueResult(batch, ctx));
-}
 
 describe("the object never awaits a model call", () => {
   it("a full pass of the object makes no provider request; only the consumer does", async () => {
@@ -28,15 +16,7 @@ describe("the object never awaits a model call", () => {
     const isolated = { tenant: T, agent: "no-await" };
     const s = unique("noawait");
     await script(s, [{ text: "answered by the consumer" }]);
-    const sent: ModelJobMessage[] = [];
-    // The object and its storage are real; only its queue binding is swapped
-    // for one that keeps the message, so the consumer runs when the test says.
-    await runInDurableObject(agent(isolated.tenant, isolated.agent), async (instance) => {
-      const capture = { send: async (m: ModelJobMessage) => void sent.push(m) };
-      Object.assign(instance, { env: Object.create(env, { MODEL_QUEUE: { value: capture } }) });
-      await instance.submit(isolated, { id: unique("ev"), kind: "message", conversation: s, text: `[s:${s}] hi`, user: { platform: "api", id: "u" } });
-      await instance.alarm();
-    });
+    const sent = await passHoldingJobs(isolated, s, `[s:${s}] hi`);
     expect(sent).toHaveLength(1);
     expect(await providerRequests(s)).toHaveLength(0);
     expect((await getConversation(isolated.tenant, isolated.agent, s)).status).toBe("waiting_model");
@@ -114,7 +94,7 @@ describe("provider errors", () => {
 describe("a dead-lettered job for a finished turn changes nothing", () => {
   it("is acked and ignored", async () => {
     const { s, before, jobId } = await finishedTurn("dlq", "fine");
-    const result = await runConsumer([{ ...route, jobId }], "antiproton-model-jobs-dlq");
+    const result = await runConsumer([{ ...route, jobId }], { queue: "antiproton-model-jobs-dlq" });
     expect(result.explicitAcks).toHaveLength(1);
     expect(await getConversation(T, A, s)).toEqual(before);
   });
