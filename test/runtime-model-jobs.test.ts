@@ -1,6 +1,6 @@
 // Invariant 2 and the model queue: the object never calls the provider, a reply
-// delivered twice changes nothing, and provider errors are retried or not as
-// their status says.
+// delivered twice changes nothing, and provider errors are retried until the
+// queue gives up (a refusal that fails at once: test/providers.test.ts).
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { agent, alarmOf, passHoldingJobs, rows, runConsumer } from "./agents.ts";
@@ -65,18 +65,6 @@ describe("provider errors", () => {
     expect(view.status).toBe("idle");
     expect(view.transcript.filter((e) => e.role === "assistant").map((e) => e.text)).toEqual(["after the rate limit"]);
     expect(await providerRequests(s)).toHaveLength(2);
-  });
-
-  it("400 → the turn fails at once with the provider's status and message, no retry", async () => {
-    const s = unique("r400");
-    await script(s, [{ status: 400, error: "This model's maximum context length is 10 tokens" }, { text: "must never be asked" }]);
-    await postMessage(T, A, { text: `[s:${s}] hi`, conversation: s });
-    const view = await settled(T, A, s);
-    expect(view.status).toBe("failed");
-    expect(view.error).toMatch(/400/);
-    expect(view.error).toMatch(/maximum context length is 10 tokens/);
-    expect(await providerRequests(s)).toHaveLength(1);
-    expect(await rows(T, A, "SELECT status FROM model_jobs WHERE conversation = ?", s)).toEqual([{ status: "failed" }]);
   });
 
   it("repeated 500s → dead letter → the turn fails and the person is told", async () => {

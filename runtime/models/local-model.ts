@@ -2,16 +2,6 @@
 // a whole turn (including a tool call) before configuring a provider.
 import type { AssistantMessage, Message, ToolCall } from "@mariozechner/pi-ai";
 import type { ModelRequest } from "../model-job.ts";
-import type { ModelSettings } from "./table.ts";
-
-/** The offline model has no real limit; this window keeps compaction exercised with it too. */
-export const LOCAL_MODEL_SETTINGS: ModelSettings = {
-  contextWindow: 32_000,
-  maxTokens: 4096,
-  cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
-  images: false,
-  reasoning: false,
-};
 
 const ZERO_USAGE = {
   input: 0,

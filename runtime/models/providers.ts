@@ -3,8 +3,7 @@
 import { z } from "zod";
 import { ConfigError } from "../../lib/config.ts";
 import { isHttpsOrLoopback } from "../../lib/http.ts";
-import { LOCAL_MODEL_SETTINGS } from "./local-model.ts";
-import { modelSettings, type ModelSettings } from "./table.ts";
+import { DEFAULT_MODEL_SETTINGS, modelSettings, type ModelSettings } from "./table.ts";
 
 /** The wire protocols spoken, each through its own pi-ai entry. */
 export const MODEL_APIS = ["openai-completions", "openai-responses", "anthropic-messages", "google-generative-ai"] as const;
@@ -54,7 +53,8 @@ export type ModelChoice =
 
 /** `<provider>/<model>` (the model id may itself contain slashes); `local` → the built-in offline model. */
 export function chooseModel(providers: ProviderConfig[], spec: string, name: string): ModelChoice {
-  if (spec === "local") return { kind: "local", settings: LOCAL_MODEL_SETTINGS };
+  // The offline model has no real limit; an unknown model's window keeps compaction exercised with it too.
+  if (spec === "local") return { kind: "local", settings: DEFAULT_MODEL_SETTINGS };
   const slash = spec.indexOf("/");
   if (slash <= 0 || slash === spec.length - 1) throw new ConfigError(`${name} must be <provider>/<model>`);
   const id = spec.slice(0, slash);

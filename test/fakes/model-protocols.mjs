@@ -27,19 +27,19 @@ function textOf(content) {
   return "";
 }
 
-const bearer = (req) => req.headers.authorization === `Bearer ${FAKE_PROVIDER_KEY}`;
-
-function openAiError(res, status, message, headers) {
-  sendJson(res, status, { error: { message, type: status === 401 ? "invalid_request_error" : "fake_error", param: null, code: null } }, headers);
-}
+/** Both OpenAI APIs: the key as a bearer token, errors as { error: { message, type } }. */
+const openAi = {
+  authorized: (req) => req.headers.authorization === `Bearer ${FAKE_PROVIDER_KEY}`,
+  unauthorized: (res) => openAi.error(res, 401, "Incorrect API key provided"),
+  error: (res, status, message, headers) =>
+    sendJson(res, status, { error: { message, type: status === 401 ? "invalid_request_error" : "fake_error", param: null, code: null } }, headers),
+};
 
 /** OpenAI Chat Completions: POST /v1/chat/completions, `data:` chunks, usage in a last chunk without choices. */
 const completions = {
+  ...openAi,
   api: "openai-completions",
   matches: (path) => path === "/v1/chat/completions",
-  authorized: bearer,
-  unauthorized: (res) => openAiError(res, 401, "Incorrect API key provided"),
-  error: openAiError,
   lastUserText: (body) => textOf((body.messages ?? []).filter((m) => m.role === "user").at(-1)?.content),
   toolResultsText: (body) => (body.messages ?? []).filter((m) => m.role === "tool").map((m) => textOf(m.content)).join("\n---\n"),
   stream(res, body, reply, usage) {
@@ -64,11 +64,9 @@ const completions = {
 
 /** OpenAI Responses: POST /v1/responses, typed events, usage in response.completed. */
 const responses = {
+  ...openAi,
   api: "openai-responses",
   matches: (path) => path === "/v1/responses",
-  authorized: bearer,
-  unauthorized: (res) => openAiError(res, 401, "Incorrect API key provided"),
-  error: openAiError,
   lastUserText: (body) => textOf((body.input ?? []).filter((item) => item.role === "user").at(-1)?.content),
   toolResultsText: (body) => (body.input ?? []).filter((item) => item.type === "function_call_output").map((item) => item.output).join("\n---\n"),
   stream(res, body, reply, usage) {
