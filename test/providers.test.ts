@@ -199,6 +199,7 @@ describe("callModel's answer for a failed call", () => {
     const wrongKey = Object.create(env, { FAKE_PROVIDER_KEY: { value: "not-the-key" } }) as Env;
     const call = await callModel(wrongKey, choiceFor(tenant), request(s));
     expect(call).toMatchObject({ kind: "refused", status: tenant === "api-gemini" ? 400 : 401 });
+    // The OpenAI fakes echo the key they were given, as a careless gateway would.
     expect(JSON.stringify(call)).not.toContain("not-the-key");
     expect((await providerRequests(s)).map((r) => r.authorized)).toEqual([false]);
   });

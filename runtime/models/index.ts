@@ -1,5 +1,5 @@
 // Model providers: their configuration, the model table, the one provider call, and its usage.
 export { callModel, type CallOptions, type ProviderCall } from "./call.ts";
-export { chooseModel, MODEL_APIS, providerSchema, type ModelApi, type ModelChoice, type ProviderConfig } from "./providers.ts";
-export { DEFAULT_MODEL_SETTINGS, modelSettings, type ModelCost, type ModelSettings } from "./table.ts";
+export { chooseModel, providerSchema, type ModelApi, type ModelChoice, type ProviderConfig } from "./providers.ts";
+export { DEFAULT_MODEL_SETTINGS, modelSettings, type ModelSettings } from "./table.ts";
 export { usageRow, type UsageRow } from "./usage.ts";

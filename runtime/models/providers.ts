@@ -6,7 +6,7 @@ import { isHttpsOrLoopback } from "../../lib/http.ts";
 import { DEFAULT_MODEL_SETTINGS, modelSettings, type ModelSettings } from "./table.ts";
 
 /** The wire protocols spoken, each through its own pi-ai entry. */
-export const MODEL_APIS = ["openai-completions", "openai-responses", "anthropic-messages", "google-generative-ai"] as const;
+const MODEL_APIS = ["openai-completions", "openai-responses", "anthropic-messages", "google-generative-ai"] as const;
 export type ModelApi = (typeof MODEL_APIS)[number];
 
 /** Overrides of the model table, provider-wide or for one model. */

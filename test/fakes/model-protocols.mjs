@@ -30,7 +30,8 @@ function textOf(content) {
 /** Both OpenAI APIs: the key as a bearer token, errors as { error: { message, type } }. */
 const openAi = {
   authorized: (req) => req.headers.authorization === `Bearer ${FAKE_PROVIDER_KEY}`,
-  unauthorized: (res) => openAi.error(res, 401, "Incorrect API key provided"),
+  // Like a careless gateway, it names the key it was given: the runtime must redact it.
+  unauthorized: (res, req) => openAi.error(res, 401, `Incorrect API key provided: ${(req.headers.authorization ?? "").replace(/^Bearer /, "")}`),
   error: (res, status, message, headers) =>
     sendJson(res, status, { error: { message, type: status === 401 ? "invalid_request_error" : "fake_error", param: null, code: null } }, headers),
 };

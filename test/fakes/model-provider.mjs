@@ -47,7 +47,7 @@ export async function startModelProvider() {
     const record = { api: protocol.api, path: url.pathname, body, authorized: protocol.authorized(req, url), headers: withoutKeys(req.headers), at: Date.now() };
     if (id) scenario(id).requests.push(record);
     else unscripted.push(record);
-    if (!record.authorized) return protocol.unauthorized(res);
+    if (!record.authorized) return protocol.unauthorized(res, req);
 
     const s = id ? scenario(id) : null;
     const step = s && s.steps.length ? s.steps[Math.min(s.next++, s.steps.length - 1)] : { text: `ok: ${protocol.lastUserText(body)}` };
