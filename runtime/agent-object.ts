@@ -10,11 +10,12 @@ import { ConfigError, secretNamed } from "../lib/config.ts";
 import { Gateway, MountError, policyWarnings } from "../plugins/index.ts";
 import { ApprovalFlow } from "./approval-flow.ts";
 import type { ChatEvent, ConversationStatus, DeliveryResult, OutboxDelivery, Route, SubmitResult } from "./chat.ts";
-import { effectiveMounts, leaseSeconds, modelChoice, retryBaseSeconds } from "./config.ts";
+import { effectiveModel, effectiveMounts, leaseSeconds, modelChoice, retryBaseSeconds } from "./config.ts";
 import { Conversations, type ConversationRow } from "./conversations.ts";
 import type { RuntimeDeps } from "./deps.ts";
 import { Effects, type EffectRow } from "./effects.ts";
-import type { ModelRequest, ProviderCall } from "./model-job.ts";
+import type { ModelRequest } from "./model-job.ts";
+import type { ProviderCall } from "./models/index.ts";
 import { ModelJobs, type Settled } from "./model-jobs.ts";
 import { MountSessions } from "./mount-sessions.ts";
 import { Outbox } from "./outbox.ts";
@@ -136,6 +137,8 @@ export class AgentObject extends DurableObject<Env> {
   /** A provider call's outcome: a reply or a refusal settles the job; a failure worth retrying is retried, a few times. */
   async modelResult(route: Route, jobId: string, call: ProviderCall): Promise<boolean> {
     this.claim(route);
+    // A late reply to a stopped turn was paid for all the same: its usage is kept with its job.
+    if (call.kind === "reply") this.jobs.recordUsage(jobId, call.message);
     if (call.kind === "reply") return this.settleJob(jobId, { kind: "reply", message: call.message });
     if (call.kind === "refused") return this.settleJob(jobId, { kind: "failed", error: call.error });
     const attempt = (this.effects.get("model", jobId)?.retries ?? 0) + 1;
@@ -143,7 +146,8 @@ export class AgentObject extends DurableObject<Env> {
     if (attempt > MAX_MODEL_RETRIES) {
       return this.settleJob(jobId, { kind: "failed", error: `the model provider did not answer after ${attempt} attempts (${call.error}). Please try again in a moment.` });
     }
-    const delaySeconds = Math.min(MAX_RETRY_DELAY_SECONDS, retryBaseSeconds(this.env) * 2 ** (attempt - 1));
+    // The provider's own word on when to come back wins over the backoff.
+    const delaySeconds = Math.min(MAX_RETRY_DELAY_SECONDS, call.retryAfterSeconds ?? retryBaseSeconds(this.env) * 2 ** (attempt - 1));
     console.warn(`model job ${jobId} attempt ${attempt} failed (${call.error}); retrying in ${delaySeconds}s`);
     this.effects.retryAt("model", jobId, Date.now() + delaySeconds * 1000);
     await this.scheduler.wake();
@@ -356,9 +360,9 @@ export class AgentObject extends DurableObject<Env> {
   }
 
   private async passContext(route: Route): Promise<PassContext> {
-    const gateway = await this.loadGateway(route);
-    const model = modelChoice(this.env);
-    return { route, gateway, model, systemPrompt: systemPrompt(this.env, route, model) };
+    const [gateway, pick] = await Promise.all([this.loadGateway(route), effectiveModel(this.env, route)]);
+    const model = modelChoice(this.env, pick);
+    return { route, gateway, pick, model, systemPrompt: systemPrompt(this.env, route, model) };
   }
 
   /** Mounts as they are now. Secrets resolve only for plugins that run in the object; a courier resolves its own. */

@@ -3,7 +3,8 @@ import { Hono, type Context } from "hono";
 import { z } from "zod";
 import { agentStub, CONVERSATION_ID, parseRoute, readConversation } from "./ingress.ts";
 import { HttpError, parseJson, readBody, safeEqual } from "../lib/http.ts";
-import { adminToken, effectiveMounts, mountList, MOUNTS_NAMESPACE } from "./config.ts";
+import { adminToken, deploymentModel, effectiveModel, effectiveMounts, modelProviders, mountList, MODELS_NAMESPACE, MOUNTS_NAMESPACE } from "./config.ts";
+import { modelPickSchema, pickProblem, type ModelPick } from "./models/index.ts";
 import { controlPlane } from "./control-plane.ts";
 import { Gateway, MountError, policyWarnings, type Mount, type Plugin } from "../plugins/index.ts";
 import type { RuntimeDeps } from "./deps.ts";
@@ -43,6 +44,16 @@ async function readMounts(c: Context<{ Bindings: Env }>, plugins: readonly Plugi
     if (err instanceof MountError) throw new HttpError(422, err.message);
     throw err;
   }
+  return parsed.data;
+}
+
+/** A model choice as the admin API takes it: parsed, then checked against MODEL_PROVIDERS and the model table. */
+async function readModelPick(c: Context<{ Bindings: Env }>): Promise<ModelPick> {
+  const raw = await readBody(c, { contentTypes: ["application/json"], maxBytes: API_MAX_BODY_BYTES });
+  const parsed = modelPickSchema.safeParse(parseJson(raw));
+  if (!parsed.success) throw new HttpError(422, z.prettifyError(parsed.error));
+  const problem = pickProblem(modelProviders(c.env), parsed.data);
+  if (problem) throw new HttpError(400, problem);
   return parsed.data;
 }
 
@@ -96,6 +107,27 @@ export function agentsApi(deps: RuntimeDeps): Hono<{ Bindings: Env }> {
     const mounts = await effectiveMounts(c.env, route);
     const gateway = inspectMounts(mounts, deps.plugins);
     return c.json({ mounts, tools: gateway.tools().map((t) => ({ name: t.name, policy: gateway.policy(t.name) })), warnings: policyWarnings(gateway.mountsUnderPolicy()) });
+  });
+  // Model choice per tenant and per agent: the agent's wins over the tenant's, which wins over HARNESS_MODEL.
+  for (const path of ["/tenants/:tenant/model", "/tenants/:tenant/agents/:agent/model"]) {
+    const keyOf = (c: Context<{ Bindings: Env }>) => {
+      const route = parseRoute(c.req.param("tenant")!, c.req.param("agent") ?? "any");
+      return c.req.param("agent") === undefined ? route.tenant : `${route.tenant}/${route.agent}`;
+    };
+    api.put(path, async (c) => {
+      const key = keyOf(c);
+      const pick = await readModelPick(c);
+      await controlPlane(c.env).put(MODELS_NAMESPACE, key, pick);
+      return c.json({ ok: true, model: pick });
+    });
+    api.delete(path, async (c) => c.json({ ok: await controlPlane(c.env).delete(MODELS_NAMESPACE, keyOf(c)) }));
+  }
+
+  api.get("/tenants/:tenant/agents/:agent/model", async (c) => {
+    const route = parseRoute(c.req.param("tenant"), c.req.param("agent"));
+    const control = controlPlane(c.env);
+    const [tenant, agent] = await Promise.all([control.get(MODELS_NAMESPACE, route.tenant), control.get(MODELS_NAMESPACE, `${route.tenant}/${route.agent}`)]);
+    return c.json({ effective: await effectiveModel(c.env, route), deployment: deploymentModel(c.env), tenant, agent });
   });
   return api;
 }

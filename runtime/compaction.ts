@@ -1,7 +1,7 @@
 // Compaction: a conversation's earlier messages summarised into a handover the
 // model sees in their place. Asked for by a person (`compact`), or on the way
 // when a request would fill most of the model's context window.
-import type { ModelChoice } from "./config.ts";
+import type { ModelChoice, ModelPick } from "./models/index.ts";
 import type { ModelRequest } from "./model-job.ts";
 import { clipMessages, modelMessages, type HandoverData, type LogRow } from "./transcript.ts";
 
@@ -9,13 +9,12 @@ import { clipMessages, modelMessages, type HandoverData, type LogRow } from "./t
 const COMPACT_AT = 0.75;
 /** Each message's share of a summary request. */
 const SUMMARY_MESSAGE_CHARS = 4_000;
-/** The offline local model has no real limit; this keeps compaction exercised with it too. */
-const LOCAL_CONTEXT_WINDOW = 32_000;
 
 /** Summarises the rows before `keepFrom` (all of them when compaction is the turn's purpose). */
-export function compactionRequest(rows: LogRow[], keepFrom = Infinity): ModelRequest {
+export function compactionRequest(model: ModelPick, rows: LogRow[], keepFrom = Infinity): ModelRequest {
   const earlier = rows.filter((row) => row.seq < keepFrom);
   return {
+    model,
     systemPrompt:
       "You write handover notes. Summarise the conversation so far so that another assistant can continue it: " +
       "the person's goals, decisions, facts learned, open questions and anything promised. Be complete but brief.",
@@ -31,8 +30,7 @@ export function compactionRequest(rows: LogRow[], keepFrom = Infinity): ModelReq
  * when there is something before it to summarise.
  */
 export function needsCompaction(model: ModelChoice, requestChars: number, rows: LogRow[], keepFrom: number): boolean {
-  const window = model.kind === "provider" ? model.provider.contextWindow : LOCAL_CONTEXT_WINDOW;
-  if (requestChars / 4 < COMPACT_AT * window) return false;
+  if (requestChars / 4 < COMPACT_AT * model.settings.contextWindow) return false;
   const already = rows.some((row) => row.type === "handover" && (JSON.parse(row.data) as HandoverData).keepFrom === keepFrom);
   return !already && modelMessages(rows.filter((row) => row.seq < keepFrom)).length >= 2;
 }

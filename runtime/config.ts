@@ -5,49 +5,40 @@ import { approversSchema } from "../approvals/index.ts";
 import { mountSchema, type Mount } from "../plugins/index.ts";
 import { controlPlane } from "./control-plane.ts";
 import { ConfigError, parseJsonVar, secretNamed } from "../lib/config.ts";
-import { HttpError, isHttpsOrLoopback } from "../lib/http.ts";
+import { HttpError } from "../lib/http.ts";
+import { modelPickSchema, resolvePick, providerSchema, type ModelChoice, type ModelPick, type ProviderConfig } from "./models/index.ts";
 
-const providerSchema = z.object({
-  id: z.string().regex(/^[A-Za-z0-9._-]+$/, "provider id: letters, digits, . _ -"),
-  baseUrl: z
-    .string()
-    .url()
-    .refine((u) => URL.canParse(u) && isHttpsOrLoopback(new URL(u)), "baseUrl must be https (http is allowed only for loopback)"),
-  auth: z
-    .object({
-      /** The NAME of the Worker secret holding the key, never the key itself. */
-      secret: z.string().regex(/^[A-Z][A-Z0-9_]*$/, "auth.secret names a Worker secret (UPPER_SNAKE_CASE)"),
-      header: z.string().default("Authorization"),
-    })
-    .optional(),
-  contextWindow: z.number().int().positive().default(128_000),
-  maxTokens: z.number().int().positive().default(4096),
-  /** USD per million tokens, for usage reports. */
-  cost: z
-    .object({ input: z.number(), output: z.number(), cacheRead: z.number().default(0), cacheWrite: z.number().default(0) })
-    .default({ input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }),
-});
-export type ProviderConfig = z.infer<typeof providerSchema>;
+const providerList = z.array(providerSchema).refine((list) => new Set(list.map((p) => p.id)).size === list.length, "provider ids must be unique");
 
+export function modelProviders(env: Env): ProviderConfig[] {
+  return parseJsonVar("MODEL_PROVIDERS", env.MODEL_PROVIDERS, providerList, "[]");
+}
 
-export type ModelChoice =
-  | { kind: "local" }
-  | { kind: "provider"; provider: ProviderConfig; model: string };
-
-/** `HARNESS_MODEL` = `<provider>/<model>`; no provider configured → the built-in local model. */
-export function modelChoice(env: Env): ModelChoice {
-  const providers = parseJsonVar("MODEL_PROVIDERS", env.MODEL_PROVIDERS, z.array(providerSchema), "[]");
+/** The deployment's model: `HARNESS_MODEL` = `<provider>/<model>`; no provider configured → the built-in local model. */
+export function deploymentModel(env: Env): ModelPick {
   const harness = (env.HARNESS_MODEL ?? "").trim();
-  if (harness === "" || harness === "local") {
-    if (providers.length > 0 && harness === "") throw new ConfigError("MODEL_PROVIDERS is set but HARNESS_MODEL is empty: set it to <provider>/<model>");
-    return { kind: "local" };
+  if (harness === "" && modelProviders(env).length > 0) throw new ConfigError("MODEL_PROVIDERS is set but HARNESS_MODEL is empty: set it to <provider>/<model>");
+  return { model: harness === "" ? "local" : harness };
+}
+
+/** A pick resolved against MODEL_PROVIDERS and the model table. */
+export function modelChoice(env: Env, pick?: ModelPick): ModelChoice {
+  return resolvePick(modelProviders(env), pick ?? deploymentModel(env), pick ? `model "${pick.model}"` : "HARNESS_MODEL");
+}
+
+export const MODELS_NAMESPACE = "models";
+
+/** The agent's choice, else its tenant's, else the deployment's: the most specific wins. */
+export async function effectiveModel(env: Env, route: { tenant: string; agent: string }): Promise<ModelPick> {
+  const control = controlPlane(env);
+  const [tenant, agent] = await Promise.all([control.get(MODELS_NAMESPACE, route.tenant), control.get(MODELS_NAMESPACE, `${route.tenant}/${route.agent}`)]);
+  for (const stored of [agent, tenant]) {
+    if (stored === null) continue;
+    const parsed = modelPickSchema.safeParse(stored);
+    if (!parsed.success) throw new ConfigError(`the stored model choice is invalid: ${z.prettifyError(parsed.error)}`);
+    return parsed.data;
   }
-  const slash = harness.indexOf("/");
-  if (slash <= 0 || slash === harness.length - 1) throw new ConfigError("HARNESS_MODEL must be <provider>/<model>");
-  const id = harness.slice(0, slash);
-  const provider = providers.find((p) => p.id === id);
-  if (!provider) throw new ConfigError(`HARNESS_MODEL names provider "${id}", which is not in MODEL_PROVIDERS`);
-  return { kind: "provider", provider, model: harness.slice(slash + 1) };
+  return deploymentModel(env);
 }
 
 /** How long an effect on the queue may wait for a courier before it is sent again (EFFECT_LEASE_SECONDS). */

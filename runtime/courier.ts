@@ -14,7 +14,10 @@ import { z } from "zod";
 import type { EffectMessage } from "./effects.ts";
 import type { AgentObject } from "./agent-object.ts";
 import { agentStub } from "./ingress.ts";
-import { callModel } from "./model-call.ts";
+import { ConfigError } from "../lib/config.ts";
+import { modelChoice } from "./config.ts";
+import { callModel, type ProviderCall } from "./models/index.ts";
+import type { ModelRequest } from "./model-job.ts";
 import type { DeliveryResult } from "./chat.ts";
 import type { ToolReport, ToolWork } from "./tool-calls.ts";
 
@@ -90,7 +93,7 @@ export class Courier extends DurableObject<Env> {
       case "model": {
         const request = await agent.modelJob(effect, effect.id);
         if (!request) return;
-        const call = await callModel(this.env, request);
+        const call = await this.callModel(effect, request);
         return this.report(effect, (stub) => stub.modelResult(effect, effect.id, call));
       }
       case "send": {
@@ -123,6 +126,16 @@ export class Courier extends DurableObject<Env> {
     } catch (err) {
       console.warn(`courier: reporting ${effect.kind} ${effect.id} failed once (${errorText(err)}); trying a fresh stub`);
       await send(agentStub(this.env, effect));
+    }
+  }
+
+  /** A configuration that cannot work is a refusal (retrying cannot help); anything unexpected a retry. */
+  private async callModel(effect: EffectMessage, request: ModelRequest): Promise<ProviderCall> {
+    try {
+      return await callModel(this.env, modelChoice(this.env, request.model), request, { cacheKey: `${effect.tenant}/${effect.agent}` });
+    } catch (err) {
+      if (err instanceof ConfigError) return { kind: "refused", error: `not configured: ${err.message}` };
+      return { kind: "retry", error: errorText(err) };
     }
   }
 

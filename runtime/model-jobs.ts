@@ -3,6 +3,7 @@
 // row), and settled once by the first outcome that reaches it; later ones
 // change nothing. Settled jobs are pruned after a day.
 import type { AssistantMessage } from "@mariozechner/pi-ai";
+import { usageRow } from "./models/index.ts";
 import type { Effects } from "./effects.ts";
 import type { ModelRequest } from "./model-job.ts";
 
@@ -95,6 +96,13 @@ export class ModelJobs {
   settle(job: JobRow, settled: Settled): void {
     this.sql.exec("UPDATE model_jobs SET status = ?, settled_at = ?, request = NULL WHERE id = ?", settled.kind === "failed" ? "failed" : "done", Date.now(), job.id);
     this.effects.done("model", job.id);
+  }
+
+  /** What a reply's call used, kept with its job once: a reply reported again adds nothing. */
+  recordUsage(id: string, message: AssistantMessage): void {
+    const usage = usageRow(message);
+    const columns = Object.keys(usage).map((column) => `${column} = ?`).join(", ");
+    this.sql.exec(`UPDATE model_jobs SET ${columns} WHERE id = ? AND model IS NULL`, ...Object.values(usage), id);
   }
 
   /** Removes a settled job's large request; cleanup only, so a failure is logged, never thrown. */

@@ -65,7 +65,14 @@ const MIGRATIONS: string[] = [
     large_key TEXT,
     error TEXT,
     created_at INTEGER NOT NULL,
-    settled_at INTEGER
+    settled_at INTEGER,
+    -- What the call used (runtime/models/usage.ts), set when its reply arrives.
+    model TEXT,
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    cache_read_tokens INTEGER NOT NULL DEFAULT 0,
+    cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    cost REAL NOT NULL DEFAULT 0
   );
   CREATE INDEX model_jobs_by_conversation ON model_jobs (conversation, status);
   CREATE INDEX model_jobs_settled ON model_jobs (settled_at) WHERE status != 'pending';

@@ -1,6 +1,6 @@
 // The system prompt an agent's model calls start with.
 import type { Route } from "./chat.ts";
-import type { ModelChoice } from "./config.ts";
+import type { ModelChoice } from "./models/index.ts";
 
 export function systemPrompt(env: Env, route: Route, model: ModelChoice): string {
   const custom = (env as unknown as Record<string, unknown>).AGENT_SYSTEM_PROMPT;

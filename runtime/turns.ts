@@ -7,7 +7,7 @@ import type { Gateway } from "../plugins/index.ts";
 import type { ApprovalFlow } from "./approval-flow.ts";
 import type { ChatUser, OutboundMessage, Route } from "./chat.ts";
 import { compactionRequest, compactRefusal, needsCompaction } from "./compaction.ts";
-import type { ModelChoice } from "./config.ts";
+import type { ModelChoice, ModelPick } from "./models/index.ts";
 import type { Conversations, ConversationRow, InboxItem } from "./conversations.ts";
 import type { ModelRequest } from "./model-job.ts";
 import type { JobPurpose, JobRow, ModelJobs, Settled } from "./model-jobs.ts";
@@ -24,6 +24,8 @@ export type TurnOutcome = "done" | "stopped" | "failed" | "compacted";
 export interface PassContext {
   route: Route;
   gateway: Gateway;
+  /** The model chosen for this agent, as the jobs carry it, and resolved. */
+  pick: ModelPick;
   model: ModelChoice;
   systemPrompt: string;
 }
@@ -169,7 +171,7 @@ export class Turns {
       if (!conv || conv.status !== "running") return;
       if (this.jobs.isOpen(id)) return; // waiting for the model
       const { seq: startSeq, start } = this.conversations.turnStart(conv);
-      if ("purpose" in start) return this.createJob(conv, "compact", JSON.stringify(compactionRequest(this.conversations.log(id))));
+      if ("purpose" in start) return this.createJob(conv, "compact", JSON.stringify(compactionRequest(pass.pick, this.conversations.log(id))));
       const last = this.conversations.log(id).filter(isMessageRow).at(-1);
       if (last?.type === "assistant") {
         const message = JSON.parse(last.data) as AssistantMessage;
@@ -189,9 +191,9 @@ export class Turns {
         this.drainInbox(conv);
       });
       const rows = this.conversations.log(id);
-      const body = JSON.stringify({ systemPrompt: pass.systemPrompt, messages: modelMessages(rows), tools: pass.gateway.tools() } satisfies ModelRequest);
+      const body = JSON.stringify({ model: pass.pick, systemPrompt: pass.systemPrompt, messages: modelMessages(rows), tools: pass.gateway.tools() } satisfies ModelRequest);
       if (needsCompaction(pass.model, body.length, rows, startSeq)) {
-        return this.createJob(conv, "compact", JSON.stringify(compactionRequest(rows, startSeq)));
+        return this.createJob(conv, "compact", JSON.stringify(compactionRequest(pass.pick, rows, startSeq)));
       }
       return this.createJob(conv, "chat", body);
     }

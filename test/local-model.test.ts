@@ -2,7 +2,7 @@
 // reads a held call and a runtime note (as a real model would, from their text).
 import type { Message } from "@mariozechner/pi-ai";
 import { describe, expect, it } from "vitest";
-import { localModel } from "../runtime/local-model.ts";
+import { localModel } from "../runtime/models/local-model.ts";
 
 const tools = ["clock__now", "inbox__post"].map((name) => ({ name, description: name, parameters: {} }));
 const user = (content: string): Message => ({ role: "user", content, timestamp: 0 });
@@ -14,7 +14,7 @@ const toolResult = (toolName: string, text: string): Message => ({
   isError: false,
   timestamp: 0,
 });
-const answer = (...messages: Message[]) => localModel({ systemPrompt: "", messages, tools });
+const answer = (...messages: Message[]) => localModel({ model: { model: "local" }, systemPrompt: "", messages, tools });
 const textOf = (m: ReturnType<typeof localModel>) => m.content.map((c) => (c.type === "text" ? c.text : "")).join("");
 
 describe("local model", () => {
@@ -29,7 +29,7 @@ describe("local model", () => {
   });
 
   it("without a post tool, a post request is echoed with what it can do", () => {
-    const reply = localModel({ systemPrompt: "", messages: [user("please post hello to http://x.test/")], tools: tools.slice(0, 1) });
+    const reply = localModel({ model: { model: "local" }, systemPrompt: "", messages: [user("please post hello to http://x.test/")], tools: tools.slice(0, 1) });
     expect(reply.stopReason).toBe("stop");
     expect(textOf(reply)).toMatch(/^You said: "please post hello to http:\/\/x.test\/"/);
     expect(textOf(reply)).not.toMatch(/post text to a URL/);

@@ -31,8 +31,8 @@ describe("a streamed model reply", () => {
   it("tool-call arguments split mid-JSON → the call runs once with its whole arguments; usage recorded", async () => {
     const entry = awkward("split");
     const view = await turn([
-      { toolCalls: [{ name: "ledger__append", arguments: { entry } }], argumentChunk: 3, usage: { prompt_tokens: 1000, completion_tokens: 31 } },
-      { text: "Appended it.", argumentChunk: 2, usage: { prompt_tokens: 2000, completion_tokens: 7 } },
+      { toolCalls: [{ name: "ledger__append", arguments: { entry } }], argumentChunk: 3, usage: { input: 1000, output: 31 } },
+      { text: "Appended it.", argumentChunk: 2, usage: { input: 2000, output: 7 } },
     ]);
     expect(view.status).toBe("idle");
     const { calls, results } = callsAndResults(view);
@@ -53,9 +53,9 @@ describe("a streamed model reply", () => {
         ],
         interleave: true,
         argumentChunk: 4,
-        usage: { prompt_tokens: 500, completion_tokens: 60 },
+        usage: { input: 500, output: 60 },
       },
-      { text: "Both done.", usage: { prompt_tokens: 700, completion_tokens: 3 } },
+      { text: "Both done.", usage: { input: 700, output: 3 } },
     ]);
     expect(view.status).toBe("idle");
     const { calls, results } = callsAndResults(view);
@@ -75,8 +75,8 @@ describe("a streamed model reply", () => {
   it("usage only in the final chunk with choices: [] → recorded per call and summed over the turn", async () => {
     const entry = awkward("usage");
     const view = await turn([
-      { toolCalls: [{ name: "ledger__append", arguments: { entry } }], usage: { prompt_tokens: 4321, completion_tokens: 17 } },
-      { text: "Counted.", usage: { prompt_tokens: 4400, completion_tokens: 5 } },
+      { toolCalls: [{ name: "ledger__append", arguments: { entry } }], usage: { input: 4321, output: 17 } },
+      { text: "Counted.", usage: { input: 4400, output: 5 } },
     ]);
     expect(await ledgerAppends(entry)).toHaveLength(1);
     expect(view.usage).toMatchObject({ inputTokens: 8721, outputTokens: 22 });

@@ -1,6 +1,6 @@
 // Invariant 2 and model jobs: the object never calls the provider (a courier
 // does, off the object), an outcome reported twice changes nothing, provider
-// errors are retried or not as their status says, and the hand-offs (queue →
+// errors are retried (a refusal fails at once: test/providers.test.ts), and the hand-offs (queue →
 // courier → object) each let go only once the next holder has it.
 import { env } from "cloudflare:workers";
 import { createExecutionContext, createMessageBatch, getQueueResult, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
@@ -115,18 +115,6 @@ describe("provider errors", () => {
     expect(view.status).toBe("idle");
     expect(view.transcript.filter((e) => e.role === "assistant").map((e) => e.text)).toEqual(["after the rate limit"]);
     expect(await providerRequests(s)).toHaveLength(2);
-  });
-
-  it("400 → the turn fails at once with the provider's status and message, no retry", async () => {
-    const s = unique("r400");
-    await script(s, [{ status: 400, error: "This model's maximum context length is 10 tokens" }, { text: "must never be asked" }]);
-    await postMessage(T, A, { text: `[s:${s}] hi`, conversation: s });
-    const view = await settled(T, A, s);
-    expect(view.status).toBe("failed");
-    expect(view.error).toMatch(/400/);
-    expect(view.error).toMatch(/maximum context length is 10 tokens/);
-    expect(await providerRequests(s)).toHaveLength(1);
-    expect(await rows(T, A, "SELECT status FROM model_jobs WHERE conversation = ?", s)).toEqual([{ status: "failed" }]);
   });
 
   it("repeated 500s → three retries → the turn fails and the person is told", async () => {

@@ -76,16 +76,19 @@ export function answered(tenant: string, agent: string, id: string, text: string
 export interface ScriptStep {
   text?: string;
   toolCalls?: { name: string; arguments?: unknown; id?: string }[];
+  /** Tokens the fake reports, each API in its own fields; input excludes cached. */
+  usage?: { input?: number; cached?: number; cacheWrite?: number; output?: number };
   status?: number;
   error?: string;
+  headers?: Record<string, string>;
+  /** Gemini's RetryInfo on an error step, e.g. "7s". */
+  retryDelay?: string;
   hold?: boolean;
   echoToolResults?: boolean;
   /** Stream arguments (and text) in pieces of this many characters, cut mid-JSON. */
   argumentChunk?: number;
   /** Send parallel tool calls round-robin, chunk by chunk. */
   interleave?: boolean;
-  /** The usage reported in the final chunk (choices: []). */
-  usage?: { prompt_tokens: number; completion_tokens: number };
 }
 
 export async function script(id: string, steps: ScriptStep[]): Promise<void> {
@@ -94,9 +97,16 @@ export async function script(id: string, steps: ScriptStep[]): Promise<void> {
 }
 
 export interface ProviderRequest {
-  body: { messages: { role: string; content: unknown }[]; tools?: unknown[] };
+  /** The pi-ai API whose wire protocol the request spoke. */
+  api: string;
+  path: string;
+  /** Chat Completions' shape; the other APIs' bodies are read with their own. */
+  body: { messages: { role: string; content: unknown }[]; tools?: unknown[] } & Record<string, unknown>;
+  headers: Record<string, string>;
   authorized: boolean;
   responded?: boolean;
+  /** The usage the fake reported, in the API's own fields. */
+  usage?: Record<string, unknown>;
 }
 
 export async function providerRequests(id: string): Promise<ProviderRequest[]> {

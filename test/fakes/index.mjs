@@ -18,8 +18,15 @@ export async function startFakes() {
   const remoteHost = new URL(remote.url).host;
   const bindings = {
     ADMIN_TOKEN: "test-admin-token",
-    // A small context window, so compaction can be shown with a message of a few pages.
-    MODEL_PROVIDERS: JSON.stringify([{ id: "fake", baseUrl: `${provider.url}/v1`, auth: { secret: "FAKE_PROVIDER_KEY" }, contextWindow: 8000 }]),
+    MODEL_PROVIDERS: JSON.stringify([
+      // A small context window, so compaction can be shown with a message of a few pages;
+      // a price for its one model, as an operator prices a gateway's model pi-ai does not know.
+      { id: "fake", baseUrl: `${provider.url}/v1`, auth: { secret: "FAKE_PROVIDER_KEY" }, contextWindow: 8000, models: { "test-model": { cost: { input: 0.5, output: 1.5, cacheRead: 0.05 } } } },
+      // The other APIs, each serving a model pi-ai's registry knows (so its prices come from there).
+      { id: "fake-responses", api: "openai-responses", baseUrl: `${provider.url}/v1`, auth: { secret: "FAKE_PROVIDER_KEY" } },
+      { id: "fake-anthropic", api: "anthropic-messages", baseUrl: provider.url, auth: { secret: "FAKE_PROVIDER_KEY" } },
+      { id: "fake-gemini", api: "google-generative-ai", baseUrl: `${provider.url}/v1beta`, auth: { secret: "FAKE_PROVIDER_KEY" } },
+    ]),
     HARNESS_MODEL: "fake/test-model",
     FAKE_PROVIDER_KEY,
     MODEL_RETRY_BASE_SECONDS: "0",

@@ -1,18 +1,18 @@
-// A fake OpenAI-compatible provider on loopback: POST /v1/chat/completions with
-// SSE streaming, as pi-ai speaks it. Tests script it per scenario: a user
+// A fake model provider on loopback that speaks each pi-ai API's wire protocol
+// (model-protocols.mjs): OpenAI Chat Completions and Responses, Anthropic
+// Messages, Gemini streamGenerateContent. Tests script it per scenario: a user
 // message containing "[s:<id>]" selects scenario <id>; each request takes the
-// scenario's next step (the last repeats): { text } | { toolCalls } |
-// { status, error } | { hold: true, … } | { echoToolResults: true }. Control API under /_control.
-//
-// It streams as OpenAI does: a role chunk, content, each tool call's id and
-// name then its arguments, a finish chunk, and `usage` in a final chunk with
-// `choices: []` (stream_options.include_usage). A step may also ask for
-//   argumentChunk: n   arguments (and text) cut into pieces of n characters, mid-JSON
-//   interleave: true   parallel tool calls sent round-robin, chunk by chunk
-//   usage: { prompt_tokens, completion_tokens }   the numbers of the final chunk
+// scenario's next step (the last repeats): { text?, toolCalls?, usage? } |
+// { status, error, headers?, retryDelay? } | { hold: true, … } |
+// { echoToolResults: true }. Every request is recorded with its API, the body,
+// whether its key was right, and the usage reported. Control API under /_control.
+// A Chat Completions step may also ask for `argumentChunk: n` (arguments and
+// text cut into pieces of n characters, mid-JSON) and `interleave: true`
+// (parallel tool calls sent round-robin, chunk by chunk).
 import { listen, readBody, sendJson } from "./http.mjs";
+import { FAKE_PROVIDER_KEY, PROTOCOLS, usageOf } from "./model-protocols.mjs";
 
-export const FAKE_PROVIDER_KEY = "fake-provider-key-for-tests";
+export { FAKE_PROVIDER_KEY };
 
 export async function startModelProvider() {
   /** id → { steps, next, requests, gates: resolvers waiting for release } */
@@ -42,87 +42,36 @@ export async function startModelProvider() {
         return sendJson(res, 200, { ok: true });
       }
     }
-    if (req.method !== "POST" || url.pathname !== "/v1/chat/completions") return sendJson(res, 404, { error: "not found" });
+    const protocol = req.method === "POST" ? PROTOCOLS.find((p) => p.matches(url.pathname, url)) : undefined;
+    if (!protocol) return sendJson(res, 404, { error: "not found" });
 
-    const raw = await readBody(req);
-    const body = JSON.parse(raw);
-    const auth = req.headers.authorization ?? "";
-    const id = findScenario(body.messages);
-    const record = { body, authorized: auth === `Bearer ${FAKE_PROVIDER_KEY}`, at: Date.now() };
+    const body = JSON.parse(await readBody(req));
+    const id = /\[s:([A-Za-z0-9_-]+)\]/.exec(JSON.stringify(body))?.[1];
+    const record = { api: protocol.api, path: url.pathname, body, authorized: protocol.authorized(req, url), headers: withoutKeys(req.headers), at: Date.now() };
     if (id) scenario(id).requests.push(record);
     else unscripted.push(record);
-    if (!record.authorized) return sendJson(res, 401, { error: { message: "Incorrect API key provided", type: "invalid_request_error" } });
+    if (!record.authorized) return protocol.unauthorized(res, req);
 
     const s = id ? scenario(id) : null;
-    const step = s && s.steps.length ? s.steps[Math.min(s.next++, s.steps.length - 1)] : { text: `ok: ${lastUserText(body.messages)}` };
+    const step = s && s.steps.length ? s.steps[Math.min(s.next++, s.steps.length - 1)] : { text: `ok: ${protocol.lastUserText(body)}` };
     if (step.hold) {
       if (s.credits > 0) s.credits--;
       else await new Promise((resolve) => s.waiting.push(resolve));
     }
     if (step.status) {
       record.responded = true;
-      return sendJson(res, step.status, { error: { message: step.error ?? `status ${step.status}`, type: "fake_error" } }, step.headers ?? {});
+      return protocol.error(res, step.status, step.error ?? `status ${step.status}`, step.headers ?? {}, step);
     }
     // A careless model: it repeats what its tools returned, so a leak in a tool result reaches the chat.
-    const reply = step.echoToolResults ? { text: toolResultsText(body.messages) } : step;
-    streamCompletion(res, body.model, reply);
+    const reply = step.echoToolResults ? { text: protocol.toolResultsText(body) } : step;
+    record.usage = protocol.stream(res, body, reply, usageOf(step), url);
     record.responded = true;
   });
 }
 
-function contentText(content) {
-  if (typeof content === "string") return content;
-  if (Array.isArray(content)) return content.map((c) => c.text ?? "").join("");
-  return "";
-}
-
-function findScenario(messages) {
-  for (const m of messages ?? []) {
-    const found = /\[s:([A-Za-z0-9_-]+)\]/.exec(contentText(m.content));
-    if (found) return found[1];
-  }
-  return null;
-}
-
-function toolResultsText(messages) {
-  return (messages ?? []).filter((m) => m.role === "tool").map((m) => contentText(m.content)).join("\n---\n");
-}
-
-function lastUserText(messages) {
-  const users = (messages ?? []).filter((m) => m.role === "user");
-  return contentText(users.at(-1)?.content);
-}
-
-/** What OpenAI reports when a step names no usage. */
-const DEFAULT_USAGE = { prompt_tokens: 12, completion_tokens: 5 };
-
-/** `text` in pieces of `size` characters (code points: a stream never splits one); whole when no size. */
-function pieces(text, size) {
-  if (!size) return [text];
-  const chars = Array.from(text);
-  const out = [];
-  for (let i = 0; i < chars.length; i += size) out.push(chars.slice(i, i + size).join(""));
-  return out;
-}
-
-function streamCompletion(res, model, step) {
-  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
-  const id = `chatcmpl-${Math.random().toString(36).slice(2)}`;
-  const send = (choices, extra = {}) => res.write(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created: 0, model, choices, ...extra })}\n\n`);
-  const chunk = (delta, finish = null) => send([{ index: 0, delta, finish_reason: finish }]);
-  chunk({ role: "assistant", content: "" });
-  if (step.text) for (const piece of pieces(step.text, step.argumentChunk)) chunk({ content: piece });
-  // Each call: its id and name first, then its arguments, piece by piece.
-  const calls = (step.toolCalls ?? []).map((call, index) => [
-    { index, id: call.id ?? `call_${index}_${Math.random().toString(36).slice(2, 8)}`, type: "function", function: { name: call.name, arguments: "" } },
-    ...pieces(JSON.stringify(call.arguments ?? {}), step.argumentChunk).map((part) => ({ index, function: { arguments: part } })),
-  ]);
-  const order = step.interleave
-    ? Array.from({ length: Math.max(0, ...calls.map((c) => c.length)) }, (_, i) => calls.map((c) => c[i]).filter(Boolean)).flat()
-    : calls.flat();
-  for (const delta of order) chunk({ tool_calls: [delta] });
-  chunk({}, calls.length ? "tool_calls" : "stop");
-  const usage = { ...DEFAULT_USAGE, ...step.usage };
-  send([], { usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens } });
-  res.end("data: [DONE]\n\n");
+/** The request's headers as recorded: a key is checked, never kept. */
+function withoutKeys(headers) {
+  const kept = { ...headers };
+  for (const name of ["authorization", "x-api-key", "x-goog-api-key"]) if (name in kept) kept[name] = "[checked]";
+  return kept;
 }
