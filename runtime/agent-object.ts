@@ -14,6 +14,7 @@ import type {
   ChatUser,
   ConversationStatus,
   OutboundMessage,
+  Platform,
   ReplyAddress,
   Route,
   SubmitResult,
@@ -22,8 +23,10 @@ import { ConfigError, secretNamed } from "../lib/config.ts";
 import { approvalTtlMs, approversFor, effectiveMounts, modelChoice, type ModelChoice } from "./config.ts";
 import type { ModelJobMessage, ModelOutcome, ModelRequest } from "./model-job.ts";
 import type { RuntimeDeps } from "./deps.ts";
+import { listInDirectory } from "./directory.ts";
 import { Outbox } from "./outbox.ts";
 import { migrate } from "./schema.ts";
+import { changeMark, conversationPage, pendingApprovals, type ConversationPage, type ConversationQuery, type PendingApproval } from "./views.ts";
 import { clipMessages, isMessageRow, modelMessages, textOf, transcript, type HandoverData, type LogRow, type LogType, type TranscriptEntry, type UserData } from "./transcript.ts";
 
 /** Requests larger than this go to R2; SQLite rows are capped at 2 MB. */
@@ -111,7 +114,7 @@ export class AgentObject extends DurableObject<Env> {
 
   /** A durable write, then an alarm for "now". Never waits for the model or a platform. */
   async submit(route: Route, event: ChatEvent): Promise<SubmitResult> {
-    this.claim(route);
+    this.claim(route, event.user.platform);
     // `status` reports policy warnings, which need the mounts (read before the synchronous write).
     const gateway = event.kind === "command" && event.command === "status" ? await this.loadGateway(route).catch(() => null) : null;
     const result = this.ctx.storage.transactionSync(() => this.accept(route, event, gateway));
@@ -177,22 +180,44 @@ export class AgentObject extends DurableObject<Env> {
     await this.drive();
   }
 
+  // ---- RPC for watchers (the console): queries live in runtime/views.ts ----
+
+  /** Conversations newest first, a page at a time, optionally matching a search. */
+  async conversationList(route: Route, query: ConversationQuery): Promise<ConversationPage> {
+    this.claim(route);
+    return conversationPage(this.sql, query);
+  }
+
+  /** Holds waiting for a decision, oldest first. */
+  async pendingHolds(route: Route): Promise<PendingApproval[]> {
+    this.claim(route);
+    return pendingApprovals(this.sql, route);
+  }
+
+  /** Changes whenever what a watcher of the conversation (or, without one, the agent) sees changes. */
+  async changes(route: Route, conversation?: string): Promise<string> {
+    this.claim(route);
+    return changeMark(this.sql, conversation);
+  }
+
   // ---- identity ----------------------------------------------------------
 
-  /** The object records its (tenant, agent) on first use and refuses any other. */
-  private claim(route: Route): void {
+  /**
+   * The object records its (tenant, agent) on first use and refuses any other.
+   * Given the platform of an event, it also lists itself in the directory once.
+   */
+  private claim(route: Route, platform?: Platform): void {
     const rows = this.sql.exec<{ key: string; value: string }>("SELECT key, value FROM meta WHERE key IN ('tenant', 'agent')").toArray();
     const tenant = rows.find((r) => r.key === "tenant")?.value;
     const agent = rows.find((r) => r.key === "agent")?.value;
     if (tenant === undefined) {
       this.sql.exec("INSERT INTO meta (key, value) VALUES ('tenant', ?), ('agent', ?)", route.tenant, route.agent);
-      return;
-    }
-    if (tenant !== route.tenant || agent !== route.agent) {
+    } else if (tenant !== route.tenant || agent !== route.agent) {
       throw new IdentityError(
         `this object belongs to tenant "${tenant}" agent "${agent}"; refused a request for tenant "${route.tenant}" agent "${route.agent}"`,
       );
     }
+    if (platform) listInDirectory(this.ctx, this.env, route, platform);
   }
 
   private route(): Route | null {
