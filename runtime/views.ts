@@ -147,17 +147,18 @@ export function pendingApprovals(sql: SqlStorage, route: Route): PendingApproval
 /**
  * A value that changes whenever what a watcher sees changes: a log row (a turn
  * starts or ends, a message, a note), a model job opened or settled (running
- * vs waiting for the model), a hold decided or settled. Scoped to one
- * conversation or the whole agent; each part is an indexed aggregate.
+ * vs waiting for the model, which writes no log row), and a hold created,
+ * decided or settled (a note about it waits in the inbox while a turn runs).
+ * Scoped to one conversation or the whole agent; each part reads an index.
  */
 export function changeMark(sql: SqlStorage, conversation?: string): string {
   const and = conversation === undefined ? "" : " AND conversation = ?";
   const args = conversation === undefined ? [] : [conversation];
-  const value = (query: string) => String(sql.exec<{ v: SqlStorageValue }>(query, ...args).one().v ?? 0);
+  const value = (query: string) => String(sql.exec<{ v: SqlStorageValue }>(query, ...args).one().v ?? "");
   return [
     value(`SELECT MAX(seq) AS v FROM log WHERE 1${and}`),
     value(`SELECT COUNT(*) AS v FROM model_jobs WHERE status = 'pending'${and}`),
-    value(`SELECT COUNT(*) AS v FROM holds WHERE status = 'pending'${and}`),
-    value(`SELECT COUNT(*) AS v FROM holds WHERE status IN ('approved', 'running')${and}`),
-  ].join(".");
+    // The open holds and their states: a decision or a settlement changes the list.
+    value(`SELECT group_concat(id || ':' || status) AS v FROM (SELECT id, status FROM holds WHERE status IN ('pending', 'approved', 'running')${and} ORDER BY id)`),
+  ].join("/");
 }

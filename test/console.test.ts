@@ -3,10 +3,11 @@
 // every value escaped (the agent's Markdown too), navigation from the
 // directory, live regions, and actions that reach the agent as console:admin.
 import { env, exports } from "cloudflare:workers";
+import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { controlPlane } from "../runtime/index.ts";
 import { agent } from "./agents.ts";
-import { getConversation, ledgerAppends, postMessage, releaseProvider, script, settled, unique, waitFor, worker } from "./support.ts";
+import { getConversation, holdLedger, ledgerAppends, postMessage, releaseLedger, releaseProvider, script, settled, unique, waitFor, worker } from "./support.ts";
 
 const TOKEN = "test-admin-token";
 const BEARER = { authorization: `Bearer ${TOKEN}` };
@@ -359,21 +360,62 @@ describe("console live regions", () => {
     expect((await worker(agentPage("console_live"), { headers: { ...headers, "x-console-live": agentMark } })).status).toBe(204);
   });
 
-  it("a card decided elsewhere (a click in Slack) changes the mark, and the region shows the new state", async () => {
+  it("a card decided elsewhere (a click in Slack) and then performed changes the mark each time, while the turn still waits for the model", async () => {
     const headers = await signIn();
-    const { s, page, holdId } = await heldTurn("approvals");
-    const mark = /data-live="" data-mark="([^"]+)"/.exec(await html(page, headers))![1]!;
-    expect((await worker(page, { headers: { ...headers, "x-console-live": mark } })).status).toBe(204);
-    const click = await agent("approvals", A).submit(
-      { tenant: "approvals", agent: A },
-      { id: unique("slack-click"), kind: "decision", conversation: s, holdId, approve: false, boundTo: { tenant: "approvals", agent: A }, user: { platform: "slack", id: "U_APPROVER", name: "Ann" } },
+    const s = unique("elsewhere");
+    const entry = unique("e");
+    // The model's next answer is held, so the turn stays open (no log row) while the card moves on.
+    await script(s, [{ toolCalls: [{ name: "vault__append", arguments: { entry } }] }, { hold: true, text: "Waiting." }, { text: "Done." }]);
+    await postMessage("approvals", A, { text: `[s:${s}] record ${entry}`, conversation: s });
+    const { holdId } = await waitFor("the hold, with the turn waiting for the model", async () => {
+      const view = await getConversation("approvals", A, s);
+      return view.status === "waiting_model" && view.holds[0];
+    });
+    const page = conversationPage("approvals", s);
+    // The approved call waits at the ledger, so the card stays "being performed" for a while.
+    await holdLedger("append", entry);
+    try {
+      const poll = (mark: string) => worker(page, { headers: { ...headers, "x-console-live": mark } });
+      const mark = /data-live="" data-mark="([^"]+)"/.exec(await html(page, headers))![1]!;
+      expect((await poll(mark)).status).toBe(204);
+      const click = await agent("approvals", A).submit(
+        { tenant: "approvals", agent: A },
+        { id: unique("slack-click"), kind: "decision", conversation: s, holdId, approve: true, boundTo: { tenant: "approvals", agent: A }, user: { platform: "slack", id: "U_APPROVER", name: "Ann" } },
+      );
+      expect(click.decided).toBe(true);
+      const approved = await poll(mark);
+      expect(approved.status).toBe(200);
+      const region = await approved.text();
+      expect(region).toContain('<span class="badge approved">Approved, being performed</span>');
+      expect(region).toMatch(/<dd class="decided-by">Ann at <time/);
+
+      await releaseLedger("append", entry);
+      await waitFor("the hold to be performed", async () => (await getConversation("approvals", A, s)).holds[0]!.state === "performed");
+      expect((await getConversation("approvals", A, s)).status).toBe("waiting_model");
+      const performed = await poll(approved.headers.get("x-console-mark")!);
+      expect(performed.status).toBe(200);
+      expect(await performed.text()).toContain('<span class="badge performed">Performed</span>');
+    } finally {
+      // A failure above must not leave the ledger or the model waiting for the tests after it.
+      await releaseLedger("append", entry);
+      await releaseProvider(s);
+    }
+    await settled("approvals", A, s);
+  });
+
+  it("the mark moves when a model job opens, which writes no log row (running → waiting for the model)", async () => {
+    const tenant = unique("mark");
+    await postMessage(tenant, A, { text: "hello", conversation: "c" });
+    await settled(tenant, A, "c");
+    const route = { tenant, agent: A };
+    const before = await agent(tenant, A).changes(route, "c");
+    const elsewhere = await agent(tenant, A).changes(route, "other");
+    await runInDurableObject(agent(tenant, A), (_instance, state) =>
+      void state.storage.sql.exec("INSERT INTO model_jobs (id, conversation, turn, purpose, status, created_at) VALUES ('j', 'c', 1, 'chat', 'pending', 0)"),
     );
-    expect(click.decided).toBe(true);
-    const res = await worker(page, { headers: { ...headers, "x-console-live": mark } });
-    expect(res.status).toBe(200);
-    const region = await res.text();
-    expect(region).toContain('<span class="badge denied">Denied</span>');
-    expect(region).toMatch(/<dd class="decided-by">Ann at <time/);
+    expect(await agent(tenant, A).changes(route, "c")).not.toBe(before);
+    // Scoped: another conversation's mark stays.
+    expect(await agent(tenant, A).changes(route, "other")).toBe(elsewhere);
   });
 });
 
