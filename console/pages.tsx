@@ -2,7 +2,6 @@
 // it has a live region (data-live) the page's script refreshes from the same
 // URL; the handlers in index.tsx render the region alone for those requests.
 import type { Child } from "hono/jsx";
-import type { Card } from "../approvals/index.ts";
 import {
   conversationState,
   type AgentListing,
@@ -14,7 +13,7 @@ import {
 } from "../runtime/index.ts";
 import { CardView } from "./card.tsx";
 import { PostForm, StateBadge, Time, usd } from "./layout.tsx";
-import { actionPath, agentPath, conversationPath, tenantPath } from "./paths.ts";
+import { actionPath, agentPath, conversationPath, holdPath, tenantPath } from "./paths.ts";
 import { BASE } from "./session.ts";
 import { Transcript } from "./transcript.tsx";
 
@@ -191,8 +190,6 @@ export interface ConversationProps {
   route: Route;
   view: ConversationView;
   tokens: Tokens;
-  /** Where each card's decision is posted. */
-  holdAction: (card: Card) => string;
 }
 
 export function ConversationLive(props: ConversationProps) {
@@ -226,7 +223,7 @@ export function ConversationLive(props: ConversationProps) {
         <p class="muted">None.</p>
       ) : (
         view.holds.map((card) => {
-          const action = props.holdAction(card);
+          const action = holdPath(route, card.holdId);
           return <CardView card={card} forms={{ action, token: tokenFor(tokens, action), conversation: view.id }} />;
         })
       )}

@@ -10,6 +10,7 @@ import type { Child } from "hono/jsx";
 import { csrf } from "hono/csrf";
 import { HTTPException } from "hono/http-exception";
 import { NONCE, secureHeaders } from "hono/secure-headers";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { z } from "zod";
 import { ConfigError } from "../lib/config.ts";
 import { HttpError, readBody, safeEqual } from "../lib/http.ts";
@@ -72,7 +73,7 @@ consoleRoutes.use("*", (c, next) => (c.req.header("authorization") === undefined
 
 // ---- rendering -----------------------------------------------------------------
 
-async function show(c: Ctx, frame: Omit<PageFrame, "nonce" | "signOutToken" | "result">, status: 200 | 400 | 401 | 403 | 404 | 409 | 413 | 415 | 422 | 500 | 503 = 200) {
+async function show(c: Ctx, frame: Omit<PageFrame, "nonce" | "signOutToken" | "result">, status: ContentfulStatusCode = 200) {
   const who = c.get("who");
   const page = (
     <Page
@@ -85,10 +86,15 @@ async function show(c: Ctx, frame: Omit<PageFrame, "nonce" | "signOutToken" | "r
   return c.html(`<!doctype html>${String(page)}`, status);
 }
 
-/** A live region's request: 204 while its mark is unchanged, else the region's new HTML. */
-async function live(c: Ctx, mark: string, region: () => Promise<Child>) {
-  if (c.req.header(LIVE_HEADER) === mark) return c.body(null, 204);
-  return c.html(String(await region()), 200, { "x-console-mark": mark });
+/** What a live region's poll asks, if this request is one: unchanged (answer 204, read nothing more) or changed (draw the region). */
+function livePoll(c: Ctx, mark: string): "unchanged" | "changed" | undefined {
+  const polled = c.req.header(LIVE_HEADER);
+  if (polled === undefined) return undefined;
+  return polled === mark ? "unchanged" : "changed";
+}
+
+function liveRegion(c: Ctx, mark: string, region: Child) {
+  return c.html(String(region), 200, { "x-console-mark": mark });
 }
 
 async function tokensFor(c: Ctx, actions: string[]): Promise<Tokens> {
@@ -200,29 +206,37 @@ consoleRoutes.get("/tenants/:tenant/agents/:agent", async (c) => {
   const after = parseCursor(c.req.query("after"));
   const stub = agentStub(c.env, route);
   const mark = await stub.changes(route);
-  const state = async (): Promise<AgentListState> => {
-    const [approvals, page] = await Promise.all([stub.pendingHolds(route), stub.conversationList(route, { search: search || undefined, after, limit: PAGE_SIZE })]);
-    const older = page.next ? new URLSearchParams({ ...(search ? { q: search } : {}), after: `${page.next.updatedAt}.${page.next.id}` }) : undefined;
-    return { route, approvals, page, search, olderHref: older ? `${agentPath(route)}?${older}` : undefined };
-  };
-  if (c.req.header(LIVE_HEADER) !== undefined) return live(c, mark, async () => <AgentLive {...await state()} />);
+  const poll = livePoll(c, mark);
+  if (poll === "unchanged") return c.body(null, 204);
+  const [approvals, page] = await Promise.all([stub.pendingHolds(route), stub.conversationList(route, { search: search || undefined, after, limit: PAGE_SIZE })]);
+  const older = page.next ? new URLSearchParams({ ...(search ? { q: search } : {}), after: `${page.next.updatedAt}.${page.next.id}` }) : undefined;
+  const state: AgentListState = { route, approvals, page, search, olderHref: older ? `${agentPath(route)}?${older}` : undefined };
+  if (poll === "changed") return liveRegion(c, mark, <AgentLive {...state} />);
   const newConversation = `${agentPath(route)}/conversations`;
   return show(c, {
     title: `Agent ${route.agent}`,
     crumbs: [{ href: BASE, label: "Tenants" }, { href: tenantPath(route.tenant), label: route.tenant }],
-    children: <AgentBody {...await state()} mark={mark} tokens={await tokensFor(c, [newConversation])} newConversation={newConversation} />,
+    children: <AgentBody {...state} mark={mark} tokens={await tokensFor(c, [newConversation])} newConversation={newConversation} />,
   });
 });
 
+function conversationRoute(c: Ctx): { route: Route; conversation: string } {
+  const route = parseRoute(c.req.param("tenant")!, c.req.param("agent")!);
+  const conversation = c.req.param("id")!;
+  if (!CONVERSATION_ID.test(conversation)) throw new HttpError(400, "invalid conversation id");
+  return { route, conversation };
+}
+
 consoleRoutes.get("/tenants/:tenant/agents/:agent/conversations/:id", async (c) => {
-  const route = parseRoute(c.req.param("tenant"), c.req.param("agent"));
-  const id = c.req.param("id");
+  const { route, conversation: id } = conversationRoute(c);
   // The mark is read first: a change after it only makes the next poll draw again.
-  const mark = await agentStub(c.env, route).changes(route, CONVERSATION_ID.test(id) ? id : undefined);
+  const mark = await agentStub(c.env, route).changes(route, id);
+  const poll = livePoll(c, mark);
+  if (poll === "unchanged") return c.body(null, 204);
   const view = await readConversation(c.env, route, id);
   const actions = [...view.holds.map((card) => holdPath(route, card.holdId)), ...(["messages", "stop", "compact"] as const).map((a) => actionPath(route, id, a))];
-  const props = { route, view, tokens: await tokensFor(c, actions), holdAction: (card: { holdId: string }) => holdPath(route, card.holdId) };
-  if (c.req.header(LIVE_HEADER) !== undefined) return live(c, mark, async () => <ConversationLive {...props} />);
+  const props = { route, view, tokens: await tokensFor(c, actions) };
+  if (poll === "changed") return liveRegion(c, mark, <ConversationLive {...props} />);
   return show(c, {
     title: `Conversation ${id}`,
     crumbs: [{ href: BASE, label: "Tenants" }, { href: tenantPath(route.tenant), label: route.tenant }, { href: agentPath(route), label: route.agent }],
@@ -274,12 +288,6 @@ consoleRoutes.post("/tenants/:tenant/agents/:agent/conversations", async (c) => 
 
 const conversationAction = (action: ConversationAction) => `/tenants/:tenant/agents/:agent/conversations/:id/${action}`;
 
-function conversationRoute(c: Ctx): { route: Route; conversation: string } {
-  const route = parseRoute(c.req.param("tenant")!, c.req.param("agent")!);
-  const conversation = c.req.param("id")!;
-  if (!CONVERSATION_ID.test(conversation)) throw new HttpError(400, "invalid conversation id");
-  return { route, conversation };
-}
 
 consoleRoutes.post(conversationAction("messages"), async (c) => {
   const { route, conversation } = conversationRoute(c);

@@ -25,7 +25,7 @@ import type { ModelJobMessage, ModelOutcome, ModelRequest } from "./model-job.ts
 import type { RuntimeDeps } from "./deps.ts";
 import { listInDirectory } from "./directory.ts";
 import { Outbox } from "./outbox.ts";
-import { migrate } from "./schema.ts";
+import { migrate, type ConversationRow } from "./schema.ts";
 import { changeMark, conversationPage, pendingApprovals, type ConversationPage, type ConversationQuery, type PendingApproval } from "./views.ts";
 import { clipMessages, isMessageRow, modelMessages, textOf, transcript, type HandoverData, type LogRow, type LogType, type TranscriptEntry, type UserData } from "./transcript.ts";
 
@@ -52,20 +52,6 @@ const OUTCOME_PREFIX: Record<SettledStatus, string> = {
 
 const INTERRUPT_NOTE =
   "The person stopped the previous turn. Do not continue or resume the interrupted task unless they ask for it again.";
-
-type ConversationRow = {
-  id: string;
-  status: "idle" | "running" | "failed";
-  turn: number;
-  reply_to: string | null;
-  started_by: string;
-  error: string | null;
-  input_tokens: number;
-  output_tokens: number;
-  cost: number;
-  created_at: number;
-  updated_at: number;
-}
 
 type JobRow = {
   id: string;

@@ -102,6 +102,21 @@ const MIGRATIONS: string[] = [
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
+/** A row of `conversations`. */
+export type ConversationRow = {
+  id: string;
+  status: "idle" | "running" | "failed";
+  turn: number;
+  reply_to: string | null;
+  started_by: string;
+  error: string | null;
+  input_tokens: number;
+  output_tokens: number;
+  cost: number;
+  created_at: number;
+  updated_at: number;
+};
+
 export function migrate(storage: DurableObjectStorage): void {
   const sql = storage.sql;
   storage.transactionSync(() => {

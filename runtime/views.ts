@@ -4,6 +4,7 @@
 // the object's SqlStorage; the AgentObject exposes them as thin RPC methods.
 import { cardFor, type Card, type HoldRow } from "../approvals/index.ts";
 import type { ConversationStatus, Route } from "./chat.ts";
+import type { ConversationRow } from "./schema.ts";
 import { textOf, type UserData } from "./transcript.ts";
 
 /** What a person is shown: the runtime's status, and "waiting_approval" for a conversation idle behind a pending hold. */
@@ -55,17 +56,7 @@ const PREVIEW_CHARS = 140;
 /** Log rows whose data holds words a person or the agent wrote. */
 const TEXT_ROWS = "('user', 'assistant', 'tool_result')";
 
-type SummaryRow = {
-  id: string;
-  status: "idle" | "running" | "failed";
-  turn: number;
-  started_by: string;
-  error: string | null;
-  input_tokens: number;
-  output_tokens: number;
-  cost: number;
-  created_at: number;
-  updated_at: number;
+type SummaryRow = ConversationRow & {
   open_jobs: number;
   pending_holds: number;
   first_message: string | null;
