@@ -11,7 +11,7 @@ const RULE = /^\s*([-*_])(\s*\1){2,}\s*$/;
 const QUOTE = /^\s*>\s?(.*)$/;
 const BULLET = /^\s*[-*+]\s+(.*)$/;
 const NUMBERED = /^\s*\d{1,9}[.)]\s+(.*)$/;
-const TABLE_RULE = /^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$/;
+const TABLE_RULE = /^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$/;
 
 export function Markdown(props: { text: string }) {
   return <div class="md">{blocks(props.text.replace(/\r\n?/g, "\n").split("\n"))}</div>;
@@ -22,7 +22,7 @@ function startsBlock(line: string, next: string | undefined): boolean {
 }
 
 function isTableStart(line: string, next: string | undefined): boolean {
-  return line.includes("|") && next !== undefined && TABLE_RULE.test(next);
+  return line.includes("|") && next !== undefined && next.includes("|") && TABLE_RULE.test(next);
 }
 
 function cells(line: string): string[] {
