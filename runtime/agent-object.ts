@@ -9,10 +9,11 @@ import { cardFor, Holds, type Card } from "../approvals/index.ts";
 import { ConfigError, secretNamed } from "../lib/config.ts";
 import { Gateway, MountError, policyWarnings } from "../plugins/index.ts";
 import { ApprovalFlow } from "./approval-flow.ts";
-import type { ChatEvent, ConversationStatus, DeliveryResult, OutboxDelivery, Route, SubmitResult } from "./chat.ts";
+import type { ChatEvent, ConversationStatus, DeliveryResult, OutboxDelivery, Platform, Route, SubmitResult } from "./chat.ts";
 import { effectiveModel, effectiveMounts, leaseSeconds, modelChoice, retryBaseSeconds } from "./config.ts";
 import { Conversations, type ConversationRow } from "./conversations.ts";
 import type { RuntimeDeps } from "./deps.ts";
+import { listInDirectory } from "./directory.ts";
 import { Effects, type EffectRow } from "./effects.ts";
 import type { ModelRequest } from "./model-job.ts";
 import type { ProviderCall } from "./models/index.ts";
@@ -25,6 +26,7 @@ import { systemPrompt } from "./system-prompt.ts";
 import { ToolCalls, type ToolReport, type ToolWork } from "./tool-calls.ts";
 import { transcript, type TranscriptEntry } from "./transcript.ts";
 import { Turns, type PassContext } from "./turns.ts";
+import { changeMark, conversationPage, pendingApprovals, type ConversationPage, type ConversationQuery, type PendingApproval } from "./views.ts";
 
 export interface ConversationView {
   id: string;
@@ -90,7 +92,7 @@ export class AgentObject extends DurableObject<Env> {
 
   /** A durable write, then an alarm for "now". Never waits for the model or a platform. */
   async submit(route: Route, event: ChatEvent): Promise<SubmitResult> {
-    this.claim(route);
+    this.claim(route, event.user.platform);
     // `status` reports policy warnings, which need the mounts (read before the synchronous write).
     const gateway = event.kind === "command" && event.command === "status" ? await this.loadGateway(route).catch(() => null) : null;
     const result = this.ctx.storage.transactionSync(() => this.accept(route, event, gateway));
@@ -195,20 +197,42 @@ export class AgentObject extends DurableObject<Env> {
     await this.scheduler.drive();
   }
 
+  // ---- RPC for watchers (the console): queries live in runtime/views.ts ----
+
+  /** Conversations newest first, a page at a time, optionally matching a search. */
+  async conversationList(route: Route, query: ConversationQuery): Promise<ConversationPage> {
+    this.claim(route);
+    return conversationPage(this.sql, query);
+  }
+
+  /** Holds waiting for a decision, oldest first. */
+  async pendingHolds(route: Route): Promise<PendingApproval[]> {
+    this.claim(route);
+    return pendingApprovals(this.sql, route);
+  }
+
+  /** Changes whenever what a watcher of the conversation (or, without one, the agent) sees changes. */
+  async changes(route: Route, conversation?: string): Promise<string> {
+    this.claim(route);
+    return changeMark(this.sql, conversation);
+  }
+
   // ---- identity ----------------------------------------------------------
 
-  /** The object records its (tenant, agent) on first use and refuses any other. */
-  private claim(route: Route): void {
+  /**
+   * The object records its (tenant, agent) on first use and refuses any other.
+   * Given the platform of an event, it also lists itself in the directory once.
+   */
+  private claim(route: Route, platform?: Platform): void {
     const known = this.route();
     if (!known) {
       this.sql.exec("INSERT INTO meta (key, value) VALUES ('tenant', ?), ('agent', ?)", route.tenant, route.agent);
-      return;
-    }
-    if (known.tenant !== route.tenant || known.agent !== route.agent) {
+    } else if (known.tenant !== route.tenant || known.agent !== route.agent) {
       throw new IdentityError(
         `this object belongs to tenant "${known.tenant}" agent "${known.agent}"; refused a request for tenant "${route.tenant}" agent "${route.agent}"`,
       );
     }
+    if (platform) listInDirectory(this.ctx, this.env, route, platform);
   }
 
   private route(): Route | null {

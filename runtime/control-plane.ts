@@ -1,8 +1,9 @@
 // The control plane: one Durable Object (named "control") holding settings that
 // are not one agent's: Slack installations, webhook callback URLs, per-tenant
-// overrides. Values are JSON; anything secret is encrypted by its owner before
-// it is stored here.
+// overrides, the directory of tenants and agents. Values are JSON; anything
+// secret is encrypted by its owner before it is stored here.
 import { DurableObject } from "cloudflare:workers";
+import { agentListing, DIRECTORY_SCHEMA, recordEntry, tenantListing, type AgentListing, type DirectoryEntry, type TenantListing } from "./directory.ts";
 
 export class ControlPlane extends DurableObject<Env> {
   private readonly sql: SqlStorage;
@@ -13,6 +14,7 @@ export class ControlPlane extends DurableObject<Env> {
     this.sql.exec(
       "CREATE TABLE IF NOT EXISTS settings (namespace TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, updated_at INTEGER NOT NULL, PRIMARY KEY (namespace, key))",
     );
+    this.sql.exec(DIRECTORY_SCHEMA);
   }
 
   async get<T = unknown>(namespace: string, key: string): Promise<T | null> {
@@ -39,6 +41,20 @@ export class ControlPlane extends DurableObject<Env> {
       .exec<{ key: string; value: string }>("SELECT key, value FROM settings WHERE namespace = ? ORDER BY key", namespace)
       .toArray()
       .map((r) => ({ key: r.key, value: JSON.parse(r.value) as T }));
+  }
+
+  // ---- the directory (runtime/directory.ts) ----
+
+  async recordAgent(entry: DirectoryEntry): Promise<void> {
+    recordEntry(this.sql, entry, Date.now());
+  }
+
+  async tenants(): Promise<TenantListing[]> {
+    return tenantListing(this.sql);
+  }
+
+  async agents(tenant?: string): Promise<AgentListing[]> {
+    return agentListing(this.sql, tenant);
   }
 }
 

@@ -15,6 +15,8 @@ export type {
 } from "./chat.ts";
 export { agentStub, CONVERSATION_ID, parseRoute, readConversation, submitEvent } from "./ingress.ts";
 export type { ConversationView } from "./agent-object.ts";
+export { conversationState, type ConversationPage, type ConversationQuery, type ConversationState, type ConversationSummary, type PageCursor, type PendingApproval } from "./views.ts";
+export { listAgents, listTenants, recordAgent, type AgentListing, type DirectoryEntry, type TenantListing } from "./directory.ts";
 export { adminToken } from "./config.ts";
 export { controlPlane, ControlPlane } from "./control-plane.ts";
 export { AgentObject } from "./agent-object.ts";

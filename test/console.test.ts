@@ -1,44 +1,80 @@
-// The web console: ADMIN_TOKEN sign-in (a cookie that is not the token, or a
-// bearer header), pages with every value escaped, and holds signed from a card
-// only where the tenant's APPROVERS name console:admin.
-import { exports } from "cloudflare:workers";
+// The web console: sessions that expire and end at sign-out, forms that only
+// this console's own pages can post, nothing from the URL shown as a message,
+// every value escaped (the agent's Markdown too), navigation from the
+// directory, live regions, and actions that reach the agent as console:admin.
+import { env, exports } from "cloudflare:workers";
+import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { getConversation, ledgerAppends, postMessage, script, settled, unique, waitFor, worker } from "./support.ts";
+import { controlPlane } from "../runtime/index.ts";
+import { agent } from "./agents.ts";
+import { getConversation, holdLedger, ledgerAppends, postMessage, releaseLedger, releaseProvider, script, settled, unique, waitFor, worker } from "./support.ts";
 
 const TOKEN = "test-admin-token";
 const BEARER = { authorization: `Bearer ${TOKEN}` };
-const FORM = { "content-type": "application/x-www-form-urlencoded" };
+const ORIGIN = "http://antiproton.test";
 const A = "clerk";
+const SESSIONS = "console-sessions";
 
-async function expectedCookie(): Promise<string> {
-  const enc = new TextEncoder();
-  const key = await crypto.subtle.importKey("raw", enc.encode(TOKEN), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
-  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, enc.encode("antiproton-console")));
-  return Array.from(mac, (b) => b.toString(16).padStart(2, "0")).join("");
+type Headers = Record<string, string>;
+
+/** Signs in as a browser on `origin` would post it (the Origin header is the page's). */
+function login(token: string, origin = ORIGIN): Promise<Response> {
+  return exports.default.fetch(
+    new Request(`${origin}/console/login`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", origin },
+      body: new URLSearchParams({ token }).toString(),
+      redirect: "manual",
+    }),
+  );
 }
 
-function login(token: string, origin = "http://antiproton.test"): Promise<Response> {
-  return exports.default.fetch(new Request(`${origin}/console/login`, { method: "POST", headers: FORM, body: new URLSearchParams({ token }).toString(), redirect: "manual" }));
+async function signIn(): Promise<Headers> {
+  const res = await login(TOKEN);
+  expect(res.status).toBe(303);
+  return { cookie: res.headers.get("set-cookie")!.split(";")[0]! };
 }
 
-async function session(): Promise<Record<string, string>> {
-  const cookie = (await login(TOKEN)).headers.get("set-cookie")!.split(";")[0]!;
-  return { cookie };
-}
-
-async function html(path: string, headers: Record<string, string>): Promise<string> {
+async function html(path: string, headers: Headers): Promise<string> {
   const res = await worker(path, { headers });
-  expect(res.status).toBe(200);
+  expect(res.status, path).toBe(200);
   return res.text();
 }
 
-function decide(tenant: string, holdId: string, conversation: string, approve: boolean, headers: Record<string, string>): Promise<Response> {
-  return worker(`/console/tenants/${tenant}/agents/${A}/holds/${holdId}`, {
+const seg = encodeURIComponent;
+const agentPage = (tenant: string, name = A) => `/console/tenants/${seg(tenant)}/agents/${seg(name)}`;
+const conversationPage = (tenant: string, id: string) => `${agentPage(tenant)}/conversations/${seg(id)}`;
+const holdAction = (tenant: string, holdId: string) => `${agentPage(tenant)}/holds/${seg(holdId)}`;
+
+/** The hidden fields of the POST form for `action` on `page`, as the browser would send them. */
+function formFields(page: string, action: string): Record<string, string> {
+  const start = page.indexOf(`<form method="post" action="${action}"`);
+  expect(start, `a form posting to ${action}`).toBeGreaterThanOrEqual(0);
+  const form = page.slice(start, page.indexOf("</form>", start));
+  return Object.fromEntries([...form.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)"/g)].map((m) => [m[1]!, m[2]!]));
+}
+
+function post(path: string, fields: Record<string, string>, headers: Headers, origin: string | null = ORIGIN): Promise<Response> {
+  return worker(path, {
     method: "POST",
-    headers: { ...FORM, ...headers },
-    body: new URLSearchParams({ conversation, approve: approve ? "1" : "0" }).toString(),
+    headers: { "content-type": "application/x-www-form-urlencoded", ...(origin ? { origin } : {}), ...headers },
+    body: new URLSearchParams(fields).toString(),
     redirect: "manual",
   });
+}
+
+/** Posts the form for `action` found on `pagePath`, with extra fields; returns the page the redirect leads to. */
+async function submit(pagePath: string, action: string, extra: Record<string, string>, headers: Headers): Promise<{ res: Response; shown: string }> {
+  const res = await post(action, { ...formFields(await html(pagePath, headers), action), ...extra }, headers);
+  expect(res.status).toBe(303);
+  const result = res.headers.get("set-cookie")?.split(";")[0];
+  const shown = await html(res.headers.get("location")!, { ...headers, ...(result ? { cookie: `${headers.cookie}; ${result}` } : {}) });
+  return { res, shown };
+}
+
+/** The result box of a page, if any. */
+function resultOf(page: string): string | undefined {
+  return /<p class="result" role="status">([^<]*)<\/p>/.exec(page)?.[1];
 }
 
 /** A turn whose model asks for the gated vault__append of an entry with markup in it. */
@@ -49,101 +85,422 @@ async function heldTurn(tenant: string) {
   await postMessage(tenant, A, { text: `[s:${s}] please record ${entry}`, conversation: s });
   await settled(tenant, A, s);
   const holdId = (await getConversation(tenant, A, s)).holds[0]!.holdId;
-  return { s, entry, holdId, page: `/console/tenants/${tenant}/agents/${A}/conversations/${s}` };
+  return { s, entry, holdId, page: conversationPage(tenant, s) };
 }
 
-describe("console sign-in", () => {
-  it("without a session: a GET is sent to sign in (303), a POST is refused (401)", async () => {
-    for (const path of ["/console", "/console/tenants/console_ok/agents/clerk", "/console/tenants/console_ok/agents/clerk/conversations/x"]) {
+async function storedSessions(): Promise<{ key: string; value: { expiresAt: number } }[]> {
+  return (await controlPlane(env).list(SESSIONS)) as { key: string; value: { expiresAt: number } }[];
+}
+
+describe("console sessions", () => {
+  it("without a session: a page is sent to sign in, a POST or a live poll is refused (401)", async () => {
+    for (const path of ["/console", "/console/tenants/console_ok", agentPage("console_ok"), conversationPage("console_ok", "x")]) {
       const res = await worker(path, { redirect: "manual" });
       expect(res.status).toBe(303);
       expect(res.headers.get("location")).toBe("/console/login");
     }
-    expect((await decide("console_ok", "h1", "x", true, {})).status).toBe(401);
-    expect((await decide("console_ok", "h1", "x", true, { cookie: "antiproton_console=forged" })).status).toBe(401);
-    const form = await worker("/console/login");
-    expect(form.status).toBe(200);
-    expect(await form.text()).toContain('name="token"');
+    expect((await worker(conversationPage("console_ok", "x"), { headers: { "x-console-live": "0" } })).status).toBe(401);
+    expect((await post(holdAction("console_ok", "h1"), { conversation: "x", approve: "1" }, {})).status).toBe(401);
+    expect((await post(holdAction("console_ok", "h1"), { conversation: "x", approve: "1" }, { cookie: "antiproton_console=forged" })).status).toBe(401);
+    expect(await html("/console/login", {})).toContain('name="token"');
   });
 
   it("a wrong token gets the form again with 401 and no cookie", async () => {
     const res = await login("not-the-token");
     expect(res.status).toBe(401);
     expect(res.headers.get("set-cookie")).toBeNull();
-    const body = await res.text();
-    expect(body).toContain("That is not the admin token.");
-    expect(body).toContain('name="token"');
+    expect(await res.text()).toContain("That is not the admin token.");
   });
 
-  it("the right token sets an HttpOnly, Secure, SameSite=Strict cookie on /console holding an HMAC, not the token", async () => {
+  it("signing in sets an HttpOnly, Secure, SameSite=Strict cookie on /console that expires with the session and holds neither the token nor the stored key", async () => {
+    const before = new Set((await storedSessions()).map((s) => s.key));
     const res = await login(TOKEN);
     expect(res.status).toBe(303);
     expect(res.headers.get("location")).toBe("/console");
     const cookie = res.headers.get("set-cookie")!;
     expect(cookie).not.toContain(TOKEN);
-    expect(cookie.split(";")[0]).toBe(`antiproton_console=${await expectedCookie()}`);
+    expect(cookie).toMatch(/^antiproton_console=[A-Za-z0-9_-]{43}\.[A-Za-z0-9%]+;/);
+    expect(cookie).toMatch(/Max-Age=43200/); // CONSOLE_SESSION_HOURS default 12
     expect(cookie).toMatch(/HttpOnly/);
     expect(cookie).toMatch(/Secure/);
     expect(cookie).toMatch(/SameSite=Strict/);
     expect(cookie).toMatch(/Path=\/console(;|$)/);
+    const added = (await storedSessions()).filter((s) => !before.has(s.key));
+    expect(added).toHaveLength(1);
+    expect(added[0]!.value.expiresAt).toBeGreaterThan(Date.now() + 11 * 3_600_000);
+    expect(cookie).not.toContain(added[0]!.key);
     // Plain http on loopback (wrangler dev) cannot keep a Secure cookie.
-    const local = (await login(TOKEN, "http://127.0.0.1:8787")).headers.get("set-cookie")!;
-    expect(local).not.toMatch(/Secure/);
-    expect(await html("/console", await session())).toContain('name="tenant"');
+    const local = await login(TOKEN, "http://127.0.0.1:8787");
+    expect(local.status).toBe(303);
+    expect(local.headers.get("set-cookie")).not.toMatch(/Secure/);
   });
 
-  it("a bearer header works as well as the cookie", async () => {
-    expect(await html("/console", BEARER)).toContain("Open an agent");
+  it("a session past its expiry is refused: pages go to sign-in, live polls get 401", async () => {
+    const headers = await signIn();
+    expect(await html("/console", headers)).toContain("Tenants");
+    // Age every stored session past its expiry, as time would.
+    for (const { key, value } of await storedSessions()) await controlPlane(env).put(SESSIONS, key, { ...value, expiresAt: Date.now() - 1 });
+    const res = await worker("/console", { headers, redirect: "manual" });
+    expect(res.status).toBe(303);
+    expect(res.headers.get("location")).toBe("/console/login");
+    expect((await worker("/console", { headers: { ...headers, "x-console-live": "0" } })).status).toBe(401);
+    // The next sign-in forgets the expired ones.
+    await signIn();
+    expect((await storedSessions()).every((s) => s.value.expiresAt > Date.now())).toBe(true);
+  });
+
+  it("sign-out ends the session on the server: the same cookie is refused afterwards", async () => {
+    const headers = await signIn();
+    const home = await html("/console", headers);
+    const signOut = formFields(home, "/console/logout");
+    // Without the form's token, sign-out is refused and the session lives on.
+    expect((await post("/console/logout", {}, headers)).status).toBe(403);
+    expect((await worker("/console", { headers, redirect: "manual" })).status).toBe(200);
+    const res = await post("/console/logout", signOut, headers);
+    expect(res.status).toBe(303);
+    expect(res.headers.get("location")).toBe("/console/login");
+    expect(res.headers.get("set-cookie")).toMatch(/antiproton_console=; Max-Age=0/);
+    const after = await worker("/console", { headers, redirect: "manual" });
+    expect(after.status).toBe(303);
+    expect(after.headers.get("location")).toBe("/console/login");
+  });
+
+  it("a bearer header works as well as a session, and needs no form token", async () => {
+    expect(await html("/console", BEARER)).toContain("Open an agent by name");
     const res = await worker("/console?tenant=console_ok&agent=clerk", { headers: BEARER, redirect: "manual" });
     expect(res.status).toBe(303);
-    expect(res.headers.get("location")).toBe("/console/tenants/console_ok/agents/clerk");
+    expect(res.headers.get("location")).toBe(agentPage("console_ok"));
+    expect((await worker("/console", { headers: { authorization: "Bearer wrong" }, redirect: "manual" })).status).toBe(303);
+    // A script posts with the bearer alone: no Origin, no form token.
+    const { s, holdId } = await heldTurn("console_ok");
+    const decided = await post(holdAction("console_ok", holdId), { conversation: s, approve: "0" }, BEARER, null);
+    expect(decided.status).toBe(303);
+    expect(decided.headers.get("location")).toBe(conversationPage("console_ok", s));
+    expect((await getConversation("console_ok", A, s)).holds[0]!.state).toBe("denied");
+    expect((await post(holdAction("console_ok", holdId), { conversation: s, approve: "0" }, { authorization: "Bearer wrong" }, null)).status).toBe(401);
+  });
+
+  it("pages carry a CSP that runs only the page's own nonce'd script, and are not cached", async () => {
+    const res = await worker("/console", { headers: await signIn() });
+    const csp = res.headers.get("content-security-policy")!;
+    const nonce = /script-src 'nonce-([^']+)'/.exec(csp)?.[1];
+    expect(nonce).toBeDefined();
+    expect(csp).toContain("default-src 'none'");
+    expect(csp).toContain("form-action 'self'");
+    expect(csp).not.toContain("unsafe-inline");
+    expect(res.headers.get("cache-control")).toBe("no-store");
+    const body = await res.text();
+    const scripts = [...body.matchAll(/<script([^>]*)>/g)].map((m) => m[1]);
+    expect(scripts).toEqual([` nonce="${nonce}"`]);
   });
 
   it("bad names are 400 and an unknown conversation is 404, as pages", async () => {
     const bad = await worker("/console/tenants/bad%20name/agents/clerk", { headers: BEARER });
     expect(bad.status).toBe(400);
     expect(bad.headers.get("content-type")).toMatch(/text\/html/);
-    expect((await worker("/console/tenants/console_ok/agents/clerk/conversations/nope", { headers: BEARER })).status).toBe(404);
+    expect((await worker(conversationPage("console_ok", "nope"), { headers: BEARER })).status).toBe(404);
   });
 });
 
-describe("console holds", () => {
-  it("shows the transcript and the card escaped; Approve where APPROVERS lists console:admin performs the call once", async () => {
-    const headers = await session();
+describe("console forms are this console's own", () => {
+  it("a cross-site POST, or one without its form's token, or with another form's token, is 403 and changes nothing", async () => {
+    const headers = await signIn();
     const { s, entry, holdId, page } = await heldTurn("console_ok");
-    expect(await html(`/console/tenants/console_ok/agents/${A}`, headers)).toContain(`href="${page}"`);
-    const before = await html(page, headers);
-    expect(before).not.toContain("<script>");
-    expect(before).toContain("&lt;script&gt;alert(1)&lt;/script&gt;");
-    expect(before).toContain("Waiting for approval.");
-    expect(before).toMatch(/<pre class="arguments">\{\n {2}&quot;entry&quot;: &quot;&lt;script&gt;/);
-    expect(before).toContain('name="approve" value="1"');
-    expect(before).toContain('name="approve" value="0"');
+    const shown = await html(page, headers);
+    const approve = { ...formFields(shown, holdAction("console_ok", holdId)), approve: "1" };
+    const send = `${page}/messages`;
+    const message = { ...formFields(shown, send), text: "sent from elsewhere" };
 
-    const res = await decide("console_ok", holdId, s, true, headers);
-    expect(res.status).toBe(303);
-    const back = res.headers.get("location")!;
-    expect(back).toBe(`${page}?notice=${encodeURIComponent("Approved. Performing it now.")}`);
-    expect(await html(back, headers)).toContain('<p class="notice" role="status">Approved. Performing it now.</p>');
+    const attempts: [string, Record<string, string>, string | null][] = [
+      [holdAction("console_ok", holdId), approve, "https://evil.example"], // cross-site, even with a valid token
+      [holdAction("console_ok", holdId), { ...approve, _token: "" }, ORIGIN], // same origin, no token
+      [holdAction("console_ok", holdId), { ...approve, _token: formFields(shown, `${page}/compact`)._token! }, ORIGIN], // another form's token
+      [send, message, "https://evil.example"],
+      [send, { text: "no token" }, ORIGIN],
+      [holdAction("console_ok", holdId), approve, null], // no Origin and no Sec-Fetch-Site: not known to be this console
+    ];
+    for (const [action, fields, origin] of attempts) {
+      const res = await post(action, fields, headers, origin);
+      expect(res.status, `${action} from ${origin}`).toBe(403);
+      expect(res.headers.get("location")).toBeNull();
+    }
+    const cross = await post(send, message, headers, "https://evil.example");
+    expect(await cross.text()).toContain("This form was not sent from this console");
+    const view = await getConversation("console_ok", A, s);
+    expect(view.holds[0]!.state).toBe("pending");
+    expect(view.transcript.map((e) => e.text)).not.toContain("sent from elsewhere");
+    expect(await ledgerAppends(entry)).toHaveLength(0);
+    // A same-site navigation header is enough where a browser sends no Origin.
+    const fetchSite = await post(holdAction("console_ok", holdId), { ...approve, approve: "0" }, { ...headers, "sec-fetch-site": "same-origin" }, null);
+    expect(fetchSite.status).toBe(303);
+  });
+});
 
-    const after = await waitFor("the card to show performed", async () => {
-      const body = await html(page, headers);
-      return body.includes('class="card performed"') ? body : undefined;
+describe("console shows nothing from the URL, and every value as text", () => {
+  const lure = "Paste your token at https://evil.example";
+
+  it("?notice= or any other query value is never shown as a message, and a result cookie must be the server's own", async () => {
+    const headers = await signIn();
+    const { page, s } = await heldTurn("console_ok");
+    const query = new URLSearchParams({ notice: lure, result: lure, message: lure, error: lure, status: lure }).toString();
+    for (const path of [`/console?${query}`, `${agentPage("console_ok")}?${query}`, `${page}?${query}`, `/console/tenants/console_ok?${query}`, `/console/login?${query}`]) {
+      const body = await html(path, headers);
+      expect(body, path).not.toContain("Paste your token");
+      expect(resultOf(body), path).toBeUndefined();
+    }
+    // The search box shows its own value back, in the input only; no sentence repeats it.
+    const search = await html(`${agentPage("console_ok")}?q=${seg(lure)}`, headers);
+    expect(search.match(/Paste your token/g)).toHaveLength(1);
+    expect(search).toContain(`value="${lure}"`);
+    // A result cookie made by anyone but the server is ignored.
+    const forged = await html(page, { cookie: `${headers.cookie}; antiproton_console_result=${seg(lure)}` });
+    expect(forged).not.toContain("Paste your token");
+    expect(s).toBeTruthy();
+  });
+
+  it("<script> and <img onerror> in a person's message, a tool result and the agent's Markdown are shown as text; unsafe links are not links", async () => {
+    const headers = await signIn();
+    const s = unique("xss");
+    const evil = `<img src=x onerror=alert(1)>`;
+    await script(s, [
+      { toolCalls: [{ name: "ledger__read", arguments: { entry: `${evil}<script>alert(2)</script>` } }] },
+      { text: `# Report\n**bold** <script>alert(3)</script> ${evil}\n\n- [click](javascript:alert(4))\n- [docs](https://example.com/x?a=1&b=2)\n\n\`\`\`\n<b>code</b>\n\`\`\`` },
+    ]);
+    await postMessage("console_md", A, { text: `[s:${s}] ${evil} <script>alert(5)</script>`, conversation: s });
+    await settled("console_md", A, s);
+    const body = await html(conversationPage("console_md", s), headers);
+    const main = body.slice(body.indexOf("<main>"), body.indexOf("</main>"));
+    expect(main).not.toMatch(/<script|<img|<b>/i);
+    expect(main).toContain("&lt;img src=x onerror=alert(1)&gt; &lt;script&gt;alert(5)&lt;/script&gt;"); // the person's message
+    expect(main).toContain('0 entries for &quot;&lt;img src=x onerror=alert(1)&gt;&lt;script&gt;alert(2)&lt;/script&gt;&quot;'); // the tool result
+    expect(main).toContain("<strong>bold</strong> &lt;script&gt;alert(3)&lt;/script&gt; &lt;img src=x onerror=alert(1)&gt;"); // the agent's Markdown
+    expect(main).toContain("<h4>Report</h4>");
+    expect(main).toContain("<code>&lt;b&gt;code&lt;/b&gt;</code>");
+    expect(main).toContain('<a href="https://example.com/x?a=1&amp;b=2" rel="noopener noreferrer nofollow">docs</a>');
+    expect(main).not.toMatch(/href="javascript:/i);
+    expect(main).toContain("click (javascript:alert(4))");
+  });
+});
+
+describe("console navigation", () => {
+  it("lists tenants and their agents from the directory, with the platform of their first event", async () => {
+    const headers = await signIn();
+    const tenant = unique("dir");
+    await postMessage(tenant, "helper", { text: "hello", conversation: "first" });
+    const home = await waitFor("the tenant in the list", async () => {
+      const body = await html("/console", headers);
+      return body.includes(`href="/console/tenants/${tenant}"`) ? body : undefined;
     });
-    expect(after).toContain("Decided by</dt><dd>console at ");
+    const row = home.slice(home.indexOf(`href="/console/tenants/${tenant}"`));
+    expect(row.slice(0, row.indexOf("</tr>"))).toContain("<td>api</td>");
+    const tenantPage = await html(`/console/tenants/${tenant}`, headers);
+    expect(tenantPage).toContain(`href="${agentPage(tenant, "helper")}"`);
+  });
+
+  it("conversations come newest first, a page at a time, and can be searched by the words in them", async () => {
+    const tenant = unique("pages");
+    const route = { tenant, agent: A };
+    for (const [id, text] of [["c1", "apples"], ["c2", "pears and a Rare_Word"], ["c3", "plums"]] as const) {
+      await postMessage(tenant, A, { text, conversation: id });
+      await settled(tenant, A, id);
+    }
+    const first = await agent(tenant, A).conversationList(route, { limit: 2 });
+    expect(first.conversations.map((c) => c.id)).toEqual(["c3", "c2"]);
+    expect(first.conversations[0]!.preview).toBe("plums");
+    const second = await agent(tenant, A).conversationList(route, { limit: 2, after: first.next });
+    expect(second.conversations.map((c) => c.id)).toEqual(["c1"]);
+    expect(second.next).toBeUndefined();
+    // Words from any message, case-insensitive; LIKE's wildcards are taken literally.
+    expect((await agent(tenant, A).conversationList(route, { limit: 10, search: "rare_word" })).conversations.map((c) => c.id)).toEqual(["c2"]);
+    expect((await agent(tenant, A).conversationList(route, { limit: 10, search: "%" })).conversations).toEqual([]);
+    expect((await agent(tenant, A).conversationList(route, { limit: 10, search: "ok: plums" })).conversations.map((c) => c.id)).toEqual(["c3"]);
+
+    const headers = await signIn();
+    const listed = await html(`${agentPage(tenant)}?q=pears`, headers);
+    expect(listed).toContain(`href="${conversationPage(tenant, "c2")}"`);
+    expect(listed).not.toContain(`href="${conversationPage(tenant, "c1")}"`);
+  });
+
+  it("a conversation waiting on a hold says so (the API still says idle), and the home page lists pending approvals across tenants, oldest first", async () => {
+    const headers = await signIn();
+    const older = await heldTurn("console_ok");
+    const newer = await heldTurn("console_no");
+    expect((await getConversation("console_ok", A, older.s)).status).toBe("idle");
+    expect(await html(older.page, headers)).toContain('<span class="badge waiting_approval">Waiting for approval</span>');
+    const list = await html(agentPage("console_ok"), headers);
+    const row = list.slice(list.indexOf(`href="${older.page}"`));
+    expect(row.slice(0, row.indexOf("</tr>"))).toContain("Waiting for approval");
+
+    const home = await html("/console", headers);
+    const at = (page: string, holdId: string) => home.indexOf(`href="${page}#hold-${holdId}"`);
+    expect(at(older.page, older.holdId)).toBeGreaterThan(0);
+    expect(at(newer.page, newer.holdId)).toBeGreaterThan(at(older.page, older.holdId));
+  });
+});
+
+describe("console live regions", () => {
+  it("a poll with the current mark is 204; a change (a new message) brings the region's new HTML and mark", async () => {
+    const headers = await signIn();
+    const s = unique("live");
+    await postMessage("console_live", A, { text: "first", conversation: s });
+    await settled("console_live", A, s);
+    const page = conversationPage("console_live", s);
+    const mark = /data-live="" data-mark="([^"]+)"/.exec(await html(page, headers))![1]!;
+    expect((await worker(page, { headers: { ...headers, "x-console-live": mark } })).status).toBe(204);
+    await postMessage("console_live", A, { text: "second words", conversation: s });
+    await settled("console_live", A, s);
+    const res = await worker(page, { headers: { ...headers, "x-console-live": mark } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-console-mark")).not.toBe(mark);
+    const region = await res.text();
+    expect(region).toContain("second words");
+    expect(region).not.toContain("<html");
+    // The agent page's region follows the agent as a whole.
+    const agentMark = /data-mark="([^"]+)"/.exec(await html(agentPage("console_live"), headers))![1]!;
+    expect((await worker(agentPage("console_live"), { headers: { ...headers, "x-console-live": agentMark } })).status).toBe(204);
+  });
+
+  it("a card decided elsewhere (a click in Slack) and then performed changes the mark each time, while the turn still waits for the model", async () => {
+    const headers = await signIn();
+    const s = unique("elsewhere");
+    const entry = unique("e");
+    // The model's next answer is held, so the turn stays open (no log row) while the card moves on.
+    await script(s, [{ toolCalls: [{ name: "vault__append", arguments: { entry } }] }, { hold: true, text: "Waiting." }, { text: "Done." }]);
+    await postMessage("approvals", A, { text: `[s:${s}] record ${entry}`, conversation: s });
+    const { holdId } = await waitFor("the hold, with the turn waiting for the model", async () => {
+      const view = await getConversation("approvals", A, s);
+      return view.status === "waiting_model" && view.holds[0];
+    });
+    const page = conversationPage("approvals", s);
+    // The approved call waits at the ledger, so the card stays "being performed" for a while.
+    await holdLedger("append", entry);
+    try {
+      const poll = (mark: string) => worker(page, { headers: { ...headers, "x-console-live": mark } });
+      const mark = /data-live="" data-mark="([^"]+)"/.exec(await html(page, headers))![1]!;
+      expect((await poll(mark)).status).toBe(204);
+      const click = await agent("approvals", A).submit(
+        { tenant: "approvals", agent: A },
+        { id: unique("slack-click"), kind: "decision", conversation: s, holdId, approve: true, boundTo: { tenant: "approvals", agent: A }, user: { platform: "slack", id: "U_APPROVER", name: "Ann" } },
+      );
+      expect(click.decided).toBe(true);
+      const approved = await poll(mark);
+      expect(approved.status).toBe(200);
+      const region = await approved.text();
+      expect(region).toContain('<span class="badge approved">Approved, being performed</span>');
+      expect(region).toMatch(/<dd class="decided-by">Ann at <time/);
+
+      await releaseLedger("append", entry);
+      await waitFor("the hold to be performed", async () => (await getConversation("approvals", A, s)).holds[0]!.state === "performed");
+      expect((await getConversation("approvals", A, s)).status).toBe("waiting_model");
+      const performed = await poll(approved.headers.get("x-console-mark")!);
+      expect(performed.status).toBe(200);
+      expect(await performed.text()).toContain('<span class="badge performed">Performed</span>');
+    } finally {
+      // A failure above must not leave the ledger or the model waiting for the tests after it.
+      await releaseLedger("append", entry);
+      await releaseProvider(s);
+    }
+    await settled("approvals", A, s);
+  });
+
+  it("the mark moves when a model job opens, which writes no log row (running → waiting for the model)", async () => {
+    const tenant = unique("mark");
+    await postMessage(tenant, A, { text: "hello", conversation: "c" });
+    await settled(tenant, A, "c");
+    const route = { tenant, agent: A };
+    const before = await agent(tenant, A).changes(route, "c");
+    const elsewhere = await agent(tenant, A).changes(route, "other");
+    await runInDurableObject(agent(tenant, A), (_instance, state) =>
+      void state.storage.sql.exec("INSERT INTO model_jobs (id, conversation, turn, purpose, status, created_at) VALUES ('j', 'c', 1, 'chat', 'pending', 0)"),
+    );
+    expect(await agent(tenant, A).changes(route, "c")).not.toBe(before);
+    // Scoped: another conversation's mark stays.
+    expect(await agent(tenant, A).changes(route, "other")).toBe(elsewhere);
+  });
+});
+
+describe("console actions", () => {
+  it("Approve (where APPROVERS lists console:admin) shows the agent's answer, records console:admin, and performs the call once", async () => {
+    const headers = await signIn();
+    const { s, entry, holdId, page } = await heldTurn("console_ok");
+    const before = await html(page, headers);
+    expect(before).not.toContain("<script>alert");
+    expect(before).toContain("&lt;script&gt;alert(1)&lt;/script&gt;");
+    expect(before).toMatch(/<pre class="arguments">\{\n {2}&quot;entry&quot;: &quot;&lt;script&gt;/);
+
+    const { res, shown } = await submit(page, holdAction("console_ok", holdId), { approve: "1" }, headers);
+    expect(res.headers.get("location")).toBe(page);
+    expect(resultOf(shown)).toBe("Approved. Performing it now.");
+    // Shown once: the next view of the page has no result.
+    expect(resultOf(await html(page, headers))).toBeUndefined();
+
+    await waitFor("the hold to be performed", async () => (await getConversation("console_ok", A, s)).holds[0]!.state === "performed");
+    const after = await html(page, headers);
+    expect(after).toContain('class="card performed"');
+    expect(after).toMatch(/<dd class="decided-by">console:admin at <time/);
     expect(after).not.toContain('name="approve"');
     expect(await ledgerAppends(entry)).toHaveLength(1);
   });
 
-  it("where APPROVERS does not list console:admin, Approve is refused: the hold stays pending, nothing is performed", async () => {
+  it("where APPROVERS does not list console:admin, Approve is refused with the agent's words; the hold stays pending", async () => {
+    const headers = await signIn();
     const { s, entry, holdId, page } = await heldTurn("console_no");
-    const res = await decide("console_no", holdId, s, true, BEARER);
-    expect(res.status).toBe(303);
-    const shown = await html(res.headers.get("location")!, BEARER);
-    expect(shown).toContain("You are not allowed to decide this approval. It is still waiting.");
-    expect(shown).toContain('name="approve" value="1"');
+    const { shown } = await submit(page, holdAction("console_no", holdId), { approve: "1" }, headers);
+    expect(resultOf(shown)).toBe("You are not allowed to decide this approval. It is still waiting.");
     expect((await getConversation("console_no", A, s)).holds[0]!.state).toBe("pending");
     expect(await ledgerAppends(entry)).toHaveLength(0);
-    expect(await html(page, BEARER)).toContain('class="card pending"');
+  });
+
+  it("start a conversation, send into it, stop a running turn and compact, each answered by the agent", async () => {
+    const headers = await signIn();
+    const tenant = unique("act");
+    // The agent exists once it has taken an event.
+    await postMessage(tenant, A, { text: "hello", conversation: "seed" });
+    const s = unique("s");
+    await script(s, [{ text: "first answer" }, { hold: true, text: "late" }, { text: "summary of it all" }]);
+
+    const start = `${agentPage(tenant)}/conversations`;
+    const started = await submit(agentPage(tenant), start, { text: `[s:${s}] begin` }, headers);
+    const id = /\/conversations\/([^/?]+)$/.exec(started.res.headers.get("location")!)![1]!;
+    expect(decodeURIComponent(id)).toMatch(/^console-/);
+    expect(resultOf(started.shown)).toMatch(/^Sent\. The conversation is now: (running|waiting for the model)\.$/);
+    const view = await settled(tenant, A, decodeURIComponent(id));
+    expect(view.transcript[0]).toMatchObject({ role: "user", text: `[s:${s}] begin`, by: "console:admin" });
+    expect(view.transcript.at(-1)!.text).toBe("first answer");
+
+    const page = conversationPage(tenant, decodeURIComponent(id));
+    const sent = await submit(page, `${page}/messages`, { text: "second, held by the model" }, headers);
+    expect(resultOf(sent.shown)).toMatch(/^Sent\./);
+    await waitFor("the turn to wait for the model", async () => (await getConversation(tenant, A, decodeURIComponent(id))).status === "waiting_model");
+    expect(await html(page, headers)).toContain(`action="${page}/stop"`);
+    const stopped = await submit(page, `${page}/stop`, {}, headers);
+    expect(resultOf(stopped.shown)).toBe("Stopped the running turn.");
+    expect((await getConversation(tenant, A, decodeURIComponent(id))).status).toBe("idle");
+    await releaseProvider(s);
+
+    const compacted = await submit(page, `${page}/compact`, {}, headers);
+    expect(resultOf(compacted.shown)).toMatch(/^Compacting \d+ messages into a summary\.$/);
+    const done = await settled(tenant, A, decodeURIComponent(id));
+    expect(done.transcript.at(-1)!.text).toContain("summary of it all");
+  });
+
+  it("a resubmitted form is one event, and a bad form is a 400 page that says what was wrong", async () => {
+    const headers = await signIn();
+    const tenant = unique("twice");
+    await postMessage(tenant, A, { text: "hello", conversation: "c" });
+    await settled(tenant, A, "c");
+    const page = conversationPage(tenant, "c");
+    const fields = { ...formFields(await html(page, headers), `${page}/messages`), text: "only once" };
+    expect((await post(`${page}/messages`, fields, headers)).status).toBe(303);
+    const again = await post(`${page}/messages`, fields, headers);
+    expect(again.status).toBe(303);
+    const shown = await html(again.headers.get("location")!, { cookie: `${headers.cookie}; ${again.headers.get("set-cookie")!.split(";")[0]}` });
+    expect(resultOf(shown)).toBe("This form was already sent; nothing more was done.");
+    const view = await settled(tenant, A, "c");
+    expect(view.transcript.filter((e) => e.text === "only once")).toHaveLength(1);
+
+    const empty = await post(`${page}/messages`, { ...fields, text: "  " }, headers);
+    expect(empty.status).toBe(400);
+    expect(await empty.text()).toContain("Write a message first.");
   });
 });

@@ -2,10 +2,12 @@
 // page; /slack/oauth/callback exchanges the code (oauth.v2.access) and stores
 // the workspace's bot token, encrypted. The state parameter is signed and bound
 // to the installing browser by a cookie, so a callback cannot be forged or replayed elsewhere.
+// The workspace (with its name) is listed in the directory the console navigates.
 import type { Context } from "hono";
 import { getCookie, setCookie } from "hono/cookie";
 import { z } from "zod";
 import { hmacHex, HttpError, safeEqual } from "../../lib/http.ts";
+import { recordAgent } from "../../runtime/index.ts";
 import { oauthEnabled, requiredSecret, routeFor } from "./config.ts";
 import { saveInstallation } from "./installations.ts";
 import { callSlack } from "./web-api.ts";
@@ -51,8 +53,8 @@ export async function install(c: Context<{ Bindings: Env }>): Promise<Response> 
 const accessSchema = z.object({
   access_token: z.string().min(1),
   bot_user_id: z.string().nullish(),
-  team: z.object({ id: z.string() }).nullish(),
-  enterprise: z.object({ id: z.string() }).nullish(),
+  team: z.object({ id: z.string(), name: z.string().nullish() }).nullish(),
+  enterprise: z.object({ id: z.string(), name: z.string().nullish() }).nullish(),
   is_enterprise_install: z.boolean().nullish(),
 });
 
@@ -79,14 +81,16 @@ export async function callback(c: Context<{ Bindings: Env }>): Promise<Response>
   if (!access.success) throw new HttpError(400, "oauth.v2.access returned no bot token");
   const { access_token, bot_user_id, team, enterprise, is_enterprise_install } = access.data;
   // Org-wide installs are keyed by the organisation, like the tenant of their events.
-  const tenant = is_enterprise_install && enterprise ? enterprise.id : team?.id;
+  const owner = is_enterprise_install && enterprise ? enterprise : team;
+  const tenant = owner?.id;
   if (!tenant) throw new HttpError(400, "oauth.v2.access named no workspace");
-  routeFor(c.env, tenant); // the tenant must be a valid name before anything is stored under it
+  const route = routeFor(c.env, tenant); // the tenant must be a valid name before anything is stored under it
   await saveInstallation(
     c.env,
     { tenant, teamId: team?.id ?? null, enterpriseId: enterprise?.id ?? null, botUserId: bot_user_id ?? null, installedAt: Date.now() },
     access_token,
   );
+  await recordAgent(c.env, { ...route, platform: "slack", displayName: owner.name ?? undefined });
   setCookie(c, STATE_COOKIE, "", { path: "/slack/oauth", maxAge: 0 });
   return c.html(`<!doctype html><title>Installed</title><p>antiproton is installed in workspace ${tenant}. You can close this tab.</p>`);
 }

@@ -3,7 +3,7 @@
 // Slack's text limit like Slack does, and records every call. Control API:
 //   GET  /_control/calls?channel=&method=   recorded calls, in order
 //   POST /_control/rate-limit              {method, channel, textIncludes?, times, retryAfter}: answer 429 that many times
-//   PUT  /_control/oauth/<code>             {team, enterprise?, token, botUserId}: an OAuth code oauth.v2.access will accept
+//   PUT  /_control/oauth/<code>             {team, teamName?, enterprise?, enterpriseName?, token, botUserId}: an OAuth code oauth.v2.access will accept
 //   GET  /_control/responses/<id>           what was POSTed to <url>/response/<id>
 // A response_url takes 5 posts, as Slack's does; the 6th is answered 404 expired_url.
 import { listen, readBody, sendJson } from "./http.mjs";
@@ -83,8 +83,8 @@ export async function startSlack() {
         access_token: grant.token,
         token_type: "bot",
         bot_user_id: grant.botUserId,
-        team: grant.team ? { id: grant.team } : null,
-        enterprise: grant.enterprise ? { id: grant.enterprise } : null,
+        team: grant.team ? { id: grant.team, name: grant.teamName ?? null } : null,
+        enterprise: grant.enterprise ? { id: grant.enterprise, name: grant.enterpriseName ?? null } : null,
         is_enterprise_install: grant.isEnterpriseInstall === true,
       });
     }

@@ -133,7 +133,7 @@ export async function rateLimit(rule: { method: string; channel: string; textInc
   await fetch(`${testEnv.FAKE_SLACK_URL}/_control/rate-limit`, { method: "POST", body: JSON.stringify(rule) });
 }
 
-export async function grantOauthCode(code: string, grant: { team?: string; enterprise?: string; isEnterpriseInstall?: boolean; token: string; botUserId: string }): Promise<void> {
+export async function grantOauthCode(code: string, grant: { team?: string; teamName?: string; enterprise?: string; enterpriseName?: string; isEnterpriseInstall?: boolean; token: string; botUserId: string }): Promise<void> {
   await fetch(`${testEnv.FAKE_SLACK_URL}/_control/oauth/${code}`, { method: "PUT", body: JSON.stringify(grant) });
 }
 

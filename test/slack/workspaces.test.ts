@@ -2,7 +2,7 @@
 // install with bot tokens encrypted at rest, Enterprise Grid org installs.
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { controlPlane } from "../../runtime/index.ts";
+import { controlPlane, listAgents } from "../../runtime/index.ts";
 import { getConversation, waitFor, worker } from "../support.ts";
 import { AGENT, conversationOf, grantOauthCode, messageEnvelope, newTs, postEvent, slackId, statusFinal, threadMessages } from "./helpers.ts";
 
@@ -15,7 +15,7 @@ async function install(code: string): Promise<Response> {
   return worker(`/slack/oauth/callback?code=${code}&state=${encodeURIComponent(location.searchParams.get("state")!)}`, { headers: { cookie } });
 }
 
-async function installWorkspace(grant: { team?: string; enterprise?: string; isEnterpriseInstall?: boolean }): Promise<string> {
+async function installWorkspace(grant: { team?: string; teamName?: string; enterprise?: string; enterpriseName?: string; isEnterpriseInstall?: boolean }): Promise<string> {
   const token = `xoxb-${slackId("")}`;
   const code = slackId("code");
   await grantOauthCode(code, { ...grant, token, botUserId: "UFAKEBOT" });
@@ -47,6 +47,21 @@ describe("Slack workspaces", () => {
     await statusFinal(channel, "Done.");
     const replies = await threadMessages(channel);
     expect(replies.map((r) => [r.body.text, r.token])).toEqual([["ok: hello from an installed workspace", token]]);
+  });
+
+  it("an install lists the workspace in the console's directory with its name; its first event keeps both", async () => {
+    const team = slackId("T");
+    await installWorkspace({ team, teamName: "Acme <Corp>" });
+    expect(await listAgents(env, team)).toEqual([{ tenant: team, agent: AGENT, platform: "slack", displayName: "Acme <Corp>", firstSeen: expect.any(Number) }]);
+    const firstSeen = (await listAgents(env, team))[0]!.firstSeen;
+    const channel = slackId("C");
+    await postEvent(messageEnvelope({ team, channel, ts: newTs(), text: "hello" }));
+    await statusFinal(channel, "Done.");
+    expect(await listAgents(env, team)).toEqual([{ tenant: team, agent: AGENT, platform: "slack", displayName: "Acme <Corp>", firstSeen }]);
+    // An org-wide install is named after the organisation.
+    const enterprise = slackId("E");
+    await installWorkspace({ enterprise, enterpriseName: "Acme Group", team: slackId("T"), teamName: "a workspace", isEnterpriseInstall: true });
+    expect((await listAgents(env, enterprise))[0]).toMatchObject({ displayName: "Acme Group", platform: "slack" });
   });
 
   it("refuses a callback with a forged state, or from a browser that did not start the install", async () => {

@@ -1,0 +1,28 @@
+// Where each console page and form lives. Names and ids are restricted by
+// parseRoute and CONVERSATION_ID; each segment is encoded all the same.
+import type { Route } from "../runtime/index.ts";
+import { BASE } from "./session.ts";
+
+const seg = encodeURIComponent;
+
+export function tenantPath(tenant: string): string {
+  return `${BASE}/tenants/${seg(tenant)}`;
+}
+
+export function agentPath(route: Route): string {
+  return `${tenantPath(route.tenant)}/agents/${seg(route.agent)}`;
+}
+
+export function conversationPath(route: Route, id: string): string {
+  return `${agentPath(route)}/conversations/${seg(id)}`;
+}
+
+export function holdPath(route: Route, holdId: string): string {
+  return `${agentPath(route)}/holds/${seg(holdId)}`;
+}
+
+export type ConversationAction = "messages" | "stop" | "compact";
+
+export function actionPath(route: Route, id: string, action: ConversationAction): string {
+  return `${conversationPath(route, id)}/${action}`;
+}

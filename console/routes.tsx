@@ -1,0 +1,333 @@
+// The web console's routes: navigate tenants, agents and conversations, watch
+// a turn live, and act on it (send, stop, compact, approve, deny) as
+// console:admin. Server-rendered with hono/jsx behind an ADMIN_TOKEN session.
+//
+// Every form is a POST checked by hono/csrf (Origin / Sec-Fetch-Site) and by
+// its own token; each action goes to the agent as a ChatEvent and redirects
+// back with the server's answer in a signed cookie, never in the URL.
+import { Hono, type MiddlewareHandler } from "hono";
+import type { Child } from "hono/jsx";
+import { csrf } from "hono/csrf";
+import { HTTPException } from "hono/http-exception";
+import { NONCE, secureHeaders } from "hono/secure-headers";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { z } from "zod";
+import { ConfigError } from "../lib/config.ts";
+import { HttpError, readBody, safeEqual } from "../lib/http.ts";
+import {
+  adminToken,
+  agentStub,
+  CONVERSATION_ID,
+  listAgents,
+  listTenants,
+  parseRoute,
+  readConversation,
+  submitEvent,
+  type ChatEvent,
+  type PageCursor,
+  type PendingApproval,
+  type Route,
+  type SubmitResult,
+} from "../runtime/index.ts";
+import { Page, stateWords, type PageFrame } from "./layout.tsx";
+import { AgentBody, AgentLive, ConversationBody, ConversationLive, HomeBody, TenantBody, type AgentListState, type Tokens } from "./pages.tsx";
+import { actionPath, agentPath, conversationPath, holdPath, tenantPath, type ConversationAction } from "./paths.ts";
+import { BASE, closeSession, formToken, formTokenValid, openSession, setResult, takeResult, whoIsAsking, type ConsoleEnv, type Ctx } from "./session.ts";
+
+const FORM = { contentTypes: ["application/x-www-form-urlencoded"], maxBytes: 64 * 1024 };
+const PAGE_SIZE = 25;
+/** The home page asks at most this many agents for their pending approvals, in parallel. */
+const APPROVALS_FANOUT = 200;
+/** Sent by the page's script with the mark its live region was drawn at. */
+const LIVE_HEADER = "x-console-live";
+const HOLD_ID = /^[A-Za-z0-9_-]{1,64}$/;
+/** Who the console acts as: approvers list it as "console:admin". */
+const CONSOLE_USER = { platform: "console" as const, id: "admin", name: "console:admin" };
+
+export const consoleRoutes = new Hono<ConsoleEnv>();
+
+consoleRoutes.use(
+  "*",
+  secureHeaders({
+    // Same-origin referrers keep the Origin header on form posts, which hono/csrf checks.
+    referrerPolicy: "same-origin",
+    contentSecurityPolicy: {
+      defaultSrc: ["'none'"],
+      scriptSrc: [NONCE],
+      styleSrc: [NONCE],
+      connectSrc: ["'self'"],
+      imgSrc: ["'self'"],
+      formAction: ["'self'"],
+      frameAncestors: ["'none'"],
+      baseUri: ["'none'"],
+    },
+  }),
+);
+consoleRoutes.use("*", async (c, next) => {
+  await next();
+  c.header("cache-control", "no-store");
+});
+// A browser cannot add an Authorization header to a cross-site form, so a bearer caller (a script) skips the Origin check.
+const sameOrigin = csrf();
+consoleRoutes.use("*", (c, next) => (c.req.header("authorization") === undefined ? sameOrigin(c, next) : next()));
+
+// ---- rendering -----------------------------------------------------------------
+
+async function show(c: Ctx, frame: Omit<PageFrame, "nonce" | "signOutToken" | "result">, status: ContentfulStatusCode = 200) {
+  const who = c.get("who");
+  const page = (
+    <Page
+      {...frame}
+      nonce={c.get("secureHeadersNonce") ?? ""}
+      signOutToken={who ? await formToken(c, `${BASE}/logout`) : undefined}
+      result={who ? await takeResult(c) : undefined}
+    />
+  );
+  return c.html(`<!doctype html>${String(page)}`, status);
+}
+
+/** What a live region's poll asks, if this request is one: unchanged (answer 204, read nothing more) or changed (draw the region). */
+function livePoll(c: Ctx, mark: string): "unchanged" | "changed" | undefined {
+  const polled = c.req.header(LIVE_HEADER);
+  if (polled === undefined) return undefined;
+  return polled === mark ? "unchanged" : "changed";
+}
+
+function liveRegion(c: Ctx, mark: string, region: Child) {
+  return c.html(String(region), 200, { "x-console-mark": mark });
+}
+
+async function tokensFor(c: Ctx, actions: string[]): Promise<Tokens> {
+  return new Map(await Promise.all(actions.map(async (action) => [action, await formToken(c, action)] as const)));
+}
+
+// ---- sign in and out -----------------------------------------------------------
+
+function loginPage(c: Ctx, message?: string) {
+  return show(
+    c,
+    {
+      title: "Sign in",
+      children: (
+        <>
+          {message ? <p class="result" role="alert">{message}</p> : null}
+          <form method="post" action={`${BASE}/login`}>
+            <label>Admin token <input type="password" name="token" autocomplete="current-password" autofocus /></label>
+            <button>Sign in</button>
+          </form>
+        </>
+      ),
+    },
+    message ? 401 : 200,
+  );
+}
+
+consoleRoutes.get("/login", (c) => {
+  adminToken(c.env);
+  return loginPage(c);
+});
+
+consoleRoutes.post("/login", async (c) => {
+  const token = adminToken(c.env);
+  const given = new URLSearchParams(await readBody(c, FORM)).get("token") ?? "";
+  if (!safeEqual(given, token)) return loginPage(c, "That is not the admin token.");
+  await openSession(c);
+  return c.redirect(BASE, 303);
+});
+
+/** Everything but the sign-in page needs a session (or the bearer token); a POST also needs its form's token. */
+const guard: MiddlewareHandler<ConsoleEnv> = async (c, next) => {
+  const who = await whoIsAsking(c);
+  if (!who) {
+    if (c.req.method === "GET" && c.req.header(LIVE_HEADER) === undefined) return c.redirect(`${BASE}/login`, 303);
+    return show(c, { title: "Not signed in", children: <p>Your session has ended or never began: <a href={`${BASE}/login`}>sign in</a>.</p> }, 401);
+  }
+  c.set("who", who);
+  if (c.req.method === "POST") {
+    const form = new URLSearchParams(await readBody(c, FORM));
+    if (!(await formTokenValid(c, form))) throw new HttpError(403, "This form's token is missing or is not for this session: reload the page and try again.");
+    c.set("form", form);
+  }
+  await next();
+};
+consoleRoutes.use("/", guard);
+consoleRoutes.use("/logout", guard);
+consoleRoutes.use("/tenants/*", guard);
+
+consoleRoutes.post("/logout", async (c) => {
+  await closeSession(c);
+  return c.redirect(`${BASE}/login`, 303);
+});
+
+// ---- navigation ----------------------------------------------------------------
+
+/** Every pending approval the directory's agents hold, oldest first; an agent that cannot be asked is counted, not fatal. */
+async function allPendingApprovals(env: Env): Promise<{ approvals: PendingApproval[]; unreachable: number; truncated: boolean }> {
+  const agents = await listAgents(env);
+  const asked = agents.slice(0, APPROVALS_FANOUT);
+  const answers = await Promise.allSettled(asked.map((route) => agentStub(env, route).pendingHolds({ tenant: route.tenant, agent: route.agent })));
+  const approvals = answers.flatMap((answer) => (answer.status === "fulfilled" ? answer.value : []));
+  approvals.sort((a, b) => a.createdAt - b.createdAt);
+  return { approvals, unreachable: answers.filter((a) => a.status === "rejected").length, truncated: agents.length > asked.length };
+}
+
+// An HTML form cannot fill path segments, so the open-agent form comes back here as a query.
+consoleRoutes.get("/", async (c) => {
+  const tenant = c.req.query("tenant");
+  const agent = c.req.query("agent");
+  if (tenant !== undefined && agent !== undefined) return c.redirect(agentPath(parseRoute(tenant.trim(), agent.trim())), 303);
+  const [tenants, pending] = await Promise.all([listTenants(c.env), allPendingApprovals(c.env)]);
+  return show(c, { title: "Tenants", children: <HomeBody tenants={tenants} {...pending} /> });
+});
+
+consoleRoutes.get("/tenants/:tenant", async (c) => {
+  const { tenant } = parseRoute(c.req.param("tenant"), "any");
+  const agents = await listAgents(c.env, tenant);
+  const name = agents.find((a) => a.displayName)?.displayName;
+  return show(c, {
+    title: name ? `${name} (${tenant})` : `Tenant ${tenant}`,
+    crumbs: [{ href: BASE, label: "Tenants" }],
+    children: <TenantBody tenant={tenant} agents={agents} />,
+  });
+});
+
+const CURSOR = /^(\d{1,16})\.(.+)$/;
+
+function parseCursor(raw: string | undefined): PageCursor | undefined {
+  if (raw === undefined) return undefined;
+  const m = CURSOR.exec(raw);
+  if (!m || !CONVERSATION_ID.test(m[2]!)) throw new HttpError(400, "invalid page cursor");
+  return { updatedAt: Number(m[1]), id: m[2]! };
+}
+
+consoleRoutes.get("/tenants/:tenant/agents/:agent", async (c) => {
+  const route = parseRoute(c.req.param("tenant"), c.req.param("agent"));
+  const search = (c.req.query("q") ?? "").trim().slice(0, 200);
+  const after = parseCursor(c.req.query("after"));
+  const stub = agentStub(c.env, route);
+  const mark = await stub.changes(route);
+  const poll = livePoll(c, mark);
+  if (poll === "unchanged") return c.body(null, 204);
+  const [approvals, page] = await Promise.all([stub.pendingHolds(route), stub.conversationList(route, { search: search || undefined, after, limit: PAGE_SIZE })]);
+  const older = page.next ? new URLSearchParams({ ...(search ? { q: search } : {}), after: `${page.next.updatedAt}.${page.next.id}` }) : undefined;
+  const state: AgentListState = { route, approvals, page, search, olderHref: older ? `${agentPath(route)}?${older}` : undefined };
+  if (poll === "changed") return liveRegion(c, mark, <AgentLive {...state} />);
+  const newConversation = `${agentPath(route)}/conversations`;
+  return show(c, {
+    title: `Agent ${route.agent}`,
+    crumbs: [{ href: BASE, label: "Tenants" }, { href: tenantPath(route.tenant), label: route.tenant }],
+    children: <AgentBody {...state} mark={mark} tokens={await tokensFor(c, [newConversation])} newConversation={newConversation} />,
+  });
+});
+
+function conversationRoute(c: Ctx): { route: Route; conversation: string } {
+  const route = parseRoute(c.req.param("tenant")!, c.req.param("agent")!);
+  const conversation = c.req.param("id")!;
+  if (!CONVERSATION_ID.test(conversation)) throw new HttpError(400, "invalid conversation id");
+  return { route, conversation };
+}
+
+consoleRoutes.get("/tenants/:tenant/agents/:agent/conversations/:id", async (c) => {
+  const { route, conversation: id } = conversationRoute(c);
+  // The mark is read first: a change after it only makes the next poll draw again.
+  const mark = await agentStub(c.env, route).changes(route, id);
+  const poll = livePoll(c, mark);
+  if (poll === "unchanged") return c.body(null, 204);
+  const view = await readConversation(c.env, route, id);
+  const actions = [...view.holds.map((card) => holdPath(route, card.holdId)), ...(["messages", "stop", "compact"] as const).map((a) => actionPath(route, id, a))];
+  const props = { route, view, tokens: await tokensFor(c, actions) };
+  if (poll === "changed") return liveRegion(c, mark, <ConversationLive {...props} />);
+  return show(c, {
+    title: `Conversation ${id}`,
+    crumbs: [{ href: BASE, label: "Tenants" }, { href: tenantPath(route.tenant), label: route.tenant }, { href: agentPath(route), label: route.agent }],
+    children: <ConversationBody {...props} mark={mark} />,
+  });
+});
+
+// ---- actions: each is a ChatEvent; the page shows the agent's answer ---------
+
+const eventField = z.string().regex(/^[A-Za-z0-9-]{8,64}$/, "event: a form's event id").optional();
+const messageForm = z.object({ text: z.string().trim().min(1, "Write a message first.").max(32_000, "A message is at most 32,000 characters."), event: eventField });
+const bareForm = z.object({ event: eventField });
+const decisionForm = z.object({
+  approve: z.enum(["1", "0"], "approve must be 1 or 0"),
+  conversation: z.string().regex(CONVERSATION_ID, "invalid conversation id"),
+  event: eventField,
+});
+
+function parseForm<T>(c: Ctx, schema: z.ZodType<T>): T {
+  const parsed = schema.safeParse(Object.fromEntries(c.get("form") ?? []));
+  if (!parsed.success) throw new HttpError(400, z.prettifyError(parsed.error));
+  return parsed.data;
+}
+
+/** The event id: the form's own (so a resubmitted form is one event), or a fresh one for a script. */
+function eventId(event: string | undefined): string {
+  return `console:${event ?? crypto.randomUUID()}`;
+}
+
+/** What happened, in the words of the agent's answer. */
+function answerText(result: SubmitResult, done: string): string {
+  if (!result.accepted) return "This form was already sent; nothing more was done.";
+  if (result.notice) return result.notice;
+  return `${done} The conversation is now: ${stateWords(result.status).toLowerCase()}.`;
+}
+
+async function act(c: Ctx, route: Route, event: ChatEvent, done: string) {
+  const result = await submitEvent(c.env, route, event);
+  await setResult(c, answerText(result, done));
+  return c.redirect(conversationPath(route, result.conversation), 303);
+}
+
+consoleRoutes.post("/tenants/:tenant/agents/:agent/conversations", async (c) => {
+  const route = parseRoute(c.req.param("tenant"), c.req.param("agent"));
+  const { text, event } = parseForm(c, messageForm);
+  const conversation = `console-${crypto.randomUUID()}`;
+  return act(c, route, { id: eventId(event), kind: "message", conversation, text, user: CONSOLE_USER }, "Sent.");
+});
+
+const conversationAction = (action: ConversationAction) => `/tenants/:tenant/agents/:agent/conversations/:id/${action}`;
+
+
+consoleRoutes.post(conversationAction("messages"), async (c) => {
+  const { route, conversation } = conversationRoute(c);
+  const { text, event } = parseForm(c, messageForm);
+  return act(c, route, { id: eventId(event), kind: "message", conversation, text, user: CONSOLE_USER }, "Sent.");
+});
+
+consoleRoutes.post(conversationAction("stop"), async (c) => {
+  const { route, conversation } = conversationRoute(c);
+  const { event } = parseForm(c, bareForm);
+  return act(c, route, { id: eventId(event), kind: "interrupt", conversation, user: CONSOLE_USER }, "Stopped.");
+});
+
+consoleRoutes.post(conversationAction("compact"), async (c) => {
+  const { route, conversation } = conversationRoute(c);
+  const { event } = parseForm(c, bareForm);
+  return act(c, route, { id: eventId(event), kind: "command", command: "compact", conversation, user: CONSOLE_USER }, "Compacting.");
+});
+
+consoleRoutes.post("/tenants/:tenant/agents/:agent/holds/:holdId", async (c) => {
+  const route = parseRoute(c.req.param("tenant"), c.req.param("agent"));
+  const holdId = c.req.param("holdId");
+  if (!HOLD_ID.test(holdId)) throw new HttpError(400, "invalid hold id");
+  const { approve, conversation, event } = parseForm(c, decisionForm);
+  // The object decides whether console:admin may sign (APPROVERS), as for any other person.
+  return act(c, route, { id: eventId(event), kind: "decision", conversation, holdId, approve: approve === "1", boundTo: route, user: CONSOLE_USER }, approve === "1" ? "Approved." : "Denied.");
+});
+
+// ---- errors --------------------------------------------------------------------
+
+consoleRoutes.onError((err, c) => {
+  if (err instanceof HttpError) return show(c, { title: `Error ${err.status}`, children: <p>{err.message}</p> }, err.status);
+  if (err instanceof HTTPException && err.status === 403) {
+    // hono/csrf: a form posted from another site (or by a script that sent no Origin header).
+    return show(c, { title: "Refused", children: <p>This form was not sent from this console's own pages, so nothing was done.</p> }, 403);
+  }
+  if (err instanceof ConfigError) {
+    console.error(err.message);
+    return show(c, { title: "Configuration error", children: <p>{err.message}</p> }, 503);
+  }
+  console.error("console: unhandled error", err);
+  return show(c, { title: "Error", children: <p>Internal error.</p> }, 500);
+});

@@ -1,0 +1,120 @@
+// Who may use the console: the holder of ADMIN_TOKEN. Signing in opens a
+// session: a random id in a signed cookie (hono's signed cookies, keyed from
+// the token), stored in the control plane by its hash with an expiry. Signing
+// out deletes it, so the cookie is worthless afterwards; rotating ADMIN_TOKEN
+// changes the cookie key and so ends every session. Scripts may send
+// `Authorization: Bearer <ADMIN_TOKEN>` instead of a cookie.
+//
+// Each state-changing form carries a token bound to the session and to the
+// form's action, checked on top of hono/csrf's Origin check.
+import type { Context } from "hono";
+import { deleteCookie, getSignedCookie, setSignedCookie } from "hono/cookie";
+import { z } from "zod";
+import { parseJsonVar } from "../lib/config.ts";
+import { hmacHex, isHttpsOrLoopback, safeEqual } from "../lib/http.ts";
+import { adminToken, controlPlane } from "../runtime/index.ts";
+
+export const BASE = "/console";
+export const SESSION_COOKIE = "antiproton_console";
+const RESULT_COOKIE = "antiproton_console_result";
+const SESSIONS = "console-sessions";
+/** How long the server's answer to a form waits for the page it redirects to. */
+const RESULT_SECONDS = 60;
+
+export type Who = { kind: "session"; id: string } | { kind: "bearer" };
+
+export type ConsoleEnv = {
+  Bindings: Env;
+  Variables: { secureHeadersNonce?: string; who?: Who; form?: URLSearchParams };
+};
+export type Ctx = Context<ConsoleEnv>;
+
+const storedSession = z.object({ expiresAt: z.number() });
+
+export function sessionHours(env: Env): number {
+  return parseJsonVar("CONSOLE_SESSION_HOURS", env.CONSOLE_SESSION_HOURS, z.number().positive().max(24 * 30), "12");
+}
+
+function cookieKey(env: Env): Promise<string> {
+  return hmacHex(adminToken(env), "antiproton-console-cookie");
+}
+
+/** The stored key is a hash of the id: a copy of the control plane's rows is no session. */
+async function storedKey(id: string): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(id)));
+  return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** Secure everywhere but plain http on loopback, where `wrangler dev` serves the console. */
+function secureCookie(c: Ctx): boolean {
+  const url = new URL(c.req.url);
+  return !(url.protocol === "http:" && isHttpsOrLoopback(url));
+}
+
+function cookieOptions(c: Ctx, maxAge: number) {
+  return { httpOnly: true, secure: secureCookie(c), sameSite: "Strict" as const, path: BASE, maxAge };
+}
+
+export async function openSession(c: Ctx): Promise<void> {
+  const control = controlPlane(c.env);
+  const now = Date.now();
+  // Sessions past their expiry are forgotten here, so the table stays as small as the set of live ones.
+  const stored = (await control.list(SESSIONS)) as { key: string; value: unknown }[];
+  const stale = stored.filter(({ value }) => {
+    const parsed = storedSession.safeParse(value);
+    return !parsed.success || parsed.data.expiresAt <= now;
+  });
+  await Promise.all(stale.map(({ key }) => control.delete(SESSIONS, key)));
+  const id = toBase64Url(crypto.getRandomValues(new Uint8Array(32)));
+  const seconds = Math.round(sessionHours(c.env) * 3600);
+  await control.put(SESSIONS, await storedKey(id), { expiresAt: now + seconds * 1000 });
+  await setSignedCookie(c, SESSION_COOKIE, id, await cookieKey(c.env), cookieOptions(c, seconds));
+}
+
+/** The live session named by the request's cookie, or a bearer header holding the token. */
+export async function whoIsAsking(c: Ctx): Promise<Who | null> {
+  const token = adminToken(c.env);
+  const bearer = /^Bearer (.+)$/.exec(c.req.header("authorization") ?? "")?.[1];
+  if (bearer !== undefined) return safeEqual(bearer, token) ? { kind: "bearer" } : null;
+  const id = await getSignedCookie(c, await cookieKey(c.env), SESSION_COOKIE);
+  if (!id) return null;
+  const stored = storedSession.safeParse(await controlPlane(c.env).get(SESSIONS, await storedKey(id)));
+  if (!stored.success || stored.data.expiresAt <= Date.now()) return null;
+  return { kind: "session", id };
+}
+
+export async function closeSession(c: Ctx): Promise<void> {
+  const who = c.get("who");
+  if (who?.kind === "session") await controlPlane(c.env).delete(SESSIONS, await storedKey(who.id));
+  deleteCookie(c, SESSION_COOKIE, { path: BASE });
+}
+
+/** The token a form posting to `action` carries; empty for a bearer caller, who needs none. */
+export async function formToken(c: Ctx, action: string): Promise<string> {
+  const who = c.get("who");
+  return who?.kind === "session" ? hmacHex(await cookieKey(c.env), `form\n${who.id}\n${action}`) : "";
+}
+
+/** True when the posted form carries the token made for this session and this action. */
+export async function formTokenValid(c: Ctx, form: URLSearchParams): Promise<boolean> {
+  if (c.get("who")?.kind === "bearer") return true;
+  const expected = await formToken(c, new URL(c.req.url).pathname);
+  return expected !== "" && safeEqual(form.get("_token") ?? "", expected);
+}
+
+/** The server's answer to a form, carried (signed) to the page the form redirects to. */
+export async function setResult(c: Ctx, text: string): Promise<void> {
+  await setSignedCookie(c, RESULT_COOKIE, text.slice(0, 600), await cookieKey(c.env), cookieOptions(c, RESULT_SECONDS));
+}
+
+/** The answer waiting for this page, shown once. */
+export async function takeResult(c: Ctx): Promise<string | undefined> {
+  const text = await getSignedCookie(c, await cookieKey(c.env), RESULT_COOKIE);
+  if (text === undefined) return undefined;
+  deleteCookie(c, RESULT_COOKIE, { path: BASE });
+  return text || undefined;
+}
+
+function toBase64Url(bytes: Uint8Array): string {
+  return btoa(String.fromCharCode(...bytes)).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+}

@@ -1,0 +1,178 @@
+// The console in a real browser (Debian's chromium driven by playwright-core)
+// against `wrangler dev` on loopback and the fake model provider: sign in, find
+// the tenant and agent in the lists, start a conversation, watch the reply
+// arrive without a reload, send a message whose tool call is held, approve its
+// card, watch it performed. Screenshots go to test/node/output/console/ (git-ignored).
+import assert from "node:assert/strict";
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import { chromium } from "playwright-core";
+import { FAKE_PROVIDER_KEY, startModelProvider } from "../fakes/model-provider.mjs";
+import { startWorker } from "./wrangler-dev.mjs";
+
+const ROOT = new URL("../..", import.meta.url).pathname;
+const OUTPUT = join(ROOT, "test/node/output/console");
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const TOKEN = "browser-test-admin-token";
+const TENANT = "acme";
+const AGENT = "helper";
+const SCENARIO = "browser";
+/** How long the browser waits for something to appear on the page. */
+const SEEN_MS = 15_000;
+
+let provider;
+let worker;
+let context;
+let userDataDir;
+
+async function providerControl(path, init) {
+  const res = await fetch(`${provider.url}/_control/scenarios/${path}`, init);
+  assert.equal(res.ok, true, `fake provider ${path}: ${res.status}`);
+}
+
+before(async () => {
+  assert.ok(existsSync(CHROMIUM), `no browser at ${CHROMIUM}: apt-get install -y chromium (or set CHROMIUM_PATH)`);
+  mkdirSync(OUTPUT, { recursive: true });
+  provider = await startModelProvider();
+  worker = await startWorker({
+    cwd: ROOT,
+    vars: {
+      ADMIN_TOKEN: TOKEN,
+      MODEL_PROVIDERS: JSON.stringify([{ id: "fake", baseUrl: `${provider.url}/v1`, auth: { secret: "FAKE_PROVIDER_KEY" } }]),
+      HARNESS_MODEL: "fake/test-model",
+      FAKE_PROVIDER_KEY,
+      // Remembering a note waits for a person; the console may decide for this tenant.
+      MOUNTS: JSON.stringify([{ alias: "notes", plugin: "memory", policy: { write: "approval" } }]),
+      APPROVERS: JSON.stringify({ [TENANT]: ["console:admin"] }),
+    },
+  });
+  // A fresh profile each run (playwright passes it as --user-data-dir).
+  userDataDir = mkdtempSync(join(tmpdir(), "antiproton-chromium-"));
+  context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: CHROMIUM,
+    // A zone other than the server's UTC, to see times shown in the reader's zone.
+    timezoneId: "Europe/Berlin",
+    locale: "en-GB",
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+  });
+});
+
+after(async () => {
+  await context?.close();
+  await worker?.stop();
+  await provider?.close();
+  if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
+});
+
+test("sign in, find the agent, talk to it live, approve its held call", async () => {
+  // The agent exists (and is in the directory) once it has taken an event.
+  const seeded = await fetch(`${worker.url}/v1/tenants/${TENANT}/agents/${AGENT}/messages`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+    body: JSON.stringify({ text: "hello", conversation: "seed" }),
+  });
+  assert.equal(seeded.status, 202);
+  // Each model answer waits for the test to release it, so it arrives after the page is open.
+  await providerControl(SCENARIO, {
+    method: "PUT",
+    body: JSON.stringify({
+      steps: [
+        { hold: true, text: "**Hello** from the fake model.\n\n- it renders *Markdown*\n- and <script>this stays text</script>" },
+        { hold: true, toolCalls: [{ name: "notes__remember", arguments: { key: "colour", text: "teal" } }] },
+        { text: "I have asked for approval to remember that." },
+        { text: "Remembered: your colour is teal." },
+      ],
+    }),
+  });
+
+  const page = await context.newPage();
+  try {
+    await walkThrough(page);
+  } catch (err) {
+    await page.screenshot({ path: join(OUTPUT, "failure.png"), fullPage: true }).catch(() => undefined);
+    throw err;
+  }
+});
+
+async function walkThrough(page) {
+  const problems = [];
+  page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
+  // A CSP refusal (of our own script or style, or of anything injected) is logged as a console error.
+  page.on("console", (msg) => {
+    if (msg.type() === "error" && !msg.location().url.endsWith("/favicon.ico")) problems.push(`console error: ${msg.text()}`);
+  });
+  const shot = (name) => page.screenshot({ path: join(OUTPUT, `${name}.png`), fullPage: true });
+  page.setDefaultTimeout(SEEN_MS);
+  const live = page.locator("[data-live]");
+  /** Marks the loaded document; a reload or navigation would lose it. */
+  const markDocument = () => page.evaluate(() => void (window.__sameDocument = true));
+  const sameDocument = () => page.evaluate(() => window.__sameDocument === true);
+
+  await page.goto(`${worker.url}/console`);
+  assert.match(page.url(), /\/console\/login$/);
+  await page.fill('input[name="token"]', TOKEN);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.waitForURL(/\/console$/);
+
+  // Find the tenant and the agent from the lists.
+  await page.locator("table.tenants").getByRole("link", { name: TENANT }).waitFor();
+  await shot("1-tenants");
+  await page.locator("table.tenants").getByRole("link", { name: TENANT }).click();
+  await page.locator("table.agents").getByRole("link", { name: AGENT }).click();
+  await page.waitForURL(/\/agents\/helper$/);
+  await shot("2-agent");
+
+  // Start a conversation; the page shows the server's answer, then the reply arrives live.
+  const send = page.getByRole("button", { name: "Send" });
+  await page.fill('textarea[name="text"]', `[s:${SCENARIO}] hello there`);
+  await Promise.all([page.waitForEvent("load"), send.click()]);
+  assert.match(page.url(), /\/conversations\/console-/);
+  assert.match(await page.locator(".result").innerText(), /^Sent\./);
+  await live.locator(".badge.waiting_model").waitFor();
+  await markDocument();
+  await providerControl(`${SCENARIO}/release`, { method: "POST" });
+  await live.locator(".entry.assistant strong", { hasText: "Hello" }).waitFor();
+  assert.equal(await sameDocument(), true, "the reply appeared without a reload");
+  assert.match(await live.locator(".entry.assistant").last().innerText(), /and <script>this stays text<\/script>/);
+  await live.locator(".badge.idle").waitFor();
+  await shot("3-reply");
+
+  // A message whose tool call is held: its card appears live.
+  await page.fill('textarea[name="text"]', "please remember that my colour is teal");
+  await Promise.all([page.waitForEvent("load"), send.click()]);
+  assert.match(await page.locator(".result").innerText(), /^Sent\./);
+  await markDocument();
+  await providerControl(`${SCENARIO}/release`, { method: "POST" });
+  const card = live.locator("section.card").first();
+  await card.locator("text=Approve").waitFor();
+  await live.locator(".badge.waiting_approval").waitFor();
+  assert.equal(await sameDocument(), true, "the card appeared without a reload");
+  assert.match(await card.innerText(), /notes__remember/);
+  await shot("4-held");
+
+  // Approve: the page shows the agent's answer, then the card turns to performed by itself.
+  await Promise.all([page.waitForEvent("load"), card.getByRole("button", { name: "Approve" }).click()]);
+  assert.equal(await page.locator(".result").innerText(), "Approved. Performing it now.");
+  await markDocument();
+  await live.locator("section.card.performed").waitFor();
+  await live.locator(".entry.assistant", { hasText: "Remembered: your colour is teal." }).waitFor();
+  assert.equal(await sameDocument(), true);
+  assert.match(await live.locator("section.card.performed .decided-by").innerText(), /^console:admin at /);
+  await shot("5-performed");
+
+  // Times are shown in the reader's zone, with the zone named.
+  assert.match(await live.locator("time").first().innerText(), /\d\d:\d\d:\d\d (CET|CEST|GMT\+[12])$/);
+  // Our own nonce'd script and style ran; nothing was refused or thrown.
+  assert.deepEqual(problems, []);
+}
