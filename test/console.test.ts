@@ -7,7 +7,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { controlPlane } from "../runtime/index.ts";
 import { agent } from "./agents.ts";
-import { getConversation, holdLedger, ledgerAppends, postMessage, releaseLedger, releaseProvider, script, settled, unique, waitFor, worker } from "./support.ts";
+import { getConversation, holdLedger, ledgerAppends, postMessage, releaseLedger, releaseProvider, script, settled, unique, waitFor, worker , providerRequests } from "./support.ts";
 
 const TOKEN = "test-admin-token";
 const BEARER = { authorization: `Bearer ${TOKEN}` };
@@ -471,7 +471,7 @@ describe("console actions", () => {
     const page = conversationPage(tenant, decodeURIComponent(id));
     const sent = await submit(page, `${page}/messages`, { text: "second, held by the model" }, headers);
     expect(resultOf(sent.shown)).toMatch(/^Sent\./);
-    await waitFor("the turn to wait for the model", async () => (await getConversation(tenant, A, decodeURIComponent(id))).status === "waiting_model");
+    await waitFor("the model to be asked", async () => (await providerRequests(s)).length === 2);
     expect(await html(page, headers)).toContain(`action="${page}/stop"`);
     const stopped = await submit(page, `${page}/stop`, {}, headers);
     expect(resultOf(stopped.shown)).toBe("Stopped the running turn.");
