@@ -7,7 +7,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { controlPlane } from "../runtime/index.ts";
 import { agent } from "./agents.ts";
-import { getConversation, holdLedger, ledgerAppends, postMessage, releaseLedger, releaseProvider, script, settled, unique, waitFor, worker , providerRequests } from "./support.ts";
+import { getConversation, holdLedger, ledgerAppends, postMessage, providerRequests, releaseLedger, releaseProvider, script, settled, unique, waitFor, worker } from "./support.ts";
 
 const TOKEN = "test-admin-token";
 const BEARER = { authorization: `Bearer ${TOKEN}` };
