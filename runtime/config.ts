@@ -4,15 +4,13 @@ import { z } from "zod";
 import { approversSchema } from "../approvals/index.ts";
 import { mountSchema, type Mount } from "../plugins/index.ts";
 import { controlPlane } from "./control-plane.ts";
-import { ConfigError, parseJsonVar, secretNamed } from "../lib/config.ts";
-import { HttpError, isHttpsOrLoopback } from "../lib/http.ts";
+import { ConfigError, httpsOrLoopbackUrl, parseJsonVar, secretNamed } from "../lib/config.ts";
+import { HttpError } from "../lib/http.ts";
+import { ownValue } from "../lib/own.ts";
 
 const providerSchema = z.object({
   id: z.string().regex(/^[A-Za-z0-9._-]+$/, "provider id: letters, digits, . _ -"),
-  baseUrl: z
-    .string()
-    .url()
-    .refine((u) => URL.canParse(u) && isHttpsOrLoopback(new URL(u)), "baseUrl must be https (http is allowed only for loopback)"),
+  baseUrl: httpsOrLoopbackUrl("baseUrl"),
   auth: z
     .object({
       /** The NAME of the Worker secret holding the key, never the key itself. */
@@ -78,7 +76,7 @@ export async function effectiveMounts(env: Env, route: { tenant: string; agent: 
 export const MOUNTS_NAMESPACE = "mounts";
 
 export function approversFor(env: Env, tenant: string): string[] {
-  return parseJsonVar("APPROVERS", env.APPROVERS, approversSchema, "{}")[tenant] ?? [];
+  return ownValue(parseJsonVar("APPROVERS", env.APPROVERS, approversSchema, "{}"), tenant) ?? [];
 }
 
 export function approvalTtlMs(env: Env): number {

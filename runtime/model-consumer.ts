@@ -25,6 +25,8 @@ export async function callModel(env: Env, request: ModelRequest): Promise<Provid
   const choice = modelChoice(env);
   if (choice.kind === "local") return { kind: "reply", message: localModel(request) };
   const key = apiKey(env, choice.provider);
+  // No retry can set a secret: the turn fails now, saying which one.
+  if (key === null) return { kind: "refused", error: `not configured: the Worker secret ${choice.provider.auth!.secret} is not set` };
   const message = await streamOpenAICompletions(
     providerModel(choice.provider, choice.model),
     { systemPrompt: request.systemPrompt, messages: request.messages, tools: request.tools as never },
@@ -54,11 +56,10 @@ function providerModel(provider: ProviderConfig, model: string): Model<"openai-c
   };
 }
 
-function apiKey(env: Env, provider: ProviderConfig): string {
+/** The provider's key; null when the secret its config names is not set. */
+function apiKey(env: Env, provider: ProviderConfig): string | null {
   if (!provider.auth) return "none";
-  const value = secretNamed(env, provider.auth.secret);
-  if (!value) throw new Error(`the Worker secret ${provider.auth.secret} named by provider ${provider.id} is not set`);
-  return value;
+  return secretNamed(env, provider.auth.secret) ?? null;
 }
 
 /** A provider that wants its key in a header other than Authorization gets it there. */

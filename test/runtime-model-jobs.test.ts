@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { consumeQueue } from "../runtime/model-consumer.ts";
 import type { ModelJobMessage } from "../runtime/model-job.ts";
 import { agent, alarmOf, rows } from "./agents.ts";
-import { getConversation, postMessage, providerRequests, script, settled, unique } from "./support.ts";
+import { getConversation, postMessage, providerRequests, script, settled, unique, withVars } from "./support.ts";
 
 const T = "jobs";
 const A = "runner";
@@ -117,5 +117,29 @@ describe("a dead-lettered job for a finished turn changes nothing", () => {
     const result = await runConsumer([{ ...route, jobId }], "antiproton-model-jobs-dlq");
     expect(result.explicitAcks).toHaveLength(1);
     expect(await getConversation(T, A, s)).toEqual(before);
+  });
+});
+
+describe("a provider whose secret is not set", () => {
+  it("fails the turn at once, naming the secret: no retry, no provider request", async () => {
+    const isolated = { tenant: T, agent: "unset-secret" };
+    const s = unique("nokey");
+    await script(s, [{ text: "never asked" }]);
+    const sent: ModelJobMessage[] = [];
+    await runInDurableObject(agent(isolated.tenant, isolated.agent), async (instance) => {
+      const capture = { send: async (m: ModelJobMessage) => void sent.push(m) };
+      Object.assign(instance, { env: Object.create(env, { MODEL_QUEUE: { value: capture } }) });
+      await instance.submit(isolated, { id: unique("ev"), kind: "message", conversation: s, text: `[s:${s}] hi`, user: { platform: "api", id: "u" } });
+      await instance.alarm();
+    });
+    expect(sent).toHaveLength(1);
+    const result = await withVars({ FAKE_PROVIDER_KEY: undefined }, () => runConsumer(sent));
+    expect(result.retryMessages).toEqual([]);
+    expect(result.explicitAcks).toEqual([`m0-${sent[0]!.jobId}`]);
+    expect(await providerRequests(s)).toHaveLength(0);
+    await runInDurableObject(agent(isolated.tenant, isolated.agent), (instance) => instance.alarm());
+    const view = await settled(isolated.tenant, isolated.agent, s);
+    expect(view.status).toBe("failed");
+    expect(view.error).toBe("not configured: the Worker secret FAKE_PROVIDER_KEY is not set");
   });
 });

@@ -2,8 +2,7 @@
 // control plane, and the outbound that POSTs each outbox row there, signed.
 import { z } from "zod";
 import type { Card } from "../../approvals/index.ts";
-import { secretNamed } from "../../lib/config.ts";
-import { isHttpsOrLoopback } from "../../lib/http.ts";
+import { httpsOrLoopbackUrl, secretNamed } from "../../lib/config.ts";
 import { controlPlane, type ChatOutbound, type DeliveryResult, type OutboxDelivery } from "../../runtime/index.ts";
 import { signatureHeaders } from "../shared/signed-request.ts";
 
@@ -14,10 +13,7 @@ export interface CallbackRegistration {
 }
 
 export const registrationSchema = z.object({
-  callback_url: z
-    .string()
-    .url()
-    .refine((u) => isHttpsOrLoopback(new URL(u)), "callback_url must be https (http is allowed only for loopback)"),
+  callback_url: httpsOrLoopbackUrl("callback_url"),
 });
 
 export async function callbackFor(env: Env, tenant: string): Promise<CallbackRegistration | null> {
