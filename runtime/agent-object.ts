@@ -23,7 +23,7 @@ import { approvalTtlMs, approversFor, effectiveMounts, modelChoice, type ModelCh
 import type { ModelJobMessage, ModelOutcome, ModelRequest } from "./model-job.ts";
 import type { RuntimeDeps } from "./deps.ts";
 import { Outbox } from "./outbox.ts";
-import { migrate } from "./schema.ts";
+import { hasSchema, migrate } from "./schema.ts";
 import { clipMessages, isMessageRow, modelMessages, textOf, transcript, type HandoverData, type LogRow, type LogType, type TranscriptEntry, type UserData } from "./transcript.ts";
 
 /** Requests larger than this go to R2; SQLite rows are capped at 2 MB. */
@@ -98,11 +98,14 @@ export class AgentObject extends DurableObject<Env> {
   /** Passes are serialised: a pass awaits tools and platforms, and events may arrive meanwhile. */
   private pass: Promise<void> | null = null;
   private passAgain = false;
+  /** No schema yet: the first write (claim) creates it, so a read of an object never used writes nothing. */
+  private fresh: boolean;
 
   constructor(ctx: DurableObjectState, env: Env, private readonly deps: RuntimeDeps) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
-    migrate(ctx.storage);
+    this.fresh = !hasSchema(ctx.storage);
+    if (!this.fresh) migrate(ctx.storage);
     this.holds = new Holds(this.sql);
     this.outbox = new Outbox(ctx.storage, ctx.id.toString(), deps);
   }
@@ -120,7 +123,7 @@ export class AgentObject extends DurableObject<Env> {
   }
 
   async conversation(route: Route, id: string): Promise<ConversationView | null> {
-    this.claim(route);
+    if (!this.owns(route)) return null;
     const conv = this.conv(id);
     if (!conv) return null;
     return {
@@ -139,7 +142,7 @@ export class AgentObject extends DurableObject<Env> {
 
   /** Conversations whose id starts with `prefix` (a bridge finds a channel's threads this way). */
   async conversations(route: Route, prefix = ""): Promise<{ id: string; status: ConversationStatus; updatedAt: number }[]> {
-    this.claim(route);
+    if (!this.owns(route)) return [];
     return this.sql
       .exec<ConversationRow>("SELECT * FROM conversations WHERE substr(id, 1, ?) = ? ORDER BY updated_at DESC LIMIT 100", prefix.length, prefix)
       .toArray()
@@ -181,6 +184,10 @@ export class AgentObject extends DurableObject<Env> {
 
   /** The object records its (tenant, agent) on first use and refuses any other. */
   private claim(route: Route): void {
+    if (this.fresh) {
+      migrate(this.ctx.storage);
+      this.fresh = false;
+    }
     const rows = this.sql.exec<{ key: string; value: string }>("SELECT key, value FROM meta WHERE key IN ('tenant', 'agent')").toArray();
     const tenant = rows.find((r) => r.key === "tenant")?.value;
     const agent = rows.find((r) => r.key === "agent")?.value;
@@ -195,7 +202,16 @@ export class AgentObject extends DurableObject<Env> {
     }
   }
 
+  /** A read's check: refuses another identity as claim does, but an object with none yet has nothing to show and records nothing. */
+  private owns(route: Route): boolean {
+    const own = this.route();
+    if (own === null) return false;
+    if (own.tenant !== route.tenant || own.agent !== route.agent) this.claim(route); // throws IdentityError
+    return true;
+  }
+
   private route(): Route | null {
+    if (this.fresh) return null;
     const rows = this.sql.exec<{ key: string; value: string }>("SELECT key, value FROM meta WHERE key IN ('tenant', 'agent')").toArray();
     const tenant = rows.find((r) => r.key === "tenant")?.value;
     const agent = rows.find((r) => r.key === "agent")?.value;

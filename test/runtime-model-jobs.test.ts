@@ -143,3 +143,17 @@ describe("a provider whose secret is not set", () => {
     expect(view.error).toBe("not configured: the Worker secret FAKE_PROVIDER_KEY is not set");
   });
 });
+
+describe("a MODEL_PROVIDERS baseUrl that is not a URL", () => {
+  it("fails the turn with a configuration error naming MODEL_PROVIDERS and baseUrl", async () => {
+    const s = unique("badurl");
+    const providers = JSON.stringify([{ id: "fake", baseUrl: "not a url", auth: { secret: "FAKE_PROVIDER_KEY" } }]);
+    const view = await withVars({ MODEL_PROVIDERS: providers }, async () => {
+      await postMessage(T, "bad-url", { text: `[s:${s}] hi`, conversation: s });
+      return settled(T, "bad-url", s);
+    });
+    expect(view.status).toBe("failed");
+    expect(view.error).toMatch(/^configuration error: MODEL_PROVIDERS is invalid: [\s\S]*baseUrl is not a URL/);
+    expect(await providerRequests(s)).toHaveLength(0);
+  });
+});
