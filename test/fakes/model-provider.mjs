@@ -2,17 +2,20 @@
 // SSE streaming, as pi-ai speaks it. Tests script it per scenario: a user
 // message containing "[s:<id>]" selects scenario <id>; each request takes the
 // scenario's next step (the last repeats): { text } | { toolCalls } |
-// { status, error } | { hold: true, … } | { echoToolResults: true }. Control API under /_control.
+// { status, error } | { hold: true, … } | { echoToolResults: true }. A scenario put
+// with `by: "position"` answers each request by its place in the conversation
+// (the number of assistant messages it carries), so a request sent again after
+// a crash gets the same answer. Control API under /_control.
 import { listen, readBody, sendJson } from "./http.mjs";
 
 export const FAKE_PROVIDER_KEY = "fake-provider-key-for-tests";
 
-export async function startModelProvider() {
+export async function startModelProvider({ gates } = {}) {
   /** id → { steps, next, requests, gates: resolvers waiting for release } */
   const scenarios = new Map();
   const unscripted = [];
   const scenario = (id) => {
-    if (!scenarios.has(id)) scenarios.set(id, { steps: [], next: 0, requests: [], waiting: [], credits: 0 });
+    if (!scenarios.has(id)) scenarios.set(id, { steps: [], by: "order", next: 0, requests: [], waiting: [], credits: 0 });
     return scenarios.get(id);
   };
 
@@ -22,8 +25,8 @@ export async function startModelProvider() {
     if (control) {
       const s = scenario(decodeURIComponent(control[1]));
       if (req.method === "PUT" && !control[2]) {
-        const { steps } = JSON.parse(await readBody(req));
-        Object.assign(s, { steps, next: 0, requests: [], waiting: [], credits: 0 });
+        const { steps, by = "order" } = JSON.parse(await readBody(req));
+        Object.assign(s, { steps, by, next: 0, requests: [], waiting: [], credits: 0 });
         return sendJson(res, 200, { ok: true });
       }
       if (req.method === "GET" && control[2] === "requests") return sendJson(res, 200, s.requests);
@@ -47,7 +50,10 @@ export async function startModelProvider() {
     if (!record.authorized) return sendJson(res, 401, { error: { message: "Incorrect API key provided", type: "invalid_request_error" } });
 
     const s = id ? scenario(id) : null;
-    const step = s && s.steps.length ? s.steps[Math.min(s.next++, s.steps.length - 1)] : { text: `ok: ${lastUserText(body.messages)}` };
+    const position = (body.messages ?? []).filter((m) => m.role === "assistant").length;
+    const index = !s ? 0 : s.by === "position" ? position : s.next++;
+    const step = s && s.steps.length ? s.steps[Math.min(index, s.steps.length - 1)] : { text: `ok: ${lastUserText(body.messages)}` };
+    await gates?.pass("provider", { scenario: id, position });
     if (step.hold) {
       if (s.credits > 0) s.credits--;
       else await new Promise((resolve) => s.waiting.push(resolve));

@@ -30,13 +30,15 @@ export async function until(what, check, timeoutMs = 60_000) {
 
 /**
  * `command` defaults to `npx wrangler dev` with `vars` passed as --var; pass
- * `{ command: ["npm", "start"] }` to run exactly what a newcomer runs.
+ * `{ command: ["npm", "start"] }` to run exactly what a newcomer runs. `script`
+ * replaces the config's main module; `persistDir` (kept by `kill`) lets a
+ * second start run on the state the first one left.
  */
-export async function startWorker({ cwd, vars = {}, command } = {}) {
-  const [port, inspectorPort] = [await freePort(), await freePort()];
-  const persistDir = mkdtempSync(join(tmpdir(), "antiproton-dev-"));
+export async function startWorker({ cwd, vars = {}, command, script, persistDir: given, port: wanted } = {}) {
+  const [port, inspectorPort] = [wanted ?? (await freePort()), await freePort()];
+  const persistDir = given ?? mkdtempSync(join(tmpdir(), "antiproton-dev-"));
   const args = command ?? [
-    "npx", "wrangler", "dev", "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspectorPort), "--persist-to", persistDir,
+    "npx", "wrangler", "dev", ...(script ? [script] : []), "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspectorPort), "--persist-to", persistDir,
     ...Object.entries(vars).flatMap(([key, value]) => ["--var", `${key}:${value}`]),
   ];
   const child = spawn(args[0], args.slice(1), {
@@ -49,12 +51,28 @@ export async function startWorker({ cwd, vars = {}, command } = {}) {
   child.stdout.on("data", (d) => (output += d));
   child.stderr.on("data", (d) => (output += d));
   const url = `http://127.0.0.1:${port}`;
+  const exited = new Promise((resolve) => child.on("exit", resolve));
   const stop = async () => {
     try {
       process.kill(-child.pid, "SIGTERM");
     } catch {}
     await sleep(200);
-    rmSync(persistDir, { recursive: true, force: true });
+    if (!given) rmSync(persistDir, { recursive: true, force: true });
+  };
+  /** A crash: SIGKILL to the whole process group (wrangler and workerd), state left as it is. */
+  const kill = async () => {
+    try {
+      process.kill(-child.pid, "SIGKILL");
+    } catch {}
+    await exited;
+    await until("the killed process group to be gone", async () => {
+      try {
+        process.kill(-child.pid, 0);
+        return false;
+      } catch {
+        return true;
+      }
+    }, 10_000);
   };
   try {
     await until("wrangler dev to answer", async () => (await fetch(`${url}/`)).ok, 120_000);
@@ -62,5 +80,5 @@ export async function startWorker({ cwd, vars = {}, command } = {}) {
     await stop();
     throw new Error(`${err.message}\n${output}`);
   }
-  return { url, port, stop, output: () => output };
+  return { url, port, persistDir, stop, kill, output: () => output };
 }
