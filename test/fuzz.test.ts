@@ -269,7 +269,7 @@ const webhookEvent = (g: Gen): Json => {
 };
 
 const mounts = (g: Gen): Json => [
-  { alias: g.pick(["clock", "memory", "x_1"]), plugin: g.pick(["clock", "memory", "http", "nope"]), config: g.pick([{}, { allowedHosts: ["example.com"] }]), policy: { write: g.pick(["allow", "deny", "approval"]), tools: { [g.pick(PROTO_NAMES)]: "deny" } } },
+  { alias: g.pick(["clock", "memory", "x_1"]), plugin: g.pick(["clock", "memory", "http", "nope"]), config: g.pick<Json>([{}, { allowedHosts: ["example.com"] }]), policy: { write: g.pick(["allow", "deny", "approval"]), tools: { [g.pick(PROTO_NAMES)]: "deny" } } },
 ];
 
 const JSON_64K = 64 * 1024;
@@ -330,7 +330,7 @@ const ROUTES: RouteSpec[] = [
     },
   },
   { name: "GET /slack/install", method: "GET", path: () => "/slack/install", auth: { kind: "public" } },
-  { name: "GET /slack/oauth/callback", method: "GET", path: (g, seg) => `/slack/oauth/callback?code=${seg("c")}&state=${seg(`${now()}.n.${"0".repeat(64)}`)}`, auth: { kind: "public" } },
+  { name: "GET /slack/oauth/callback", method: "GET", path: (_g, seg) => `/slack/oauth/callback?code=${seg("c")}&state=${seg(`${now()}.n.${"0".repeat(64)}`)}`, auth: { kind: "public" } },
   { name: "POST /discord/interactions", method: "POST", path: () => "/discord/interactions", auth: { kind: "discord" }, body: { type: "application/json", limit: JSON_64K, encode: json, template: discordInteraction } },
   {
     name: "POST /discord/gateway-events",
@@ -342,7 +342,7 @@ const ROUTES: RouteSpec[] = [
   {
     name: "POST /webhook/:t/events",
     method: "POST",
-    path: (g, seg) => `/webhook/${seg("fuzz")}/events`,
+    path: (_g, seg) => `/webhook/${seg("fuzz")}/events`,
     auth: { kind: "antiproton", secret: "WEBHOOK_SECRET" },
     body: { type: "application/json", limit: JSON_64K, encode: json, template: webhookEvent },
   },
