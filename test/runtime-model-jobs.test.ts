@@ -22,21 +22,29 @@ function runConsumer(messages: ModelJobMessage[], queue = "antiproton-model-jobs
   return consumeQueue(batch as MessageBatch<unknown>, env).then(() => getQueueResult(batch, ctx));
 }
 
+/**
+ * Sends "[s:<s>] hi" to an agent and runs its pass. The object and its storage
+ * are real; only its queue binding is swapped for one that keeps the message,
+ * so the consumer runs when the test says. Returns the queued job messages.
+ */
+async function queuedJobs(route: { tenant: string; agent: string }, s: string): Promise<ModelJobMessage[]> {
+  const sent: ModelJobMessage[] = [];
+  await runInDurableObject(agent(route.tenant, route.agent), async (instance) => {
+    const capture = { send: async (m: ModelJobMessage) => void sent.push(m) };
+    Object.assign(instance, { env: Object.create(env, { MODEL_QUEUE: { value: capture } }) });
+    await instance.submit(route, { id: unique("ev"), kind: "message", conversation: s, text: `[s:${s}] hi`, user: { platform: "api", id: "u" } });
+    await instance.alarm();
+  });
+  return sent;
+}
+
 describe("the object never awaits a model call", () => {
   it("a full pass of the object makes no provider request; only the consumer does", async () => {
     // Its own agent: the swapped binding stays on this instance.
     const isolated = { tenant: T, agent: "no-await" };
     const s = unique("noawait");
     await script(s, [{ text: "answered by the consumer" }]);
-    const sent: ModelJobMessage[] = [];
-    // The object and its storage are real; only its queue binding is swapped
-    // for one that keeps the message, so the consumer runs when the test says.
-    await runInDurableObject(agent(isolated.tenant, isolated.agent), async (instance) => {
-      const capture = { send: async (m: ModelJobMessage) => void sent.push(m) };
-      Object.assign(instance, { env: Object.create(env, { MODEL_QUEUE: { value: capture } }) });
-      await instance.submit(isolated, { id: unique("ev"), kind: "message", conversation: s, text: `[s:${s}] hi`, user: { platform: "api", id: "u" } });
-      await instance.alarm();
-    });
+    const sent = await queuedJobs(isolated, s);
     expect(sent).toHaveLength(1);
     expect(await providerRequests(s)).toHaveLength(0);
     expect((await getConversation(isolated.tenant, isolated.agent, s)).status).toBe("waiting_model");
@@ -125,13 +133,7 @@ describe("a provider whose secret is not set", () => {
     const isolated = { tenant: T, agent: "unset-secret" };
     const s = unique("nokey");
     await script(s, [{ text: "never asked" }]);
-    const sent: ModelJobMessage[] = [];
-    await runInDurableObject(agent(isolated.tenant, isolated.agent), async (instance) => {
-      const capture = { send: async (m: ModelJobMessage) => void sent.push(m) };
-      Object.assign(instance, { env: Object.create(env, { MODEL_QUEUE: { value: capture } }) });
-      await instance.submit(isolated, { id: unique("ev"), kind: "message", conversation: s, text: `[s:${s}] hi`, user: { platform: "api", id: "u" } });
-      await instance.alarm();
-    });
+    const sent = await queuedJobs(isolated, s);
     expect(sent).toHaveLength(1);
     const result = await withVars({ FAKE_PROVIDER_KEY: undefined }, () => runConsumer(sent));
     expect(result.retryMessages).toEqual([]);
