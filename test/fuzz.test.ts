@@ -14,6 +14,8 @@ import { createExecutionContext, listDurableObjectIds, runInDurableObject, waitO
 import { describe, expect, it } from "vitest";
 import { decisionValue } from "../approvals/index.ts";
 import { signatureHeaders } from "../bridges/shared/signed-request.ts";
+import type { AgentObject } from "../runtime/agent-object.ts";
+import { tablesOf } from "./agents.ts";
 import { ed25519 } from "./discord-helpers.ts";
 import { slackSignature } from "./slack/helpers.ts";
 import handler from "./worker-under-test.ts";
@@ -444,10 +446,7 @@ async function fuzz(route: RouteSpec, verified: boolean, count: number): Promise
 async function everythingWritten(): Promise<{ agents: string[]; control: number }> {
   const agents: string[] = [];
   for (const id of await listDurableObjectIds(env.AGENT)) {
-    const tables = await runInDurableObject(env.AGENT.get(id), (_i, state) =>
-      state.storage.sql.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '_cf_%'").toArray(),
-    );
-    agents.push(...tables.map((t) => `${id.toString()}:${t.name}`));
+    agents.push(...(await tablesOf(env.AGENT.get(id) as DurableObjectStub<AgentObject>)).map((table) => `${id.toString()}:${table}`));
   }
   let control = 0;
   for (const id of await listDurableObjectIds(env.CONTROL)) {

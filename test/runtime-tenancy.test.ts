@@ -3,7 +3,7 @@
 import { env } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { agent } from "./agents.ts";
+import { agent, tables } from "./agents.ts";
 import { postMessage, script, settled, unique, worker } from "./support.ts";
 
 describe("structural tenancy", () => {
@@ -21,20 +21,16 @@ describe("structural tenancy", () => {
     const ghost = unique("ghost");
     const bearer = { authorization: "Bearer test-admin-token" };
     // Locally an object's file exists once it is instantiated; what matters is that nothing was written into it.
-    const tables = () =>
-      runInDurableObject(agent(ghost, "reader"), (_instance, state) =>
-        state.storage.sql.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '_cf_%'").toArray().map((r) => r.name),
-      );
     expect((await worker(`/v1/tenants/${ghost}/agents/reader/conversations/c1`, { headers: bearer })).status).toBe(404);
     const page = await worker(`/console/tenants/${ghost}/agents/reader`, { headers: bearer });
     expect(await page.text()).toContain("No conversations yet.");
-    expect(await tables()).toEqual([]);
+    expect(await tables(ghost, "reader")).toEqual([]);
     // The object still refuses another identity once one is recorded by a write.
     const s = unique("first");
     await script(s, [{ text: "hello" }]);
     await postMessage(ghost, "reader", { text: `[s:${s}] hi`, conversation: s });
     await settled(ghost, "reader", s);
-    expect(await tables()).toContain("meta");
+    expect(await tables(ghost, "reader")).toContain("meta");
     await expect(runInDurableObject(agent(ghost, "reader"), (instance) => instance.conversations({ tenant: "someone-else", agent: "reader" }))).rejects.toThrow(/refused/);
   });
 
