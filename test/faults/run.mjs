@@ -258,6 +258,7 @@ async function trial(run) {
 const wanted = process.env.FAULTS_POINTS?.split(",").map((s) => s.trim());
 const points = wanted ? POINTS.filter((p) => wanted.includes(p.name)) : POINTS;
 const results = [];
+console.log(`test:faults: ${points.length} kill points × ${RUNS} runs on wrangler dev (${worker.url}); a turn has ${SETTLE_MS / 1000} s after a restart to finish`);
 try {
   for (const point of points) {
     for (let n = 1; n <= RUNS; n++) {
