@@ -26,6 +26,18 @@ export function secretNamed(env: Env, name: string): string | undefined {
   return typeof value === "string" && value !== "" ? value : undefined;
 }
 
+/**
+ * A URL we will send to (a provider, a webhook callback): https, or http on
+ * loopback. Checked in one refinement, so text that is not a URL at all is
+ * reported as such instead of reaching `new URL` and throwing.
+ */
+export function httpsOrLoopbackUrl(field: string) {
+  return z
+    .string()
+    .refine((u) => URL.canParse(u), `${field} is not a URL`)
+    .refine((u) => !URL.canParse(u) || isHttpsOrLoopback(new URL(u)), `${field} must be https (http is allowed only for loopback)`);
+}
+
 /** A configured API base URL (Slack's, Discord's): https, or http on loopback; no trailing slash. */
 export function baseUrlFrom(name: string, value: string | undefined, fallback: string): string {
   const base = value?.trim() || fallback;

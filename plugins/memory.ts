@@ -1,6 +1,7 @@
 // The memory plugin: notes an agent keeps across conversations, in its mount's
 // session state (the agent's own SQLite), so they survive evictions and deploys.
 import { z } from "zod";
+import { ownValue } from "../lib/own.ts";
 import type { Plugin, SessionState } from "./contract.ts";
 
 const NOTES = "notes";
@@ -24,7 +25,7 @@ export const memoryPlugin: Plugin = {
       idempotency: "idempotent", // writing the same key twice leaves one note
       async call({ key, text }, { session }) {
         const notes = notesOf(session);
-        if (!(key in notes) && Object.keys(notes).length >= MAX_NOTES) {
+        if (ownValue(notes, key) === undefined && Object.keys(notes).length >= MAX_NOTES) {
           return { text: `Memory is full (${MAX_NOTES} notes): forget one first.`, isError: true };
         }
         session.set(NOTES, { ...notes, [key]: { text, at: new Date().toISOString() } });
@@ -53,8 +54,9 @@ export const memoryPlugin: Plugin = {
       sideEffects: "write",
       idempotency: "idempotent",
       async call({ key }, { session }) {
-        const { [key]: gone, ...rest } = notesOf(session);
-        session.set(NOTES, rest);
+        const notes = notesOf(session);
+        const gone = ownValue(notes, key);
+        session.set(NOTES, Object.fromEntries(Object.entries(notes).filter(([k]) => k !== key)));
         return { text: gone ? `Forgot "${key}".` : `There was no note "${key}".` };
       },
     },

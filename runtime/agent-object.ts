@@ -21,7 +21,7 @@ import { ModelJobs, type Settled } from "./model-jobs.ts";
 import { MountSessions } from "./mount-sessions.ts";
 import { Outbox } from "./outbox.ts";
 import { Scheduler } from "./scheduler.ts";
-import { migrate } from "./schema.ts";
+import { hasSchema, migrate } from "./schema.ts";
 import { systemPrompt } from "./system-prompt.ts";
 import { ToolCalls, type ToolReport, type ToolWork } from "./tool-calls.ts";
 import { transcript, type TranscriptEntry } from "./transcript.ts";
@@ -61,6 +61,8 @@ export class AgentObject extends DurableObject<Env> {
   private readonly approvals: ApprovalFlow;
   private readonly scheduler: Scheduler;
   private lastSweep = 0;
+  /** No schema yet: the first write (claim) creates it, so a read of an object never used writes nothing. */
+  private fresh: boolean;
 
   constructor(
     ctx: DurableObjectState,
@@ -69,7 +71,8 @@ export class AgentObject extends DurableObject<Env> {
   ) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
-    migrate(ctx.storage);
+    this.fresh = !hasSchema(ctx.storage);
+    if (!this.fresh) migrate(ctx.storage);
     const id = ctx.id.toString();
     this.store = new Conversations(this.sql);
     this.effects = new Effects(this.sql, leaseSeconds(env) * 1000);
@@ -101,7 +104,7 @@ export class AgentObject extends DurableObject<Env> {
   }
 
   async conversation(route: Route, id: string): Promise<ConversationView | null> {
-    this.claim(route);
+    if (!this.owns(route)) return null;
     const conv = this.store.get(id);
     if (!conv) return null;
     return {
@@ -117,7 +120,7 @@ export class AgentObject extends DurableObject<Env> {
 
   /** Conversations whose id starts with `prefix` (a bridge finds a channel's threads this way). */
   async conversations(route: Route, prefix = ""): Promise<{ id: string; status: ConversationStatus; updatedAt: number }[]> {
-    this.claim(route);
+    if (!this.owns(route)) return [];
     return this.store.list(prefix, 100).map((conv) => ({ id: conv.id, status: this.statusOf(conv), updatedAt: conv.updated_at }));
   }
 
@@ -201,19 +204,19 @@ export class AgentObject extends DurableObject<Env> {
 
   /** Conversations newest first, a page at a time, optionally matching a search. */
   async conversationList(route: Route, query: ConversationQuery): Promise<ConversationPage> {
-    this.claim(route);
+    if (!this.owns(route)) return { conversations: [] };
     return conversationPage(this.sql, query);
   }
 
   /** Holds waiting for a decision, oldest first. */
   async pendingHolds(route: Route): Promise<PendingApproval[]> {
-    this.claim(route);
+    if (!this.owns(route)) return [];
     return pendingApprovals(this.sql, route);
   }
 
   /** Changes whenever what a watcher of the conversation (or, without one, the agent) sees changes. */
   async changes(route: Route, conversation?: string): Promise<string> {
-    this.claim(route);
+    if (!this.owns(route)) return "";
     return changeMark(this.sql, conversation);
   }
 
@@ -224,6 +227,10 @@ export class AgentObject extends DurableObject<Env> {
    * Given the platform of an event, it also lists itself in the directory once.
    */
   private claim(route: Route, platform?: Platform): void {
+    if (this.fresh) {
+      migrate(this.ctx.storage);
+      this.fresh = false;
+    }
     const known = this.route();
     if (!known) {
       this.sql.exec("INSERT INTO meta (key, value) VALUES ('tenant', ?), ('agent', ?)", route.tenant, route.agent);
@@ -235,7 +242,16 @@ export class AgentObject extends DurableObject<Env> {
     if (platform) listInDirectory(this.ctx, this.env, route, platform);
   }
 
+  /** A read's check: refuses another identity as claim does, but an object with none yet has nothing to show and records nothing. */
+  private owns(route: Route): boolean {
+    const own = this.route();
+    if (own === null) return false;
+    if (own.tenant !== route.tenant || own.agent !== route.agent) this.claim(route); // throws IdentityError
+    return true;
+  }
+
   private route(): Route | null {
+    if (this.fresh) return null;
     const rows = this.sql.exec<{ key: string; value: string }>("SELECT key, value FROM meta WHERE key IN ('tenant', 'agent')").toArray();
     const tenant = rows.find((r) => r.key === "tenant")?.value;
     const agent = rows.find((r) => r.key === "agent")?.value;

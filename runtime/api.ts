@@ -1,8 +1,9 @@
 // The Agents API: drive an agent without a chat platform, behind ADMIN_TOKEN.
 import { Hono, type Context } from "hono";
 import { z } from "zod";
-import { agentStub, CONVERSATION_ID, parseRoute, readConversation } from "./ingress.ts";
+import { CONVERSATION_ID, parseRoute, readConversation, submitEvent } from "./ingress.ts";
 import { HttpError, parseJson, readBody, safeEqual } from "../lib/http.ts";
+import { ConfigError } from "../lib/config.ts";
 import { adminToken, deploymentModel, effectiveModel, effectiveMounts, modelProviders, mountList, MODELS_NAMESPACE, MOUNTS_NAMESPACE } from "./config.ts";
 import { modelPickSchema, pickProblem, type ModelPick } from "./models/index.ts";
 import { controlPlane } from "./control-plane.ts";
@@ -80,7 +81,7 @@ export function agentsApi(deps: RuntimeDeps): Hono<{ Bindings: Env }> {
     const user = { platform: "api" as const, id: "admin" };
     const base = { id: `api:${id}`, conversation, user };
     const event = body.kind === "interrupt" ? { ...base, kind: body.kind } : { ...base, kind: body.kind, text: body.text };
-    const result = await agentStub(c.env, route).submit(route, event);
+    const result = await submitEvent(c.env, route, event);
     return c.json(result, 202);
   });
 
@@ -105,7 +106,14 @@ export function agentsApi(deps: RuntimeDeps): Hono<{ Bindings: Env }> {
   api.get("/tenants/:tenant/agents/:agent/mounts", async (c) => {
     const route = parseRoute(c.req.param("tenant"), c.req.param("agent"));
     const mounts = await effectiveMounts(c.env, route);
-    const gateway = inspectMounts(mounts, deps.plugins);
+    let gateway: Gateway;
+    try {
+      gateway = inspectMounts(mounts, deps.plugins);
+    } catch (err) {
+      // The mounts were accepted once (MOUNTS, or a PUT under older plugins): the deployment is misconfigured, not the request.
+      if (err instanceof MountError) throw new ConfigError(err.message);
+      throw err;
+    }
     return c.json({ mounts, tools: gateway.tools().map((t) => ({ name: t.name, policy: gateway.policy(t.name) })), warnings: policyWarnings(gateway.mountsUnderPolicy()) });
   });
   // Model choice per tenant and per agent: the agent's wins over the tenant's, which wins over HARNESS_MODEL.

@@ -6,6 +6,7 @@ import { mountSchema, type Mount } from "../plugins/index.ts";
 import { controlPlane } from "./control-plane.ts";
 import { ConfigError, parseJsonVar, secretNamed } from "../lib/config.ts";
 import { HttpError } from "../lib/http.ts";
+import { ownValue } from "../lib/own.ts";
 import { modelPickSchema, resolvePick, providerSchema, type ModelChoice, type ModelPick, type ProviderConfig } from "./models/index.ts";
 
 const providerList = z.array(providerSchema).refine((list) => new Set(list.map((p) => p.id)).size === list.length, "provider ids must be unique");
@@ -74,7 +75,7 @@ export async function effectiveMounts(env: Env, route: { tenant: string; agent: 
 export const MOUNTS_NAMESPACE = "mounts";
 
 export function approversFor(env: Env, tenant: string): string[] {
-  return parseJsonVar("APPROVERS", env.APPROVERS, approversSchema, "{}")[tenant] ?? [];
+  return ownValue(parseJsonVar("APPROVERS", env.APPROVERS, approversSchema, "{}"), tenant) ?? [];
 }
 
 export function approvalTtlMs(env: Env): number {

@@ -2,6 +2,7 @@
 // the object, submit the event.
 import type { AgentObject, ConversationView } from "./agent-object.ts";
 import type { ChatEvent, Route, SubmitResult } from "./chat.ts";
+import { ConfigError } from "../lib/config.ts";
 import { HttpError } from "../lib/http.ts";
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
@@ -28,6 +29,25 @@ export async function readConversation(env: Env, route: Route, id: string): Prom
   return view;
 }
 
-export function submitEvent(env: Env, route: Route, event: ChatEvent): Promise<SubmitResult> {
-  return agentStub(env, route).submit(route, event);
+export async function submitEvent(env: Env, route: Route, event: ChatEvent): Promise<SubmitResult> {
+  try {
+    return await agentStub(env, route).submit(route, event);
+  } catch (err) {
+    throw configErrorAgain(err);
+  }
+}
+
+const CONFIG_ERROR_PREFIX = "ConfigError: ";
+
+/**
+ * An error thrown inside the object reaches the Worker as a plain Error whose
+ * message starts with its class name. A ConfigError (a malformed APPROVERS read
+ * while deciding) is made one again, so the request answers 503 naming the
+ * variable rather than 500.
+ */
+function configErrorAgain(err: unknown): unknown {
+  if (err instanceof Error && !(err instanceof ConfigError) && err.message.startsWith(CONFIG_ERROR_PREFIX)) {
+    return new ConfigError(err.message.slice(CONFIG_ERROR_PREFIX.length));
+  }
+  return err;
 }

@@ -118,6 +118,11 @@ const MIGRATIONS: string[] = [
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
+/** Whether the object was ever written (reading sqlite_master writes nothing). */
+export function hasSchema(storage: DurableObjectStorage): boolean {
+  return storage.sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").toArray().length > 0;
+}
+
 export function migrate(storage: DurableObjectStorage): void {
   const sql = storage.sql;
   storage.transactionSync(() => {

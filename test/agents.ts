@@ -61,3 +61,14 @@ export function storedText(tenant: string, name: string): Promise<string> {
 export function alarmOf(tenant: string, name: string): Promise<number | null> {
   return runInDurableObject(agent(tenant, name), (_instance, state) => state.storage.getAlarm());
 }
+
+/** An object's own tables: none at all for an object that was never written to. */
+export function tablesOf(stub: DurableObjectStub<AgentObject>): Promise<string[]> {
+  return runInDurableObject(stub, (_instance, state) =>
+    state.storage.sql.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '_cf_%'").toArray().map((r) => r.name),
+  );
+}
+
+export function tables(tenant: string, name: string): Promise<string[]> {
+  return tablesOf(agent(tenant, name));
+}

@@ -1,7 +1,7 @@
 // Bad input to /v1 gets a 4xx that says what was wrong, never a 500, and writes nothing.
 import { describe, expect, it } from "vitest";
-import { rows } from "./agents.ts";
-import { worker } from "./support.ts";
+import { tables } from "./agents.ts";
+import { withVars, worker } from "./support.ts";
 
 const PATH = "/v1/tenants/inputs/agents/guard/messages";
 const AUTH = { authorization: "Bearer test-admin-token" };
@@ -53,14 +53,22 @@ describe("/v1 input checks", () => {
   });
 
   it("none of the rejected requests wrote anything", async () => {
-    // The object has not even been asked: it holds no conversation and no inbound event.
-    expect(await rows("inputs", "guard", "SELECT * FROM inbound")).toEqual([]);
-    expect(await rows("inputs", "guard", "SELECT * FROM conversations")).toEqual([]);
+    // The object has not even been asked: it holds nothing, not even its schema.
+    expect(await tables("inputs", "guard")).toEqual([]);
   });
 
   it("an unknown route → 404 with the route named", async () => {
     const res = await worker("/nope", { method: "POST" });
     expect(res.status).toBe(404);
     expect(await res.json()).toEqual({ error: "no route for POST /nope" });
+  });
+
+  it("GET …/mounts when MOUNTS names an unknown plugin → 503 configuration error naming MOUNTS", async () => {
+    await withVars({ MOUNTS: JSON.stringify([{ alias: "clock", plugin: "clock" }, { alias: "gone", plugin: "no-such-plugin" }]) }, async () => {
+      const res = await worker("/v1/tenants/inputs/agents/guard/mounts", { headers: AUTH });
+      expect(res.status).toBe(503);
+      expect(((await res.json()) as { error: string }).error).toBe('configuration error: MOUNTS: alias "gone" names unknown plugin "no-such-plugin"');
+    });
+    expect((await worker("/v1/tenants/inputs/agents/guard/mounts", { headers: AUTH })).status).toBe(200);
   });
 });

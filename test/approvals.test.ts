@@ -5,7 +5,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { ChatEvent } from "../runtime/index.ts";
 import { agent, alarmOf, rows } from "./agents.ts";
-import { answered, getConversation, ledgerAppends, postMessage, providerRequests, script, settled, unique, waitFor, worker } from "./support.ts";
+import { answered, getConversation, ledgerAppends, postMessage, providerRequests, script, settled, unique, waitFor, withVars, worker } from "./support.ts";
 
 const T = "approvals";
 const A = "clerk";
@@ -17,14 +17,24 @@ function click(holdId: string, approve: boolean, user: ChatEvent["user"] = APPRO
 }
 
 /** A turn whose model asks for the gated vault__append, then says it waits; the next step is `after`. */
-async function heldTurn(after = "carrying on after the decision") {
+async function heldTurn(after = "carrying on after the decision", tenant = T) {
   const s = unique("held");
   const entry = unique("entry");
   await script(s, [{ toolCalls: [{ name: "vault__append", arguments: { entry } }] }, { text: "I asked for approval and will wait." }, { text: after }]);
-  await postMessage(T, A, { text: `[s:${s}] please record ${entry}`, conversation: s });
-  const view = await settled(T, A, s);
-  const holdId = (await getConversation(T, A, s)).holds[0]!.holdId;
+  await postMessage(tenant, A, { text: `[s:${s}] please record ${entry}`, conversation: s });
+  const view = await settled(tenant, A, s);
+  const holdId = (await getConversation(tenant, A, s)).holds[0]!.holdId;
   return { s, entry, view, holdId };
+}
+
+/** A click on a card through the console, as the console's one person (console:admin). */
+function consoleDecision(tenant: string, holdId: string, conversation: string): Promise<Response> {
+  return worker(`/console/tenants/${tenant}/agents/${A}/holds/${holdId}`, {
+    method: "POST",
+    headers: { authorization: "Bearer test-admin-token", "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({ conversation, approve: "1" }).toString(),
+    redirect: "manual",
+  });
 }
 
 describe("a call under approval", () => {
@@ -195,5 +205,38 @@ describe("a call under approval", () => {
     expect(result.notice).toBe("Refused: this button belongs to another workspace or agent.");
     expect((await getConversation(T, A, s)).holds[0]!.state).toBe("pending");
     expect(await ledgerAppends(entry)).toHaveLength(0);
+  });
+
+  it("a tenant named like an Object.prototype member (constructor, toString, valueOf…) decides holds like any other", async () => {
+    for (const tenant of ["constructor", "toString", "valueOf", "hasOwnProperty"]) {
+      const { s, entry, holdId } = await heldTurn("done", tenant);
+      // console:admin is not among this tenant's APPROVERS (it has none): refused, not a 500.
+      const refused = await consoleDecision(tenant, holdId, s);
+      expect(refused.status, tenant).toBe(303);
+      // The console shows the agent's answer on the page it sends the browser back to.
+      const cookie = refused.headers.getSetCookie().map((line) => line.split(";")[0]).join("; ");
+      const page = await worker(refused.headers.get("location")!, { headers: { authorization: "Bearer test-admin-token", cookie } });
+      expect(await page.text()).toMatch(/not allowed to decide/);
+      // The person who asked may decide it.
+      const own = await agent(tenant, A).submit({ tenant, agent: A }, click(holdId, true, { platform: "api", id: "admin" }, { tenant, agent: A }));
+      expect(own.notice, tenant).toBe("Approved. Performing it now.");
+      await waitFor(`the append in ${tenant}`, async () => (await ledgerAppends(entry)).length === 1);
+    }
+  });
+
+  it("a malformed APPROVERS: a click answers 503 naming APPROVERS, writes nothing, and works once it is fixed", async () => {
+    const tenant = "console_ok"; // APPROVERS lists console:admin for it
+    const { s, entry, holdId } = await heldTurn("Recorded after the fix.", tenant);
+    await withVars({ APPROVERS: "{not json" }, async () => {
+      const res = await consoleDecision(tenant, holdId, s);
+      expect(res.status).toBe(503);
+      expect(await res.text()).toMatch(/APPROVERS is not valid JSON/);
+    });
+    // The refused click was not recorded, and decided nothing.
+    expect((await getConversation(tenant, A, s)).holds[0]!.state).toBe("pending");
+    expect(await rows(tenant, A, "SELECT * FROM inbound WHERE kind = 'decision'")).toEqual([]);
+    expect((await consoleDecision(tenant, holdId, s)).status).toBe(303);
+    await answered(tenant, A, s, "Recorded after the fix.");
+    expect(await ledgerAppends(entry)).toHaveLength(1);
   });
 });

@@ -29,4 +29,17 @@ describe("the memory plugin", () => {
     await postMessage(T, "stranger", { text: `[s:${s}] what do you remember?`, conversation: s });
     expect((await settled(T, "stranger", s)).transcript.find((e) => e.role === "tool")!.text).toBe("No notes yet.");
   });
+
+  it("a key named like an Object.prototype member is a key like any other", async () => {
+    const s = unique("mem");
+    await script(s, [
+      { toolCalls: [{ name: "memory__forget", arguments: { key: "constructor" } }, { name: "memory__remember", arguments: { key: "toString", text: "a note" } }, { name: "memory__recall", arguments: {} }] },
+      { text: "Done." },
+    ]);
+    await postMessage(T, "protos", { text: `[s:${s}] tidy up`, conversation: s });
+    const tools = (await settled(T, "protos", s)).transcript.filter((e) => e.role === "tool").map((e) => e.text);
+    expect(tools[0]).toBe('There was no note "constructor".');
+    expect(tools[1]).toBe('Remembered "toString".');
+    expect(tools[2]).toMatch(/^- toString \(.+\): a note$/);
+  });
 });

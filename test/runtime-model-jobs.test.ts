@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import { consumeQueue, courierStub } from "../runtime/courier.ts";
 import type { EffectMessage } from "../runtime/effects.ts";
 import { agent, alarmOf, rows } from "./agents.ts";
-import { getConversation, postMessage, providerRequests, releaseProvider, script, settled, unique, waitFor } from "./support.ts";
+import { getConversation, postMessage, providerRequests, releaseProvider, script, settled, unique, waitFor, withVars } from "./support.ts";
 
 const T = "jobs";
 const A = "runner";
@@ -176,6 +176,35 @@ describe("leases", () => {
     expect(await providerRequests(s)).toHaveLength(0);
     expect(await rows(lost.tenant, lost.agent, "SELECT kind FROM effects")).toEqual([]);
     expect(await alarmOf(lost.tenant, lost.agent)).toBeNull();
+  });
+});
+
+describe("a provider whose secret is not set", () => {
+  it("fails the turn at once, naming the secret: no retry, no provider request", async () => {
+    const s = unique("nokey");
+    await script(s, [{ text: "never asked" }]);
+    const view = await withVars({ FAKE_PROVIDER_KEY: undefined }, async () => {
+      await postMessage(T, "unset-secret", { text: `[s:${s}] hi`, conversation: s });
+      return settled(T, "unset-secret", s);
+    });
+    expect(view.status).toBe("failed");
+    expect(view.error).toBe("not configured: the Worker secret FAKE_PROVIDER_KEY named by provider fake is not set");
+    expect(await providerRequests(s)).toHaveLength(0);
+    expect(await rows(T, "unset-secret", "SELECT retries FROM effects")).toEqual([]);
+  });
+});
+
+describe("a MODEL_PROVIDERS baseUrl that is not a URL", () => {
+  it("fails the turn with a configuration error naming MODEL_PROVIDERS and baseUrl", async () => {
+    const s = unique("badurl");
+    const providers = JSON.stringify([{ id: "fake", baseUrl: "not a url", auth: { secret: "FAKE_PROVIDER_KEY" } }]);
+    const view = await withVars({ MODEL_PROVIDERS: providers }, async () => {
+      await postMessage(T, "bad-url", { text: `[s:${s}] hi`, conversation: s });
+      return settled(T, "bad-url", s);
+    });
+    expect(view.status).toBe("failed");
+    expect(view.error).toMatch(/^configuration error: MODEL_PROVIDERS is invalid: [\s\S]*baseUrl is not a URL/);
+    expect(await providerRequests(s)).toHaveLength(0);
   });
 });
 

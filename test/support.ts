@@ -136,3 +136,19 @@ export async function releaseLedger(op: "read" | "append", entry: string): Promi
 export function unique(prefix: string): string {
   return `${prefix}${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`;
 }
+
+/**
+ * Runs `fn` with some configuration variables changed, then puts them back. In
+ * the pool the Worker, the objects and the queue consumer share this one env, so
+ * this is how a test shows what a misconfigured deployment answers.
+ */
+export async function withVars<T>(vars: Record<string, string | undefined>, fn: () => Promise<T>): Promise<T> {
+  const target = env as unknown as Record<string, string | undefined>;
+  const saved = Object.fromEntries(Object.keys(vars).map((k) => [k, target[k]]));
+  Object.assign(target, vars);
+  try {
+    return await fn();
+  } finally {
+    Object.assign(target, saved);
+  }
+}

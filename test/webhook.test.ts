@@ -235,4 +235,14 @@ describe("webhook bridge", () => {
     expect((await worker(`/v1/webhook/tenants/${tenant}`, { method: "DELETE", headers: ADMIN })).status).toBe(204);
     expect((await worker(`/v1/webhook/tenants/${tenant}`, { headers: ADMIN })).status).toBe(404);
   });
+
+  it("a callback_url that is not a URL at all → 422 saying so, and nothing is registered", async () => {
+    const tenant = unique("reg");
+    for (const callback_url of ["not a url", "", "%00", "http://", "\u0000"]) {
+      const res = await worker(`/v1/webhook/tenants/${tenant}`, { method: "PUT", headers: { ...ADMIN, "content-type": "application/json" }, body: JSON.stringify({ callback_url }) });
+      expect(res.status, JSON.stringify(callback_url)).toBe(422);
+      expect(((await res.json()) as { error: string }).error).toMatch(/callback_url is not a URL/);
+    }
+    expect((await worker(`/v1/webhook/tenants/${tenant}`, { headers: ADMIN })).status).toBe(404);
+  });
 });

@@ -1,7 +1,7 @@
 // Where a webhook tenant's replies go: the callback_url registered for it in
 // the control plane (PUT /v1/webhook/tenants/{tenant}).
 import { z } from "zod";
-import { isHttpsOrLoopback } from "../../lib/http.ts";
+import { httpsOrLoopbackUrl } from "../../lib/config.ts";
 import { controlPlane } from "../../runtime/index.ts";
 
 const NAMESPACE = "webhook-callbacks";
@@ -11,10 +11,7 @@ export interface CallbackRegistration {
 }
 
 export const registrationSchema = z.object({
-  callback_url: z
-    .string()
-    .url()
-    .refine((u) => isHttpsOrLoopback(new URL(u)), "callback_url must be https (http is allowed only for loopback)"),
+  callback_url: httpsOrLoopbackUrl("callback_url"),
 });
 
 export async function callbackFor(env: Env, tenant: string): Promise<CallbackRegistration | null> {

@@ -1,8 +1,7 @@
 // A model provider as MODEL_PROVIDERS describes it, and the model choice
 // (`<provider>/<model>`) resolved against those providers and the model table.
 import { z } from "zod";
-import { ConfigError } from "../../lib/config.ts";
-import { isHttpsOrLoopback } from "../../lib/http.ts";
+import { ConfigError, httpsOrLoopbackUrl } from "../../lib/config.ts";
 import { DEFAULT_MODEL_SETTINGS, knownModel, modelSettings, type ModelSettings } from "./table.ts";
 
 /** The wire protocols spoken, each through its own pi-ai entry. */
@@ -30,10 +29,7 @@ export type SettingsOverride = z.infer<typeof settingsOverride>;
 export const providerSchema = z.object({
   id: z.string().regex(/^[A-Za-z0-9._-]+$/, "provider id: letters, digits, . _ -"),
   api: z.enum(MODEL_APIS).default("openai-completions"),
-  baseUrl: z
-    .string()
-    .url()
-    .refine((u) => URL.canParse(u) && isHttpsOrLoopback(new URL(u)), "baseUrl must be https (http is allowed only for loopback)"),
+  baseUrl: httpsOrLoopbackUrl("baseUrl"),
   auth: z
     .object({
       /** The NAME of the Worker secret holding the key, never the key itself. */

@@ -7,10 +7,11 @@ import { FAKE_PROVIDER_KEY, startModelProvider } from "./model-provider.mjs";
 import { REMOTE_API_TOKEN, startRemote } from "./remote.mjs";
 import { FAKE_SLACK_BOT_TOKEN, FAKE_SLACK_CLIENT_ID, FAKE_SLACK_CLIENT_SECRET, FAKE_SLACK_SIGNING_SECRET, startSlack } from "./slack.mjs";
 
-export async function startFakes() {
-  const provider = await startModelProvider();
-  const ledger = await startLedger();
-  const slack = await startSlack();
+/** `gates` (test/fakes/gates.mjs), when given, lets a harness watch and hold requests. */
+export async function startFakes({ gates } = {}) {
+  const provider = await startModelProvider({ gates });
+  const ledger = await startLedger({ gates });
+  const slack = await startSlack({ gates });
   const discord = await startDiscord();
   const callback = await startCallbackReceiver();
   const remote = await startRemote();

@@ -4,7 +4,7 @@
 // POST /_control/release/<read|append>:<entry>).
 import { listen, readBody, sendJson } from "./http.mjs";
 
-export async function startLedger() {
+export async function startLedger({ gates } = {}) {
   const appends = [];
   const reads = [];
   const holds = new Map(); // entry → { waiting: resolve | null, released: boolean }
@@ -39,6 +39,8 @@ export async function startLedger() {
       const body = JSON.parse(await readBody(req));
       appends.push({ ...body, at: Date.now() });
       await held(`append:${body.entry}`);
+      await gates?.pass("ledger", { op: "append", entry: body.entry });
+      res.on("finish", () => gates?.tell("ledger", { op: "answered", entry: body.entry }));
       return sendJson(res, 200, { ok: true, count: appends.filter((a) => a.entry === body.entry).length });
     }
     return sendJson(res, 404, { error: "not found" });

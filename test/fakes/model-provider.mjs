@@ -9,17 +9,20 @@
 // A Chat Completions step may also ask for `argumentChunk: n` (arguments and
 // text cut into pieces of n characters, mid-JSON) and `interleave: true`
 // (parallel tool calls sent round-robin, chunk by chunk).
+// A scenario put with `by: "position"` answers each request by its place in
+// the conversation (the number of assistant messages it carries), so a request
+// sent again after a crash gets the same answer.
 import { listen, readBody, sendJson } from "./http.mjs";
 import { FAKE_PROVIDER_KEY, PROTOCOLS, usageOf } from "./model-protocols.mjs";
 
 export { FAKE_PROVIDER_KEY };
 
-export async function startModelProvider() {
+export async function startModelProvider({ gates } = {}) {
   /** id → { steps, next, requests, gates: resolvers waiting for release } */
   const scenarios = new Map();
   const unscripted = [];
   const scenario = (id) => {
-    if (!scenarios.has(id)) scenarios.set(id, { steps: [], next: 0, requests: [], waiting: [], credits: 0 });
+    if (!scenarios.has(id)) scenarios.set(id, { steps: [], by: "order", next: 0, requests: [], waiting: [], credits: 0 });
     return scenarios.get(id);
   };
 
@@ -29,8 +32,8 @@ export async function startModelProvider() {
     if (control) {
       const s = scenario(decodeURIComponent(control[1]));
       if (req.method === "PUT" && !control[2]) {
-        const { steps } = JSON.parse(await readBody(req));
-        Object.assign(s, { steps, next: 0, requests: [], waiting: [], credits: 0 });
+        const { steps, by = "order" } = JSON.parse(await readBody(req));
+        Object.assign(s, { steps, by, next: 0, requests: [], waiting: [], credits: 0 });
         return sendJson(res, 200, { ok: true });
       }
       if (req.method === "GET" && control[2] === "requests") return sendJson(res, 200, s.requests);
@@ -53,7 +56,10 @@ export async function startModelProvider() {
     if (!record.authorized) return protocol.unauthorized(res, req);
 
     const s = id ? scenario(id) : null;
-    const step = s && s.steps.length ? s.steps[Math.min(s.next++, s.steps.length - 1)] : { text: `ok: ${protocol.lastUserText(body)}` };
+    const position = (body.messages ?? []).filter((m) => m.role === "assistant").length;
+    const index = !s ? 0 : s.by === "position" ? position : s.next++;
+    const step = s && s.steps.length ? s.steps[Math.min(index, s.steps.length - 1)] : { text: `ok: ${protocol.lastUserText(body)}` };
+    await gates?.pass("provider", { scenario: id, position });
     if (step.hold) {
       if (s.credits > 0) s.credits--;
       else await new Promise((resolve) => s.waiting.push(resolve));

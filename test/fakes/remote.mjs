@@ -3,8 +3,12 @@
 // tests can show the gateway keeps them out of everything the agent sees.
 import { listen, readBody, sendJson } from "./http.mjs";
 
-/** The canary: a secret value that must never appear anywhere but the Worker's env. */
-export const REMOTE_API_TOKEN = "canary-7f3a9c2e51d84b06e2";
+/**
+ * The canary: a secret value that must never appear anywhere but the Worker's
+ * env. It has characters that URL encoding, JSON escaping and HTML escaping
+ * change, so each of those encodings differs from the value itself.
+ */
+export const REMOTE_API_TOKEN = `canary-7f3a/9c+2e=51"d8\\4b?06 e2'x`;
 
 export async function startRemote() {
   const posts = [];
@@ -13,7 +17,21 @@ export async function startRemote() {
     const auth = req.headers.authorization ?? "";
     const token = auth.replace(/^Bearer /, "");
     if (req.method === "GET" && url.pathname === "/echo") {
-      return sendJson(res, 200, { youSent: auth, base64: Buffer.from(token).toString("base64"), urlEncoded: encodeURIComponent(token) });
+      // As JSON, so every string below also arrives JSON-escaped.
+      return sendJson(res, 200, {
+        youSent: auth,
+        base64: Buffer.from(token).toString("base64"),
+        headerBase64: Buffer.from(auth).toString("base64"),
+        headerBase64Url: Buffer.from(`x${auth}`).toString("base64url"),
+        basicAuth: `Basic ${Buffer.from(`user:${token}`).toString("base64")}`,
+        urlEncoded: encodeURIComponent(token),
+        urlEncodedLower: encodeURIComponent(token).replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase()),
+        formEncoded: new URLSearchParams({ token }).toString(),
+        jsonInJson: JSON.stringify({ authorization: auth }),
+        asciiJson: JSON.stringify(token).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`),
+        html: token.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/'/g, "&#39;"),
+        hex: Buffer.from(token).toString("hex"),
+      });
     }
     if (req.method === "GET" && url.pathname === "/page") {
       res.writeHead(200, { "content-type": "text/html; charset=utf-8" });

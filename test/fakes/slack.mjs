@@ -17,7 +17,7 @@ const TEXT_LIMIT = 4000;
 /** Slack's response_url can be used 5 times. */
 const RESPONSE_URL_USES = 5;
 
-export async function startSlack() {
+export async function startSlack({ gates } = {}) {
   const calls = [];
   const tokens = new Set([FAKE_SLACK_BOT_TOKEN]);
   const messages = new Map(); // `${channel}:${ts}` → message
@@ -98,12 +98,15 @@ export async function startSlack() {
       const ts = `${Math.floor(Date.now() / 1000)}.${String(seq).padStart(6, "0")}`;
       messages.set(`${body.channel}:${ts}`, { ...body, ts });
       call.ts = ts;
+      // Posted: a harness may hold the answer, as a crash of the sender would lose it.
+      await gates?.pass("slack", call);
       return sendJson(res, 200, { ok: true, channel: body.channel, ts, message: { text: body.text, thread_ts: body.thread_ts } });
     }
     if (method === "chat.update") {
       const key = `${body.channel}:${body.ts}`;
       if (!messages.has(key)) return sendJson(res, 200, { ok: false, error: "message_not_found" });
       messages.set(key, { ...messages.get(key), ...body });
+      await gates?.pass("slack", call);
       return sendJson(res, 200, { ok: true, channel: body.channel, ts: body.ts, text: body.text });
     }
     return sendJson(res, 200, { ok: false, error: "unknown_method" });

@@ -69,16 +69,18 @@ export async function until(what, check, timeoutMs = 60_000) {
 /**
  * `command` defaults to `npx wrangler dev` with `vars` passed as --var; pass
  * `{ command: ["npm", "start"] }` to run exactly what a newcomer runs. `env`
- * is added to this process's environment.
+ * is added to this process's environment. `script` replaces the config's main
+ * module; `persistDir` (kept by `kill`) lets a second start run on the state
+ * the first one left.
  */
-export async function startWorker({ cwd, vars = {}, command, env = {}, port: givenPort } = {}) {
+export async function startWorker({ cwd, vars = {}, command, script, env = {}, persistDir: given, port: givenPort } = {}) {
   const port = givenPort ?? (await freePort());
   let inspectorPort;
   do inspectorPort = await freePort();
   while (inspectorPort === port + 1); // the demo inbox's port
-  const persistDir = mkdtempSync(join(tmpdir(), "antiproton-dev-"));
+  const persistDir = given ?? mkdtempSync(join(tmpdir(), "antiproton-dev-"));
   const args = command ?? [
-    "npx", "wrangler", "dev", "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspectorPort), "--persist-to", persistDir,
+    "npx", "wrangler", "dev", ...(script ? [script] : []), "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspectorPort), "--persist-to", persistDir,
     ...Object.entries(vars).flatMap(([key, value]) => ["--var", `${key}:${value}`]),
   ];
   const child = spawn(args[0], args.slice(1), {
@@ -91,12 +93,28 @@ export async function startWorker({ cwd, vars = {}, command, env = {}, port: giv
   child.stdout.on("data", (d) => (output += d));
   child.stderr.on("data", (d) => (output += d));
   const url = `http://127.0.0.1:${port}`;
+  const exited = new Promise((resolve) => child.on("exit", resolve));
   const stop = async () => {
     try {
       process.kill(-child.pid, "SIGTERM");
     } catch {}
     await sleep(200);
-    rmSync(persistDir, { recursive: true, force: true });
+    if (!given) rmSync(persistDir, { recursive: true, force: true });
+  };
+  /** A crash: SIGKILL to the whole process group (wrangler and workerd), state left as it is. */
+  const kill = async () => {
+    try {
+      process.kill(-child.pid, "SIGKILL");
+    } catch {}
+    await exited;
+    await until("the killed process group to be gone", async () => {
+      try {
+        process.kill(-child.pid, 0);
+        return false;
+      } catch {
+        return true;
+      }
+    }, 10_000);
   };
   try {
     await until("wrangler dev to answer", async () => (await fetch(`${url}/`)).ok, 120_000);
@@ -104,5 +122,5 @@ export async function startWorker({ cwd, vars = {}, command, env = {}, port: giv
     await stop();
     throw new Error(`${err.message}\n${output}`);
   }
-  return { url, port, stop, output: () => output };
+  return { url, port, persistDir, stop, kill, output: () => output };
 }

@@ -1,0 +1,290 @@
+// `npm run test:faults`: crash the whole Worker (SIGKILL to wrangler dev's
+// process group) at each named point of a turn, restart it on the same state
+// folder, and count what was lost or said twice.
+//
+// The turn, through Slack (signed events, the loopback Slack fake): a mention
+// → model call 1 asks for ledger__append (a non-idempotent write, allowed) and
+// vault__append (the same write, held for approval) → the card is posted →
+// model call 2 answers REPLY-1 → the person approves on the card → the held
+// append is performed → model call 3 answers REPLY-2 → the status says Done.
+//
+// Each kill point is an event from the fakes (test/fakes/gates.mjs), never a
+// sleep: the fake holds the chosen request (or has just answered it) and the
+// harness kills at once. Every wait is bounded. Exit code 1 on any loss or
+// duplicate.
+//
+//   FAULTS_RUNS=3             runs per kill point
+//   FAULTS_SETTLE_SECONDS=45  how long a turn may take to finish after the restart
+//   FAULTS_POINTS=a,b         only these kill points (by name)
+import { createHmac, randomUUID } from "node:crypto";
+import { once } from "node:events";
+import { Gates } from "../fakes/gates.mjs";
+import { startFakes } from "../fakes/index.mjs";
+import { startWorker } from "../node/wrangler-dev.mjs";
+
+const RUNS = Number(process.env.FAULTS_RUNS ?? 3);
+const SETTLE_MS = Number(process.env.FAULTS_SETTLE_SECONDS ?? 45) * 1000;
+/** How long a healthy Worker may take to reach a kill point or a step before it. */
+const STEP_MS = 30_000;
+/** After the turn is done, how long no new Slack call must come before the counts are read. */
+const QUIET_MS = 1_500;
+const TEAM = "TFAULTS";
+const USER = "UFAULTPERSON";
+const BOT = "UFAKEBOT";
+
+const POINTS = [
+  { name: "none" },
+  { name: "during model call 1", hold: (run) => ["provider", (i) => i.scenario === run.id && i.position === 0] },
+  { name: "during model call 2", hold: (run) => ["provider", (i) => i.scenario === run.id && i.position === 1] },
+  { name: "just after the tool answered", after: (run) => ["ledger", (i) => i.op === "answered" && i.entry === run.entryA] },
+  { name: "tool call in flight", hold: (run) => ["ledger", (i) => i.op === "append" && i.entry === run.entryA] },
+  { name: "during a chat send", hold: (run) => ["slack", (c) => c.method === "chat.postMessage" && c.body.channel === run.channel && String(c.body.text ?? "").includes(`REPLY-1 ${run.id}`)] },
+  { name: "during a decision", hold: (run) => ["ledger", (i) => i.op === "append" && i.entry === run.entryB] },
+];
+
+const gates = new Gates();
+gates.setMaxListeners(0);
+const { fakes, bindings } = await startFakes({ gates });
+const signingSecret = bindings.SLACK_SIGNING_SECRET;
+const ledgerUrl = fakes.ledger.url;
+const vars = {
+  ADMIN_TOKEN: bindings.ADMIN_TOKEN,
+  MODEL_PROVIDERS: bindings.MODEL_PROVIDERS,
+  HARNESS_MODEL: bindings.HARNESS_MODEL,
+  FAKE_PROVIDER_KEY: bindings.FAKE_PROVIDER_KEY,
+  MODEL_RETRY_BASE_SECONDS: "0",
+  MOUNTS: JSON.stringify([
+    { alias: "ledger", plugin: "ledger", config: { url: ledgerUrl } },
+    { alias: "vault", plugin: "ledger", config: { url: ledgerUrl }, policy: { write: "approval" } },
+  ]),
+  SLACK_API_BASE_URL: bindings.SLACK_API_BASE_URL,
+  SLACK_SIGNING_SECRET: signingSecret,
+  SLACK_BOT_TOKEN: bindings.SLACK_BOT_TOKEN,
+};
+const cwd = new URL("../..", import.meta.url).pathname;
+// The Worker with the test-only ledger plugin: the non-idempotent effect whose repeats are counted.
+const script = "test/worker-under-test.ts";
+
+/** Every Slack Web API call the Worker made, in order (the fake reports each as an event). */
+const slackCalls = [];
+gates.on("slack", (call) => slackCalls.push(call));
+const appends = new Map();
+gates.on("ledger", (i) => i.op === "append" && appends.set(i.entry, (appends.get(i.entry) ?? 0) + 1));
+
+let worker = await startWorker({ cwd, vars, script });
+const persistDir = worker.persistDir;
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Resolves when `check()` holds, re-checked on every Slack call; rejects once
+ * `deadline.at` has passed (the harness moves it when it restarts the Worker).
+ */
+function slackUntil(what, check, deadline) {
+  return new Promise((resolve, reject) => {
+    let timer;
+    const test = () => {
+      const value = check();
+      if (value) {
+        cleanup();
+        resolve(value);
+      }
+    };
+    const arm = () => {
+      timer = setTimeout(() => (Date.now() >= deadline.at ? (cleanup(), reject(new Error(`no ${what} in time`))) : arm()), Math.max(0, deadline.at - Date.now()));
+    };
+    const cleanup = () => {
+      clearTimeout(timer);
+      gates.off("slack", test);
+    };
+    gates.on("slack", test);
+    arm();
+    test();
+  });
+}
+
+function signed(body, contentType) {
+  const timestamp = String(Math.floor(Date.now() / 1000));
+  const signature = `v0=${createHmac("sha256", signingSecret).update(`v0:${timestamp}:${body}`).digest("hex")}`;
+  return { method: "POST", headers: { "content-type": contentType, "x-slack-request-timestamp": timestamp, "x-slack-signature": signature }, body };
+}
+
+/** Posts to the Worker; while it is down (killed, restarting) the same request is sent again, as Slack retries. */
+async function toWorker(path, init, deadline) {
+  for (;;) {
+    try {
+      const res = await fetch(`${worker.url}${path}`, init);
+      if (res.status < 500) return res;
+      await res.body?.cancel();
+    } catch {}
+    if (Date.now() > deadline.at) throw new Error(`${path} was not accepted in time`);
+    await sleep(100);
+    await restarted;
+  }
+}
+
+let restarted = Promise.resolve();
+
+async function crashAndRestart() {
+  let done;
+  restarted = new Promise((resolve) => (done = resolve));
+  await worker.kill();
+  const started = Date.now();
+  worker = await startWorker({ cwd, vars, script, persistDir, port: worker.port });
+  done();
+  return Date.now() - started;
+}
+
+function runOf(point, n) {
+  const id = `f${randomUUID().replaceAll("-", "").slice(0, 10)}`;
+  return { point, n, id, channel: `C${id.toUpperCase()}`, entryA: `a-${id}`, entryB: `b-${id}`, ts: `${Math.floor(Date.now() / 1000)}.${String(n).padStart(6, "0")}` };
+}
+
+const inChannel = (run) => slackCalls.filter((c) => c.body.channel === run.channel);
+const posts = (run) => inChannel(run).filter((c) => c.method === "chat.postMessage");
+const replyPosts = (run, label) => posts(run).filter((c) => !c.body.blocks && String(c.body.text ?? "").includes(`${label} ${run.id}`));
+const cardPosts = (run) => posts(run).filter((c) => JSON.stringify(c.body.blocks ?? []).includes("hold:approve:"));
+const failureNotices = (run) => posts(run).filter((c) => String(c.body.text ?? "").includes("this turn failed"));
+
+/** Done: REPLY-2 was posted, and after it the status message said Done. */
+function finished(run) {
+  const calls = inChannel(run);
+  const reply = calls.findIndex((c) => c.method === "chat.postMessage" && !c.body.blocks && String(c.body.text ?? "").includes(`REPLY-2 ${run.id}`));
+  return reply >= 0 && calls.slice(reply + 1).some((c) => c.body.blocks && /Done\.$/.test(String(c.body.text ?? "")));
+}
+
+/** The person's side of the turn: mention the agent, then approve the card once REPLY-1 is there. */
+async function converse(run, deadline) {
+  const mention = {
+    type: "event_callback",
+    team_id: TEAM,
+    api_app_id: "AFAULTS",
+    event_id: `Ev${run.id}`,
+    event_time: Math.floor(Date.now() / 1000),
+    authorizations: [{ team_id: TEAM, user_id: BOT, is_bot: true, is_enterprise_install: false }],
+    event: { type: "app_mention", user: USER, text: `<@${BOT}> [s:${run.id}] record ${run.entryA} and ${run.entryB}`, ts: run.ts, channel: run.channel, channel_type: "channel" },
+  };
+  const res = await toWorker("/slack/events", signed(JSON.stringify(mention), "application/json"), deadline);
+  await res.body?.cancel();
+  await slackUntil("card and REPLY-1", () => cardPosts(run).length > 0 && replyPosts(run, "REPLY-1").length > 0, deadline);
+  const card = cardPosts(run)[0];
+  const approve = card.body.blocks.flatMap((b) => b.elements ?? []).find((e) => String(e.value ?? "").startsWith("hold:approve:"));
+  const click = {
+    type: "block_actions",
+    user: { id: USER, team_id: TEAM },
+    team: { id: TEAM },
+    channel: { id: run.channel },
+    container: { type: "message", channel_id: run.channel, message_ts: card.ts, thread_ts: run.ts },
+    message: { ts: card.ts, thread_ts: run.ts },
+    actions: [{ action_id: approve.action_id, value: approve.value, action_ts: `${Math.floor(Date.now() / 1000)}.${run.n}` }],
+  };
+  const clicked = await toWorker("/slack/interactivity", signed(new URLSearchParams({ payload: JSON.stringify(click) }).toString(), "application/x-www-form-urlencoded"), deadline);
+  await clicked.body?.cancel();
+  await slackUntil("REPLY-2 and Done", () => finished(run), deadline);
+}
+
+/** Resolves when the kill point is reached: a held request arrived, or the watched answer was sent. */
+function killPoint(run) {
+  const { point } = run;
+  if (point.hold) {
+    const [fake, match] = point.hold(run);
+    gates.holdOnce(fake, match);
+    return (async () => {
+      for (;;) {
+        const [held] = await once(gates, "held");
+        if (held.fake === fake && match(held.info)) return;
+      }
+    })();
+  }
+  if (point.after) {
+    const [fake, match] = point.after(run);
+    return new Promise((resolve) => {
+      const listen = (info) => match(info) && (gates.off(fake, listen), resolve());
+      gates.on(fake, listen);
+    });
+  }
+  return null;
+}
+
+/** Lets a late duplicate show: returns once the channel has had no new Slack call for QUIET_MS. */
+async function quiet(run) {
+  let count = -1;
+  while (inChannel(run).length !== count) {
+    count = inChannel(run).length;
+    await sleep(QUIET_MS);
+  }
+}
+
+async function trial(run) {
+  await fetch(`${fakes.provider.url}/_control/scenarios/${run.id}`, {
+    method: "PUT",
+    body: JSON.stringify({
+      by: "position",
+      steps: [
+        { toolCalls: [{ name: "ledger__append", arguments: { entry: run.entryA } }, { name: "vault__append", arguments: { entry: run.entryB } }] },
+        { text: `REPLY-1 ${run.id}: the second entry waits for your approval.` },
+        { text: `REPLY-2 ${run.id}: both entries are recorded.` },
+      ],
+    }),
+  });
+  const reached = killPoint(run);
+  const started = Date.now();
+  let outcome = "completed";
+  let note = "";
+  // Until the kill, each step has STEP_MS; after the restart the turn has SETTLE_MS to finish.
+  const deadline = { at: started + (reached ? STEP_MS : SETTLE_MS) };
+  const conversation = converse(run, deadline).catch((err) => err);
+  if (reached) {
+    const first = await Promise.race([reached.then(() => "kill"), conversation.then(() => "ended")]);
+    if (first !== "kill") {
+      gates.clear();
+      return { ...run, outcome: "error", note: "the kill point was never reached", replies: 0, effects: 0 };
+    }
+    deadline.at = Infinity;
+    note = `restarted in ${await crashAndRestart()} ms`;
+    deadline.at = Date.now() + SETTLE_MS;
+  }
+  const result = await conversation;
+  if (result instanceof Error) {
+    outcome = failureNotices(run).length > 0 ? "failed" : "lost";
+    note = `${note}; ${result.message}`;
+  }
+  await quiet(run);
+  const dupReplies = ["REPLY-1", "REPLY-2"].reduce((n, label) => n + Math.max(0, replyPosts(run, label).length - 1), 0) + Math.max(0, cardPosts(run).length - 1);
+  const dupEffects = [run.entryA, run.entryB].reduce((n, entry) => n + Math.max(0, (appends.get(entry) ?? 0) - 1), 0);
+  return { ...run, outcome, note, dupReplies, dupEffects, ms: Date.now() - started };
+}
+
+const wanted = process.env.FAULTS_POINTS?.split(",").map((s) => s.trim());
+const points = wanted ? POINTS.filter((p) => wanted.includes(p.name)) : POINTS;
+const results = [];
+console.log(`test:faults: ${points.length} kill points × ${RUNS} runs on wrangler dev (${worker.url}); a turn has ${SETTLE_MS / 1000} s after a restart to finish`);
+try {
+  for (const point of points) {
+    for (let n = 1; n <= RUNS; n++) {
+      const result = await trial(runOf(point, n));
+      results.push(result);
+      console.log(`${point.name} #${n}: ${result.outcome} in ${result.ms ?? "?"} ms, duplicate replies ${result.dupReplies}, duplicate effects ${result.dupEffects}${result.note ? ` (${result.note})` : ""}`);
+    }
+  }
+} finally {
+  await worker.stop();
+}
+
+const rows = points.map((point) => {
+  const mine = results.filter((r) => r.point === point);
+  const count = (outcome) => mine.filter((r) => r.outcome === outcome).length;
+  return {
+    point: point.name,
+    completed: `${count("completed")}/${mine.length}`,
+    failed: count("failed"),
+    lost: count("lost") + count("error"),
+    replies: mine.reduce((n, r) => n + r.dupReplies, 0),
+    effects: mine.reduce((n, r) => n + r.dupEffects, 0),
+  };
+});
+console.log("\n| kill point | completed | failed (told) | lost | duplicate replies | duplicate effects |\n| --- | --- | --- | --- | --- | --- |");
+for (const r of rows) console.log(`| ${r.point} | ${r.completed} | ${r.failed} | ${r.lost} | ${r.replies} | ${r.effects} |`);
+const bad = results.filter((r) => r.outcome !== "completed" || r.dupReplies > 0 || r.dupEffects > 0);
+console.log(bad.length === 0 ? "\nevery kill point: completed, nothing lost, nothing said or done twice" : `\n${bad.length} of ${results.length} runs lost, failed or repeated something`);
+process.exit(bad.length === 0 ? 0 : 1);
