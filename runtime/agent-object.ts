@@ -9,11 +9,11 @@ import { cardFor, Holds, type Card } from "../approvals/index.ts";
 import { ConfigError, secretNamed } from "../lib/config.ts";
 import { Gateway, MountError, policyWarnings } from "../plugins/index.ts";
 import { ApprovalFlow } from "./approval-flow.ts";
-import type { ChatEvent, ConversationStatus, DeliveryResult, OutboxDelivery, Platform, Route, SubmitResult } from "./chat.ts";
-import { effectiveModel, effectiveMounts, leaseSeconds, modelChoice, retryBaseSeconds } from "./config.ts";
+import type { ChatEvent, ConversationStatus, DeliveryResult, OutboxDelivery, Route, SubmitResult } from "./chat.ts";
+import { leaseSeconds, modelChoice, retryBaseSeconds } from "./config.ts";
+import { controlPlane } from "./control-plane.ts";
 import { Conversations, type ConversationRow } from "./conversations.ts";
 import type { RuntimeDeps } from "./deps.ts";
-import { listInDirectory } from "./directory.ts";
 import { Effects, type EffectRow } from "./effects.ts";
 import type { ModelRequest } from "./model-job.ts";
 import type { ProviderCall } from "./models/index.ts";
@@ -22,6 +22,7 @@ import { MountSessions } from "./mount-sessions.ts";
 import { Outbox } from "./outbox.ts";
 import { Scheduler } from "./scheduler.ts";
 import { hasSchema, migrate } from "./schema.ts";
+import { modelFrom, mountsFrom, NO_SETTINGS, SettingsCopy, type SettingsText } from "./settings.ts";
 import { systemPrompt } from "./system-prompt.ts";
 import { ToolCalls, type ToolReport, type ToolWork } from "./tool-calls.ts";
 import { transcript, type TranscriptEntry } from "./transcript.ts";
@@ -56,6 +57,7 @@ export class AgentObject extends DurableObject<Env> {
   private readonly jobs: ModelJobs;
   private readonly tools: ToolCalls;
   private readonly sessions: MountSessions;
+  private readonly settings: SettingsCopy;
   private readonly outbox: Outbox;
   private readonly turns: Turns;
   private readonly approvals: ApprovalFlow;
@@ -77,6 +79,7 @@ export class AgentObject extends DurableObject<Env> {
     this.store = new Conversations(this.sql);
     this.effects = new Effects(this.sql, leaseSeconds(env) * 1000);
     this.sessions = new MountSessions(this.sql);
+    this.settings = new SettingsCopy(this.sql);
     this.jobs = new ModelJobs(ctx.storage, id, env.LARGE_VALUES, this.effects);
     this.tools = new ToolCalls(ctx.storage, this.store, this.effects, this.sessions);
     this.outbox = new Outbox(ctx.storage, id, deps, this.effects);
@@ -95,10 +98,11 @@ export class AgentObject extends DurableObject<Env> {
 
   /** A durable write, then an alarm for "now". Never waits for the model or a platform. */
   async submit(route: Route, event: ChatEvent): Promise<SubmitResult> {
-    this.claim(route, event.user.platform);
-    // `status` reports policy warnings, which need the mounts (read before the synchronous write).
-    const gateway = event.kind === "command" && event.command === "status" ? await this.loadGateway(route).catch(() => null) : null;
-    const result = this.ctx.storage.transactionSync(() => this.accept(route, event, gateway));
+    this.claim(route);
+    // Its first event lists the agent in the directory and gives it its copy of the
+    // settings: the one call to the control plane in the object's life.
+    if (this.settings.get() === null) this.settings.apply(await controlPlane(this.env).register({ ...route, platform: event.user.platform }));
+    const result = this.ctx.storage.transactionSync(() => this.accept(route, event));
     if (result.accepted) await this.scheduler.wake();
     return result;
   }
@@ -184,7 +188,7 @@ export class AgentObject extends DurableObject<Env> {
   /** A courier's claim of a tool call (or an approved hold): the work, under the mount's policy as it is now. */
   async toolClaim(route: Route, kind: "tool" | "hold", id: string): Promise<ToolWork | null> {
     this.claim(route);
-    const pass = await this.passContext(route);
+    const pass = this.passContext(route);
     const work = this.ctx.storage.transactionSync(() => (kind === "tool" ? this.tools.claim(pass, id) : this.approvals.claim(pass, id)));
     if (!work) await this.scheduler.wake();
     return work;
@@ -222,11 +226,14 @@ export class AgentObject extends DurableObject<Env> {
 
   // ---- identity ----------------------------------------------------------
 
-  /**
-   * The object records its (tenant, agent) on first use and refuses any other.
-   * Given the platform of an event, it also lists itself in the directory once.
-   */
-  private claim(route: Route, platform?: Platform): void {
+  /** The control plane's push of this agent's settings after a change (runtime/settings.ts). */
+  async applySettings(route: Route, settings: SettingsText): Promise<void> {
+    this.claim(route);
+    this.settings.apply(settings);
+  }
+
+  /** The object records its (tenant, agent) on first use and refuses any other. */
+  private claim(route: Route): void {
     if (this.fresh) {
       migrate(this.ctx.storage);
       this.fresh = false;
@@ -239,7 +246,6 @@ export class AgentObject extends DurableObject<Env> {
         `this object belongs to tenant "${known.tenant}" agent "${known.agent}"; refused a request for tenant "${route.tenant}" agent "${route.agent}"`,
       );
     }
-    if (platform) listInDirectory(this.ctx, this.env, route, platform);
   }
 
   /** A read's check: refuses another identity as claim does, but an object with none yet has nothing to show and records nothing. */
@@ -260,7 +266,7 @@ export class AgentObject extends DurableObject<Env> {
 
   // ---- accept: the durable write -------------------------------------------
 
-  private accept(route: Route, event: ChatEvent, gateway: Gateway | null): SubmitResult {
+  private accept(route: Route, event: ChatEvent): SubmitResult {
     const existing = this.store.get(event.conversation);
     if (!this.store.recordInbound(event.id, event.conversation, event.kind)) {
       return { accepted: false, conversation: event.conversation, status: existing ? this.statusOf(existing) : "idle" };
@@ -294,24 +300,31 @@ export class AgentObject extends DurableObject<Env> {
         notice = this.turns.interrupt(conv.id);
         break;
       case "command":
-        notice = this.command(conv.id, event.command, gateway);
+        notice = this.command(conv.id, event.command);
         break;
     }
     return { accepted: true, conversation: conv.id, status: statusNow(), notice };
   }
 
-  private command(conversation: string, command: "stop" | "compact" | "status", gateway: Gateway | null): string {
+  private command(conversation: string, command: "stop" | "compact" | "status"): string {
     switch (command) {
       case "stop":
         return this.turns.interrupt(conversation);
       case "status":
-        return this.describe(this.store.get(conversation)!, gateway);
+        return this.describe(this.store.get(conversation)!);
       case "compact":
         return this.turns.compact(conversation);
     }
   }
 
-  private describe(conv: ConversationRow, gateway: Gateway | null): string {
+  private describe(conv: ConversationRow): string {
+    // Policy warnings need the mounts; a configuration that cannot be read is itself worth a warning.
+    let gateway: Gateway | null = null;
+    try {
+      gateway = this.gateway();
+    } catch {
+      gateway = null;
+    }
     const usage = `${conv.input_tokens} tokens in, ${conv.output_tokens} out, $${conv.cost.toFixed(4)}`;
     const error = conv.status === "failed" && conv.error ? ` Last error: ${conv.error}` : "";
     const warnings = gateway ? policyWarnings(gateway.mountsUnderPolicy()).map((w) => `\nWarning: ${w}.`) : ["\nWarning: the mounts could not be read."];
@@ -372,7 +385,7 @@ export class AgentObject extends DurableObject<Env> {
    */
   private async passContextOrFailTurns(route: Route): Promise<PassContext | null> {
     try {
-      return await this.passContext(route);
+      return this.passContext(route);
     } catch (err) {
       if (!(err instanceof MountError || err instanceof ConfigError)) throw err;
       const reason = `configuration error: ${err.message}`;
@@ -399,15 +412,17 @@ export class AgentObject extends DurableObject<Env> {
     }
   }
 
-  private async passContext(route: Route): Promise<PassContext> {
-    const [gateway, pick] = await Promise.all([this.loadGateway(route), effectiveModel(this.env, route)]);
+  /** Mounts and model as they are now, from the agent's own copy of its settings. */
+  private passContext(route: Route): PassContext {
+    const settings = this.settings.get() ?? NO_SETTINGS;
+    const pick = modelFrom(this.env, settings);
     const model = modelChoice(this.env, pick);
-    return { route, gateway, pick, model, systemPrompt: systemPrompt(this.env, route, model) };
+    return { route, gateway: this.gateway(settings), pick, model, systemPrompt: systemPrompt(this.env, route, model) };
   }
 
-  /** Mounts as they are now. Secrets resolve only for plugins that run in the object; a courier resolves its own. */
-  private async loadGateway(route: Route): Promise<Gateway> {
-    return new Gateway(await effectiveMounts(this.env, route), this.deps.plugins, {
+  /** Secrets resolve only for plugins that run in the object; a courier resolves its own. */
+  private gateway(settings = this.settings.get() ?? NO_SETTINGS): Gateway {
+    return new Gateway(mountsFrom(this.env, settings), this.deps.plugins, {
       secret: (name) => secretNamed(this.env, name),
       session: (alias) => this.sessions.state(alias),
     });

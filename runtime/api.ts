@@ -4,9 +4,12 @@ import { z } from "zod";
 import { CONVERSATION_ID, parseRoute, readConversation, submitEvent } from "./ingress.ts";
 import { HttpError, parseJson, readBody, safeEqual } from "../lib/http.ts";
 import { ConfigError } from "../lib/config.ts";
-import { adminToken, deploymentModel, effectiveModel, effectiveMounts, modelProviders, mountList, MODELS_NAMESPACE, MOUNTS_NAMESPACE } from "./config.ts";
+import { adminToken, deploymentModel, modelProviders } from "./config.ts";
 import { modelPickSchema, pickProblem, type ModelPick } from "./models/index.ts";
 import { controlPlane } from "./control-plane.ts";
+import { agentStub } from "./ingress.ts";
+import { modelFrom, mountList, mountsFrom, parseSettings, type SettingKind } from "./settings.ts";
+import type { Route } from "./chat.ts";
 import { Gateway, MountError, policyWarnings, type Mount, type Plugin } from "../plugins/index.ts";
 import type { RuntimeDeps } from "./deps.ts";
 
@@ -58,6 +61,20 @@ async function readModelPick(c: Context<{ Bindings: Env }>): Promise<ModelPick> 
   return parsed.data;
 }
 
+/**
+ * Stores a tenant's or an agent's setting (null removes it) and pushes each
+ * affected agent its new copy before answering, so the next pass of every one
+ * of them already runs under it. An agent that could not be reached is named:
+ * the request may be repeated.
+ */
+async function changeSetting(env: Env, kind: SettingKind, route: Route, scope: "tenant" | "agent", value: unknown): Promise<{ agents: number }> {
+  const targets = await controlPlane(env).changeSetting(kind, route, scope, value);
+  const pushed = await Promise.allSettled(targets.map((t) => agentStub(env, t.route).applySettings(t.route, t.settings)));
+  const missed = targets.filter((_, i) => pushed[i]!.status === "rejected").map((t) => t.route.agent);
+  if (missed.length > 0) throw new HttpError(503, `saved, but ${missed.length} agent(s) could not be told yet (${missed.slice(0, 5).join(", ")}); repeat the request`);
+  return { agents: targets.length };
+}
+
 /** The Agents API over the given plugins (for inspecting mounts). */
 export function agentsApi(deps: RuntimeDeps): Hono<{ Bindings: Env }> {
   const api = new Hono<{ Bindings: Env }>();
@@ -90,22 +107,23 @@ export function agentsApi(deps: RuntimeDeps): Hono<{ Bindings: Env }> {
     return c.json(await readConversation(c.env, route, c.req.param("id")));
   });
 
-  // Per-tenant and per-agent mount overrides: a mount with the same alias replaces the one from MOUNTS.
-  api.put("/tenants/:tenant/mounts", async (c) => {
-    const route = parseRoute(c.req.param("tenant"), "any");
-    await controlPlane(c.env).put(MOUNTS_NAMESPACE, route.tenant, await readMounts(c, deps.plugins));
-    return c.json({ ok: true });
-  });
-
-  api.put("/tenants/:tenant/agents/:agent/mounts", async (c) => {
-    const route = parseRoute(c.req.param("tenant"), c.req.param("agent"));
-    await controlPlane(c.env).put(MOUNTS_NAMESPACE, `${route.tenant}/${route.agent}`, await readMounts(c, deps.plugins));
-    return c.json({ ok: true });
-  });
+  // Per-tenant and per-agent settings: a mount with the same alias replaces the one from MOUNTS;
+  // the agent's model choice wins over the tenant's, which wins over HARNESS_MODEL.
+  for (const scope of ["tenant", "agent"] as const) {
+    const base = scope === "tenant" ? "/tenants/:tenant" : "/tenants/:tenant/agents/:agent";
+    const routeOf = (c: Context<{ Bindings: Env }>) => parseRoute(c.req.param("tenant")!, c.req.param("agent") ?? "any");
+    api.put(`${base}/mounts`, async (c) => c.json({ ok: true, ...(await changeSetting(c.env, "mounts", routeOf(c), scope, await readMounts(c, deps.plugins))) }));
+    api.delete(`${base}/mounts`, async (c) => c.json({ ok: true, ...(await changeSetting(c.env, "mounts", routeOf(c), scope, null)) }));
+    api.put(`${base}/model`, async (c) => {
+      const pick = await readModelPick(c);
+      return c.json({ ok: true, model: pick, ...(await changeSetting(c.env, "models", routeOf(c), scope, pick)) });
+    });
+    api.delete(`${base}/model`, async (c) => c.json({ ok: true, ...(await changeSetting(c.env, "models", routeOf(c), scope, null)) }));
+  }
 
   api.get("/tenants/:tenant/agents/:agent/mounts", async (c) => {
     const route = parseRoute(c.req.param("tenant"), c.req.param("agent"));
-    const mounts = await effectiveMounts(c.env, route);
+    const mounts = mountsFrom(c.env, parseSettings(await controlPlane(c.env).settingsFor(route)));
     let gateway: Gateway;
     try {
       gateway = inspectMounts(mounts, deps.plugins);
@@ -116,26 +134,11 @@ export function agentsApi(deps: RuntimeDeps): Hono<{ Bindings: Env }> {
     }
     return c.json({ mounts, tools: gateway.tools().map((t) => ({ name: t.name, policy: gateway.policy(t.name) })), warnings: policyWarnings(gateway.mountsUnderPolicy()) });
   });
-  // Model choice per tenant and per agent: the agent's wins over the tenant's, which wins over HARNESS_MODEL.
-  for (const path of ["/tenants/:tenant/model", "/tenants/:tenant/agents/:agent/model"]) {
-    const keyOf = (c: Context<{ Bindings: Env }>) => {
-      const route = parseRoute(c.req.param("tenant")!, c.req.param("agent") ?? "any");
-      return c.req.param("agent") === undefined ? route.tenant : `${route.tenant}/${route.agent}`;
-    };
-    api.put(path, async (c) => {
-      const key = keyOf(c);
-      const pick = await readModelPick(c);
-      await controlPlane(c.env).put(MODELS_NAMESPACE, key, pick);
-      return c.json({ ok: true, model: pick });
-    });
-    api.delete(path, async (c) => c.json({ ok: await controlPlane(c.env).delete(MODELS_NAMESPACE, keyOf(c)) }));
-  }
 
   api.get("/tenants/:tenant/agents/:agent/model", async (c) => {
     const route = parseRoute(c.req.param("tenant"), c.req.param("agent"));
-    const control = controlPlane(c.env);
-    const [tenant, agent] = await Promise.all([control.get(MODELS_NAMESPACE, route.tenant), control.get(MODELS_NAMESPACE, `${route.tenant}/${route.agent}`)]);
-    return c.json({ effective: await effectiveModel(c.env, route), deployment: deploymentModel(c.env), tenant, agent });
+    const settings = parseSettings(await controlPlane(c.env).settingsFor(route));
+    return c.json({ effective: modelFrom(c.env, settings), deployment: deploymentModel(c.env), tenant: settings.models.tenant, agent: settings.models.agent });
   });
   return api;
 }

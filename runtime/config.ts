@@ -2,12 +2,10 @@
 // reported with the variable's name so the operator knows what to fix.
 import { z } from "zod";
 import { approversSchema } from "../approvals/index.ts";
-import { mountSchema, type Mount } from "../plugins/index.ts";
-import { controlPlane } from "./control-plane.ts";
 import { ConfigError, parseJsonVar, secretNamed } from "../lib/config.ts";
 import { HttpError } from "../lib/http.ts";
 import { ownValue } from "../lib/own.ts";
-import { modelPickSchema, resolvePick, providerSchema, type ModelChoice, type ModelPick, type ProviderConfig } from "./models/index.ts";
+import { resolvePick, providerSchema, type ModelChoice, type ModelPick, type ProviderConfig } from "./models/index.ts";
 
 const providerList = z.array(providerSchema).refine((list) => new Set(list.map((p) => p.id)).size === list.length, "provider ids must be unique");
 
@@ -27,21 +25,6 @@ export function modelChoice(env: Env, pick?: ModelPick): ModelChoice {
   return resolvePick(modelProviders(env), pick ?? deploymentModel(env), pick ? `model "${pick.model}"` : "HARNESS_MODEL");
 }
 
-export const MODELS_NAMESPACE = "models";
-
-/** The agent's choice, else its tenant's, else the deployment's: the most specific wins. */
-export async function effectiveModel(env: Env, route: { tenant: string; agent: string }): Promise<ModelPick> {
-  const control = controlPlane(env);
-  const [tenant, agent] = await Promise.all([control.get(MODELS_NAMESPACE, route.tenant), control.get(MODELS_NAMESPACE, `${route.tenant}/${route.agent}`)]);
-  for (const stored of [agent, tenant]) {
-    if (stored === null) continue;
-    const parsed = modelPickSchema.safeParse(stored);
-    if (!parsed.success) throw new ConfigError(`the stored model choice is invalid: ${z.prettifyError(parsed.error)}`);
-    return parsed.data;
-  }
-  return deploymentModel(env);
-}
-
 /** How long an effect on the queue may wait for a courier before it is sent again (EFFECT_LEASE_SECONDS). */
 export function leaseSeconds(env: Env): number {
   return parseJsonVar("EFFECT_LEASE_SECONDS", env.EFFECT_LEASE_SECONDS, z.number().positive().max(3600), "30");
@@ -53,26 +36,6 @@ export function retryBaseSeconds(env: Env): number {
 }
 
 
-
-export const mountList = z.array(mountSchema);
-
-/** `MOUNTS`, then the tenant's overrides, then the agent's: a later mount with the same alias replaces an earlier one. */
-export async function effectiveMounts(env: Env, route: { tenant: string; agent: string }): Promise<Mount[]> {
-  const control = controlPlane(env);
-  const [tenant, agent] = await Promise.all([control.get(MOUNTS_NAMESPACE, route.tenant), control.get(MOUNTS_NAMESPACE, `${route.tenant}/${route.agent}`)]);
-  const byAlias = new Map<string, Mount>();
-  const overrides = [tenant ?? [], agent ?? []].map((list) => {
-    const parsed = mountList.safeParse(list);
-    if (!parsed.success) throw new ConfigError(`stored mount overrides are invalid: ${z.prettifyError(parsed.error)}`);
-    return parsed.data;
-  });
-  for (const list of [parseJsonVar("MOUNTS", env.MOUNTS, mountList, "[]"), ...overrides]) {
-    for (const mount of list) byAlias.set(mount.alias, mount);
-  }
-  return [...byAlias.values()];
-}
-
-export const MOUNTS_NAMESPACE = "mounts";
 
 export function approversFor(env: Env, tenant: string): string[] {
   return ownValue(parseJsonVar("APPROVERS", env.APPROVERS, approversSchema, "{}"), tenant) ?? [];

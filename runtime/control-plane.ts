@@ -3,7 +3,12 @@
 // overrides, the directory of tenants and agents. Values are JSON; anything
 // secret is encrypted by its owner before it is stored here.
 import { DurableObject } from "cloudflare:workers";
+import type { Route } from "./chat.ts";
 import { agentListing, DIRECTORY_SCHEMA, recordEntry, tenantListing, type AgentListing, type DirectoryEntry, type TenantListing } from "./directory.ts";
+import { settingKey, type SettingKind, type SettingsText } from "./settings.ts";
+
+/** Each tenant's settings version, in the settings table under this namespace. */
+const VERSIONS = "settings-version";
 
 export class ControlPlane extends DurableObject<Env> {
   private readonly sql: SqlStorage;
@@ -18,6 +23,10 @@ export class ControlPlane extends DurableObject<Env> {
   }
 
   async get<T = unknown>(namespace: string, key: string): Promise<T | null> {
+    return this.read<T>(namespace, key);
+  }
+
+  private read<T>(namespace: string, key: string): T | null {
     const row = this.sql.exec<{ value: string }>("SELECT value FROM settings WHERE namespace = ? AND key = ?", namespace, key).toArray()[0];
     return row ? (JSON.parse(row.value) as T) : null;
   }
@@ -41,6 +50,42 @@ export class ControlPlane extends DurableObject<Env> {
       .exec<{ key: string; value: string }>("SELECT key, value FROM settings WHERE namespace = ? ORDER BY key", namespace)
       .toArray()
       .map((r) => ({ key: r.key, value: JSON.parse(r.value) as T }));
+  }
+
+  // ---- per-tenant and per-agent settings (runtime/settings.ts) ----
+
+  /** An agent's first event: it is listed in the directory, and takes its copy of the settings, in one step. */
+  async register(entry: DirectoryEntry): Promise<SettingsText> {
+    recordEntry(this.sql, entry, Date.now());
+    return this.settingsOf(entry);
+  }
+
+  async settingsFor(route: Route): Promise<SettingsText> {
+    return this.settingsOf(route);
+  }
+
+  /**
+   * Sets (or with null, removes) a tenant's or an agent's setting and returns
+   * what each affected agent listed in the directory must now hold; the caller
+   * pushes it. Registration and change happen one at a time here, so an agent
+   * registering meanwhile either is a target or reads the new value.
+   */
+  async changeSetting(kind: SettingKind, route: Route, scope: "tenant" | "agent", value: unknown): Promise<{ route: Route; settings: SettingsText }[]> {
+    const key = settingKey(route, scope);
+    if (value === null) this.sql.exec("DELETE FROM settings WHERE namespace = ? AND key = ?", kind, key);
+    else await this.put(kind, key, value);
+    const version = (this.read<number>(VERSIONS, route.tenant) ?? 0) + 1;
+    await this.put(VERSIONS, route.tenant, version);
+    const agents = agentListing(this.sql, route.tenant).filter((a) => scope === "tenant" || a.agent === route.agent);
+    return agents.map((a) => ({ route: { tenant: a.tenant, agent: a.agent }, settings: this.settingsOf(a) }));
+  }
+
+  private settingsOf(route: Route): SettingsText {
+    return JSON.stringify({
+      version: this.read<number>(VERSIONS, route.tenant) ?? 0,
+      mounts: { tenant: this.read("mounts", settingKey(route, "tenant")), agent: this.read("mounts", settingKey(route, "agent")) },
+      models: { tenant: this.read("models", settingKey(route, "tenant")), agent: this.read("models", settingKey(route, "agent")) },
+    });
   }
 
   // ---- the directory (runtime/directory.ts) ----

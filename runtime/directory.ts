@@ -1,8 +1,8 @@
-// The directory: which tenants and agents exist, for the console's navigation.
-// A table in the control plane, written once per agent object (when it first
-// takes an event) and by a Slack install (which knows the workspace's name).
-// The write leaves the object without being awaited: it is off the hot path,
-// and a lost write is made again at the object's next event.
+// The directory: which tenants and agents exist, for the console's navigation
+// and for pushing settings to a tenant's agents. A table in the control plane,
+// written when an agent object first takes an event (in the same call that
+// gives it its settings, runtime/settings.ts) and by a Slack install (which
+// knows the workspace's name).
 import type { Platform, Route } from "./chat.ts";
 import { controlPlane } from "./control-plane.ts";
 
@@ -78,25 +78,6 @@ export function agentListing(sql: SqlStorage, tenant?: string): AgentListing[] {
 }
 
 // ---- callers outside the control plane -------------------------------------
-
-/** Marks, in the agent object's own meta table, that its directory entry was written. */
-const LISTED = "directory_listed";
-
-/**
- * Called by an agent object whenever it takes an event: the first time (and
- * again after a write that failed), its (tenant, agent) and the event's
- * platform go to the directory. Never awaited by the caller.
- */
-export function listInDirectory(ctx: DurableObjectState, env: Env, route: Route, platform: Platform): void {
-  const sql = ctx.storage.sql;
-  if (sql.exec("SELECT 1 FROM meta WHERE key = ?", LISTED).toArray().length > 0) return;
-  ctx.waitUntil(
-    controlPlane(env)
-      .recordAgent({ ...route, platform })
-      .then(() => void sql.exec("INSERT OR REPLACE INTO meta (key, value) VALUES (?, '1')", LISTED))
-      .catch((err) => console.warn(`directory: could not list ${route.tenant}/${route.agent}; will retry at its next event`, err)),
-  );
-}
 
 export function recordAgent(env: Env, entry: DirectoryEntry): Promise<void> {
   return controlPlane(env).recordAgent(entry);
