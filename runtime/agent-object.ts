@@ -9,7 +9,7 @@ import { cardFor, Holds, type Card } from "../approvals/index.ts";
 import { ConfigError, secretNamed } from "../lib/config.ts";
 import { Gateway, MountError, policyWarnings } from "../plugins/index.ts";
 import { ApprovalFlow } from "./approval-flow.ts";
-import type { ChatEvent, ConversationStatus, DeliveryResult, OutboxDelivery, Route, SubmitResult } from "./chat.ts";
+import type { ChatEvent, ConversationStatus, DeliveryResult, OutboxDelivery, Platform, Route, SubmitResult } from "./chat.ts";
 import { leaseSeconds, modelChoice, retryBaseSeconds } from "./config.ts";
 import { controlPlane } from "./control-plane.ts";
 import { Conversations, type ConversationRow } from "./conversations.ts";
@@ -43,6 +43,9 @@ export interface ConversationView {
 export class IdentityError extends Error {
   override name = "IdentityError";
 }
+
+/** The chat bridges, each owning the tenants it first brought (the Agents API and the console own none). */
+const BRIDGES: ReadonlySet<Platform> = new Set(["slack", "discord", "webhook"]);
 
 /** A provider call that failed this many times in a row fails its turn. */
 const MAX_MODEL_RETRIES = 3;
@@ -99,6 +102,7 @@ export class AgentObject extends DurableObject<Env> {
   /** A durable write, then an alarm for "now". Never waits for the model or a platform. */
   async submit(route: Route, event: ChatEvent): Promise<SubmitResult> {
     this.claim(route);
+    this.checkBridge(route, event.user.platform);
     // Its first event lists the agent in the directory and gives it its copy of the
     // settings: the one call to the control plane in the object's life.
     if (this.settings.get() === null) this.settings.apply(await controlPlane(this.env).register({ ...route, platform: event.user.platform }));
@@ -245,6 +249,22 @@ export class AgentObject extends DurableObject<Env> {
       throw new IdentityError(
         `this object belongs to tenant "${known.tenant}" agent "${known.agent}"; refused a request for tenant "${route.tenant}" agent "${route.agent}"`,
       );
+    }
+  }
+
+  /**
+   * Tenants are namespaced by the bridge that owns them: the first chat event
+   * records its bridge, and no other bridge may address the agent's
+   * conversations afterwards (a webhook tenant named like a Slack workspace
+   * cannot reach that workspace's threads). The operator's own ways in (the
+   * Agents API, the console) may address any.
+   */
+  private checkBridge(route: Route, platform: Platform): void {
+    if (!BRIDGES.has(platform)) return;
+    const owner = this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'bridge'").toArray()[0]?.value;
+    if (owner === undefined) this.sql.exec("INSERT INTO meta (key, value) VALUES ('bridge', ?)", platform);
+    else if (owner !== platform) {
+      throw new IdentityError(`tenant "${route.tenant}" belongs to the ${owner} bridge; a ${platform} event cannot address it`);
     }
   }
 

@@ -33,21 +33,22 @@ export async function submitEvent(env: Env, route: Route, event: ChatEvent): Pro
   try {
     return await agentStub(env, route).submit(route, event);
   } catch (err) {
-    throw configErrorAgain(err);
+    throw meaningAgain(err);
   }
 }
 
-const CONFIG_ERROR_PREFIX = "ConfigError: ";
-
 /**
  * An error thrown inside the object reaches the Worker as a plain Error whose
- * message starts with its class name. A ConfigError (a malformed APPROVERS read
- * while deciding) is made one again, so the request answers 503 naming the
- * variable rather than 500.
+ * message starts with its class name. Those with a meaning for the request are
+ * made so again: a ConfigError (a malformed APPROVERS read while deciding)
+ * answers 503 naming the variable, an IdentityError (a tenant another bridge
+ * owns) 403, rather than 500.
  */
-function configErrorAgain(err: unknown): unknown {
-  if (err instanceof Error && !(err instanceof ConfigError) && err.message.startsWith(CONFIG_ERROR_PREFIX)) {
-    return new ConfigError(err.message.slice(CONFIG_ERROR_PREFIX.length));
-  }
+function meaningAgain(err: unknown): unknown {
+  if (!(err instanceof Error) || err instanceof ConfigError || err instanceof HttpError) return err;
+  const [name, ...rest] = err.message.split(": ");
+  const message = rest.join(": ");
+  if (name === "ConfigError") return new ConfigError(message);
+  if (name === "IdentityError") return new HttpError(403, message);
   return err;
 }

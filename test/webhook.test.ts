@@ -3,7 +3,9 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { decisionValue } from "../approvals/index.ts";
 import { signatureHeaders } from "../bridges/shared/signed-request.ts";
+import { controlPlane } from "../runtime/index.ts";
 import { agentExists } from "./agents.ts";
+import { messageEnvelope, newTs, postEvent, threadMessages } from "./slack/helpers.ts";
 import { getConversation, ledgerAppends, providerRequests, releaseProvider, script, unique, waitFor, worker } from "./support.ts";
 
 const E = env as unknown as Record<string, string>;
@@ -244,5 +246,36 @@ describe("webhook bridge", () => {
       expect(((await res.json()) as { error: string }).error).toMatch(/callback_url is not a URL/);
     }
     expect((await worker(`/v1/webhook/tenants/${tenant}`, { headers: ADMIN })).status).toBe(404);
+  });
+});
+
+describe("tenants belong to the bridge that brought them", () => {
+  it("a Slack workspace's tenant cannot take a webhook callback, and a webhook event cannot reach its threads", async () => {
+    const team = `T${unique("").slice(0, 10).toUpperCase()}`;
+    const s = unique("slack");
+    await script(s, [{ text: "from Slack" }]);
+    // The workspace's first event makes its agent Slack's.
+    const channel = `C${unique("").slice(0, 10).toUpperCase()}`;
+    const ts = newTs();
+    expect((await postEvent(messageEnvelope({ team, channel, ts, text: `[s:${s}] hi` }))).status).toBe(200);
+    await waitFor("the Slack reply", async () => (await threadMessages(channel)).length === 1);
+
+    const register = await worker(`/v1/webhook/tenants/${team}`, {
+      method: "PUT",
+      headers: { ...ADMIN, "content-type": "application/json" },
+      body: JSON.stringify({ callback_url: `${E.FAKE_CALLBACK_URL}/hooks/${team}` }),
+    });
+    expect(register.status).toBe(409);
+    expect(await register.text()).toMatch(/belongs to the slack bridge/);
+
+    // Even with a callback in place (registered before the check existed, say), the object refuses the event.
+    await fetch(`${E.FAKE_CALLBACK_URL}/_control/hooks/${team}`, { method: "PUT", body: JSON.stringify({}) });
+    await controlPlane(env).put("webhook-callbacks", team, { callback_url: `${E.FAKE_CALLBACK_URL}/hooks/${team}` });
+    const res = await send(team, message(`${team}:${channel}:${ts}`, "hijack"));
+    expect(res.status).toBe(403);
+    expect(await res.text()).toMatch(/belongs to the slack bridge; a webhook event cannot address it/);
+    const view = await getConversation(team, AGENT, `${team}:${channel}:${ts}`);
+    expect(view.transcript.filter((e) => e.role === "user")).toHaveLength(1);
+    expect((await hook(team)).deliveries).toEqual([]);
   });
 });

@@ -4,7 +4,7 @@
 import { Hono, type Context } from "hono";
 import { z } from "zod";
 import { HttpError, parseJson, readBody } from "../../lib/http.ts";
-import { parseRoute } from "../../runtime/index.ts";
+import { listAgents, parseRoute } from "../../runtime/index.ts";
 import type { ChatBridge } from "../index.ts";
 import { callbackFor, registerCallback, registrationSchema, unregisterCallback } from "./callbacks.ts";
 import { DEFAULT_AGENT, handleEvent } from "./ingress.ts";
@@ -24,6 +24,9 @@ admin.put("/tenants/:tenant", async (c) => {
   const raw = await readBody(c, { contentTypes: ["application/json"], maxBytes: 4096 });
   const parsed = registrationSchema.safeParse(parseJson(raw));
   if (!parsed.success) throw new HttpError(422, z.prettifyError(parsed.error));
+  // A tenant another bridge brought belongs to it: its replies never go to a callback.
+  const other = (await listAgents(c.env, tenant)).find((a) => a.platform !== null && a.platform !== "webhook" && a.platform !== "api" && a.platform !== "console");
+  if (other) throw new HttpError(409, `tenant "${tenant}" belongs to the ${other.platform} bridge; choose another tenant name for the webhook`);
   await registerCallback(c.env, tenant, parsed.data);
   return c.json({ tenant, ...parsed.data });
 });
