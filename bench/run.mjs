@@ -47,7 +47,9 @@ const apiPost = (conversation, text) =>
 try {
   const baseline = await sample("bare Worker request (GET /)", async () => expect(await fetch(`${worker.url}/`), 200));
   const accept = await sample("durable accept (POST /v1 …/messages)", async (i) => expect(await apiPost(`b${run}-${i}`, "hello"), 202));
-  const slack = await sample("Slack event ack (signed POST /slack/events)", async (i) => {
+  let sent = 0;
+  const slack = await sample("Slack event ack (signed POST /slack/events)", async () => {
+    const i = sent++;
     const ts = Math.floor(Date.now() / 1000);
     const body = JSON.stringify({
       type: "event_callback",

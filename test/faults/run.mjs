@@ -53,6 +53,8 @@ const vars = {
   HARNESS_MODEL: bindings.HARNESS_MODEL,
   FAKE_PROVIDER_KEY: bindings.FAKE_PROVIDER_KEY,
   MODEL_RETRY_BASE_SECONDS: "0",
+  // A queue message lost with the process is sent again when its lease runs out: short here, so a run is quick.
+  EFFECT_LEASE_SECONDS: "5",
   MOUNTS: JSON.stringify([
     { alias: "ledger", plugin: "ledger", config: { url: ledgerUrl } },
     { alias: "vault", plugin: "ledger", config: { url: ledgerUrl }, policy: { write: "approval" } },
