@@ -9,6 +9,9 @@
 // A Chat Completions step may also ask for `argumentChunk: n` (arguments and
 // text cut into pieces of n characters, mid-JSON) and `interleave: true`
 // (parallel tool calls sent round-robin, chunk by chunk).
+// Any step may take `delayMs` before it answers, as a slow model does; an
+// unscripted request gets `PUT /_control/unscripted {delayMs}`'s delay. The
+// most requests ever in flight at once: GET /_control/concurrency (POST resets).
 // A scenario put with `by: "position"` answers each request by its place in
 // the conversation (the number of assistant messages it carries), so a request
 // sent again after a crash gets the same answer.
@@ -21,6 +24,8 @@ export async function startModelProvider({ gates } = {}) {
   /** id → { steps, next, requests, gates: resolvers waiting for release } */
   const scenarios = new Map();
   const unscripted = [];
+  const unscriptedStep = { delayMs: 0 };
+  const concurrency = { now: 0, max: 0 };
   const scenario = (id) => {
     if (!scenarios.has(id)) scenarios.set(id, { steps: [], by: "order", next: 0, requests: [], waiting: [], credits: 0 });
     return scenarios.get(id);
@@ -45,6 +50,14 @@ export async function startModelProvider({ gates } = {}) {
         return sendJson(res, 200, { ok: true });
       }
     }
+    if (url.pathname === "/_control/unscripted" && req.method === "PUT") {
+      Object.assign(unscriptedStep, JSON.parse(await readBody(req)));
+      return sendJson(res, 200, { ok: true });
+    }
+    if (url.pathname === "/_control/concurrency") {
+      if (req.method === "POST") concurrency.max = concurrency.now;
+      return sendJson(res, 200, concurrency);
+    }
     const protocol = req.method === "POST" ? PROTOCOLS.find((p) => p.matches(url.pathname, url)) : undefined;
     if (!protocol) return sendJson(res, 404, { error: "not found" });
 
@@ -58,20 +71,26 @@ export async function startModelProvider({ gates } = {}) {
     const s = id ? scenario(id) : null;
     const position = (body.messages ?? []).filter((m) => m.role === "assistant").length;
     const index = !s ? 0 : s.by === "position" ? position : s.next++;
-    const step = s && s.steps.length ? s.steps[Math.min(index, s.steps.length - 1)] : { text: `ok: ${protocol.lastUserText(body)}` };
-    await gates?.pass("provider", { scenario: id, position });
-    if (step.hold) {
-      if (s.credits > 0) s.credits--;
-      else await new Promise((resolve) => s.waiting.push(resolve));
-    }
-    if (step.status) {
+    const step = s && s.steps.length ? s.steps[Math.min(index, s.steps.length - 1)] : { ...unscriptedStep, text: `ok: ${protocol.lastUserText(body)}` };
+    concurrency.max = Math.max(concurrency.max, ++concurrency.now);
+    try {
+      await gates?.pass("provider", { scenario: id, position });
+      if (step.delayMs) await new Promise((resolve) => setTimeout(resolve, step.delayMs));
+      if (step.hold) {
+        if (s.credits > 0) s.credits--;
+        else await new Promise((resolve) => s.waiting.push(resolve));
+      }
+      if (step.status) {
+        record.responded = true;
+        return protocol.error(res, step.status, step.error ?? `status ${step.status}`, step.headers ?? {}, step);
+      }
+      // A careless model: it repeats what its tools returned, so a leak in a tool result reaches the chat.
+      const reply = step.echoToolResults ? { text: protocol.toolResultsText(body) } : step;
+      record.usage = protocol.stream(res, body, reply, usageOf(step), url);
       record.responded = true;
-      return protocol.error(res, step.status, step.error ?? `status ${step.status}`, step.headers ?? {}, step);
+    } finally {
+      concurrency.now--;
     }
-    // A careless model: it repeats what its tools returned, so a leak in a tool result reaches the chat.
-    const reply = step.echoToolResults ? { text: protocol.toolResultsText(body) } : step;
-    record.usage = protocol.stream(res, body, reply, usageOf(step), url);
-    record.responded = true;
   });
 }
 
