@@ -1,0 +1,248 @@
+// The object's parts on their own, each over a real object's SQLite (a fresh
+// object per test, its schema migrated): fast checks of the rules each part
+// owns, beside the end-to-end tests that run whole turns.
+import { runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import type { ChatOutbound, OutboundMessage } from "../runtime/chat.ts";
+import { Conversations } from "../runtime/conversations.ts";
+import type { RuntimeDeps } from "../runtime/deps.ts";
+import { Effects, MAX_LEASES, type EffectMessage } from "../runtime/effects.ts";
+import { ModelJobs } from "../runtime/model-jobs.ts";
+import { Outbox } from "../runtime/outbox.ts";
+import { Scheduler } from "../runtime/scheduler.ts";
+import { migrate } from "../runtime/schema.ts";
+import { NO_SETTINGS, SettingsCopy } from "../runtime/settings.ts";
+import { agent } from "./agents.ts";
+import { unique } from "./support.ts";
+
+const route = { tenant: "parts", agent: "unit" };
+const USER = { platform: "api" as const, id: "u" };
+
+/** Runs `fn` inside a fresh object, over its real storage, with the schema in place. */
+function inObject<T>(fn: (storage: DurableObjectStorage) => T | Promise<T>): Promise<T> {
+  return runInDurableObject(agent("parts", unique("unit")), async (_instance, state) => {
+    migrate(state.storage);
+    return fn(state.storage);
+  });
+}
+
+/** A queue that keeps what is sent to it. */
+function capturingQueue() {
+  const sent: EffectMessage[] = [];
+  return { sent, queue: { sendBatch: async (batch: MessageSendRequest<EffectMessage>[]) => void sent.push(...batch.map((m) => m.body)) } as unknown as Queue<EffectMessage> };
+}
+
+describe("Conversations", () => {
+  it("a turn marks its conversation for the pass; taking the marks clears them", () =>
+    inObject((storage) => {
+      const store = new Conversations(storage.sql);
+      const conv = store.create("c1", USER, Date.now());
+      expect(store.anyMarked()).toBe(false);
+      expect(store.beginTurn(conv, { by: USER })).toBe(1);
+      expect(store.turnStart(store.get("c1")!).start).toEqual({ by: USER });
+      expect(store.takeMarked()).toEqual(["c1"]);
+      expect(store.anyMarked()).toBe(false);
+      store.markForPass("c1");
+      expect(store.takeMarked()).toEqual(["c1"]);
+    }));
+
+  it("the inbox gives items back oldest first, and an inbound event id is taken once", () =>
+    inObject((storage) => {
+      const store = new Conversations(storage.sql);
+      store.create("c1", USER, Date.now());
+      store.queue("c1", { type: "marker", data: { text: "one" } });
+      store.queue("c1", { type: "marker", data: { text: "two" } });
+      expect(store.takeFirst("c1")).toEqual({ type: "marker", data: { text: "one" } });
+      expect(store.drain("c1")).toEqual([{ type: "marker", data: { text: "two" } }]);
+      expect(store.drain("c1")).toEqual([]);
+      expect(store.recordInbound("ev1", "c1", "message")).toBe(true);
+      expect(store.recordInbound("ev1", "c1", "message")).toBe(false);
+    }));
+});
+
+describe("Effects", () => {
+  it("a waiting effect is sent once per lease; a claim starts its run lease and counts earlier claims", () =>
+    inObject(async (storage) => {
+      const effects = new Effects(storage.sql, 30_000);
+      const { sent, queue } = capturingQueue();
+      effects.add("model", "j1", "c1");
+      expect(effects.inFlight("model", "j1")).toBe(false);
+      expect(await effects.send(queue, route)).toEqual([]);
+      expect(sent).toEqual([{ ...route, kind: "model", id: "j1", lane: "model:c1" }]);
+      expect(effects.inFlight("model", "j1")).toBe(true);
+      // Not due again until its lease runs out.
+      await effects.send(queue, route);
+      expect(sent).toHaveLength(1);
+      expect(effects.nextDue()).toBeGreaterThan(Date.now() + 20_000);
+      expect(effects.claim("model", "j1")).toEqual({ earlierClaims: 0 });
+      expect(effects.claim("model", "j1")).toEqual({ earlierClaims: 1 });
+      expect(effects.nextDue()).toBeGreaterThan(Date.now() + 100_000); // a model call's run lease
+      effects.done("model", "j1");
+      expect(effects.claim("model", "j1")).toBeNull();
+      expect(effects.nextDue()).toBeNull();
+    }));
+
+  it("a lease that runs out sends the effect again, same id; after the last one it is handed back, gone", () =>
+    inObject(async (storage) => {
+      const effects = new Effects(storage.sql, 30_000);
+      const { sent, queue } = capturingQueue();
+      effects.add("send", "7", "c1");
+      await effects.send(queue, route);
+      for (let lease = 1; lease < MAX_LEASES; lease++) {
+        storage.sql.exec("UPDATE effects SET due_at = ?", Date.now() - 1);
+        expect(await effects.send(queue, route)).toEqual([]);
+      }
+      expect(sent.map((m) => m.id)).toEqual(Array(MAX_LEASES).fill("7"));
+      storage.sql.exec("UPDATE effects SET due_at = ?", Date.now() - 1);
+      const exhausted = await effects.send(queue, route);
+      expect(exhausted.map((e) => [e.kind, e.id])).toEqual([["send", "7"]]);
+      expect(effects.get("send", "7")).toBeUndefined();
+      expect(sent).toHaveLength(MAX_LEASES);
+    }));
+
+  it("a retry waits until its time, and counts", () =>
+    inObject(async (storage) => {
+      const effects = new Effects(storage.sql, 30_000);
+      const { sent, queue } = capturingQueue();
+      effects.add("model", "j1", "c1");
+      const later = Date.now() + 60_000;
+      expect(effects.retryAt("model", "j1", later)).toBe(1);
+      await effects.send(queue, route);
+      expect(sent).toEqual([]);
+      expect(effects.nextDue()).toBe(later);
+    }));
+});
+
+describe("ModelJobs", () => {
+  it("a job is an effect until it is settled; its request is claimed once pending; usage is kept once", () =>
+    inObject(async (storage) => {
+      const effects = new Effects(storage.sql, 30_000);
+      const jobs = new ModelJobs(storage, "obj", undefined as unknown as R2Bucket, effects);
+      const id = jobs.newId("c1", 1, "chat");
+      const request = { model: { model: "local" }, systemPrompt: "s", messages: [], tools: [] };
+      jobs.create(id, "c1", 1, "chat", JSON.stringify(request), null);
+      expect(jobs.isOpen("c1")).toBe(true);
+      expect(effects.get("model", id)).toBeDefined();
+      expect(await jobs.claim(id)).toEqual({ request });
+      const message = { role: "assistant" as const, content: [], api: "x", provider: "p", model: "m", usage: { input: 3, output: 4, cacheRead: 5, cacheWrite: 6, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0.5 } }, stopReason: "stop" as const, timestamp: 0 };
+      jobs.recordUsage(id, message);
+      jobs.recordUsage(id, { ...message, usage: { ...message.usage, output: 999 } });
+      expect(storage.sql.exec("SELECT output_tokens, cost FROM model_jobs WHERE id = ?", id).one()).toEqual({ output_tokens: 4, cost: 0.5 });
+      jobs.settle(jobs.get(id)!, { kind: "reply", message });
+      expect(jobs.isOpen("c1")).toBe(false);
+      expect(effects.get("model", id)).toBeUndefined();
+      expect(await jobs.claim(id)).toBeNull();
+    }));
+
+  it("ids are never reused; a stopped turn's jobs are discarded with their effects", () =>
+    inObject((storage) => {
+      const effects = new Effects(storage.sql, 30_000);
+      const jobs = new ModelJobs(storage, "obj", undefined as unknown as R2Bucket, effects);
+      const ids = new Set(Array.from({ length: 50 }, () => jobs.newId("c1", 1, "chat")));
+      expect(ids.size).toBe(50);
+      const id = [...ids][0]!;
+      jobs.create(id, "c1", 1, "chat", "{}", null);
+      jobs.discardOpen("c1");
+      expect(jobs.get(id)!.status).toBe("discarded");
+      expect(effects.get("model", id)).toBeUndefined();
+    }));
+});
+
+describe("Outbox", () => {
+  const address = { platform: "slack" as const, target: { channel: "C1", thread_ts: "1.2" } };
+  const outbound: ChatOutbound = { platform: "slack", split: (text) => text.split("|"), deliver: async () => ({ ok: true }) };
+  const deps: RuntimeDeps = { outbounds: [outbound], plugins: [] };
+  const status = (text: string): OutboundMessage => ({ kind: "status", state: "working", text });
+
+  it("releases one row per conversation at a time, in order; a reply is split as the platform takes it", () =>
+    inObject((storage) => {
+      const effects = new Effects(storage.sql, 30_000);
+      const outbox = new Outbox(storage, "obj", deps, effects);
+      outbox.post("c1", address, { kind: "reply", text: "one|two" }, null);
+      outbox.post("c2", address, { kind: "notice", text: "other" }, null);
+      const released = () => storage.sql.exec<{ id: string; conversation: string }>("SELECT id, conversation FROM effects WHERE kind = 'send' ORDER BY id").toArray();
+      expect(released().map((r) => r.conversation)).toEqual(["c1", "c2"]);
+      const first = outbox.claim(route, Number(released()[0]!.id))!;
+      expect(first.message).toEqual({ kind: "reply", text: "one" });
+      expect(first.uncertain).toBe(false);
+      outbox.settle(Number(released()[0]!.id), { ok: true, ref: "ts1" });
+      const next = released().find((r) => r.conversation === "c1")!;
+      expect(outbox.claim(route, Number(next.id))!.message).toEqual({ kind: "reply", text: "two" });
+    }));
+
+  it("an update replaces a waiting earlier state of itself, never a row already under way", () =>
+    inObject((storage) => {
+      const effects = new Effects(storage.sql, 30_000);
+      const outbox = new Outbox(storage, "obj", deps, effects);
+      outbox.post("c1", address, status("working"), "status:c1:1");
+      outbox.post("c1", address, status("still working"), "status:c1:1");
+      expect(storage.sql.exec("SELECT COUNT(*) AS n FROM outbox").one().n).toBe(1);
+      const id = Number(storage.sql.exec<{ id: string }>("SELECT id FROM effects").one().id);
+      expect(outbox.claim(route, id)!.message).toEqual(status("still working"));
+      // Under way now: the next state is a row of its own, sent after it, with the first's ref.
+      outbox.post("c1", address, status("done"), "status:c1:1");
+      expect(storage.sql.exec("SELECT COUNT(*) AS n FROM outbox").one().n).toBe(2);
+      expect(outbox.claim(route, id)!.uncertain).toBe(true);
+      outbox.settle(id, { ok: true, ref: "ts9" });
+      const next = Number(storage.sql.exec<{ id: string }>("SELECT id FROM effects").one().id);
+      expect(outbox.claim(route, next)).toMatchObject({ message: status("done"), ref: "ts9" });
+    }));
+
+  it("a 429 waits out Retry-After; a permanent failure gives the row up and releases the next", () =>
+    inObject((storage) => {
+      const effects = new Effects(storage.sql, 30_000);
+      const outbox = new Outbox(storage, "obj", deps, effects);
+      outbox.post("c1", address, { kind: "reply", text: "a|b" }, null);
+      const head = () => Number(storage.sql.exec<{ id: string }>("SELECT id FROM effects").one().id);
+      const first = head();
+      outbox.settle(first, { ok: false, error: "ratelimited", retryAfterMs: 7_000 });
+      expect(effects.get("send", String(first))).toMatchObject({ state: "waiting", retries: 1 });
+      expect(effects.nextDue()).toBeGreaterThan(Date.now() + 5_000);
+      outbox.settle(first, { ok: false, error: "channel_not_found", permanent: true });
+      expect(storage.sql.exec("SELECT status FROM outbox WHERE id = ?", first).one().status).toBe("failed");
+      expect(head()).not.toBe(first);
+    }));
+});
+
+describe("Scheduler", () => {
+  it("runs one pass at a time (a second call joins it and asks for another round), arms a watchdog while it runs, and arms only what is due", () =>
+    inObject(async (storage) => {
+      let passes = 0;
+      let due: (number | null)[] = [];
+      let release!: () => void;
+      const gate = new Promise<void>((r) => (release = r));
+      const scheduler = new Scheduler(
+        storage,
+        async () => {
+          passes++;
+          if (passes === 1) await gate;
+        },
+        () => due,
+      );
+      const first = scheduler.drive();
+      await new Promise((r) => setTimeout(r, 10));
+      expect(await storage.getAlarm()).toBeGreaterThan(Date.now() + 10_000); // the watchdog
+      const second = scheduler.drive();
+      release();
+      await Promise.all([first, second]);
+      expect(passes).toBe(2);
+      expect(await storage.getAlarm()).toBeNull(); // nothing due: idle means nothing armed
+      due = [null, Date.now() + 60_000, Date.now() + 5_000];
+      await scheduler.drive();
+      expect(await storage.getAlarm()).toBe(due[2]);
+    }));
+});
+
+describe("SettingsCopy", () => {
+  it("takes a newer copy, keeps a newer one against an older push, and refuses what does not parse", () =>
+    inObject((storage) => {
+      const copy = new SettingsCopy(storage.sql);
+      expect(copy.get()).toBeNull();
+      const v2 = { ...NO_SETTINGS, version: 2, models: { tenant: { model: "fake/test-model" }, agent: null } };
+      expect(copy.apply(JSON.stringify(v2))).toBe(true);
+      expect(copy.apply(JSON.stringify({ ...NO_SETTINGS, version: 1 }))).toBe(false);
+      expect(copy.get()).toEqual(v2);
+      expect(() => copy.apply(JSON.stringify({ version: 3, mounts: "all" }))).toThrow(/stored settings are invalid/);
+      expect(copy.get()).toEqual(v2);
+    }));
+});
