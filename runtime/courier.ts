@@ -116,17 +116,13 @@ export class Courier extends DurableObject<Env> {
   }
 
   /**
-   * The outcome is in hand, so a report that fails because the agent's object
-   * was reset meanwhile (its old stub is broken) is made once more on a fresh
-   * stub, before the task is retried, which would do the work again.
+   * The outcome is in hand: it is reported on a stub made now, not the one
+   * the claim used before the call. An agent reset meanwhile (evicted,
+   * redeployed) broke that stub for good, and a failed report retries the
+   * task, which would do the work again.
    */
   private async report(effect: EffectMessage, send: (stub: DurableObjectStub<AgentObject>) => Promise<unknown>): Promise<void> {
-    try {
-      await send(agentStub(this.env, effect));
-    } catch (err) {
-      console.warn(`courier: reporting ${effect.kind} ${effect.id} failed once (${errorText(err)}); trying a fresh stub`);
-      await send(agentStub(this.env, effect));
-    }
+    await send(agentStub(this.env, effect));
   }
 
   /** A configuration that cannot work is a refusal (retrying cannot help); anything unexpected a retry. */

@@ -3,7 +3,9 @@
 // idle object has nothing armed.
 import { describe, expect, it } from "vitest";
 import { env } from "cloudflare:workers";
-import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { createMessageBatch, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { consumeQueue } from "../runtime/courier.ts";
+import type { EffectMessage } from "../runtime/effects.ts";
 import { agent, alarmOf, courier, evict, evictCourier, fireAlarm, rows } from "./agents.ts";
 import {
   getConversation,
@@ -126,6 +128,35 @@ describe("a turn stopped while a tool call runs", () => {
     expect(await ledgerAppends(second)).toHaveLength(0);
     const results = view.transcript.filter((e) => e.role === "tool").map((e) => e.text);
     expect(results).toEqual(["Interrupted while running: the outcome is unknown.", "Not performed: the turn was stopped."]);
+  });
+});
+
+describe("a turn stopped while a tool call is on its way to its courier", () => {
+  it("never performs the call: the courier's claim is refused", async () => {
+    const name = "on-its-way";
+    const s = unique("onway");
+    const entry = unique("entry");
+    await script(s, [{ toolCalls: [{ name: "ledger__append", arguments: { entry } }] }, { text: "never" }]);
+    // This instance keeps its tool effects back (a slow queue); everything else goes on.
+    const held: EffectMessage[] = [];
+    await runInDurableObject(agent(T, name), (instance) => {
+      const sendBatch = async (batch: MessageSendRequest<EffectMessage>[]) => {
+        const onward = batch.filter((m) => m.body.kind !== "tool");
+        held.push(...batch.filter((m) => m.body.kind === "tool").map((m) => m.body));
+        if (onward.length > 0) await env.EFFECT_QUEUE.sendBatch(onward);
+      };
+      Object.assign(instance, { env: Object.create(env, { EFFECT_QUEUE: { value: { sendBatch } } }) });
+    });
+    await postMessage(T, name, { text: `[s:${s}] record ${entry}`, conversation: s });
+    await waitFor("the tool call on its way", async () => held.length === 1);
+    await postMessage(T, name, { kind: "interrupt", conversation: s });
+    // Now it arrives.
+    const batch = createMessageBatch("antiproton-effects", held.map((body, i) => ({ id: `held${i}`, timestamp: new Date(), attempts: 1, body })));
+    await consumeQueue(batch as MessageBatch<unknown>, env);
+    await waitFor("the courier to be told no", async () => (await rows(T, name, "SELECT kind FROM effects WHERE conversation = ?", s)).length === 0);
+    expect(await ledgerAppends(entry)).toHaveLength(0);
+    const view = await settled(T, name, s);
+    expect(view.transcript.filter((e) => e.role === "tool").map((e) => e.text)).toEqual(["Not performed: the turn was stopped."]);
   });
 });
 
