@@ -9,11 +9,12 @@ import { cardFor, Holds, type Card } from "../approvals/index.ts";
 import { ConfigError, secretNamed } from "../lib/config.ts";
 import { Gateway, MountError, policyWarnings } from "../plugins/index.ts";
 import { ApprovalFlow } from "./approval-flow.ts";
-import type { ChatEvent, ConversationStatus, DeliveryResult, OutboxDelivery, Platform, Route, SubmitResult } from "./chat.ts";
+import type { ChatEvent, ConversationStatus, DeliveryResult, OutboxDelivery, Route, SubmitResult } from "./chat.ts";
 import { leaseSeconds, modelChoice, retryBaseSeconds } from "./config.ts";
 import { controlPlane } from "./control-plane.ts";
 import { Conversations, type ConversationRow } from "./conversations.ts";
 import type { RuntimeDeps } from "./deps.ts";
+import { Identity } from "./identity.ts";
 import { Effects, type EffectRow } from "./effects.ts";
 import type { ModelRequest } from "./model-job.ts";
 import type { ProviderCall } from "./models/index.ts";
@@ -21,7 +22,6 @@ import { ModelJobs, type Settled } from "./model-jobs.ts";
 import { MountSessions } from "./mount-sessions.ts";
 import { Outbox } from "./outbox.ts";
 import { Scheduler } from "./scheduler.ts";
-import { hasSchema, migrate } from "./schema.ts";
 import { modelFrom, mountsFrom, NO_SETTINGS, SettingsCopy, type SettingsText } from "./settings.ts";
 import { systemPrompt } from "./system-prompt.ts";
 import { ToolCalls, type ToolReport, type ToolWork } from "./tool-calls.ts";
@@ -39,13 +39,6 @@ export interface ConversationView {
   /** Approval cards of this conversation, oldest first. */
   holds: Card[];
 }
-
-export class IdentityError extends Error {
-  override name = "IdentityError";
-}
-
-/** The chat bridges, each owning the tenants it first brought (the Agents API and the console own none). */
-const BRIDGES: ReadonlySet<Platform> = new Set(["slack", "discord", "webhook"]);
 
 /** A provider call that failed this many times in a row fails its turn. */
 const MAX_MODEL_RETRIES = 3;
@@ -65,9 +58,8 @@ export class AgentObject extends DurableObject<Env> {
   private readonly turns: Turns;
   private readonly approvals: ApprovalFlow;
   private readonly scheduler: Scheduler;
+  private readonly identity: Identity;
   private lastSweep = 0;
-  /** No schema yet: the first write (claim) creates it, so a read of an object never used writes nothing. */
-  private fresh: boolean;
 
   constructor(
     ctx: DurableObjectState,
@@ -76,8 +68,7 @@ export class AgentObject extends DurableObject<Env> {
   ) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
-    this.fresh = !hasSchema(ctx.storage);
-    if (!this.fresh) migrate(ctx.storage);
+    this.identity = new Identity(ctx.storage);
     const id = ctx.id.toString();
     this.store = new Conversations(this.sql);
     this.effects = new Effects(this.sql, leaseSeconds(env) * 1000);
@@ -101,8 +92,8 @@ export class AgentObject extends DurableObject<Env> {
 
   /** A durable write, then an alarm for "now". Never waits for the model or a platform. */
   async submit(route: Route, event: ChatEvent): Promise<SubmitResult> {
-    this.claim(route);
-    this.checkBridge(route, event.user.platform);
+    this.identity.claim(route);
+    this.identity.checkBridge(route, event.user.platform);
     // Its first event lists the agent in the directory and gives it its copy of the
     // settings: the one call to the control plane in the object's life.
     if (this.settings.get() === null) this.settings.apply(await controlPlane(this.env).register({ ...route, platform: event.user.platform }));
@@ -112,7 +103,7 @@ export class AgentObject extends DurableObject<Env> {
   }
 
   async conversation(route: Route, id: string): Promise<ConversationView | null> {
-    if (!this.owns(route)) return null;
+    if (!this.identity.owns(route)) return null;
     const conv = this.store.get(id);
     if (!conv) return null;
     return {
@@ -128,7 +119,7 @@ export class AgentObject extends DurableObject<Env> {
 
   /** Conversations whose id starts with `prefix` (a bridge finds a channel's threads this way). */
   async conversations(route: Route, prefix = ""): Promise<{ id: string; status: ConversationStatus; updatedAt: number }[]> {
-    if (!this.owns(route)) return [];
+    if (!this.identity.owns(route)) return [];
     return this.store.list(prefix, 100).map((conv) => ({ id: conv.id, status: this.statusOf(conv), updatedAt: conv.updated_at }));
   }
 
@@ -137,7 +128,7 @@ export class AgentObject extends DurableObject<Env> {
 
   /** A courier's claim of a model job: its request. */
   async modelJob(route: Route, jobId: string): Promise<ModelRequest | null> {
-    this.claim(route);
+    this.identity.claim(route);
     const found = await this.jobs.claim(jobId);
     if (found && "lost" in found) {
       // Without its request the job can never run: fail the turn rather than leave it waiting.
@@ -149,7 +140,7 @@ export class AgentObject extends DurableObject<Env> {
 
   /** A provider call's outcome: a reply or a refusal settles the job; a failure worth retrying is retried, a few times. */
   async modelResult(route: Route, jobId: string, call: ProviderCall): Promise<boolean> {
-    this.claim(route);
+    this.identity.claim(route);
     // A late reply to a stopped turn was paid for all the same: its usage is kept with its job.
     if (call.kind === "reply") this.jobs.recordUsage(jobId, call.message);
     if (call.kind === "reply") return this.settleJob(jobId, { kind: "reply", message: call.message });
@@ -178,20 +169,20 @@ export class AgentObject extends DurableObject<Env> {
 
   /** A courier's claim of a chat message to send. */
   async outboxClaim(route: Route, id: number): Promise<OutboxDelivery | null> {
-    this.claim(route);
+    this.identity.claim(route);
     return this.ctx.storage.transactionSync(() => this.outbox.claim(route, id));
   }
 
   /** The platform's answer for a sent message. */
   async outboxResult(route: Route, id: number, result: DeliveryResult): Promise<void> {
-    this.claim(route);
+    this.identity.claim(route);
     this.ctx.storage.transactionSync(() => this.outbox.settle(id, result));
     await this.scheduler.wake();
   }
 
   /** A courier's claim of a tool call (or an approved hold): the work, under the mount's policy as it is now. */
   async toolClaim(route: Route, kind: "tool" | "hold", id: string): Promise<ToolWork | null> {
-    this.claim(route);
+    this.identity.claim(route);
     const pass = this.passContext(route);
     const work = this.ctx.storage.transactionSync(() => (kind === "tool" ? this.tools.claim(pass, id) : this.approvals.claim(pass, id)));
     if (!work) await this.scheduler.wake();
@@ -199,7 +190,7 @@ export class AgentObject extends DurableObject<Env> {
   }
 
   async toolResult(route: Route, kind: "tool" | "hold", id: string, report: ToolReport): Promise<void> {
-    this.claim(route);
+    this.identity.claim(route);
     this.ctx.storage.transactionSync(() => (kind === "tool" ? this.tools.report(id, report) : this.approvals.report(route, id, report)));
     await this.scheduler.wake();
   }
@@ -212,76 +203,26 @@ export class AgentObject extends DurableObject<Env> {
 
   /** Conversations newest first, a page at a time, optionally matching a search. */
   async conversationList(route: Route, query: ConversationQuery): Promise<ConversationPage> {
-    if (!this.owns(route)) return { conversations: [] };
+    if (!this.identity.owns(route)) return { conversations: [] };
     return conversationPage(this.sql, query);
   }
 
   /** Holds waiting for a decision, oldest first. */
   async pendingHolds(route: Route): Promise<PendingApproval[]> {
-    if (!this.owns(route)) return [];
+    if (!this.identity.owns(route)) return [];
     return pendingApprovals(this.sql, route);
   }
 
   /** Changes whenever what a watcher of the conversation (or, without one, the agent) sees changes. */
   async changes(route: Route, conversation?: string): Promise<string> {
-    if (!this.owns(route)) return "";
+    if (!this.identity.owns(route)) return "";
     return changeMark(this.sql, conversation);
   }
 
-  // ---- identity ----------------------------------------------------------
-
   /** The control plane's push of this agent's settings after a change (runtime/settings.ts). */
   async applySettings(route: Route, settings: SettingsText): Promise<void> {
-    this.claim(route);
+    this.identity.claim(route);
     this.settings.apply(settings);
-  }
-
-  /** The object records its (tenant, agent) on first use and refuses any other. */
-  private claim(route: Route): void {
-    if (this.fresh) {
-      migrate(this.ctx.storage);
-      this.fresh = false;
-    }
-    const known = this.route();
-    if (!known) {
-      this.sql.exec("INSERT INTO meta (key, value) VALUES ('tenant', ?), ('agent', ?)", route.tenant, route.agent);
-    } else if (known.tenant !== route.tenant || known.agent !== route.agent) {
-      throw new IdentityError(
-        `this object belongs to tenant "${known.tenant}" agent "${known.agent}"; refused a request for tenant "${route.tenant}" agent "${route.agent}"`,
-      );
-    }
-  }
-
-  /**
-   * Tenants are namespaced by the bridge that owns them: the first chat event
-   * records its bridge, and no other bridge may address the agent's
-   * conversations afterwards (a webhook tenant named like a Slack workspace
-   * cannot reach that workspace's threads). The operator's own ways in (the
-   * Agents API, the console) may address any.
-   */
-  private checkBridge(route: Route, platform: Platform): void {
-    if (!BRIDGES.has(platform)) return;
-    const owner = this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'bridge'").toArray()[0]?.value;
-    if (owner === undefined) this.sql.exec("INSERT INTO meta (key, value) VALUES ('bridge', ?)", platform);
-    else if (owner !== platform) {
-      throw new IdentityError(`tenant "${route.tenant}" belongs to the ${owner} bridge; a ${platform} event cannot address it`);
-    }
-  }
-
-  /** A read's check: refuses another identity as claim does, but an object with none yet has nothing to show and records nothing. */
-  private owns(route: Route): boolean {
-    const own = this.route();
-    if (own === null) return false;
-    if (own.tenant !== route.tenant || own.agent !== route.agent) this.claim(route); // throws IdentityError
-    return true;
-  }
-
-  private route(): Route | null {
-    if (this.fresh) return null;
-    const rows = this.sql.exec<{ key: string; value: string }>("SELECT key, value FROM meta WHERE key IN ('tenant', 'agent')").toArray();
-    const tenant = rows.find((r) => r.key === "tenant")?.value;
-    const agent = rows.find((r) => r.key === "agent")?.value;
-    return tenant !== undefined && agent !== undefined ? { tenant, agent } : null;
   }
 
   // ---- accept: the durable write -------------------------------------------
@@ -362,7 +303,7 @@ export class AgentObject extends DurableObject<Env> {
   // ---- the pass ------------------------------------------------------------------
 
   private async onePass(): Promise<void> {
-    const route = this.route();
+    const route = this.identity.route();
     if (!route) return;
     const pass = await this.passContextOrFailTurns(route);
     if (pass) {
