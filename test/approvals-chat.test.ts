@@ -1,6 +1,6 @@
 // Approval cards where the agent works: the card in the Slack thread, a signed
-// Slack click that performs the call once, and concurrent clicks from Slack and
-// Discord on one hold (a workspace and a guild that share a tenant name).
+// Slack click that performs the call once, and 50 concurrent clicks on one
+// hold (a Discord click naming the workspace's tenant is refused).
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { alarmOf } from "./agents.ts";
@@ -100,29 +100,27 @@ describe("a held call's arguments", () => {
   });
 });
 
-describe("concurrent clicks from Slack and Discord", () => {
-  it("50 approve clicks on one hold → one performance; the others are told it was already decided", async () => {
-    const tenant = "424242";
+describe("concurrent clicks", () => {
+  it("50 approve clicks on one hold → one performance; the others are told it was already decided; a Discord click carrying the Slack card's value is refused", async () => {
+    const tenant = "T_APPROVALS";
     const { channel, ts, entry, card } = await heldInThread(tenant, "Done.");
     const value = buttons(card)[0]!.value!;
-    const discordChannel = snowflake();
-    const approver = { id: "1400000000000000042", username: "dee", global_name: "Dee" }; // in APPROVERS for 424242
-    const slackResponses = Array.from({ length: 25 }, () => unique("resp"));
+    const slackResponses = Array.from({ length: 50 }, () => unique("resp"));
+    // The tenant is the workspace's: a guild's click naming it reaches nothing.
+    const approver = { id: "1400000000000000042", username: "dee", global_name: "Dee" };
     const [slackResults, discordResults] = await Promise.all([
       Promise.all(slackResponses.map((r) => slackClick(tenant, channel, ts, card.ts!, value, "U_APPROVER", r))),
-      Promise.all(Array.from({ length: 25 }, () => interact(discordClick(discordChannel, value, approver, tenant)))),
+      Promise.all(Array.from({ length: 5 }, () => interact(discordClick(snowflake(), value, approver, tenant)))),
     ]);
     expect(slackResults.every((r) => r.status === 200)).toBe(true);
-    const discordAnswers = (await Promise.all(discordResults.map((r) => r.json()))) as { type: number; data: { content: string } }[];
+    // Refused at the Discord bridge (a guild id is a snowflake) before it could reach the object, which would refuse it too.
+    expect(discordResults.map((r) => r.status)).toEqual(Array(5).fill(400));
     const slackNotices = await waitFor("every Slack clicker to be answered", async () => {
       const all = await Promise.all(slackResponses.map(async (r) => (await responsesTo(r))[0]?.text));
       return all.every((t) => t !== undefined) ? all : undefined;
     });
-    // Discord answers the winning click by updating the card (type 7) and tells the others privately.
-    const winners = slackNotices.filter((t) => t === "Approved. Performing it now.").length + discordAnswers.filter((a) => a.type === 7).length;
-    expect(winners).toBe(1);
-    const already = slackNotices.filter((t) => t?.startsWith("Already decided")).length + discordAnswers.filter((a) => a.data.content.startsWith("Already decided")).length;
-    expect(already).toBe(49);
+    expect(slackNotices.filter((t) => t === "Approved. Performing it now.")).toHaveLength(1);
+    expect(slackNotices.filter((t) => t?.startsWith("Already decided"))).toHaveLength(49);
     await waitFor("the call to be performed", async () => (await ledgerAppends(entry)).length === 1);
     await waitFor("the agent's answer", async () => (await threadMessages(channel)).some((m) => m.body.text === "Done."));
     expect(await ledgerAppends(entry)).toHaveLength(1);
