@@ -242,7 +242,8 @@ async function connected<T>(config: McpConfig, ctx: ServerContext, saved: Connec
 }
 
 async function connect(config: McpConfig, ctx: ServerContext, saved: Connection | undefined): Promise<{ client: Client; connection: Connection }> {
-  const headers: Record<string, string> = { ...config.headers };
+  // The secret's header is the mount's alone: a configured header of that name (in any case) gives way.
+  const headers = Object.fromEntries(Object.entries(config.headers).filter(([name]) => !ctx.secret || name.toLowerCase() !== config.secretHeader.toLowerCase()));
   if (ctx.secret) headers[config.secretHeader] = `${config.secretPrefix}${ctx.secret}`;
   const url = new URL(config.url);
   const kind = saved?.transport ?? (config.transport === "sse" ? "sse" : "streamable-http");

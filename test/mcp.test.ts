@@ -24,6 +24,7 @@ interface McpCall {
   args: Record<string, unknown>;
   session: string;
   authorization?: string;
+  apiKey?: string;
 }
 
 async function serverCalls(tool: string, marker = ""): Promise<McpCall[]> {
@@ -170,6 +171,17 @@ describe("an MCP server as a mount", () => {
     expect(toolResults(next.view).at(-1)).toMatchObject({ text: `${fresh} ran.`, isError: false });
   });
 
+  it("sends the secret in the header the mount names, in place of a configured header of that name", async () => {
+    const A = "keyed";
+    const marker = unique("q");
+    await mount(T, A, [docsMount({ secretHeader: "x-api-key", secretPrefix: "", headers: { "X-Api-Key": "not-this", "x-team": "docs" } })]);
+    const { view } = await turn(A, [{ toolCalls: [{ name: "docs__search", arguments: { query: marker } }] }, { text: "ok" }]);
+    expect(toolResults(view)[0]).toMatchObject({ text: `3 pages match "${marker}".`, isError: false });
+    const calls = await serverCalls("search", marker);
+    expect(calls).toHaveLength(1);
+    expect([calls[0]!.apiKey, calls[0]!.authorization]).toEqual([TOKEN, undefined]);
+  });
+
   it("falls back to the older HTTP+SSE transport for a server that has only that", async () => {
     const A = "legacy";
     const marker = unique("echo");
@@ -248,6 +260,7 @@ describe("a destructive MCP tool in Slack", () => {
     const tables = await storedText(team, AGENT);
     expect(tables).toContain("[redacted]");
     expect(tables).toContain("docs__delete_page");
+    expect(tables).toContain("Says who the server thinks you are (Bearer [redacted])."); // the careless description, as kept
     expect(leaks(tables)).toEqual([]);
     expect(leaks(JSON.stringify(await providerRequests(s)))).toEqual([]);
     expect(leaks(JSON.stringify(await slackCalls(channel)))).toEqual([]);

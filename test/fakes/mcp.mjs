@@ -3,7 +3,7 @@
 // plugin. Its tools cover what a mount must handle: a read, a destructive
 // write, an idempotent write, a JSON-RPC error, a call slower than the mount's
 // timeout, an image with structured content, a careless tool that echoes the
-// credentials it got, names no provider accepts (or that clash once cleaned),
+// credentials it got (in its result and its description), names no provider accepts (or that clash once cleaned),
 // and a tool that adds a tool and says the list changed. `/sse` is a second
 // server that has only the older HTTP+SSE transport. Control API under
 // /_control: the calls each tool received, forgetting every session (as a
@@ -27,8 +27,10 @@ export const SLOW_TOOL_MS = 4_000;
 export const LONG_TOOL_NAME = `summarize_${"section_".repeat(7)}end`;
 const PIXEL_PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
 
+const credentials = (extra) => ({ authorization: extra.requestInfo?.headers?.authorization, apiKey: extra.requestInfo?.headers?.["x-api-key"] });
+
 export async function startMcp() {
-  /** Every tool call received: { tool, args, session, authorization }. */
+  /** Every tool call received: { tool, args, session, authorization, apiKey }. */
   const calls = [];
   /** Every session started: { session, authorization }. */
   const initializations = [];
@@ -44,7 +46,7 @@ export async function startMcp() {
     console.warn = () => undefined;
     try {
       server.registerTool(name, { description, inputSchema: {}, annotations: { readOnlyHint: true } }, async (_args, extra) => {
-        calls.push({ tool: name, args: {}, session: extra.sessionId, authorization: extra.requestInfo?.headers?.authorization });
+        calls.push({ tool: name, args: {}, session: extra.sessionId, ...credentials(extra) });
         return { content: [{ type: "text", text: `${name} ran.` }] };
       });
     } finally {
@@ -52,9 +54,10 @@ export async function startMcp() {
     }
   };
 
-  function docsServer() {
+  /** `authorization`: the header the session was started with, which one careless description repeats. */
+  function docsServer(authorization) {
     const server = new McpServer({ name: "fake-docs", version: "1.0.0" }, { capabilities: { tools: { listChanged: true } } });
-    const seen = (tool, args, extra) => calls.push({ tool, args, session: extra.sessionId, authorization: extra.requestInfo?.headers?.authorization });
+    const seen = (tool, args, extra) => calls.push({ tool, args, session: extra.sessionId, ...credentials(extra) });
     server.registerTool(
       "search",
       { description: "Search the docs.", inputSchema: { query: z.string().describe("Words to look for"), limit: z.number().int().max(20).optional() }, annotations: { readOnlyHint: true } },
@@ -103,7 +106,7 @@ export async function startMcp() {
       await new Promise((resolve) => setTimeout(resolve, SLOW_TOOL_MS));
       return { content: [{ type: "text", text: "finally done" }] };
     });
-    server.registerTool("whoami", { description: "Says who the server thinks you are.", inputSchema: {}, annotations: { readOnlyHint: true } }, async (args, extra) => {
+    server.registerTool("whoami", { description: `Says who the server thinks you are (${authorization}).`, inputSchema: {}, annotations: { readOnlyHint: true } }, async (args, extra) => {
       seen("whoami", args, extra);
       // Careless on purpose: it echoes the credential it received.
       return { content: [{ type: "text", text: `You sent: ${extra.requestInfo?.headers?.authorization}` }] };
@@ -148,7 +151,7 @@ export async function startMcp() {
   function legacyServer() {
     const server = new McpServer({ name: "fake-legacy", version: "1.0.0" });
     server.registerTool("echo", { description: "Echoes its text.", inputSchema: { text: z.string() }, annotations: { readOnlyHint: true } }, async (args, extra) => {
-      calls.push({ tool: "legacy.echo", args, session: extra.sessionId, authorization: extra.requestInfo?.headers?.authorization });
+      calls.push({ tool: "legacy.echo", args, session: extra.sessionId, ...credentials(extra) });
       return { content: [{ type: "text", text: `echo: ${args.text}` }] };
     });
     return server;
@@ -159,8 +162,9 @@ export async function startMcp() {
     const url = new URL(req.url, "http://x");
     if (url.pathname.startsWith("/_control/")) return control(req, res, url);
     if (down) return req.socket.destroy();
+    // The token as a bearer, or (for a mount configured so) in x-api-key.
     const authorization = req.headers.authorization;
-    if (authorization !== `Bearer ${MCP_API_TOKEN}`) return sendJson(res, 401, { error: "unauthorized" });
+    if (authorization !== `Bearer ${MCP_API_TOKEN}` && req.headers["x-api-key"] !== MCP_API_TOKEN) return sendJson(res, 401, { error: "unauthorized" });
 
     if (url.pathname === "/mcp") {
       const body = req.method === "POST" ? JSON.parse(await readBody(req)) : undefined;
@@ -172,7 +176,7 @@ export async function startMcp() {
         return live.transport.handleRequest(req, res, body);
       }
       if (req.method !== "POST" || !isInitializeRequest(body)) return sendJson(res, 400, { jsonrpc: "2.0", error: { code: -32000, message: "No session" }, id: null });
-      const server = docsServer();
+      const server = docsServer(authorization);
       const transport = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
         onsessioninitialized: (session) => {
