@@ -7,6 +7,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { nameTools } from "../plugins/tool-names.ts";
 import { agent, rows, storedText } from "./agents.ts";
+import { captureConsole, NO_LEAKS, secretLeaks } from "./leaks.ts";
 import { AGENT, buttons, conversationOf, isCard, messageEnvelope, newTs, postEvent, slackCalls, slackClick, slackId, threadMessages } from "./slack/helpers.ts";
 import { getConversation, postMessage, providerRequests, script, settled, unique, waitFor, worker, type ScriptStep, type View } from "./support.ts";
 
@@ -219,10 +220,7 @@ describe("policy from the server's annotations", () => {
 
 describe("a destructive MCP tool in Slack", () => {
   it("is held, approved from the card, performed once at the server; the bearer secret reaches the server and nothing else", async () => {
-    const lines: string[] = [];
-    for (const method of ["log", "info", "warn", "error", "debug"] as const) {
-      vi.spyOn(console, method).mockImplementation((...args: unknown[]) => void lines.push(args.map(String).join(" ")));
-    }
+    const lines = captureConsole();
     const team = slackId("T");
     const channel = slackId("C");
     const ts = newTs();
@@ -255,16 +253,11 @@ describe("a destructive MCP tool in Slack", () => {
     expect(view.transcript.some((e) => e.role === "tool" && e.text === "You sent: Bearer [redacted]")).toBe(true);
     expect(await serverCalls("whoami")).toEqual([expect.objectContaining({ authorization: `Bearer ${TOKEN}` })]);
     // …and nowhere else: not in the object's tables (transcript, tool list, session), model requests, Slack calls (cards included) or logs.
-    const forms = [TOKEN, JSON.stringify(TOKEN).slice(1, -1), JSON.stringify(JSON.stringify(TOKEN)).slice(1, -1), encodeURIComponent(TOKEN)];
-    const leaks = (text: string) => forms.filter((f) => text.includes(f));
     const tables = await storedText(team, AGENT);
-    expect(tables).toContain("[redacted]");
     expect(tables).toContain("docs__delete_page");
     expect(tables).toContain("Says who the server thinks you are (Bearer [redacted])."); // the careless description, as kept
-    expect(leaks(tables)).toEqual([]);
-    expect(leaks(JSON.stringify(await providerRequests(s)))).toEqual([]);
-    expect(leaks(JSON.stringify(await slackCalls(channel)))).toEqual([]);
-    expect(leaks(lines.join("\n"))).toEqual([]);
+    const forms = [TOKEN, JSON.stringify(TOKEN).slice(1, -1), JSON.stringify(JSON.stringify(TOKEN)).slice(1, -1), encodeURIComponent(TOKEN)];
+    expect(await secretLeaks(forms, { tenant: team, agent: AGENT, scenario: s, channel, lines })).toEqual(NO_LEAKS);
   });
 });
 
