@@ -69,7 +69,7 @@ const MAX_RESULT_CHARS = 64_000;
 export class Gateway {
   private readonly byName = new Map<string, Resolved>();
   private readonly redactor: Redactor;
-
+  /** Mounts whose tools are discovered, by alias. */
   private readonly discovered = new Map<string, Discovered>();
   /** Tools renamed or left out, for `status`. */
   private readonly namingNotes: string[] = [];
@@ -128,6 +128,7 @@ export class Gateway {
     return this.byName.get(name)?.mount;
   }
 
+  /** The mount under an alias, as configured now. */
   mounted(alias: string): Mount | undefined {
     return this.mounts.find((m) => m.alias === alias);
   }
