@@ -23,6 +23,8 @@ export interface ToolContext {
   /** The mount's `secret_ref`, resolved at call time. Never put it in the output: the gateway redacts it anyway. */
   secret?: string;
   session: SessionState;
+  /** Tells the gateway the mount's tool list changed (a server said so): it is fetched again. */
+  toolsChanged?(): void;
 }
 
 export interface ToolOutput {
@@ -37,12 +39,53 @@ export interface PluginTool<Args = any> {
   sideEffects: SideEffects;
   idempotency: Idempotency;
   call(args: Args, ctx: ToolContext): Promise<ToolOutput>;
+  /** The JSON Schema the model sees when the tool brings its own (a discovered tool); otherwise it is made from `parameters`. */
+  inputSchema?: Record<string, unknown>;
+  /** Held for a person even on an open mount, as the plugin's `defaultPolicy` holds a declared tool. */
+  defaultPolicy?: "approval";
+}
+
+/** What a plugin is given to fetch its mount's tool list: the mount, no call. */
+export interface MountContext {
+  tenant: string;
+  agent: string;
+  config: Record<string, unknown>;
+  /** The mount's `secret_ref`, resolved now. */
+  secret?: string;
+  session: SessionState;
+}
+
+/** A mount's tool list as its plugin fetched it. */
+export interface FetchedTools<Entry = unknown> {
+  /** Kept with the mount (as JSON) and handed back to `toolsOf`. */
+  entries: Entry[];
+  /** Sentences for `status`: what was left out, and why. */
+  notes: string[];
+}
+
+/**
+ * A plugin whose tools come from what it is mounted on (an MCP server's list)
+ * rather than from its code. The gateway keeps the fetched list in the mount's
+ * session state, says when it is due again (a TTL, a failure's retry, a
+ * server's notice that it changed), and builds the tools from it wherever a
+ * gateway is made: until a list is known the mount offers no tools.
+ */
+export interface ToolDiscovery<Entry = any> {
+  /** Fetches the list. Runs in a courier, never in the object; a throw is a failure `status` shows, tried again later. */
+  fetch(ctx: MountContext): Promise<FetchedTools<Entry>>;
+  /** The tools of a fetched list. Called wherever a gateway is built, so it waits on nothing. */
+  toolsOf(entries: Entry[], config: Record<string, unknown>): PluginTool[];
+  /** How long a fetched list is used before it is fetched again. */
+  ttlMs(config: Record<string, unknown>): number;
 }
 
 export interface Plugin {
   name: string;
   description: string;
+  /** Its tools, declared; a plugin with `discovery` declares none. */
   tools: PluginTool[];
+  /** Tools fetched from what the mount points at (they run in a courier: `runsIn` must be unset). */
+  discovery?: ToolDiscovery;
   /**
    * Where its calls run. "object": inside the agent's object, for plugins that
    * only touch the agent's own state (no network, bounded CPU). Otherwise (the

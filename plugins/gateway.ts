@@ -1,11 +1,14 @@
 // The gateway: the only way a model's tool call reaches the outside. It maps
 // `<alias>__<tool>` to a mounted plugin, applies the mount's policy, resolves
 // the mount's secret at call time, redacts secrets from what comes back, and
-// applies the replay rule of invariant 8.
+// applies the replay rule of invariant 8. For a plugin that discovers its
+// tools, it also fetches the mount's tool list and keeps it with the mount.
 import { z } from "zod";
 import { evaluatePolicy, mountPolicy, type MountUnderPolicy, type PolicyDecision } from "./policy.ts";
-import type { Idempotency, Plugin, PluginTool, SessionState, SideEffects, ToolOutput } from "./contract.ts";
+import type { Idempotency, Plugin, PluginTool, SessionState, SideEffects, ToolDiscovery, ToolOutput } from "./contract.ts";
 import { Redactor } from "./redact.ts";
+import { ToolList } from "./tool-lists.ts";
+import { nameTools } from "./tool-names.ts";
 
 export const mountSchema = z.object({
   alias: z.string().regex(/^[a-z][a-z0-9_]{0,30}$/, "alias: lower-case letters, digits and _ (max 31)"),
@@ -52,13 +55,24 @@ interface Resolved {
   config: Record<string, unknown>;
 }
 
-const SEPARATOR = "__";
+/** A mount whose tools are discovered, with its list as it is kept. */
+interface Discovered {
+  mount: Mount;
+  discovery: ToolDiscovery;
+  config: Record<string, unknown>;
+  list: ToolList;
+}
+
 /** What one call may put in the transcript (and so in SQLite and the next model request). */
 const MAX_RESULT_CHARS = 64_000;
 
 export class Gateway {
   private readonly byName = new Map<string, Resolved>();
   private readonly redactor: Redactor;
+  /** Mounts whose tools are discovered, by alias. */
+  private readonly discovered = new Map<string, Discovered>();
+  /** Tools renamed or left out, for `status`. */
+  private readonly namingNotes: string[] = [];
 
   constructor(
     private readonly mounts: Mount[],
@@ -70,7 +84,20 @@ export class Gateway {
       if (!plugin) throw new MountError(`MOUNTS: alias "${mount.alias}" names unknown plugin "${mount.plugin}"`);
       const parsed = plugin.config ? plugin.config.safeParse(mount.config) : { success: true as const, data: mount.config };
       if (!parsed.success) throw new MountError(`MOUNTS: alias "${mount.alias}" has a bad config: ${z.prettifyError(parsed.error)}`);
-      for (const tool of plugin.tools) this.byName.set(`${mount.alias}${SEPARATOR}${tool.name}`, { mount, plugin, tool, config: parsed.data });
+      const config = parsed.data;
+      let tools = plugin.tools;
+      if (plugin.discovery) {
+        const list = new ToolList(deps.session(mount.alias));
+        this.discovered.set(mount.alias, { mount, discovery: plugin.discovery, config, list });
+        tools = plugin.discovery.toolsOf(list.entries(), config);
+      }
+      const { named, notes } = nameTools(mount.alias, tools);
+      this.namingNotes.push(...notes);
+      for (const { name, tool } of named) {
+        // Only where an alias itself holds "__" can two mounts give one name; the earlier mount keeps it.
+        if (this.byName.has(name)) this.namingNotes.push(`"${tool.name}" of mount "${mount.alias}" is left out: mount "${this.byName.get(name)!.mount.alias}" has a tool named ${name}.`);
+        else this.byName.set(name, { mount, plugin, tool, config });
+      }
     }
     const secrets = mounts.flatMap((m) => (m.secret_ref ? [deps.secret(m.secret_ref)] : [])).filter((s): s is string => !!s);
     this.redactor = new Redactor(secrets);
@@ -81,7 +108,7 @@ export class Gateway {
     return [...this.byName].map(([name, { mount, tool }]) => ({
       name,
       description: `${tool.description} (mount "${mount.alias}")`,
-      parameters: z.toJSONSchema(tool.parameters) as Record<string, unknown>,
+      parameters: tool.inputSchema ?? (z.toJSONSchema(tool.parameters) as Record<string, unknown>),
     }));
   }
 
@@ -101,12 +128,54 @@ export class Gateway {
     return this.byName.get(name)?.mount;
   }
 
+  /** The mount under an alias, as configured now. */
+  mounted(alias: string): Mount | undefined {
+    return this.mounts.find((m) => m.alias === alias);
+  }
+
+  // ---- discovered tool lists ----------------------------------------------
+
+  /** The mounts whose tool list should be fetched by `now`. */
+  toolListsDue(now: number): Mount[] {
+    return [...this.discovered.values()].filter((d) => d.list.dueAt(d.discovery.ttlMs(d.config)) <= now).map((d) => d.mount);
+  }
+
+  /** A mount's first tool list is still being fetched: a model asked now would not see its tools. */
+  awaitingToolLists(): boolean {
+    return [...this.discovered.values()].some((d) => d.list.firstPending());
+  }
+
+  /**
+   * Fetches a mount's tool list (off the object: it waits on the network) and
+   * keeps it, redacted, with the mount; a failure is kept too, for `status`
+   * and the next try.
+   */
+  async fetchTools(alias: string, scope: { tenant: string; agent: string }): Promise<void> {
+    const found = this.discovered.get(alias);
+    if (!found) return;
+    const { mount, discovery, config, list } = found;
+    const secret = mount.secret_ref ? this.deps.secret(mount.secret_ref) : undefined;
+    if (mount.secret_ref && !secret) return list.failed(`the secret ${mount.secret_ref} is not set`, Date.now());
+    try {
+      const fetched = await discovery.fetch({ ...scope, config, secret, session: this.deps.session(alias) });
+      list.fetched(this.redactor.redactJson(fetched), Date.now());
+    } catch (err) {
+      list.failed(this.redactor.redact(err instanceof Error ? err.message : String(err)), Date.now());
+    }
+  }
+
+  /** Sentences for `status`: each discovered list's state, and every tool renamed or left out. */
+  toolNotes(): string[] {
+    const offered = (alias: string) => [...this.byName.values()].filter((r) => r.mount.alias === alias).length;
+    return [...[...this.discovered].flatMap(([alias, d]) => d.list.describe(alias, offered(alias))), ...this.namingNotes];
+  }
+
   /** The mount's policy for this tool as it is now; undefined for an unknown tool. */
   policy(name: string): PolicyDecision | undefined {
     const found = this.byName.get(name);
     if (!found) return undefined;
     const { mount, plugin, tool } = found;
-    return evaluatePolicy(mount.policy, { name: tool.name, sideEffects: tool.sideEffects, pluginDefault: plugin.defaultPolicy?.[tool.name] });
+    return evaluatePolicy(mount.policy, { name: tool.name, sideEffects: tool.sideEffects, pluginDefault: defaultPolicyOf(plugin, tool) });
   }
 
   mountsUnderPolicy(): MountUnderPolicy[] {
@@ -116,7 +185,7 @@ export class Gateway {
         alias: mount.alias,
         plugin: mount.plugin,
         policy: mount.policy,
-        tools: tools.map(({ plugin, tool }) => ({ name: tool.name, sideEffects: tool.sideEffects, pluginDefault: plugin.defaultPolicy?.[tool.name] })),
+        tools: tools.map(({ plugin, tool }) => ({ name: tool.name, sideEffects: tool.sideEffects, pluginDefault: defaultPolicyOf(plugin, tool) })),
       };
     });
   }
@@ -157,7 +226,8 @@ export class Gateway {
     }
     let output: ToolOutput;
     try {
-      output = await tool.call(checked.args, { ...scope, config, secret, session: this.deps.session(mount.alias) });
+      const toolsChanged = () => this.discovered.get(mount.alias)?.list.changed();
+      output = await tool.call(checked.args, { ...scope, config, secret, session: this.deps.session(mount.alias), toolsChanged });
     } catch (err) {
       output = { text: `${name} failed: ${err instanceof Error ? err.message : String(err)}`, isError: true };
     }
@@ -169,4 +239,8 @@ export class Gateway {
   redact(text: string): string {
     return this.redactor.redact(text);
   }
+}
+
+function defaultPolicyOf(plugin: Plugin, tool: PluginTool): "approval" | undefined {
+  return tool.defaultPolicy ?? plugin.defaultPolicy?.[tool.name];
 }

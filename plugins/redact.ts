@@ -83,4 +83,13 @@ export class Redactor {
     for (const needle of this.needles) out = out.split(needle).join(REDACTED);
     return out;
   }
+
+  /**
+   * A JSON value with secrets redacted inside its strings. A secret found in
+   * a string is replaced within it; one that would span the JSON's own
+   * punctuation makes the text invalid, and this throws rather than keep it.
+   */
+  redactJson<T>(value: T): T {
+    return JSON.parse(this.redact(JSON.stringify(value))) as T;
+  }
 }

@@ -25,6 +25,7 @@ import { Scheduler } from "./scheduler.ts";
 import { modelFrom, mountsFrom, NO_SETTINGS, SettingsCopy, type SettingsText } from "./settings.ts";
 import { systemPrompt } from "./system-prompt.ts";
 import { ToolCalls, type ToolReport, type ToolWork } from "./tool-calls.ts";
+import { ToolLists, type MountReport, type MountWork } from "./tool-lists.ts";
 import { transcript, type TranscriptEntry } from "./transcript.ts";
 import { Turns, type PassContext } from "./turns.ts";
 import { changeMark, conversationPage, pendingApprovals, type ConversationPage, type ConversationQuery, type PendingApproval } from "./views.ts";
@@ -52,6 +53,7 @@ export class AgentObject extends DurableObject<Env> {
   private readonly effects: Effects;
   private readonly jobs: ModelJobs;
   private readonly tools: ToolCalls;
+  private readonly toolLists: ToolLists;
   private readonly sessions: MountSessions;
   private readonly settings: SettingsCopy;
   private readonly outbox: Outbox;
@@ -76,6 +78,7 @@ export class AgentObject extends DurableObject<Env> {
     this.settings = new SettingsCopy(this.sql);
     this.jobs = new ModelJobs(ctx.storage, id, env.LARGE_VALUES, this.effects);
     this.tools = new ToolCalls(ctx.storage, this.store, this.effects, this.sessions);
+    this.toolLists = new ToolLists(this.store, this.effects, this.sessions);
     this.outbox = new Outbox(ctx.storage, id, deps, this.effects);
     this.turns = new Turns(ctx.storage, this.store, this.jobs, this.tools, this.outbox);
     this.approvals = new ApprovalFlow(ctx.storage, env, new Holds(this.sql), this.store, this.tools, this.effects, this.sessions, this.turns);
@@ -195,6 +198,19 @@ export class AgentObject extends DurableObject<Env> {
     await this.scheduler.wake();
   }
 
+  /** A courier's claim of a mount's tool list fetch: the mount as it is now. */
+  async mountClaim(route: Route, alias: string): Promise<MountWork | null> {
+    this.claim(route);
+    const gateway = await this.loadGateway(route);
+    return this.ctx.storage.transactionSync(() => this.toolLists.claim(gateway, alias));
+  }
+
+  async mountResult(route: Route, alias: string, report: MountReport): Promise<void> {
+    this.claim(route);
+    this.ctx.storage.transactionSync(() => this.toolLists.report(alias, report));
+    await this.scheduler.wake();
+  }
+
   override async alarm(): Promise<void> {
     await this.scheduler.drive();
   }
@@ -289,9 +305,10 @@ export class AgentObject extends DurableObject<Env> {
     const usage = `${conv.input_tokens} tokens in, ${conv.output_tokens} out, $${conv.cost.toFixed(4)}`;
     const error = conv.status === "failed" && conv.error ? ` Last error: ${conv.error}` : "";
     const warnings = gateway ? policyWarnings(gateway.mountsUnderPolicy()).map((w) => `\nWarning: ${w}.`) : ["\nWarning: the mounts could not be read."];
+    const tools = gateway ? gateway.toolNotes().map((note) => `\n${note}`) : [];
     return (
       `Status: ${this.statusOf(conv)} (turn ${conv.turn}). Open model jobs for this agent: ${this.jobs.openCount()}. ` +
-      `Calls waiting for approval: ${this.approvals.holds.pending().length}. Usage in this conversation: ${usage}.${error}${warnings.join("")}`
+      `Calls waiting for approval: ${this.approvals.holds.pending().length}. Usage in this conversation: ${usage}.${error}${warnings.join("")}${tools.join("")}`
     );
   }
 
@@ -307,6 +324,7 @@ export class AgentObject extends DurableObject<Env> {
     if (!route) return;
     const pass = await this.passContextOrFailTurns(route);
     if (pass) {
+      this.toolLists.request(pass.gateway);
       await this.approvals.performApproved(pass);
       for (const id of this.dueConversations()) await this.advanceOrFail(pass, id);
     }
@@ -337,6 +355,8 @@ export class AgentObject extends DurableObject<Env> {
         return this.tools.giveUp(effect.id);
       case "hold":
         return this.approvals.giveUp(route, effect.id);
+      case "mount":
+        return this.toolLists.giveUp(effect.id);
     }
   }
 

@@ -8,7 +8,7 @@
 // everything else: retries, order, failure.
 import { DurableObject } from "cloudflare:workers";
 import { secretNamed } from "../lib/config.ts";
-import { Gateway, type SessionState } from "../plugins/index.ts";
+import { Gateway, type Mount, type SessionState } from "../plugins/index.ts";
 import { outboundFor, type RuntimeDeps } from "./deps.ts";
 import { z } from "zod";
 import type { EffectMessage } from "./effects.ts";
@@ -18,8 +18,10 @@ import { ConfigError } from "../lib/config.ts";
 import { modelChoice } from "./config.ts";
 import { callModel, type ProviderCall } from "./models/index.ts";
 import type { ModelRequest } from "./model-job.ts";
-import type { DeliveryResult } from "./chat.ts";
+import type { DeliveryResult, Route } from "./chat.ts";
 import type { ToolReport, ToolWork } from "./tool-calls.ts";
+import type { MountReport, MountWork } from "./tool-lists.ts";
+import { sessionCopy } from "./mount-sessions.ts";
 
 /**
  * Armed while the courier works: a courier cut short (evicted, the process
@@ -112,6 +114,12 @@ export class Courier extends DurableObject<Env> {
         const report = await this.runTool(work);
         return this.report(effect, (stub) => stub.toolResult(effect, effect.kind as "tool" | "hold", effect.id, report));
       }
+      case "mount": {
+        const work = await agent.mountClaim(effect, effect.id);
+        if (!work) return;
+        const report = await this.fetchTools(effect, work);
+        return this.report(effect, (stub) => stub.mountResult(effect, effect.id, report));
+      }
     }
   }
 
@@ -137,16 +145,19 @@ export class Courier extends DurableObject<Env> {
 
   /** The gateway, here: the mount's secret is resolved and redacted in the courier, never in the object. */
   private async runTool(work: ToolWork): Promise<ToolReport> {
-    const session = { ...work.session };
-    const state: SessionState = {
-      get: <T>(key: string) => session[key] as T | undefined,
-      set: (key, value) => {
-        session[key] = value;
-      },
-    };
-    const gateway = new Gateway([work.mount], this.deps.plugins, { secret: (name) => secretNamed(this.env, name), session: () => state });
-    const result = await gateway.call(work.tool, work.args, work.scope, { replay: work.replay, approved: work.approved });
-    return { result, alias: work.mount.alias, session };
+    const session = sessionCopy(work.session);
+    const result = await this.gateway(work.mount, session.state).call(work.tool, work.args, work.scope, { replay: work.replay, approved: work.approved });
+    return { result, alias: work.mount.alias, session: session.changed() };
+  }
+
+  private async fetchTools(route: Route, work: MountWork): Promise<MountReport> {
+    const session = sessionCopy(work.session);
+    await this.gateway(work.mount, session.state).fetchTools(work.mount.alias, { tenant: route.tenant, agent: route.agent });
+    return { session: session.changed() };
+  }
+
+  private gateway(mount: Mount, session: SessionState): Gateway {
+    return new Gateway([mount], this.deps.plugins, { secret: (name) => secretNamed(this.env, name), session: () => session });
   }
 }
 
@@ -166,7 +177,7 @@ export function courierStub(env: Env, effect: EffectMessage): DurableObjectStub<
 const effectMessage = z.object({
   tenant: z.string(),
   agent: z.string(),
-  kind: z.enum(["model", "send", "tool", "hold"]),
+  kind: z.enum(["model", "send", "tool", "hold", "mount"]),
   id: z.string(),
   lane: z.string(),
 });

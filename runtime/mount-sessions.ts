@@ -1,6 +1,7 @@
 // Per-mount plugin session state (a cookie, a cursor, the memory plugin's
 // notes), kept in the agent's SQLite so it survives evictions and deploys. A
 // courier gets a copy with a call and hands it back with the result.
+import { ownValue } from "../lib/own.ts";
 import type { SessionState } from "../plugins/index.ts";
 
 export class MountSessions {
@@ -28,4 +29,20 @@ export class MountSessions {
     const state = this.state(alias);
     for (const [key, value] of Object.entries(values)) state.set(key, value);
   }
+}
+
+/** A courier's copy of a mount's session state: it hands back only the keys it set, so a report never undoes another's. */
+export function sessionCopy(snapshot: Record<string, unknown>): { state: SessionState; changed(): Record<string, unknown> } {
+  const values = { ...snapshot };
+  const changed: Record<string, unknown> = {};
+  return {
+    state: {
+      get: <T>(key: string) => ownValue(values, key) as T | undefined,
+      set: (key, value) => {
+        values[key] = value;
+        changed[key] = value;
+      },
+    },
+    changed: () => changed,
+  };
 }

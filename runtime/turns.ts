@@ -190,6 +190,8 @@ export class Turns {
         this.approvals.expireDue(pass.route, id);
         this.drainInbox(conv);
       });
+      // A mount's first tool list is on its way: the model is asked once it can see those tools (or the fetch failed).
+      if (pass.gateway.awaitingToolLists()) return;
       const rows = this.conversations.log(id);
       const body = JSON.stringify({ model: pass.pick, systemPrompt: pass.systemPrompt, messages: modelMessages(rows), tools: pass.gateway.tools() } satisfies ModelRequest);
       if (needsCompaction(pass.model, body.length, rows, startSeq)) {

@@ -5,26 +5,10 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { alarmOf } from "./agents.ts";
 import { click as discordClick, interact, snowflake } from "./discord-helpers.ts";
-import { AGENT, conversationOf, messageEnvelope, newTs, postEvent, postInteraction, responsesTo, responseUrl, slackCalls, slackId, threadMessages, type SlackCall } from "./slack/helpers.ts";
+import { AGENT, buttons, conversationOf, isCard, messageEnvelope, newTs, postEvent, responsesTo, slackCalls, slackClick, slackId, threadMessages } from "./slack/helpers.ts";
 import { getConversation, ledgerAppends, script, unique, waitFor } from "./support.ts";
 
 const E = env as unknown as Record<string, string>;
-
-const isCard = (c: SlackCall) => c.body.blocks?.some((b) => b.elements?.some((e) => e.action_id === "antiproton_approve")) === true;
-const buttons = (c: SlackCall) => c.body.blocks!.flatMap((b) => b.elements ?? []).filter((e) => e.action_id);
-
-function slackClick(team: string, channel: string, threadTs: string, cardTs: string, value: string, user: string, responseId: string) {
-  return postInteraction({
-    type: "block_actions",
-    user: { id: user, team_id: team, name: user.toLowerCase() },
-    team: { id: team },
-    container: { type: "message", channel_id: channel, message_ts: cardTs, thread_ts: threadTs },
-    channel: { id: channel },
-    message: { ts: cardTs, thread_ts: threadTs },
-    response_url: responseUrl(responseId),
-    actions: [{ action_id: "antiproton_approve", block_id: "card", value, action_ts: newTs() }],
-  });
-}
 
 /** A thread whose agent asks for the gated vault__append; resolves with the posted card. */
 async function heldInThread(team: string, after: string) {

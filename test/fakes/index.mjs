@@ -3,6 +3,7 @@
 import { startLedger } from "./ledger.mjs";
 import { startCallbackReceiver, WEBHOOK_SECRET } from "./callback.mjs";
 import { DISCORD_APPLICATION_ID, DISCORD_BOT_TOKEN, DISCORD_PUBLIC_KEY, DISCORD_TEST_SIGNING_KEY, startDiscord } from "./discord.mjs";
+import { MCP_API_TOKEN, startMcp } from "./mcp.mjs";
 import { FAKE_PROVIDER_KEY, startModelProvider } from "./model-provider.mjs";
 import { REMOTE_API_TOKEN, startRemote } from "./remote.mjs";
 import { FAKE_SLACK_BOT_TOKEN, FAKE_SLACK_CLIENT_ID, FAKE_SLACK_CLIENT_SECRET, FAKE_SLACK_SIGNING_SECRET, startSlack } from "./slack.mjs";
@@ -15,7 +16,8 @@ export async function startFakes({ gates } = {}) {
   const discord = await startDiscord();
   const callback = await startCallbackReceiver();
   const remote = await startRemote();
-  const fakes = { provider, ledger, slack, discord, callback, remote };
+  const mcp = await startMcp();
+  const fakes = { provider, ledger, slack, discord, callback, remote, mcp };
   const remoteHost = new URL(remote.url).host;
   const bindings = {
     ADMIN_TOKEN: "test-admin-token",
@@ -45,6 +47,8 @@ export async function startFakes({ gates } = {}) {
     ]),
     REMOTE_API_TOKEN,
     FAKE_REMOTE_URL: remote.url,
+    MCP_API_TOKEN,
+    FAKE_MCP_URL: mcp.url,
     APPROVERS: JSON.stringify({ approvals: ["U_APPROVER", "D_APPROVER"], T_APPROVALS: ["U_APPROVER"], "424242": ["U_APPROVER", "1400000000000000042"], console_ok: ["console:admin"] }),
     SLACK_API_BASE_URL: `${slack.url}/api`,
     SLACK_SIGNING_SECRET: FAKE_SLACK_SIGNING_SECRET,

@@ -117,6 +117,24 @@ export async function slackCalls(channel: string, method?: string): Promise<Slac
   return (await fetch(`${testEnv.FAKE_SLACK_URL}/_control/calls?${query}`)).json();
 }
 
+/** An approval card: a message with the approve button. */
+export const isCard = (c: SlackCall) => c.body.blocks?.some((b) => b.elements?.some((e) => e.action_id === "antiproton_approve")) === true;
+export const buttons = (c: SlackCall) => c.body.blocks!.flatMap((b) => b.elements ?? []).filter((e) => e.action_id);
+
+/** A person's click on a card's button, signed as Slack signs it. */
+export function slackClick(team: string, channel: string, threadTs: string, cardTs: string, value: string, user: string, responseId: string) {
+  return postInteraction({
+    type: "block_actions",
+    user: { id: user, team_id: team, name: user.toLowerCase() },
+    team: { id: team },
+    container: { type: "message", channel_id: channel, message_ts: cardTs, thread_ts: threadTs },
+    channel: { id: channel },
+    message: { ts: cardTs, thread_ts: threadTs },
+    response_url: responseUrl(responseId),
+    actions: [{ action_id: "antiproton_approve", block_id: "card", value, action_ts: newTs() }],
+  });
+}
+
 /** Replies and notices: postMessage calls without blocks that Slack accepted. */
 export async function threadMessages(channel: string): Promise<SlackCall[]> {
   return (await slackCalls(channel, "chat.postMessage")).filter((c) => !c.body.blocks && !c.limited && c.authorized);
