@@ -200,13 +200,12 @@ export class AgentObject extends DurableObject<Env> {
 
   /** A courier's claim of a mount's tool list fetch: the mount as it is now. */
   async mountClaim(route: Route, alias: string): Promise<MountWork | null> {
-    this.claim(route);
-    const gateway = await this.loadGateway(route);
-    return this.ctx.storage.transactionSync(() => this.toolLists.claim(gateway, alias));
+    this.identity.claim(route);
+    return this.ctx.storage.transactionSync(() => this.toolLists.claim(this.gateway(), alias));
   }
 
   async mountResult(route: Route, alias: string, report: MountReport): Promise<void> {
-    this.claim(route);
+    this.identity.claim(route);
     this.ctx.storage.transactionSync(() => this.toolLists.report(alias, report));
     await this.scheduler.wake();
   }
