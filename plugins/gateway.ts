@@ -4,7 +4,7 @@
 // applies the replay rule of invariant 8.
 import { z } from "zod";
 import { evaluatePolicy, mountPolicy, type MountUnderPolicy, type PolicyDecision } from "./policy.ts";
-import type { Idempotency, Plugin, PluginTool, SessionState, SideEffects, ToolOutput } from "./contract.ts";
+import type { Audience, Idempotency, Plugin, PluginTool, SessionState, SideEffects, ToolOutput } from "./contract.ts";
 import { Redactor } from "./redact.ts";
 
 export const mountSchema = z.object({
@@ -28,6 +28,14 @@ export interface CallScope {
   agent: string;
   conversation: string;
   callKey: string;
+  audience: Audience;
+}
+
+/** A mount's standing document as a conversation of one audience sees it now. */
+export interface Standing {
+  alias: string;
+  lines: string[];
+  render(lines: string[]): string;
 }
 
 /** A mount that cannot be used as configured (unknown plugin, bad config). */
@@ -58,6 +66,8 @@ const MAX_RESULT_CHARS = 64_000;
 
 export class Gateway {
   private readonly byName = new Map<string, Resolved>();
+  /** Each mount with its plugin and parsed config, in mount order. */
+  private readonly mounted: Omit<Resolved, "tool">[] = [];
   private readonly redactor: Redactor;
 
   constructor(
@@ -70,6 +80,7 @@ export class Gateway {
       if (!plugin) throw new MountError(`MOUNTS: alias "${mount.alias}" names unknown plugin "${mount.plugin}"`);
       const parsed = plugin.config ? plugin.config.safeParse(mount.config) : { success: true as const, data: mount.config };
       if (!parsed.success) throw new MountError(`MOUNTS: alias "${mount.alias}" has a bad config: ${z.prettifyError(parsed.error)}`);
+      this.mounted.push({ mount, plugin, config: parsed.data });
       for (const tool of plugin.tools) this.byName.set(`${mount.alias}${SEPARATOR}${tool.name}`, { mount, plugin, tool, config: parsed.data });
     }
     const secrets = mounts.flatMap((m) => (m.secret_ref ? [deps.secret(m.secret_ref)] : [])).filter((s): s is string => !!s);
@@ -83,6 +94,18 @@ export class Gateway {
       description: `${tool.description} (mount "${mount.alias}")`,
       parameters: z.toJSONSchema(tool.parameters) as Record<string, unknown>,
     }));
+  }
+
+  /** The standing documents of the mounts whose plugin keeps one (memory), for this audience. */
+  standing(audience: Audience): Standing[] {
+    const out: Standing[] = [];
+    for (const { mount, plugin, config } of this.mounted) {
+      const standing = plugin.standing;
+      if (!standing) continue;
+      const ctx = { alias: mount.alias, config, audience };
+      out.push({ alias: mount.alias, lines: standing.lines({ ...ctx, session: this.deps.session(mount.alias) }), render: (shown) => standing.render(shown, ctx) });
+    }
+    return out;
   }
 
   effects(name: string): { sideEffects: SideEffects; idempotency: Idempotency } | undefined {
