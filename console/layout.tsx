@@ -27,7 +27,7 @@ button{padding:.3rem .9rem;margin-right:.4rem;font:inherit;cursor:pointer}
 .badge.failed,.badge.denied,.badge.refused,.badge.expired,.badge.unknown{background:#fce8e6;color:#a50e0e}
 .badge.performed{background:#ceead6;color:#0d652d}
 .entry{border-left:3px solid var(--line);padding:.1rem 0 .1rem .7rem;margin:.7rem 0}
-.entry.user{border-color:#8ab4f8}.entry.assistant{border-color:#81c995}.entry.tool{border-color:#fdd663}.entry.note{border-color:#c58af9}
+.entry.user{border-color:#8ab4f8}.entry.assistant{border-color:#81c995}.entry.tool{border-color:#fdd663}.entry.note{border-color:#c58af9}.entry.compaction{border-color:#f28b82;border-left-style:dashed}
 .who{font-weight:600;margin-right:.4rem}.md p{margin:.3rem 0}.md pre{margin:.4rem 0}
 .card{border:1px solid var(--line);border-radius:6px;padding:.6rem 1rem;margin:.8rem 0}.card.pending{border-color:#d08700}
 .card h4{margin:.2rem 0 .4rem}.card dl{display:grid;grid-template-columns:9rem 1fr;gap:.2rem .6rem;margin:.3rem 0}.card dt{color:var(--muted)}.card dd{margin:0}

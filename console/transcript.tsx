@@ -22,6 +22,13 @@ function Folded(props: { id: string; summary: string; text: string }) {
   );
 }
 
+const TRIGGERS: Record<Extract<Entry, { role: "compaction" }>["trigger"], string> = {
+  window: "the context window was filling up",
+  output: "too little room was left for the answer",
+  refused: "the provider refused the request as too long",
+  person: "asked for",
+};
+
 function EntryView(props: { entry: Entry; n: number }) {
   const { entry, n } = props;
   switch (entry.role) {
@@ -50,6 +57,14 @@ function EntryView(props: { entry: Entry; n: number }) {
         <div class="entry tool">
           <span class="who">{`Tool ${entry.toolName}${entry.isError ? " (error)" : ""}`}</span> <small><Time at={entry.at} /></small>
           <Folded id={`result-${n}`} summary="Result" text={entry.text} />
+        </div>
+      );
+    case "compaction":
+      return (
+        <div class="entry compaction">
+          <span class="who">{`Compacted here (${TRIGGERS[entry.trigger]})`}</span> <small><Time at={entry.at} /></small>
+          <p class="muted">{`${entry.summarised} messages summarised into this handover, the ${entry.kept} after them kept as written; the log keeps them all.`}</p>
+          <Folded id={`handover-${n}`} summary="Handover" text={entry.text} />
         </div>
       );
     case "note":

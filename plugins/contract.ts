@@ -12,12 +12,19 @@ export interface SessionState {
   set(key: string, value: unknown): void;
 }
 
+/**
+ * Who can read a conversation: one person in a direct message, or anyone in
+ * the workspace's channels (runtime/audience.ts decides, per platform).
+ */
+export type Audience = { kind: "dm"; person: string } | { kind: "channel" };
+
 export interface ToolContext {
   /** Stable for one tool call across replays: use it as an idempotency key. */
   callKey: string;
   tenant: string;
   agent: string;
   conversation: string;
+  audience: Audience;
   /** The mount's own config (never shown to the model). */
   config: Record<string, unknown>;
   /** The mount's `secret_ref`, resolved at call time. Never put it in the output: the gateway redacts it anyway. */
@@ -79,6 +86,27 @@ export interface ToolDiscovery<Entry = any> {
   ttlMs(config: Record<string, unknown>): number;
 }
 
+/** What a plugin's standing document is read with. */
+export interface StandingContext {
+  alias: string;
+  config: Record<string, unknown>;
+  session: SessionState;
+  audience: Audience;
+}
+
+/**
+ * A document the model always has (memory's notes): the runtime puts it in a
+ * conversation's system prompt when the conversation starts (and again after a
+ * compaction), and tells the model of later changes in a short note, so the
+ * system prompt stays the same request after request.
+ */
+export interface StandingDocument {
+  /** The document's lines as they are now, for a conversation of this audience. */
+  lines(ctx: StandingContext): string[];
+  /** The lines as the system prompt shows them, within the plugin's own budget. */
+  render(lines: string[], ctx: Omit<StandingContext, "session">): string;
+}
+
 export interface Plugin {
   name: string;
   description: string;
@@ -95,6 +123,7 @@ export interface Plugin {
   runsIn?: "object";
   /** Tools a person must sign even on an otherwise open mount (lifted only by the mount's per-tool entry). */
   defaultPolicy?: Record<string, "approval">;
+  standing?: StandingDocument;
   /** Validates the mount's `config`; a bad config is reported at start-up of the pass, by alias. */
   config?: z.ZodType<Record<string, unknown>>;
 }

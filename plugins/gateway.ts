@@ -5,7 +5,7 @@
 // tools, it also fetches the mount's tool list and keeps it with the mount.
 import { z } from "zod";
 import { evaluatePolicy, mountPolicy, type MountUnderPolicy, type PolicyDecision } from "./policy.ts";
-import type { Idempotency, Plugin, PluginTool, SessionState, SideEffects, ToolDiscovery, ToolOutput } from "./contract.ts";
+import type { Audience, Idempotency, Plugin, PluginTool, SessionState, SideEffects, ToolDiscovery, ToolOutput } from "./contract.ts";
 import { Redactor } from "./redact.ts";
 import { ToolList } from "./tool-lists.ts";
 import { nameTools } from "./tool-names.ts";
@@ -31,6 +31,14 @@ export interface CallScope {
   agent: string;
   conversation: string;
   callKey: string;
+  audience: Audience;
+}
+
+/** A mount's standing document as a conversation of one audience sees it now. */
+export interface Standing {
+  alias: string;
+  lines: string[];
+  render(lines: string[]): string;
 }
 
 /** A mount that cannot be used as configured (unknown plugin, bad config). */
@@ -68,6 +76,8 @@ const MAX_RESULT_CHARS = 64_000;
 
 export class Gateway {
   private readonly byName = new Map<string, Resolved>();
+  /** Each mount with its plugin and parsed config, in mount order. */
+  private readonly resolvedMounts: Omit<Resolved, "tool">[] = [];
   private readonly redactor: Redactor;
   /** Mounts whose tools are discovered, by alias. */
   private readonly discovered = new Map<string, Discovered>();
@@ -85,6 +95,7 @@ export class Gateway {
       const parsed = plugin.config ? plugin.config.safeParse(mount.config) : { success: true as const, data: mount.config };
       if (!parsed.success) throw new MountError(`MOUNTS: alias "${mount.alias}" has a bad config: ${z.prettifyError(parsed.error)}`);
       const config = parsed.data;
+      this.resolvedMounts.push({ mount, plugin, config });
       let tools = plugin.tools;
       if (plugin.discovery) {
         const list = new ToolList(deps.session(mount.alias));
@@ -110,6 +121,18 @@ export class Gateway {
       description: `${tool.description} (mount "${mount.alias}")`,
       parameters: tool.inputSchema ?? (z.toJSONSchema(tool.parameters) as Record<string, unknown>),
     }));
+  }
+
+  /** The standing documents of the mounts whose plugin keeps one (memory), for this audience. */
+  standing(audience: Audience): Standing[] {
+    const out: Standing[] = [];
+    for (const { mount, plugin, config } of this.resolvedMounts) {
+      const standing = plugin.standing;
+      if (!standing) continue;
+      const ctx = { alias: mount.alias, config, audience };
+      out.push({ alias: mount.alias, lines: standing.lines({ ...ctx, session: this.deps.session(mount.alias) }), render: (shown) => standing.render(shown, ctx) });
+    }
+    return out;
   }
 
   effects(name: string): { sideEffects: SideEffects; idempotency: Idempotency } | undefined {

@@ -6,10 +6,10 @@ import { mcpPlugin } from "./mcp.ts";
 import { memoryPlugin } from "./memory.ts";
 import type { Plugin } from "./contract.ts";
 
-export type { Plugin, PluginTool, ToolContext, ToolOutput, SideEffects, Idempotency, SessionState, MountContext, ToolDiscovery, FetchedTools } from "./contract.ts";
+export type { Audience, Plugin, PluginTool, ToolContext, ToolOutput, SideEffects, Idempotency, SessionState, StandingContext, StandingDocument, MountContext, ToolDiscovery, FetchedTools } from "./contract.ts";
 export { ToolList } from "./tool-lists.ts";
 export { evaluatePolicy, mountPolicy, policyDecision, policyWarnings, type MountPolicy, type PolicyDecision, type MountUnderPolicy, type ToolUnderPolicy } from "./policy.ts";
-export { Gateway, MountError, mountSchema, type ModelTool, type Mount, type CallScope, type GatewayDeps, type GatewayResult, type Disposition } from "./gateway.ts";
+export { Gateway, MountError, mountSchema, type ModelTool, type Mount, type CallScope, type Standing, type GatewayDeps, type GatewayResult, type Disposition } from "./gateway.ts";
 
 /** The plugins this project ships; the Worker entry hands them (and any of its own) to the runtime. */
 export const builtinPlugins: readonly Plugin[] = [clockPlugin, httpPlugin, jsPlugin, mcpPlugin, memoryPlugin];

@@ -147,7 +147,7 @@ export class AgentObject extends DurableObject<Env> {
     // A late reply to a stopped turn was paid for all the same: its usage is kept with its job.
     if (call.kind === "reply") this.jobs.recordUsage(jobId, call.message);
     if (call.kind === "reply") return this.settleJob(jobId, { kind: "reply", message: call.message });
-    if (call.kind === "refused") return this.settleJob(jobId, { kind: "failed", error: call.error });
+    if (call.kind === "refused") return this.settleJob(jobId, { kind: "failed", error: call.error, tooLong: call.tooLong });
     const attempt = (this.effects.get("model", jobId)?.retries ?? 0) + 1;
     if (this.jobs.get(jobId)?.status !== "pending") return false;
     if (attempt > MAX_MODEL_RETRIES) {

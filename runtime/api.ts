@@ -18,7 +18,7 @@ export const API_MAX_BODY_BYTES = 64 * 1024;
 
 const conversationId = (error?: string) => z.string({ error }).regex(CONVERSATION_ID, "conversation: letters, digits, : . _ - (max 200)");
 
-/** A message or a steer carries text; an interrupt carries none but must name the conversation it stops. */
+/** A message or a steer carries text; an interrupt or a command (stop, compact, status) carries none but must name its conversation. */
 const messageBody = z.preprocess(
   (body) => (body !== null && typeof body === "object" && !("kind" in body) ? { ...body, kind: "message" } : body),
   z.discriminatedUnion("kind", [
@@ -28,6 +28,7 @@ const messageBody = z.preprocess(
       conversation: conversationId().optional(),
     }),
     z.object({ kind: z.literal("interrupt"), conversation: conversationId("an interrupt names the conversation it stops") }),
+    z.object({ kind: z.literal("command"), command: z.enum(["stop", "compact", "status"]), conversation: conversationId("a command names its conversation") }),
   ]),
 );
 
@@ -97,7 +98,8 @@ export function agentsApi(deps: RuntimeDeps): Hono<{ Bindings: Env }> {
     const id = c.req.header("idempotency-key") ?? crypto.randomUUID();
     const user = { platform: "api" as const, id: "admin" };
     const base = { id: `api:${id}`, conversation, user };
-    const event = body.kind === "interrupt" ? { ...base, kind: body.kind } : { ...base, kind: body.kind, text: body.text };
+    const event =
+      body.kind === "interrupt" ? { ...base, kind: body.kind } : body.kind === "command" ? { ...base, kind: body.kind, command: body.command } : { ...base, kind: body.kind, text: body.text };
     const result = await submitEvent(c.env, route, event);
     return c.json(result, 202);
   });

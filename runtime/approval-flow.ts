@@ -4,7 +4,8 @@
 // steps. Either way the agent is told and the card shows the outcome.
 import type { ToolCall, ToolResultMessage } from "@mariozechner/pi-ai";
 import { cardFor, Holds, mayDecide, type Card, type HoldRow, type Person, type SettledStatus } from "../approvals/index.ts";
-import type { GatewayResult } from "../plugins/index.ts";
+import type { CallScope, GatewayResult } from "../plugins/index.ts";
+import { audienceOf } from "./audience.ts";
 import type { ChatEvent, ChatUser, Route } from "./chat.ts";
 import { approvalTtlMs, approversFor } from "./config.ts";
 import type { Conversations, ConversationRow } from "./conversations.ts";
@@ -176,8 +177,9 @@ export class ApprovalFlow {
     if (hold?.status === "running") this.settle(route, hold, "unknown", `${OUTCOME_PREFIX.unknown}: the tool did not answer in time.`);
   }
 
-  private scope(route: Route, hold: HoldRow) {
-    return { ...route, conversation: hold.conversation, callKey: hold.call_key };
+  private scope(route: Route, hold: HoldRow): CallScope {
+    const audience = audienceOf(route, this.conversations.get(hold.conversation)!);
+    return { ...route, conversation: hold.conversation, callKey: hold.call_key, audience };
   }
 
   private settleWith(route: Route, hold: HoldRow, result: GatewayResult): void {

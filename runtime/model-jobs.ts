@@ -25,7 +25,10 @@ export type JobRow = {
 };
 
 /** What a settled job means for its turn. */
-export type Settled = { kind: "reply"; message: AssistantMessage } | { kind: "failed"; error: string };
+export type Settled =
+  | { kind: "reply"; message: AssistantMessage }
+  /** `tooLong`: the provider refused the request as too long for the model (a compaction may help). */
+  | { kind: "failed"; error: string; tooLong?: boolean };
 
 export class ModelJobs {
   private readonly sql: SqlStorage;

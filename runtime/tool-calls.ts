@@ -5,6 +5,7 @@
 // there, and its result comes back as an event, like a model reply.
 import type { AssistantMessage, ToolCall, ToolResultMessage } from "@mariozechner/pi-ai";
 import type { CallScope, GatewayResult, Mount } from "../plugins/index.ts";
+import { audienceOf } from "./audience.ts";
 import type { Conversations, ConversationRow } from "./conversations.ts";
 import type { Effects } from "./effects.ts";
 import type { MountSessions } from "./mount-sessions.ts";
@@ -84,7 +85,7 @@ export class ToolCalls {
       // In the object (or unknown: the gateway answers that at once). Started first: an eviction mid-call is a replay.
       const replay = this.row(key) !== undefined;
       if (!replay) this.start(key, conv, call);
-      const output = await pass.gateway.call(call.name, call.arguments, { ...pass.route, conversation: conv.id, callKey: key }, { replay });
+      const output = await pass.gateway.call(call.name, call.arguments, callScope(pass, conv, key), { replay });
       const result = toolResult(call, output);
       this.finish(key, result);
       results.push(result);
@@ -140,7 +141,7 @@ export class ToolCalls {
       mount,
       tool: call.name,
       args: call.arguments,
-      scope: { ...pass.route, conversation: conv.id, callKey: key },
+      scope: callScope(pass, conv, key),
       replay: claim.earlierClaims > 0,
       approved: false,
       session: this.sessions.snapshot(mount.alias),
@@ -182,6 +183,10 @@ export class ToolCalls {
       this.conversations.append(conv.id, conv.turn, "tool_result", result);
     }
   }
+}
+
+function callScope(pass: PassContext, conv: ConversationRow, key: string): CallScope {
+  return { ...pass.route, conversation: conv.id, callKey: key, audience: audienceOf(pass.route, conv) };
 }
 
 /** Tool call ids may repeat across turns, so the key includes the assistant message's log position. */

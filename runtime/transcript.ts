@@ -2,7 +2,12 @@
 import type { AssistantMessage, Message, ToolResultMessage, UserMessage } from "@mariozechner/pi-ai";
 import type { ChatUser } from "./chat.ts";
 
-export type LogType = "turn_start" | "turn_end" | "user" | "assistant" | "tool_result" | "marker" | "handover";
+/**
+ * `standing`: the standing documents put in the system prompt from here on
+ * (until the next compaction); `compaction`: a compaction asked for by the
+ * provider, started or failed (a handover is one that succeeded).
+ */
+export type LogType = "turn_start" | "turn_end" | "user" | "assistant" | "tool_result" | "marker" | "handover" | "standing" | "compaction";
 
 export type LogRow = {
   seq: number;
@@ -21,6 +26,8 @@ export interface UserData {
 
 export type TranscriptEntry =
   | { role: "user"; text: string; by: string; steer: boolean; at: number }
+  /** Where a compaction happened: `summarised` earlier messages became the handover `text`, the last `kept` stayed as they were. */
+  | { role: "compaction"; text: string; trigger: CompactionTrigger; summarised: number; kept: number; at: number }
   | { role: "assistant"; text: string; toolCalls: { id: string; name: string; arguments: unknown }[]; at: number }
   | { role: "tool"; toolCallId: string; toolName: string; text: string; isError: boolean; at: number }
   | { role: "note"; text: string; at: number };
@@ -39,46 +46,79 @@ export function isMessageRow(row: LogRow): boolean {
   return MESSAGE_TYPES.has(row.type);
 }
 
+/** What made a compaction: a share of the context window, of the output budget, the provider, or a person. */
+export type CompactionTrigger = "window" | "output" | "refused" | "person";
+
 export interface HandoverData {
   summary: string;
-  /** Rows from this seq on (the turn the summary was made in) still follow it. */
+  /** Rows from this seq on (the tail kept verbatim, and everything after) still follow it. */
   keepFrom?: number;
+  trigger?: CompactionTrigger;
+  summarised?: number;
+  kept?: number;
+}
+
+export type CompactionData =
+  /** The provider refused a request as too long for the model: one compaction is forced. */
+  | { event: "refused"; error: string }
+  /** A summary job was written for the messages before `keepFrom`. */
+  | { event: "started"; trigger: CompactionTrigger; keepFrom: number; summarised: number; kept: number }
+  /** The summary call failed: nothing changed. */
+  | { event: "failed"; error: string };
+
+/** The lines of each mount's standing document, as the system prompt shows them from this row on. */
+export interface StandingData {
+  documents: Record<string, string[]>;
+}
+
+/** A runtime note; one that tells of a standing document's change carries the change, so it can be folded. */
+export interface MarkerData {
+  text: string;
+  standing?: StandingChange;
+}
+
+export interface StandingChange {
+  alias: string;
+  added: string[];
+  removed: string[];
 }
 
 /**
- * What the model is shown, notes as user text. The last handover replaces
- * everything before it, except the rows it keeps, which follow the summary.
+ * The message rows the model is shown, and the handover they follow: the last
+ * handover replaces everything before its `keepFrom`; the rows from there on
+ * (but no earlier handover) follow it.
  */
-export function modelMessages(rows: LogRow[]): Message[] {
+export function shownRows(rows: LogRow[]): { handover?: LogRow; rows: LogRow[] } {
   const at = rows.findLastIndex((row) => row.type === "handover");
-  let shown = rows;
-  if (at >= 0) {
-    const handover = rows[at]!;
-    const keepFrom = (JSON.parse(handover.data) as HandoverData).keepFrom ?? handover.seq;
-    shown = [handover, ...rows.filter((row, i) => i !== at && row.seq >= keepFrom)];
+  if (at < 0) return { rows: rows.filter(isMessageRow) };
+  const handover = rows[at]!;
+  const keepFrom = (JSON.parse(handover.data) as HandoverData).keepFrom ?? handover.seq;
+  return { handover, rows: rows.filter((row) => row.seq >= keepFrom && row.type !== "handover" && isMessageRow(row)) };
+}
+
+/** What the model is shown, notes as user text: the last handover, then the rows it keeps, then everything since. */
+export function modelMessages(rows: LogRow[]): Message[] {
+  const { handover, rows: kept } = shownRows(rows);
+  return (handover ? [handover, ...kept] : kept).map(messageOf);
+}
+
+/** One message row as the model sees it. */
+export function messageOf(row: LogRow): Message {
+  const data = JSON.parse(row.data);
+  switch (row.type) {
+    case "user":
+      return (data as UserData).message;
+    case "assistant":
+      return data as AssistantMessage;
+    case "tool_result":
+      return data as ToolResultMessage;
+    case "marker":
+      return { role: "user", content: `${RUNTIME_NOTE_PREFIX}${(data as MarkerData).text}`, timestamp: row.at };
+    case "handover":
+      return { role: "user", content: `<handover>\n${(data as HandoverData).summary}\n</handover>`, timestamp: row.at };
+    default:
+      throw new Error(`log row ${row.seq} (${row.type}) is not a message`);
   }
-  const out: Message[] = [];
-  for (const row of shown) {
-    const data = JSON.parse(row.data);
-    switch (row.type) {
-      case "user":
-        out.push((data as UserData).message);
-        break;
-      case "assistant":
-        out.push(data as AssistantMessage);
-        break;
-      case "tool_result":
-        out.push(data as ToolResultMessage);
-        break;
-      case "marker":
-        out.push({ role: "user", content: `${RUNTIME_NOTE_PREFIX}${data.text}`, timestamp: row.at });
-        break;
-      case "handover":
-        out.push({ role: "user", content: `<handover>\n${data.summary}\n</handover>`, timestamp: row.at });
-        break;
-    }
-  }
-  return out;
 }
 
 /** What a person (or the Agents API) is shown. */
@@ -106,25 +146,18 @@ export function transcript(rows: LogRow[]): TranscriptEntry[] {
       case "marker":
         out.push({ role: "note", text: data.text, at: row.at });
         break;
-      case "handover":
-        out.push({ role: "note", text: `Earlier messages were compacted into a summary:\n${data.summary}`, at: row.at });
+      case "handover": {
+        const h = data as HandoverData;
+        out.push({ role: "compaction", text: h.summary, trigger: h.trigger ?? "person", summarised: h.summarised ?? 0, kept: h.kept ?? 0, at: row.at });
         break;
+      }
+      case "compaction": {
+        const c = data as CompactionData;
+        if (c.event === "refused") out.push({ role: "note", text: `The model provider refused the request as too long for the model (${c.error}).`, at: row.at });
+        if (c.event === "failed") out.push({ role: "note", text: `Compaction failed (${c.error}); the conversation is as it was.`, at: row.at });
+        break;
+      }
     }
   }
   return out;
-}
-
-function clip(text: string, max: number): string {
-  return text.length > max ? `${text.slice(0, max)}\n[… ${text.length - max} characters clipped]` : text;
-}
-
-/** The same messages with every text part cut to `max` characters. */
-export function clipMessages(messages: Message[], max: number): Message[] {
-  return messages.map((m): Message => {
-    if (m.role === "user") {
-      return { ...m, content: typeof m.content === "string" ? clip(m.content, max) : m.content.map((c) => (c.type === "text" ? { ...c, text: clip(c.text, max) } : c)) };
-    }
-    if (m.role === "toolResult") return { ...m, content: m.content.map((c) => (c.type === "text" ? { ...c, text: clip(c.text, max) } : c)) };
-    return { ...m, content: m.content.map((c) => (c.type === "text" ? { ...c, text: clip(c.text, max) } : c)) };
-  });
 }

@@ -1,24 +1,27 @@
 // The turn state machine. A turn starts with a person's message (or a runtime
 // note), alternates model calls and tool calls, takes steering before each
-// model call, and ends done, stopped, failed or compacted. `advance` moves one
-// conversation until it must wait; it never waits for the model.
+// model call, compacts on the way when a request would not fit, and ends done,
+// stopped, failed, compacted or (a compaction that failed) unchanged.
+// `advance` moves one conversation until it must wait; it never waits for the model.
 import type { AssistantMessage, UserMessage } from "@mariozechner/pi-ai";
 import type { Gateway } from "../plugins/index.ts";
 import type { ApprovalFlow } from "./approval-flow.ts";
 import type { ChatUser, OutboundMessage, Route } from "./chat.ts";
-import { compactionRequest, compactRefusal, needsCompaction } from "./compaction.ts";
+import { audienceOf } from "./audience.ts";
+import { compactionRequest, compactionTrigger, estimateTokens, handoverSummary, planCompaction, refusedAgain, startedCompaction, type CompactionPlan } from "./compaction.ts";
 import type { ModelChoice, ModelPick } from "./models/index.ts";
 import type { Conversations, ConversationRow, InboxItem } from "./conversations.ts";
 import type { ModelRequest } from "./model-job.ts";
 import type { JobPurpose, JobRow, ModelJobs, Settled } from "./model-jobs.ts";
 import type { Outbox } from "./outbox.ts";
 import { toolCalls, type ToolCalls } from "./tool-calls.ts";
-import { isMessageRow, modelMessages, textOf, type HandoverData, type UserData } from "./transcript.ts";
+import { standingNotes, standingState, withStanding } from "./system-prompt.ts";
+import { isMessageRow, modelMessages, shownRows, textOf, type CompactionData, type HandoverData, type LogRow, type UserData } from "./transcript.ts";
 
 const INTERRUPT_NOTE =
   "The person stopped the previous turn. Do not continue or resume the interrupted task unless they ask for it again.";
 
-export type TurnOutcome = "done" | "stopped" | "failed" | "compacted";
+export type TurnOutcome = "done" | "stopped" | "failed" | "compacted" | "unchanged";
 
 /** What a pass knows while it advances conversations. */
 export interface PassContext {
@@ -27,6 +30,7 @@ export interface PassContext {
   /** The model chosen for this agent, as the jobs carry it, and resolved. */
   pick: ModelPick;
   model: ModelChoice;
+  /** The agent's instructions (the standing documents follow them, per conversation). */
   systemPrompt: string;
 }
 
@@ -81,11 +85,11 @@ export class Turns {
   /** A person's `compact`: a turn whose only job is the summary. */
   compact(conversation: string): string {
     const conv = this.conversations.get(conversation)!;
-    const rows = this.conversations.log(conversation);
-    const refusal = compactRefusal(conv.status, rows);
-    if (refusal) return refusal;
+    if (conv.status === "running") return "A turn is running; stop it or wait for it before compacting.";
+    // The model (and so its window) is known only in the pass; with any window, half of what is shown is kept at most.
+    if (!planCompaction({ contextWindow: Infinity }, this.conversations.log(conversation), "person")) return "Nothing to compact yet.";
     this.conversations.beginTurn(conv, { purpose: "compact" });
-    return `Compacting ${modelMessages(rows).length} messages into a summary.`;
+    return "Compacting: the earlier messages are summarised into a handover; the latest stay as they are.";
   }
 
   // ---- turn boundaries -----------------------------------------------------------
@@ -96,12 +100,13 @@ export class Turns {
     this.post(conv.id, { kind: "status", state: "working", text: "Working on it…" });
   }
 
-  end(conv: ConversationRow, outcome: TurnOutcome, error?: string, reply?: string): void {
+  /** `text`: the reply of a turn done, or what a compaction did. */
+  end(conv: ConversationRow, outcome: TurnOutcome, error?: string, text?: string): void {
     this.conversations.append(conv.id, conv.turn, "turn_end", { outcome, error });
     this.conversations.finishTurn(conv.id, outcome === "failed" ? "failed" : "idle", error ?? null);
     switch (outcome) {
       case "done":
-        this.post(conv.id, { kind: "reply", text: reply?.trim() ? reply : "(The model finished without saying anything.)" });
+        this.post(conv.id, { kind: "reply", text: text?.trim() ? text : "(The model finished without saying anything.)" });
         this.post(conv.id, { kind: "status", state: "done", text: "Done." });
         break;
       case "stopped":
@@ -113,11 +118,14 @@ export class Turns {
         this.post(conv.id, { kind: "notice", text: `Sorry, this turn failed: ${truncate(error ?? "no reason given", 1000)}` });
         break;
       case "compacted":
-        this.post(conv.id, { kind: "notice", text: "The conversation so far was compacted into a summary." });
+        this.post(conv.id, { kind: "notice", text: text ?? "The conversation so far was compacted into a summary." });
+        break;
+      case "unchanged":
+        this.post(conv.id, { kind: "notice", text: `Compaction failed (${truncate(error ?? "no reason given", 1000)}); the conversation is as it was.` });
         break;
     }
     // What arrived while a turn that ended early was running starts the next turn, so nothing waits unanswered.
-    if (outcome === "failed" || outcome === "compacted") {
+    if (outcome === "failed" || outcome === "compacted" || outcome === "unchanged") {
       const first = this.conversations.takeFirst(conv.id);
       if (first) this.start(this.conversations.get(conv.id)!, first, first.type === "user" ? first.data.by : { runtime: true });
     }
@@ -144,22 +152,51 @@ export class Turns {
     this.jobs.settle(job, settled);
     const conv = this.conversations.get(job.conversation)!;
     if (conv.status !== "running" || conv.turn !== job.turn) return;
-    if (settled.kind === "failed") return this.end(conv, "failed", settled.error);
+    if (job.purpose === "compact") return this.settleCompaction(conv, settled);
+    if (settled.kind === "failed") {
+      if (!settled.tooLong) return this.end(conv, "failed", settled.error);
+      // Too long for the model: one compaction is forced, then the call is made again; refused again, the turn fails.
+      if (refusedAgain(this.conversations.log(conv.id))) {
+        return this.end(conv, "failed", `the conversation is too long for the model even after compaction (${settled.error})`);
+      }
+      this.conversations.append(conv.id, conv.turn, "compaction", { event: "refused", error: settled.error } satisfies CompactionData);
+      return this.conversations.markForPass(conv.id);
+    }
     this.conversations.markForPass(conv.id);
-    const message = settled.message;
+    this.addUsage(conv, settled.message);
+    this.conversations.append(conv.id, conv.turn, "assistant", settled.message);
+  }
+
+  /**
+   * A summary's outcome: a handover in place of the messages before the kept
+   * tail. A failed summary changes nothing the model is shown: a person's
+   * compaction ends unchanged, one forced by the provider fails its turn, and
+   * one made on the way lets the turn go on as it was.
+   */
+  private settleCompaction(conv: ConversationRow, settled: Settled): void {
+    const rows = this.conversations.log(conv.id);
+    const started = startedCompaction(rows)!;
+    const asked = "purpose" in this.conversations.turnStart(conv).start;
+    const reply = settled.kind === "reply" ? textOf(settled.message.content).trim() : "";
+    if (settled.kind === "reply") this.addUsage(conv, settled.message);
+    if (reply === "") {
+      const error = settled.kind === "failed" ? settled.error : "the summary came back empty";
+      this.conversations.append(conv.id, conv.turn, "compaction", { event: "failed", error } satisfies CompactionData);
+      if (asked) return this.end(conv, "unchanged", error);
+      if (started.trigger === "refused") return this.end(conv, "failed", `the conversation no longer fits the model's context window, and summarising it failed (${error})`);
+      return this.conversations.markForPass(conv.id);
+    }
+    const previous = shownRows(rows).handover;
+    const summary = handoverSummary(reply, previous ? (JSON.parse(previous.data) as HandoverData).summary : null);
+    const { trigger, keepFrom, summarised, kept } = started;
+    this.conversations.append(conv.id, conv.turn, "handover", { summary, keepFrom, trigger, summarised, kept } satisfies HandoverData);
+    if (asked) return this.end(conv, "compacted", undefined, `Compacted: ${count(summarised, "message")} summarised into a handover${kept ? `; the last ${count(kept, "message")} kept as written` : ""}.`);
+    this.conversations.markForPass(conv.id);
+  }
+
+  private addUsage(conv: ConversationRow, message: AssistantMessage): void {
     const usage = message.usage;
     this.conversations.addUsage(conv.id, usage.input + usage.cacheRead + usage.cacheWrite, usage.output, usage.cost.total);
-    const { seq, start } = this.conversations.turnStart(conv);
-    if (job.purpose === "compact" && "purpose" in start) {
-      this.conversations.append(conv.id, conv.turn, "handover", { summary: textOf(message.content) } satisfies HandoverData);
-      return this.end(conv, "compacted");
-    }
-    if (job.purpose === "compact") {
-      // Compacted on the way: the turn goes on with the summary and its own messages.
-      this.conversations.append(conv.id, conv.turn, "handover", { summary: textOf(message.content), keepFrom: seq } satisfies HandoverData);
-      return;
-    }
-    this.conversations.append(conv.id, conv.turn, "assistant", message);
   }
 
   // ---- advancing ---------------------------------------------------------------------
@@ -171,7 +208,11 @@ export class Turns {
       if (!conv || conv.status !== "running") return;
       if (this.jobs.isOpen(id)) return; // waiting for the model
       const { seq: startSeq, start } = this.conversations.turnStart(conv);
-      if ("purpose" in start) return this.createJob(conv, "compact", JSON.stringify(compactionRequest(pass.pick, this.conversations.log(id))));
+      if ("purpose" in start) {
+        const plan = planCompaction(pass.model.settings, this.conversations.log(id), "person");
+        if (!plan) return this.storage.transactionSync(() => this.end(conv, "unchanged", "there is nothing to compact yet"));
+        return this.startCompaction(pass, conv, plan);
+      }
       const last = this.conversations.log(id).filter(isMessageRow).at(-1);
       if (last?.type === "assistant") {
         const message = JSON.parse(last.data) as AssistantMessage;
@@ -189,16 +230,53 @@ export class Turns {
       this.storage.transactionSync(() => {
         this.approvals.expireDue(pass.route, id);
         this.drainInbox(conv);
+        this.noteStanding(pass, conv, startSeq);
       });
       // A mount's first tool list is on its way: the model is asked once it can see those tools (or the fetch failed).
       if (pass.gateway.awaitingToolLists()) return;
       const rows = this.conversations.log(id);
-      const body = JSON.stringify({ model: pass.pick, systemPrompt: pass.systemPrompt, messages: modelMessages(rows), tools: pass.gateway.tools() } satisfies ModelRequest);
-      if (needsCompaction(pass.model, body.length, rows, startSeq)) {
-        return this.createJob(conv, "compact", JSON.stringify(compactionRequest(pass.pick, rows, startSeq)));
+      const request: ModelRequest = { model: pass.pick, systemPrompt: this.systemPromptOf(pass, conv, rows), messages: modelMessages(rows), tools: pass.gateway.tools() };
+      const body = JSON.stringify(request);
+      const trigger = compactionTrigger(pass.model.settings, estimateTokens(body.length, rows), rows);
+      const plan = trigger && planCompaction(pass.model.settings, rows, trigger);
+      if (plan) return this.startCompaction(pass, conv, plan);
+      if (trigger === "refused") {
+        const refusal = rows.findLast((row) => row.type === "compaction")!;
+        const error = (JSON.parse(refusal.data) as { error: string }).error;
+        return this.storage.transactionSync(() => this.end(conv, "failed", `the latest messages alone are too long for the model (${error})`));
       }
       return this.createJob(conv, "chat", body);
     }
+  }
+
+  private startCompaction(pass: PassContext, conv: ConversationRow, plan: CompactionPlan): Promise<void> {
+    const { trigger, keepFrom, earlier, kept } = plan;
+    const started: CompactionData = { event: "started", trigger, keepFrom, summarised: earlier.length, kept };
+    return this.createJob(conv, "compact", JSON.stringify(compactionRequest(pass.pick, pass.model.settings, plan)), () =>
+      this.conversations.append(conv.id, conv.turn, "compaction", started),
+    );
+  }
+
+  /**
+   * The standing documents (memory) are written down for the system prompt
+   * when the conversation starts and after each compaction; before a turn's
+   * first model call, what changed since reaches the model as a note.
+   */
+  private noteStanding(pass: PassContext, conv: ConversationRow, startSeq: number): void {
+    const docs = pass.gateway.standing(audienceOf(pass.route, conv));
+    if (docs.length === 0) return;
+    const rows = this.conversations.log(conv.id);
+    const { snapshot, known } = standingState(rows);
+    if (!snapshot) {
+      this.conversations.append(conv.id, conv.turn, "standing", { documents: Object.fromEntries(docs.map((d) => [d.alias, d.lines])) });
+      return;
+    }
+    if (rows.some((row) => row.type === "assistant" && row.seq > startSeq)) return;
+    for (const note of standingNotes(known, docs)) this.conversations.append(conv.id, conv.turn, "marker", note);
+  }
+
+  private systemPromptOf(pass: PassContext, conv: ConversationRow, rows: LogRow[]): string {
+    return withStanding(pass.systemPrompt, standingState(rows).snapshot, pass.gateway.standing(audienceOf(pass.route, conv)));
   }
 
   private drainInbox(conv: ConversationRow): boolean {
@@ -207,19 +285,24 @@ export class Turns {
     return items.length > 0;
   }
 
-  /** The job row is written before it is dispatched; a large request goes to R2 first. */
-  private async createJob(conv: ConversationRow, purpose: JobPurpose, body: string): Promise<void> {
+  /** The job row is written before it is dispatched (with `record`, in one transaction); a large request goes to R2 first. */
+  private async createJob(conv: ConversationRow, purpose: JobPurpose, body: string, record?: () => void): Promise<void> {
     const id = this.jobs.newId(conv.id, conv.turn, purpose);
     const largeKey = await this.jobs.spill(id, body);
     // The turn may have been stopped (or another job made) while R2 was written.
     if (largeKey && (!this.conversations.stillRunning(conv) || this.jobs.isOpen(conv.id))) return;
-    this.jobs.create(id, conv.id, conv.turn, purpose, body, largeKey);
+    this.storage.transactionSync(() => {
+      this.jobs.create(id, conv.id, conv.turn, purpose, body, largeKey);
+      record?.();
+    });
   }
 }
 
 function userMessage(text: string): UserMessage {
   return { role: "user", content: text, timestamp: Date.now() };
 }
+
+const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? "" : "s"}`;
 
 export function truncate(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max)}…` : text;

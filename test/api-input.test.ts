@@ -38,6 +38,12 @@ describe("/v1 input checks", () => {
     expect((await post('{"kind":"steer","conversation":"c-steer"}', { ...AUTH, "content-type": "application/json" })).error).toMatch(/text/);
   });
 
+  it("a command (stop, compact, status) must name its conversation and a known command → 422 otherwise", async () => {
+    const json = { ...AUTH, "content-type": "application/json" };
+    expect(await post('{"kind":"command","command":"compact"}', json)).toEqual({ status: 422, error: expect.stringMatching(/a command names its conversation/) });
+    expect((await post('{"kind":"command","command":"shred","conversation":"c-cmd"}', json)).status).toBe(422);
+  });
+
   it("a body over 64 KiB → 413", async () => {
     const r = await post(JSON.stringify({ text: "x".repeat(70 * 1024) }), { ...AUTH, "content-type": "application/json" });
     expect(r.status).toBe(413);

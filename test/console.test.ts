@@ -479,9 +479,11 @@ describe("console actions", () => {
     await releaseProvider(s);
 
     const compacted = await submit(page, `${page}/compact`, {}, headers);
-    expect(resultOf(compacted.shown)).toMatch(/^Compacting \d+ messages into a summary\.$/);
+    expect(resultOf(compacted.shown)).toBe("Compacting: the earlier messages are summarised into a handover; the latest stay as they are.");
     const done = await settled(tenant, A, decodeURIComponent(id));
     expect(done.transcript.at(-1)!.text).toContain("summary of it all");
+    // The page marks where the compaction happened.
+    expect(await html(page, headers)).toMatch(/Compacted here \(asked for\)[^]*\d+ messages summarised into this handover/);
   });
 
   it("a resubmitted form is one event, and a bad form is a 400 page that says what was wrong", async () => {

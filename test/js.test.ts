@@ -72,6 +72,7 @@ const ctx = (config: Record<string, unknown> = {}): ToolContext => ({
   tenant: T,
   agent: A,
   conversation: "c",
+  audience: { kind: "channel" },
   config: jsPlugin.config!.parse(config),
   session: { get: () => undefined, set: () => {} },
 });

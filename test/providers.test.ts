@@ -9,7 +9,7 @@ import { callModel, DEFAULT_MODEL_SETTINGS, modelSettings, providerSchema, type 
 import { getModel } from "../node_modules/@mariozechner/pi-ai/dist/models.js";
 import type { AssistantMessage } from "@mariozechner/pi-ai";
 import { agent, rows } from "./agents.ts";
-import { getConversation, postMessage, providerRequests, releaseProvider, script, settled, unique, waitFor, worker } from "./support.ts";
+import { chooseModels, getConversation, postMessage, providerRequests, releaseProvider, script, settled, unique, waitFor } from "./support.ts";
 
 const AGENT = "speaker";
 /** One tenant per API, each on a model of that API's fake provider. */
@@ -20,16 +20,7 @@ const tenantModels: Record<string, string> = {
   "api-gemini": "fake-gemini/gemini-2.5-flash",
 };
 
-beforeAll(async () => {
-  for (const [tenant, model] of Object.entries(tenantModels)) {
-    const res = await worker(`/v1/tenants/${tenant}/model`, {
-      method: "PUT",
-      headers: { authorization: "Bearer test-admin-token", "content-type": "application/json" },
-      body: JSON.stringify({ model }),
-    });
-    if (res.status !== 200) throw new Error(`choosing ${model} for ${tenant}: ${res.status} ${await res.text()}`);
-  }
-});
+beforeAll(() => chooseModels(tenantModels));
 
 /** What each API's usage fields mean, as pi-ai reports them: input excludes cached tokens. */
 type Wire = Record<string, number> & { input_tokens_details?: { cached_tokens: number }; prompt_tokens_details?: { cached_tokens: number } };
@@ -102,11 +93,12 @@ describe.each(APIS)("$api", ({ api, tenant, usage: wireUsage, maxTokens }) => {
 
   it("a 400 fails the turn at once with the provider's message, and is not retried", async () => {
     const s = unique("r400");
-    await script(s, [{ status: 400, error: "prompt is too long: 250000 tokens > 200000 maximum" }, { text: "must never be asked" }]);
+    // (A refusal for length is not a failure: runtime-compaction.test.ts.)
+    await script(s, [{ status: 400, error: "messages.0.content: unsupported value" }, { text: "must never be asked" }]);
     await postMessage(tenant, AGENT, { text: `[s:${s}] hi`, conversation: s });
     const view = await settled(tenant, AGENT, s);
     expect(view.status).toBe("failed");
-    expect(view.error).toBe("the model provider refused the request (400 prompt is too long: 250000 tokens > 200000 maximum)");
+    expect(view.error).toBe("the model provider refused the request (400 messages.0.content: unsupported value)");
     expect(await providerRequests(s)).toHaveLength(1);
     expect(await rows(tenant, AGENT, "SELECT status FROM model_jobs WHERE conversation = ?", s)).toEqual([{ status: "failed" }]);
   });

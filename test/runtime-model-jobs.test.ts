@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import { consumeQueue, courierStub } from "../runtime/courier.ts";
 import type { EffectMessage } from "../runtime/effects.ts";
 import { agent, alarmOf, rows } from "./agents.ts";
-import { getConversation, postMessage, providerRequests, releaseProvider, script, settled, unique, waitFor, withVars } from "./support.ts";
+import { chooseModels, getConversation, postMessage, providerRequests, releaseProvider, script, settled, unique, waitFor, withVars } from "./support.ts";
 
 const T = "jobs";
 const A = "runner";
@@ -219,16 +219,19 @@ describe("a dead-lettered effect changes nothing", () => {
 
 describe("a model request over 1 MiB", () => {
   it("is kept in R2 and read back whole for the provider", async () => {
+    // A model whose window holds it: in a smaller one the conversation is compacted instead.
+    const LONG = "jobs-long";
+    await chooseModels({ [LONG]: "fake/long-context" });
     const s = unique("large");
     await script(s, [{ hold: true, text: "first" }, { text: "read it all" }]);
-    await postMessage(T, A, { text: `[s:${s}] start`, conversation: s });
+    await postMessage(LONG, A, { text: `[s:${s}] start`, conversation: s });
     await waitFor("the provider to be asked", async () => (await providerRequests(s)).length === 1);
-    // Forty 30 KB steers in the same turn make its next request well over 1 MiB (and nothing earlier to compact).
+    // Forty 30 KB steers in the same turn make its next request well over 1 MiB.
     const big = "x".repeat(30_000);
-    for (let i = 0; i < 40; i++) await postMessage(T, A, { text: `${i}:${big}`, conversation: s });
+    for (let i = 0; i < 40; i++) await postMessage(LONG, A, { text: `${i}:${big}`, conversation: s });
     await releaseProvider(s);
-    await waitFor("the spilled job", async () => (await rows(T, A, "SELECT 1 FROM model_jobs WHERE conversation = ? AND large_key IS NOT NULL", s)).length === 1);
-    await settled(T, A, s);
+    await waitFor("the spilled job", async () => (await rows(LONG, A, "SELECT 1 FROM model_jobs WHERE conversation = ? AND large_key IS NOT NULL", s)).length === 1);
+    await settled(LONG, A, s);
     const requests = await providerRequests(s);
     expect(requests).toHaveLength(2);
     const text = JSON.stringify(requests[1]!.body.messages);

@@ -32,6 +32,14 @@ export interface View {
   holds: Card[];
 }
 
+/** Chooses each tenant's model through the admin API (`tenant → <provider>/<model>`). */
+export async function chooseModels(tenantModels: Record<string, string>): Promise<void> {
+  for (const [tenant, model] of Object.entries(tenantModels)) {
+    const res = await worker(`/v1/tenants/${tenant}/model`, { method: "PUT", headers: { ...ADMIN, "content-type": "application/json" }, body: JSON.stringify({ model }) });
+    if (res.status !== 200) throw new Error(`choosing ${model} for ${tenant}: ${res.status} ${await res.text()}`);
+  }
+}
+
 export async function getConversation(tenant: string, agent: string, id: string): Promise<View> {
   const res = await worker(`/v1/tenants/${tenant}/agents/${agent}/conversations/${id}`, { headers: ADMIN });
   if (res.status !== 200) throw new Error(`GET conversation ${id}: ${res.status} ${await res.text()}`);
@@ -81,6 +89,8 @@ export interface ScriptStep {
   status?: number;
   error?: string;
   headers?: Record<string, string>;
+  /** OpenAI's error code on an error step, e.g. "context_length_exceeded". */
+  code?: string;
   /** Gemini's RetryInfo on an error step, e.g. "7s". */
   retryDelay?: string;
   hold?: boolean;

@@ -5,6 +5,8 @@ import { streamAnthropic } from "@mariozechner/pi-ai/anthropic";
 import { streamGoogle } from "@mariozechner/pi-ai/google";
 import { streamOpenAICompletions } from "@mariozechner/pi-ai/openai-completions";
 import { streamOpenAIResponses } from "@mariozechner/pi-ai/openai-responses";
+// pi-ai's own patterns for each provider's "too long" wording, by path: its root entry bundles every provider.
+import { isContextOverflow } from "../../node_modules/@mariozechner/pi-ai/dist/utils/overflow.js";
 import { ConfigError, secretNamed } from "../../lib/config.ts";
 import type { ModelRequest } from "../model-job.ts";
 import { localModel } from "./local-model.ts";
@@ -12,8 +14,11 @@ import type { ModelApi, ModelChoice, ProviderConfig } from "./providers.ts";
 
 export type ProviderCall =
   | { kind: "reply"; message: AssistantMessage }
-  /** The provider refused the request itself: retrying cannot help. */
-  | { kind: "refused"; error: string; status?: number }
+  /**
+   * The provider refused the request itself: retrying it as it is cannot help.
+   * `tooLong`: it does not fit the model's context window (a compaction may).
+   */
+  | { kind: "refused"; error: string; status?: number; tooLong?: boolean }
   /** Worth another try; `retryAfterSeconds` when the provider said how long to wait. */
   | { kind: "retry"; error: string; status?: number; retryAfterSeconds?: number };
 
@@ -64,6 +69,9 @@ export async function callModel(env: Env, choice: ModelChoice, request: ModelReq
   // The error reaches the chat and SQLite: a provider that echoes the key must not leak it.
   const raw = message.errorMessage ?? "the provider returned an error";
   const failure = providerError(provider.auth ? raw.replaceAll(key, "[redacted]") : raw);
+  // OpenAI "maximum context length is N tokens" (context_length_exceeded), Anthropic "prompt is too long" (or a 413),
+  // Gemini "input token count … exceeds the maximum": whatever the status, sending it again as it is cannot help.
+  if (isContextOverflow(message)) return { kind: "refused", error: `the request is too long for the model (${failure.text})`, status: failure.status, tooLong: true };
   if (failure.status !== undefined && REFUSED.has(failure.status)) {
     return { kind: "refused", error: `the model provider refused the request (${failure.text})`, status: failure.status };
   }

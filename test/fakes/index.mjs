@@ -24,7 +24,20 @@ export async function startFakes({ gates } = {}) {
     MODEL_PROVIDERS: JSON.stringify([
       // A small context window, so compaction can be shown with a message of a few pages;
       // a price for its one model, as an operator prices a gateway's model pi-ai does not know.
-      { id: "fake", baseUrl: `${provider.url}/v1`, auth: { secret: "FAKE_PROVIDER_KEY" }, contextWindow: 8000, models: { "test-model": { cost: { input: 0.5, output: 1.5, cacheRead: 0.05 } } } },
+      // Two more models in that window: one with a small output budget and one with a large one (compaction's triggers).
+      {
+        id: "fake",
+        baseUrl: `${provider.url}/v1`,
+        auth: { secret: "FAKE_PROVIDER_KEY" },
+        contextWindow: 8000,
+        models: {
+          "test-model": { cost: { input: 0.5, output: 1.5, cacheRead: 0.05 } },
+          "small-output": { maxTokens: 500 },
+          "big-output": { maxTokens: 6000 },
+          // A window that holds a request over 1 MiB (one kept in R2).
+          "long-context": { contextWindow: 1_000_000 },
+        },
+      },
       // The other APIs, each serving a model pi-ai's registry knows (so its prices come from there).
       { id: "fake-responses", api: "openai-responses", baseUrl: `${provider.url}/v1`, auth: { secret: "FAKE_PROVIDER_KEY" } },
       { id: "fake-anthropic", api: "anthropic-messages", baseUrl: provider.url, auth: { secret: "FAKE_PROVIDER_KEY" } },

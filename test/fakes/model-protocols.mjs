@@ -41,8 +41,14 @@ const openAi = {
   authorized: (req) => req.headers.authorization === `Bearer ${FAKE_PROVIDER_KEY}`,
   // Like a careless gateway, it names the key it was given: the runtime must redact it.
   unauthorized: (res, req) => openAi.error(res, 401, `Incorrect API key provided: ${(req.headers.authorization ?? "").replace(/^Bearer /, "")}`),
-  error: (res, status, message, headers) =>
-    sendJson(res, status, { error: { message, type: status === 401 ? "invalid_request_error" : "fake_error", param: null, code: null } }, headers),
+  // A step's `code` is OpenAI's error code (e.g. "context_length_exceeded"), sent as OpenAI sends it.
+  error: (res, status, message, headers, step = {}) =>
+    sendJson(
+      res,
+      status,
+      { error: { message, type: status === 401 || step.code ? "invalid_request_error" : "fake_error", param: step.code ? "messages" : null, code: step.code ?? null } },
+      headers,
+    ),
 };
 
 /** OpenAI Chat Completions: POST /v1/chat/completions, `data:` chunks, usage in a last chunk without choices. */

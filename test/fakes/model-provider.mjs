@@ -3,7 +3,7 @@
 // Messages, Gemini streamGenerateContent. Tests script it per scenario: a user
 // message containing "[s:<id>]" selects scenario <id>; each request takes the
 // scenario's next step (the last repeats): { text?, toolCalls?, usage? } |
-// { status, error, headers?, retryDelay? } | { hold: true, … } |
+// { status, error, headers?, retryDelay?, code? } | { hold: true, … } |
 // { echoToolResults: true }. Every request is recorded with its API, the body,
 // whether its key was right, and the usage reported. Control API under /_control.
 // A Chat Completions step may also ask for `argumentChunk: n` (arguments and

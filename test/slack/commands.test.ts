@@ -84,9 +84,9 @@ describe("POST /slack/commands", () => {
     const status = (await (await postCommand(command(team, channel, "status"))).json()) as { text: string };
     expect(status.text).toMatch(/^Status: idle \(turn 1\)/);
     const compact = (await (await postCommand(command(team, channel, "compact"))).json()) as { text: string };
-    expect(compact.text).toBe("Compacting 2 messages into a summary.");
+    expect(compact.text).toBe("Compacting: the earlier messages are summarised into a handover; the latest stay as they are.");
     await expect.poll(async () => (await threadMessages(channel)).map((m) => m.body.text), { timeout: 15_000 }).toContain(
-      "The conversation so far was compacted into a summary.",
+      "Compacted: 2 messages summarised into a handover.",
     );
   });
 });
