@@ -4,7 +4,8 @@
 // applies the replay rule of invariant 8.
 import { z } from "zod";
 import { evaluatePolicy, mountPolicy, type MountUnderPolicy, type PolicyDecision } from "./policy.ts";
-import type { Idempotency, Plugin, PluginTool, SessionState, SideEffects, ToolOutput } from "./contract.ts";
+import { nearest } from "../lib/nearest.ts";
+import type { CallableTool, Idempotency, Plugin, PluginTool, SessionState, SideEffects, ToolCaller, ToolOutput } from "./contract.ts";
 import { Redactor } from "./redact.ts";
 
 export const mountSchema = z.object({
@@ -42,6 +43,8 @@ export type GatewayResult = ToolOutput & { disposition: Disposition };
 export interface GatewayDeps {
   secret(name: string): string | undefined;
   session(alias: string): SessionState;
+  /** How a tool that calls tools (code mode) reaches the others; without it, such a tool gets none. */
+  caller?(scope: CallScope): ToolCaller;
 }
 
 interface Resolved {
@@ -55,6 +58,10 @@ interface Resolved {
 const SEPARATOR = "__";
 /** What one call may put in the transcript (and so in SQLite and the next model request). */
 const MAX_RESULT_CHARS = 64_000;
+
+function parametersOf(tool: PluginTool): Record<string, unknown> {
+  return z.toJSONSchema(tool.parameters) as Record<string, unknown>;
+}
 
 export class Gateway {
   private readonly byName = new Map<string, Resolved>();
@@ -78,11 +85,36 @@ export class Gateway {
 
   /** What the model sees: one tool per mounted plugin tool, named `<alias>__<tool>`. */
   tools(): ModelTool[] {
-    return [...this.byName].map(([name, { mount, tool }]) => ({
+    const callable = this.callable();
+    return [...this.byName].map(([name, { mount, tool, config }]) => ({
       name,
-      description: `${tool.description} (mount "${mount.alias}")`,
-      parameters: z.toJSONSchema(tool.parameters) as Record<string, unknown>,
+      description: `${tool.callsTools ? tool.callsTools(callable, config) : tool.description} (mount "${mount.alias}")`,
+      parameters: parametersOf(tool),
     }));
+  }
+
+  /** The tools a tool that calls tools may call: every one not denied, except those that call tools themselves. */
+  callable(): CallableTool[] {
+    return [...this.byName].flatMap(([name, { mount, tool }]) => {
+      const policy = this.policy(name);
+      if (tool.callsTools || policy === "deny") return [];
+      return [{ alias: mount.alias, tool: tool.name, description: tool.description, parameters: parametersOf(tool), sideEffects: tool.sideEffects, policy: policy! }];
+    });
+  }
+
+  /** The gateway name of a mount's tool: `<alias>__<tool>`. */
+  nameOf(alias: string, tool: string): string {
+    return `${alias}${SEPARATOR}${tool}`;
+  }
+
+  /** Whether a tool calls other tools (a script may not start another script). */
+  callsTools(name: string): boolean {
+    return this.byName.get(name)?.tool.callsTools !== undefined;
+  }
+
+  /** The callable tools whose `alias.tool` is nearest to the one asked for, nearest first. */
+  nearest(alias: string, tool: string): string[] {
+    return nearest(`${alias}.${tool}`, this.callable().map((c) => `${c.alias}.${c.tool}`), 3);
   }
 
   effects(name: string): { sideEffects: SideEffects; idempotency: Idempotency } | undefined {
@@ -141,7 +173,7 @@ export class Gateway {
     if (!checked.ok) return { ...checked.output, disposition: "invalid" };
     const { mount, tool, config } = this.byName.get(name)!;
     const policy = this.policy(name);
-    if (policy === "deny") return { text: `Refused: the policy of mount "${mount.alias}" does not allow ${name}.`, isError: true, disposition: "refused" };
+    if (policy === "deny") return { text: this.refusal(name), isError: true, disposition: "refused" };
     if (policy === "approval" && !opts.approved) return { text: `${name} needs a person's approval and was not performed.`, isError: true, disposition: "refused" };
     if (opts.replay && tool.sideEffects === "write" && tool.idempotency === "never") {
       return {
@@ -157,13 +189,19 @@ export class Gateway {
     }
     let output: ToolOutput;
     try {
-      output = await tool.call(checked.args, { ...scope, config, secret, session: this.deps.session(mount.alias) });
+      const tools = tool.callsTools ? this.deps.caller?.(scope) : undefined;
+      output = await tool.call(checked.args, { ...scope, config, secret, session: this.deps.session(mount.alias), tools });
     } catch (err) {
       output = { text: `${name} failed: ${err instanceof Error ? err.message : String(err)}`, isError: true };
     }
     const text = this.redactor.redact(output.text);
     const clipped = text.length > MAX_RESULT_CHARS ? `${text.slice(0, MAX_RESULT_CHARS)}\n[result clipped at ${MAX_RESULT_CHARS} characters]` : text;
     return { text: clipped, isError: output.isError, disposition: "performed" };
+  }
+
+  /** What a call refused by a `deny` policy is answered. */
+  refusal(name: string): string {
+    return `Refused: the policy of mount "${this.byName.get(name)?.mount.alias}" does not allow ${name}.`;
   }
 
   redact(text: string): string {

@@ -5,7 +5,7 @@ import { jsPlugin } from "./js.ts";
 import { memoryPlugin } from "./memory.ts";
 import type { Plugin } from "./contract.ts";
 
-export type { Plugin, PluginTool, ToolContext, ToolOutput, SideEffects, Idempotency, SessionState } from "./contract.ts";
+export type { Plugin, PluginTool, ToolContext, ToolOutput, SideEffects, Idempotency, SessionState, ToolCaller, CallableTool } from "./contract.ts";
 export { evaluatePolicy, mountPolicy, policyDecision, policyWarnings, type MountPolicy, type PolicyDecision, type MountUnderPolicy, type ToolUnderPolicy } from "./policy.ts";
 export { Gateway, MountError, mountSchema, type ModelTool, type Mount, type CallScope, type GatewayDeps, type GatewayResult, type Disposition } from "./gateway.ts";
 

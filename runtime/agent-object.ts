@@ -7,7 +7,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { cardFor, Holds, type Card } from "../approvals/index.ts";
 import { ConfigError, secretNamed } from "../lib/config.ts";
-import { Gateway, MountError, policyWarnings } from "../plugins/index.ts";
+import { Gateway, MountError, policyWarnings, type ToolOutput } from "../plugins/index.ts";
 import { ApprovalFlow } from "./approval-flow.ts";
 import type { ChatEvent, ConversationStatus, DeliveryResult, OutboxDelivery, Platform, Route, SubmitResult } from "./chat.ts";
 import { effectiveModel, effectiveMounts, leaseSeconds, modelChoice, retryBaseSeconds } from "./config.ts";
@@ -22,6 +22,7 @@ import { MountSessions } from "./mount-sessions.ts";
 import { Outbox } from "./outbox.ts";
 import { Scheduler } from "./scheduler.ts";
 import { hasSchema, migrate } from "./schema.ts";
+import { ScriptCalls, type ScriptAnswer, type ScriptCall } from "./script-calls.ts";
 import { systemPrompt } from "./system-prompt.ts";
 import { ToolCalls, type ToolReport, type ToolWork } from "./tool-calls.ts";
 import { transcript, type TranscriptEntry } from "./transcript.ts";
@@ -60,6 +61,7 @@ export class AgentObject extends DurableObject<Env> {
   private readonly turns: Turns;
   private readonly approvals: ApprovalFlow;
   private readonly scheduler: Scheduler;
+  private readonly scripts: ScriptCalls;
   private lastSweep = 0;
   /** No schema yet: the first write (claim) creates it, so a read of an object never used writes nothing. */
   private fresh: boolean;
@@ -89,6 +91,7 @@ export class AgentObject extends DurableObject<Env> {
       () => this.onePass(),
       () => [this.store.anyMarked() || this.approvals.hasWork() ? Date.now() : null, this.effects.nextDue()],
     );
+    this.scripts = new ScriptCalls(ctx.storage, this.store, this.tools, this.approvals.holds, this.sessions, () => this.scheduler.wake());
   }
 
   // ---- RPC surface -------------------------------------------------------
@@ -194,6 +197,21 @@ export class AgentObject extends DurableObject<Env> {
     this.claim(route);
     this.ctx.storage.transactionSync(() => (kind === "tool" ? this.tools.report(id, report) : this.approvals.report(route, id, report)));
     await this.scheduler.wake();
+  }
+
+  // Code mode: the courier running a script asks about each of its tool calls
+  // (runtime/script-calls.ts), and reports those it was handed to perform.
+
+  /** A script's call, decided with the mounts as they are now: its answer, or the work to perform. */
+  async scriptCall(route: Route, call: ScriptCall): Promise<ScriptAnswer> {
+    this.claim(route);
+    return this.scripts.call(await this.passContext(route), call);
+  }
+
+  /** The result of a script's call the courier performed: what the journal now holds. */
+  async scriptResult(route: Route, key: string, report: ToolReport): Promise<ToolOutput> {
+    this.claim(route);
+    return this.ctx.storage.transactionSync(() => this.scripts.report(key, report));
   }
 
   override async alarm(): Promise<void> {

@@ -19,6 +19,7 @@ import { modelChoice } from "./config.ts";
 import { callModel, type ProviderCall } from "./models/index.ts";
 import type { ModelRequest } from "./model-job.ts";
 import type { DeliveryResult } from "./chat.ts";
+import { ScriptCaller } from "./script-calls.ts";
 import type { ToolReport, ToolWork } from "./tool-calls.ts";
 
 /**
@@ -109,7 +110,11 @@ export class Courier extends DurableObject<Env> {
       case "hold": {
         const work = await agent.toolClaim(effect, effect.kind, effect.id);
         if (!work) return;
-        const report = await this.runTool(work);
+        // A script's own tool calls (code mode) are performed here too, each one handed over by the object.
+        const scripts = new ScriptCaller(this.env, effect, (child) => this.runTool(child));
+        const report = await this.runTool(work, scripts);
+        // The script was stopped because the object could not be reached: try the task again (its re-run gets recorded answers).
+        if (scripts.unreachable) throw scripts.unreachable;
         return this.report(effect, (stub) => stub.toolResult(effect, effect.kind as "tool" | "hold", effect.id, report));
       }
     }
@@ -140,7 +145,7 @@ export class Courier extends DurableObject<Env> {
   }
 
   /** The gateway, here: the mount's secret is resolved and redacted in the courier, never in the object. */
-  private async runTool(work: ToolWork): Promise<ToolReport> {
+  private async runTool(work: ToolWork, scripts?: ScriptCaller): Promise<ToolReport> {
     const session = { ...work.session };
     const state: SessionState = {
       get: <T>(key: string) => session[key] as T | undefined,
@@ -148,7 +153,7 @@ export class Courier extends DurableObject<Env> {
         session[key] = value;
       },
     };
-    const gateway = new Gateway([work.mount], this.deps.plugins, { secret: (name) => secretNamed(this.env, name), session: () => state });
+    const gateway = new Gateway([work.mount], this.deps.plugins, { secret: (name) => secretNamed(this.env, name), session: () => state, caller: scripts && ((scope) => scripts.forScript(scope.callKey)) });
     const result = await gateway.call(work.tool, work.args, work.scope, { replay: work.replay, approved: work.approved });
     return { result, alias: work.mount.alias, session };
   }
