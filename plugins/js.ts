@@ -42,7 +42,8 @@ const REPORT_HEADROOM = 4 * MiB;
  */
 const POLLS_PER_MS = 50;
 
-const configSchema = z.object({
+// Strict: a key it does not know (timeoutMs, before cpuMs and wallMs) is reported, not ignored.
+const configSchema = z.strictObject({
   /** Computation, tool calls not included. */
   cpuMs: z.number().int().min(50).max(MAX_CPU_MS).default(2_000),
   /** Start to answer, tool calls included. */

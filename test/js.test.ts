@@ -117,6 +117,7 @@ describe("the js plugin's run tool", () => {
     expect(Date.now() - started).toBeLessThan(1_500);
     expect(jsPlugin.config!.safeParse({ cpuMs: 60_000 }).success).toBe(false);
     expect(jsPlugin.config!.safeParse({ memoryMiB: 1024 }).success).toBe(false);
+    expect(jsPlugin.config!.safeParse({ timeoutMs: 2_000 }).success).toBe(false);
   });
 });
 
