@@ -110,6 +110,7 @@ class ScriptRun {
   // CPU accounting: time and polls spent inside the sandbox, against the current budget.
   private cpuSpent = 0;
   private sliceStart = 0;
+  private sliceDepth = 0;
   private polls = 0;
   private budgetMs: number;
   private wallDeadline: number;
@@ -203,13 +204,13 @@ class ScriptRun {
     }
   }
 
-  /** Code running inside the sandbox: its time counts against the CPU budget. */
+  /** Code running inside the sandbox: its time counts against the CPU budget (once, however nested). */
   private slice<T>(work: () => T): T {
-    this.sliceStart = this.now();
+    if (this.sliceDepth++ === 0) this.sliceStart = this.now();
     try {
       return work();
     } finally {
-      this.cpuSpent += this.now() - this.sliceStart;
+      if (--this.sliceDepth === 0) this.cpuSpent += this.now() - this.sliceStart;
     }
   }
 
@@ -253,10 +254,15 @@ class ScriptRun {
     if (this.closed) return; // the run has ended: its runtime is gone
     const { vm } = this;
     try {
-      const value = output.isError ? vm.newError({ name: "ToolError", message: output.text }) : vm.newString(output.text);
-      if (output.isError) deferred.reject(value);
-      else deferred.resolve(value);
-      value.dispose();
+      this.slice(() => {
+        const value = output.isError ? vm.newError({ name: "ToolError", message: output.text }) : vm.newString(output.text);
+        try {
+          if (output.isError) deferred.reject(value);
+          else deferred.resolve(value);
+        } finally {
+          value.dispose();
+        }
+      });
       this.unsettled.delete(deferred);
     } catch {
       // The heap is full: the script cannot take the answer (the promise is freed with the run).
