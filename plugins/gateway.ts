@@ -59,11 +59,15 @@ const SEPARATOR = "__";
 /** What one call may put in the transcript (and so in SQLite and the next model request). */
 const MAX_RESULT_CHARS = 64_000;
 
-/** A tool's parameters as JSON Schema, made once per tool (the tool list is built for every model request). */
+/**
+ * A tool's parameters as JSON Schema, made once per tool (the tool list is
+ * built for every model request). As input: what a caller may send, so a field
+ * with a default is optional.
+ */
 const schemas = new WeakMap<PluginTool, Record<string, unknown>>();
 function parametersOf(tool: PluginTool): Record<string, unknown> {
   let schema = schemas.get(tool);
-  if (!schema) schemas.set(tool, (schema = z.toJSONSchema(tool.parameters) as Record<string, unknown>));
+  if (!schema) schemas.set(tool, (schema = z.toJSONSchema(tool.parameters, { io: "input" }) as Record<string, unknown>));
   return schema;
 }
 

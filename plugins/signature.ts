@@ -41,7 +41,8 @@ function arrayType(schema: Schema): string {
 function objectType(schema: Schema): string {
   const properties = isSchema(schema.properties) ? Object.entries(schema.properties) : [];
   const extra = schema.additionalProperties;
-  if (properties.length === 0) return extra === false ? "{}" : `Record<string, ${typeOf(extra ?? true)}>`;
+  // A record names its values' schema; an object with no fields names none.
+  if (properties.length === 0) return extra === true || isSchema(extra) ? `Record<string, ${typeOf(extra)}>` : "{}";
   const required = new Set(Array.isArray(schema.required) ? schema.required : []);
   const fields = properties.map(([key, value]) => {
     const name = /^[A-Za-z_$][\w$]*$/.test(key) ? key : JSON.stringify(key);
