@@ -93,8 +93,9 @@ export class ScriptCalls {
 
   /** The courier's result for a call it performed; answered with what the journal holds (a second report changes nothing). */
   report(key: string, report: ToolReport): ToolOutput {
-    const row = this.tools.row(key);
-    if (!row || !key.includes("/")) return { text: "Not recorded: there is no such call of a script.", isError: true };
+    // Only a script's call is reported here (a direct call's report ends its effect too: ToolCalls.report).
+    const row = /\/\d+$/.test(key) ? this.tools.row(key) : undefined;
+    if (!row) return { text: "Not recorded: there is no such call of a script.", isError: true };
     if (row.status === "started") {
       this.sessions.replace(report.alias, report.session);
       this.tools.finish(key, toolResult(JSON.parse(row.call) as ToolCall, report.result));
