@@ -32,11 +32,39 @@ export interface ToolContext {
   session: SessionState;
   /** Tells the gateway the mount's tool list changed (a server said so): it is fetched again. */
   toolsChanged?(): void;
+  /**
+   * Given only to a tool that declares `callsTools` (code mode): calls other
+   * mounted tools through the gateway, each under its mount's policy and
+   * recorded in the agent's journal under this call's key.
+   */
+  tools?: ToolCaller;
 }
 
 export interface ToolOutput {
   text: string;
   isError?: boolean;
+}
+
+export interface ToolCaller {
+  /**
+   * Calls `<alias>__<tool>`. Resolves with the gateway's answer (a refusal, an
+   * unknown name and a held call are answers too, `isError` where nothing was
+   * performed as asked). Rejects only when the runtime itself could not be
+   * reached: the caller should stop, and the call is tried again later.
+   */
+  call(alias: string, tool: string, args: unknown): Promise<ToolOutput>;
+}
+
+/** A mounted tool that a tool with `callsTools` may call, as it is told when the tool list is built. */
+export interface CallableTool {
+  alias: string;
+  tool: string;
+  description: string;
+  /** The tool's parameters as JSON Schema. */
+  parameters: Record<string, unknown>;
+  sideEffects: SideEffects;
+  /** "approval": a call makes a hold and is answered that it waits for a person. */
+  policy: "allow" | "approval";
 }
 
 export interface PluginTool<Args = any> {
@@ -50,6 +78,12 @@ export interface PluginTool<Args = any> {
   inputSchema?: Record<string, unknown>;
   /** Held for a person even on an open mount, as the plugin's `defaultPolicy` holds a declared tool. */
   defaultPolicy?: "approval";
+  /**
+   * The tool calls other tools through `ctx.tools` (code mode). Given the
+   * tools it may call (every mounted tool not denied, except other tools that
+   * call tools) and its mount's config, returns its description for the model.
+   */
+  callsTools?: (callable: CallableTool[], config: Record<string, unknown>) => string;
 }
 
 /** What a plugin is given to fetch its mount's tool list: the mount, no call. */

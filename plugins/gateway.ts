@@ -5,10 +5,11 @@
 // tools, it also fetches the mount's tool list and keeps it with the mount.
 import { z } from "zod";
 import { evaluatePolicy, mountPolicy, type MountUnderPolicy, type PolicyDecision } from "./policy.ts";
-import type { Audience, Idempotency, Plugin, PluginTool, SessionState, SideEffects, ToolDiscovery, ToolOutput } from "./contract.ts";
+import { nearest } from "../lib/nearest.ts";
+import type { Audience, CallableTool, Idempotency, Plugin, PluginTool, SessionState, SideEffects, ToolCaller, ToolDiscovery, ToolOutput } from "./contract.ts";
 import { Redactor } from "./redact.ts";
 import { ToolList } from "./tool-lists.ts";
-import { nameTools } from "./tool-names.ts";
+import { nameTools, SEPARATOR } from "./tool-names.ts";
 
 export const mountSchema = z.object({
   alias: z.string().regex(/^[a-z][a-z0-9_]{0,30}$/, "alias: lower-case letters, digits and _ (max 31)"),
@@ -53,6 +54,8 @@ export type GatewayResult = ToolOutput & { disposition: Disposition };
 export interface GatewayDeps {
   secret(name: string): string | undefined;
   session(alias: string): SessionState;
+  /** How a tool that calls tools (code mode) reaches the others; without it, such a tool gets none. */
+  caller?(scope: CallScope): ToolCaller;
 }
 
 interface Resolved {
@@ -73,6 +76,20 @@ interface Discovered {
 
 /** What one call may put in the transcript (and so in SQLite and the next model request). */
 const MAX_RESULT_CHARS = 64_000;
+
+/**
+ * A tool's parameters as JSON Schema, made once per tool (the tool list is
+ * built for every model request). As input: what a caller may send, so a field
+ * with a default is optional.
+ */
+const schemas = new WeakMap<PluginTool, Record<string, unknown>>();
+function parametersOf(tool: PluginTool): Record<string, unknown> {
+  // A discovered tool brings the JSON Schema its server declared.
+  if (tool.inputSchema) return tool.inputSchema;
+  let schema = schemas.get(tool);
+  if (!schema) schemas.set(tool, (schema = z.toJSONSchema(tool.parameters, { io: "input" }) as Record<string, unknown>));
+  return schema;
+}
 
 export class Gateway {
   private readonly byName = new Map<string, Resolved>();
@@ -116,10 +133,11 @@ export class Gateway {
 
   /** What the model sees: one tool per mounted plugin tool, named `<alias>__<tool>`. */
   tools(): ModelTool[] {
-    return [...this.byName].map(([name, { mount, tool }]) => ({
+    const callable = this.callable();
+    return [...this.byName].map(([name, { mount, tool, config }]) => ({
       name,
-      description: `${tool.description} (mount "${mount.alias}")`,
-      parameters: tool.inputSchema ?? (z.toJSONSchema(tool.parameters) as Record<string, unknown>),
+      description: `${tool.callsTools ? tool.callsTools(callable, config) : tool.description} (mount "${mount.alias}")`,
+      parameters: parametersOf(tool),
     }));
   }
 
@@ -133,6 +151,31 @@ export class Gateway {
       out.push({ alias: mount.alias, lines: standing.lines({ ...ctx, session: this.deps.session(mount.alias) }), render: (shown) => standing.render(shown, ctx) });
     }
     return out;
+  }
+
+  /** The tools a tool that calls tools may call: every one not denied, except those that call tools themselves. */
+  callable(): CallableTool[] {
+    return [...this.byName].flatMap(([name, { mount, tool }]) => {
+      const policy = this.policy(name);
+      if (tool.callsTools || policy === "deny") return [];
+      // The name after `<alias>__` is the one the gateway knows the tool by (a discovered tool may have been renamed).
+      return [{ alias: mount.alias, tool: name.slice(mount.alias.length + SEPARATOR.length), description: tool.description, parameters: parametersOf(tool), sideEffects: tool.sideEffects, policy: policy! }];
+    });
+  }
+
+  /** The gateway name of a mount's tool: `<alias>__<tool>`. */
+  nameOf(alias: string, tool: string): string {
+    return `${alias}${SEPARATOR}${tool}`;
+  }
+
+  /** Whether a tool calls other tools (a script may not start another script). */
+  callsTools(name: string): boolean {
+    return this.byName.get(name)?.tool.callsTools !== undefined;
+  }
+
+  /** The callable tools whose `alias.tool` is nearest to the one asked for, nearest first. */
+  nearest(alias: string, tool: string): string[] {
+    return nearest(`${alias}.${tool}`, this.callable().map((c) => `${c.alias}.${c.tool}`), 3);
   }
 
   effects(name: string): { sideEffects: SideEffects; idempotency: Idempotency } | undefined {
@@ -233,7 +276,7 @@ export class Gateway {
     if (!checked.ok) return { ...checked.output, disposition: "invalid" };
     const { mount, tool, config } = this.byName.get(name)!;
     const policy = this.policy(name);
-    if (policy === "deny") return { text: `Refused: the policy of mount "${mount.alias}" does not allow ${name}.`, isError: true, disposition: "refused" };
+    if (policy === "deny") return { text: this.refusal(name), isError: true, disposition: "refused" };
     if (policy === "approval" && !opts.approved) return { text: `${name} needs a person's approval and was not performed.`, isError: true, disposition: "refused" };
     if (opts.replay && tool.sideEffects === "write" && tool.idempotency === "never") {
       return {
@@ -250,13 +293,19 @@ export class Gateway {
     let output: ToolOutput;
     try {
       const toolsChanged = () => this.discovered.get(mount.alias)?.list.changed();
-      output = await tool.call(checked.args, { ...scope, config, secret, session: this.deps.session(mount.alias), toolsChanged });
+      const tools = tool.callsTools ? this.deps.caller?.(scope) : undefined;
+      output = await tool.call(checked.args, { ...scope, config, secret, session: this.deps.session(mount.alias), toolsChanged, tools });
     } catch (err) {
       output = { text: `${name} failed: ${err instanceof Error ? err.message : String(err)}`, isError: true };
     }
     const text = this.redactor.redact(output.text);
     const clipped = text.length > MAX_RESULT_CHARS ? `${text.slice(0, MAX_RESULT_CHARS)}\n[result clipped at ${MAX_RESULT_CHARS} characters]` : text;
     return { text: clipped, isError: output.isError, disposition: "performed" };
+  }
+
+  /** What a call refused by a `deny` policy is answered. */
+  refusal(name: string): string {
+    return `Refused: the policy of mount "${this.byName.get(name)?.mount.alias}" does not allow ${name}.`;
   }
 
   redact(text: string): string {

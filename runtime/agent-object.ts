@@ -7,7 +7,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { cardFor, Holds, type Card } from "../approvals/index.ts";
 import { ConfigError, secretNamed } from "../lib/config.ts";
-import { Gateway, MountError, policyWarnings } from "../plugins/index.ts";
+import { Gateway, MountError, policyWarnings, type ToolOutput } from "../plugins/index.ts";
 import { ApprovalFlow } from "./approval-flow.ts";
 import type { ChatEvent, ConversationStatus, DeliveryResult, OutboxDelivery, Route, SubmitResult } from "./chat.ts";
 import { leaseSeconds, modelChoice, retryBaseSeconds } from "./config.ts";
@@ -23,6 +23,7 @@ import { MountSessions } from "./mount-sessions.ts";
 import { Outbox } from "./outbox.ts";
 import { Scheduler } from "./scheduler.ts";
 import { modelFrom, mountsFrom, NO_SETTINGS, SettingsCopy, type SettingsText } from "./settings.ts";
+import { ScriptCalls, type ScriptAnswer, type ScriptCall } from "./script-calls.ts";
 import { systemPrompt } from "./system-prompt.ts";
 import { ToolCalls, type ToolReport, type ToolWork } from "./tool-calls.ts";
 import { ToolLists, type MountReport, type MountWork } from "./tool-lists.ts";
@@ -61,6 +62,7 @@ export class AgentObject extends DurableObject<Env> {
   private readonly approvals: ApprovalFlow;
   private readonly scheduler: Scheduler;
   private readonly identity: Identity;
+  private readonly scripts: ScriptCalls;
   private lastSweep = 0;
 
   constructor(
@@ -89,6 +91,7 @@ export class AgentObject extends DurableObject<Env> {
       () => this.onePass(),
       () => [this.store.anyMarked() || this.approvals.hasWork() ? Date.now() : null, this.effects.nextDue()],
     );
+    this.scripts = new ScriptCalls(ctx.storage, this.store, this.tools, this.approvals.holds, this.sessions, () => this.scheduler.wake());
   }
 
   // ---- RPC surface -------------------------------------------------------
@@ -208,6 +211,21 @@ export class AgentObject extends DurableObject<Env> {
     this.identity.claim(route);
     this.ctx.storage.transactionSync(() => this.toolLists.report(alias, report));
     await this.scheduler.wake();
+  }
+
+  // Code mode: the courier running a script asks about each of its tool calls
+  // (runtime/script-calls.ts), and reports those it was handed to perform.
+
+  /** A script's call, decided with the mounts as they are now: its answer, or the work to perform. */
+  async scriptCall(route: Route, call: ScriptCall): Promise<ScriptAnswer> {
+    this.identity.claim(route);
+    return this.scripts.call(this.passContext(route), call);
+  }
+
+  /** The result of a script's call the courier performed: what the journal now holds. */
+  async scriptResult(route: Route, key: string, report: ToolReport): Promise<ToolOutput> {
+    this.identity.claim(route);
+    return this.ctx.storage.transactionSync(() => this.scripts.report(key, report));
   }
 
   override async alarm(): Promise<void> {

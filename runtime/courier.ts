@@ -7,21 +7,21 @@
 // starts the lease there), does it once, and reports back. The object decides
 // everything else: retries, order, failure.
 import { DurableObject } from "cloudflare:workers";
-import { secretNamed } from "../lib/config.ts";
-import { Gateway, type Mount, type SessionState } from "../plugins/index.ts";
-import { outboundFor, type RuntimeDeps } from "./deps.ts";
 import { z } from "zod";
-import type { EffectMessage } from "./effects.ts";
+import { ConfigError, secretNamed } from "../lib/config.ts";
+import { Gateway, type CallScope, type GatewayDeps, type Mount, type SessionState } from "../plugins/index.ts";
 import type { AgentObject } from "./agent-object.ts";
-import { agentStub } from "./ingress.ts";
-import { ConfigError } from "../lib/config.ts";
-import { modelChoice } from "./config.ts";
-import { callModel, type ProviderCall } from "./models/index.ts";
-import type { ModelRequest } from "./model-job.ts";
 import type { DeliveryResult, Route } from "./chat.ts";
+import { modelChoice } from "./config.ts";
+import { outboundFor, type RuntimeDeps } from "./deps.ts";
+import type { EffectMessage } from "./effects.ts";
+import { agentStub } from "./ingress.ts";
+import type { ModelRequest } from "./model-job.ts";
+import { callModel, type ProviderCall } from "./models/index.ts";
+import { sessionCopy } from "./mount-sessions.ts";
+import { ScriptCaller } from "./script-calls.ts";
 import type { ToolReport, ToolWork } from "./tool-calls.ts";
 import type { MountReport, MountWork } from "./tool-lists.ts";
-import { sessionCopy } from "./mount-sessions.ts";
 
 /**
  * Armed while the courier works: a courier cut short (evicted, the process
@@ -111,7 +111,11 @@ export class Courier extends DurableObject<Env> {
       case "hold": {
         const work = await agent.toolClaim(effect, effect.kind, effect.id);
         if (!work) return;
-        const report = await this.runTool(work);
+        // A script's own tool calls (code mode) are performed here too, each one handed over by the object.
+        const scripts = new ScriptCaller(this.env, effect, (child) => this.runTool(child));
+        const report = await this.runTool(work, scripts);
+        // The script was stopped because the object could not be reached: try the task again (its re-run gets recorded answers).
+        if (scripts.unreachable) throw scripts.unreachable;
         return this.report(effect, (stub) => stub.toolResult(effect, effect.kind as "tool" | "hold", effect.id, report));
       }
       case "mount": {
@@ -144,9 +148,10 @@ export class Courier extends DurableObject<Env> {
   }
 
   /** The gateway, here: the mount's secret is resolved and redacted in the courier, never in the object. */
-  private async runTool(work: ToolWork): Promise<ToolReport> {
+  private async runTool(work: ToolWork, scripts?: ScriptCaller): Promise<ToolReport> {
     const session = sessionCopy(work.session);
-    const result = await this.gateway(work.mount, session.state).call(work.tool, work.args, work.scope, { replay: work.replay, approved: work.approved });
+    const caller = scripts && ((scope: CallScope) => scripts.forScript(scope.callKey));
+    const result = await this.gateway(work.mount, session.state, caller).call(work.tool, work.args, work.scope, { replay: work.replay, approved: work.approved });
     return { result, alias: work.mount.alias, session: session.changed() };
   }
 
@@ -156,8 +161,8 @@ export class Courier extends DurableObject<Env> {
     return { session: session.changed() };
   }
 
-  private gateway(mount: Mount, session: SessionState): Gateway {
-    return new Gateway([mount], this.deps.plugins, { secret: (name) => secretNamed(this.env, name), session: () => session });
+  private gateway(mount: Mount, session: SessionState, caller?: GatewayDeps["caller"]): Gateway {
+    return new Gateway([mount], this.deps.plugins, { secret: (name) => secretNamed(this.env, name), session: () => session, caller });
   }
 }
 

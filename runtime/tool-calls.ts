@@ -33,7 +33,7 @@ export interface ToolReport {
   session: Record<string, unknown>;
 }
 
-type JournalRow = { key: string; conversation: string; turn: number; call: string; status: "started" | "done"; result: string | null };
+type JournalRow = { key: string; conversation: string; turn: number; name: string; call: string; status: "started" | "done"; result: string | null };
 
 export class ToolCalls {
   /** Holds a call whose policy says approval (the approvals glue, set once it exists). */
@@ -46,7 +46,7 @@ export class ToolCalls {
     private readonly sessions: MountSessions,
   ) {}
 
-  private row(key: string): JournalRow | undefined {
+  row(key: string): JournalRow | undefined {
     return this.storage.sql.exec<JournalRow>("SELECT * FROM tool_calls WHERE key = ?", key).toArray()[0];
   }
 
@@ -97,7 +97,8 @@ export class ToolCalls {
     return "done";
   }
 
-  private start(key: string, conv: ConversationRow, call: ToolCall): void {
+  /** Written before a call is made: found started after an eviction, the call is a replay. */
+  start(key: string, conv: ConversationRow, call: ToolCall): void {
     this.storage.sql.exec(
       "INSERT INTO tool_calls (key, conversation, turn, name, call, status, started_at) VALUES (?, ?, ?, ?, ?, 'started', ?)",
       key,
@@ -109,7 +110,7 @@ export class ToolCalls {
     );
   }
 
-  private finish(key: string, result: ToolResultMessage): void {
+  finish(key: string, result: ToolResultMessage): void {
     this.storage.sql.exec("UPDATE tool_calls SET status = 'done', result = ?, done_at = ? WHERE key = ?", JSON.stringify(result), Date.now(), key);
   }
 
@@ -185,7 +186,7 @@ export class ToolCalls {
   }
 }
 
-function callScope(pass: PassContext, conv: ConversationRow, key: string): CallScope {
+export function callScope(pass: PassContext, conv: ConversationRow, key: string): CallScope {
   return { ...pass.route, conversation: conv.id, callKey: key, audience: audienceOf(pass.route, conv) };
 }
 

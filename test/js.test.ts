@@ -3,8 +3,8 @@
 // A handle left undisposed makes QuickJS abort when its runtime is freed, so
 // every clean answer below also shows that the call released everything.
 import { describe, expect, it } from "vitest";
-import { jsPlugin } from "../plugins/js.ts";
-import type { ToolContext } from "../plugins/index.ts";
+import { jsPlugin, runScript } from "../plugins/js.ts";
+import type { ToolCaller, ToolContext, ToolOutput } from "../plugins/index.ts";
 import { postMessage, script, settled, unique, type View } from "./support.ts";
 
 const T = "sandbox";
@@ -43,7 +43,7 @@ describe("js__run in a turn", () => {
   it("stops an endless loop at the time limit and the turn still finishes", async () => {
     const started = Date.now();
     const view = await turn("for (;;) {}");
-    expect(toolResults(view)[0]).toMatchObject({ text: "Time limit: the code was stopped after 2000 ms.", isError: true });
+    expect(toolResults(view)[0]).toMatchObject({ text: "CPU time limit: the code was stopped after 2000 ms of computation.", isError: true });
     expect(Date.now() - started).toBeLessThan(10_000);
   });
 
@@ -85,7 +85,7 @@ describe("the js plugin's run tool", () => {
       isError: false,
     });
     expect(await run('(async () => { throw new RangeError("no") })()')).toMatchObject({ text: expect.stringMatching(/^Uncaught RangeError: no/), isError: true });
-    expect(await run("new Promise(() => {})")).toEqual({ text: "The returned promise did not settle: the sandbox has no timers or I/O.", isError: true });
+    expect(await run("new Promise(() => {})")).toEqual({ text: "The returned promise did not settle: the sandbox has no timers, and no tool call was still running.", isError: true });
   });
 
   it("reports values JSON cannot hold, and thrown non-errors", async () => {
@@ -109,14 +109,104 @@ describe("the js plugin's run tool", () => {
   });
 
   it("reports a result whose serialisation never ends without hanging", async () => {
-    expect(await run("({ toJSON() { for (;;) {} } })", { timeoutMs: 100 })).toEqual({ text: "Result: [the result could not be serialised within the limits]", isError: false });
+    expect(await run("({ toJSON() { for (;;) {} } })", { cpuMs: 100 })).toEqual({ text: "Result: [the result could not be serialised within the limits]", isError: false });
   });
 
   it("takes its time limit from the mount config, within a cap", async () => {
     const started = Date.now();
-    expect(await run("for (;;) {}", { timeoutMs: 100 })).toEqual({ text: "Time limit: the code was stopped after 100 ms.", isError: true });
+    expect(await run("for (;;) {}", { cpuMs: 100 })).toEqual({ text: "CPU time limit: the code was stopped after 100 ms of computation.", isError: true });
     expect(Date.now() - started).toBeLessThan(1_500);
-    expect(jsPlugin.config!.safeParse({ timeoutMs: 60_000 }).success).toBe(false);
+    expect(jsPlugin.config!.safeParse({ cpuMs: 60_000 }).success).toBe(false);
     expect(jsPlugin.config!.safeParse({ memoryMiB: 1024 }).success).toBe(false);
+    expect(jsPlugin.config!.safeParse({ timeoutMs: 2_000 }).success).toBe(false);
+  });
+});
+
+/** A stand-in for the runtime's side: records each call and answers as `answer` says. */
+function fakeTools(answer: (alias: string, tool: string, args: unknown) => Promise<ToolOutput> = async (alias, tool, args) => ({ text: `${alias}.${tool}(${JSON.stringify(args)})` })) {
+  const calls: string[] = [];
+  const caller: ToolCaller = {
+    call(alias, tool, args) {
+      calls.push(`${alias}.${tool}`);
+      return answer(alias, tool, args);
+    },
+  };
+  return { calls, caller };
+}
+
+describe("a script's tool calls (code mode), in the sandbox", () => {
+  it("are made in the order the script makes them, run side by side, resolve with the text and reject with a ToolError", async () => {
+    let releaseFirst!: () => void;
+    const first = new Promise<void>((resolve) => (releaseFirst = resolve));
+    const { calls, caller } = fakeTools(async (alias, tool, args) => {
+      if (tool === "slow") await first;
+      if (tool === "fast") setTimeout(releaseFirst, 10); // the fast one answers while the slow one is still out
+      if (alias === "bad") return { text: "Refused: no.", isError: true };
+      return { text: `${alias}.${tool}(${JSON.stringify(args)})` };
+    });
+    const output = await runScript(
+      `(async () => {
+        const [a, b] = await Promise.all([tools.crm.slow({ id: 1 }), tools.crm.fast()]);
+        let c; try { await tools.bad.write({}); } catch (e) { c = [e instanceof Error, e.name, e.message]; }
+        return [a, b, c];
+      })()`,
+      {},
+      { caller },
+    );
+    expect(calls).toEqual(["crm.slow", "crm.fast", "bad.write"]);
+    expect(output).toEqual({ text: `Result: ${JSON.stringify(['crm.slow({"id":1})', "crm.fast({})", [true, "ToolError", "Refused: no."]])}`, isError: false });
+  });
+
+  it("are limited in number: past the mount's maxToolCalls each call is rejected without being made", async () => {
+    const { calls, caller } = fakeTools();
+    const output = await runScript(
+      "(async () => { const out = []; for (let i = 0; i < 3; i++) { try { out.push(await tools.a.b({ i })); } catch (e) { out.push(e.message); } } return out; })()",
+      { maxToolCalls: 2 },
+      { caller },
+    );
+    expect(calls).toHaveLength(2);
+    expect(JSON.parse(output.text.replace(/^Result: /, ""))).toEqual(['a.b({"i":0})', 'a.b({"i":1})', "Tool call limit: a script may make at most 2 tool calls."]);
+  });
+
+  it("answer only once every call the script started has answered, awaited or not", async () => {
+    let answered = false;
+    const { caller } = fakeTools(() => new Promise((resolve) => setTimeout(() => ((answered = true), resolve({ text: "late" })), 50)));
+    expect(await runScript("tools.a.fireAndForget({}); 'returned'", {}, { caller })).toEqual({ text: 'Result: "returned"', isError: false });
+    expect(answered).toBe(true);
+  });
+
+  it("are stopped at the wall time limit when a tool does not answer, and everything is released", async () => {
+    const { caller } = fakeTools(() => new Promise(() => {}));
+    expect(await runScript("(async () => await tools.slow.never({}))()", { wallMs: 100 }, { caller })).toEqual({
+      text: "Wall time limit: the script was stopped after 100 ms, tool calls included (1 calls made, 1 unanswered).",
+      isError: true,
+    });
+    expect((await run("1 + 2")).text).toBe("Result: 3");
+  });
+
+  it("stop the script when the runtime cannot be reached (its task is tried again)", async () => {
+    const { caller } = fakeTools(() => Promise.reject(new Error("the object was reset")));
+    expect(await runScript("(async () => { try { await tools.a.b({}); } catch { return 'swallowed'; } })()", {}, { caller })).toEqual({
+      text: "Stopped: a tool call could not reach the agent (the object was reset).",
+      isError: true,
+    });
+  });
+
+  it("are refused where no caller is given, and awaiting `tools` itself calls nothing", async () => {
+    const { calls, caller } = fakeTools();
+    expect((await runScript("(async () => { await tools; await tools.crm; return typeof tools.crm.then; })()", {}, { caller })).text).toBe('Result: "undefined"');
+    expect(calls).toEqual([]);
+    expect((await run("(async () => { try { await tools.a.b({}); } catch (e) { return e.message; } })()")).text).toBe('Result: "Tools cannot be called from this sandbox."');
+  });
+});
+
+describe("the CPU limit where the clock stands still (a deployed Worker's clock moves only on I/O)", () => {
+  const frozen = () => 0;
+  it("stops an endless loop by its poll budget", async () => {
+    expect(await runScript("for (;;) {}", { cpuMs: 50 }, { now: frozen })).toEqual({ text: "CPU time limit: the code was stopped after 50 ms of computation.", isError: true });
+  });
+
+  it("stops a regular expression that backtracks without end (a long built-in call)", async () => {
+    expect(await runScript("/(a+)+$/.test('a'.repeat(40) + 'b')", { cpuMs: 50 }, { now: frozen })).toEqual({ text: "CPU time limit: the code was stopped after 50 ms of computation.", isError: true });
   });
 });
