@@ -9,6 +9,7 @@ import { cardFor, Holds, type Card } from "../approvals/index.ts";
 import { ConfigError, secretNamed } from "../lib/config.ts";
 import { Gateway, MountError, policyWarnings, type ToolOutput } from "../plugins/index.ts";
 import { ApprovalFlow } from "./approval-flow.ts";
+import { AGENT_HANDLERS, BusyTime, measureHandlers, type TurnBusy } from "./busy-time.ts";
 import type { ChatEvent, ConversationStatus, DeliveryResult, OutboxDelivery, Route, SubmitResult } from "./chat.ts";
 import { leaseSeconds, modelChoice, retryBaseSeconds } from "./config.ts";
 import { controlPlane } from "./control-plane.ts";
@@ -37,6 +38,9 @@ export interface ConversationView {
   turn: number;
   error: string | null;
   usage: { inputTokens: number; outputTokens: number; cost: number };
+  /** The object's busy time on this conversation (runtime/busy-time.ts), in all and per turn. */
+  busyMs: number;
+  busyByTurn: TurnBusy[];
   transcript: TranscriptEntry[];
   /** Approval cards of this conversation, oldest first. */
   holds: Card[];
@@ -47,6 +51,8 @@ const MAX_MODEL_RETRIES = 3;
 const MAX_RETRY_DELAY_SECONDS = 300;
 /** Every so often a pass advances every running conversation, not only the marked ones. */
 const SWEEP_MS = 60_000;
+/** Busy time per turn and hour is kept this long in the object (the ledger keeps the hours). */
+const BUSY_KEPT_MS = 35 * 24 * 3_600_000;
 
 export class AgentObject extends DurableObject<Env> {
   private readonly sql: SqlStorage;
@@ -64,6 +70,8 @@ export class AgentObject extends DurableObject<Env> {
   private readonly identity: Identity;
   private readonly scripts: ScriptCalls;
   private lastSweep = 0;
+  /** Measures every handler (measureHandlers below). */
+  readonly busyTime: BusyTime;
 
   constructor(
     ctx: DurableObjectState,
@@ -73,6 +81,7 @@ export class AgentObject extends DurableObject<Env> {
     super(ctx, env);
     this.sql = ctx.storage.sql;
     this.identity = new Identity(ctx.storage);
+    this.busyTime = new BusyTime(() => (this.identity.ready() ? this.sql : null));
     const id = ctx.id.toString();
     this.store = new Conversations(this.sql);
     this.effects = new Effects(this.sql, leaseSeconds(env) * 1000);
@@ -112,12 +121,15 @@ export class AgentObject extends DurableObject<Env> {
     if (!this.identity.owns(route)) return null;
     const conv = this.store.get(id);
     if (!conv) return null;
+    const busyByTurn = this.busyTime.ofConversation(id);
     return {
       id,
       status: this.statusOf(conv),
       turn: conv.turn,
       error: conv.error,
       usage: { inputTokens: conv.input_tokens, outputTokens: conv.output_tokens, cost: conv.cost },
+      busyMs: busyByTurn.reduce((sum, t) => sum + t.busyMs, 0),
+      busyByTurn,
       transcript: transcript(this.store.log(id)),
       holds: this.approvals.holds.ofConversation(id).map((hold) => cardFor(hold, route.tenant, route.agent)),
     };
@@ -343,7 +355,7 @@ export class AgentObject extends DurableObject<Env> {
     if (pass) {
       this.toolLists.request(pass.gateway);
       await this.approvals.performApproved(pass);
-      for (const id of this.dueConversations()) await this.advanceOrFail(pass, id);
+      for (const id of this.dueConversations()) await this.busyTime.measure(id, "part", () => this.advanceOrFail(pass, id));
     }
     const exhausted = await this.effects.send(this.env.EFFECT_QUEUE, route);
     if (exhausted.length > 0) this.ctx.storage.transactionSync(() => exhausted.forEach((effect) => this.giveUp(route, effect)));
@@ -355,6 +367,7 @@ export class AgentObject extends DurableObject<Env> {
     if (Date.now() - this.lastSweep < SWEEP_MS) return marked;
     this.lastSweep = Date.now();
     this.jobs.prune();
+    this.busyTime.prune(BUSY_KEPT_MS);
     return [...new Set([...marked, ...this.store.runningIds()])];
   }
 
@@ -426,3 +439,5 @@ export class AgentObject extends DurableObject<Env> {
     });
   }
 }
+
+measureHandlers(AgentObject.prototype, AGENT_HANDLERS);
