@@ -17,7 +17,7 @@ import { Conversations, type ConversationRow } from "./conversations.ts";
 import type { RuntimeDeps } from "./deps.ts";
 import { Identity } from "./identity.ts";
 import { Effects, type EffectRow } from "./effects.ts";
-import type { ModelRequest } from "./model-job.ts";
+import type { ModelClaim } from "./model-job.ts";
 import type { ProviderCall } from "./models/index.ts";
 import { ModelJobs, type Settled } from "./model-jobs.ts";
 import { MountSessions } from "./mount-sessions.ts";
@@ -144,8 +144,8 @@ export class AgentObject extends DurableObject<Env> {
   // Couriers claim effects (which starts their lease) and report back; a claim
   // of something no longer wanted is null, and a second report changes nothing.
 
-  /** A courier's claim of a model job: its request. */
-  async modelJob(route: Route, jobId: string): Promise<ModelRequest | null> {
+  /** A courier's claim of a model job: its request, and the object's busy time for the ledger (runtime/metering.ts). */
+  async modelJob(route: Route, jobId: string): Promise<ModelClaim | null> {
     this.identity.claim(route);
     const found = await this.jobs.claim(jobId);
     if (found && "lost" in found) {
@@ -153,7 +153,7 @@ export class AgentObject extends DurableObject<Env> {
       await this.settleJob(jobId, { kind: "failed", error: "the stored model request was lost; please send your message again" });
       return null;
     }
-    return found?.request ?? null;
+    return found ? { request: found.request, busy: this.busyTime.toShip() } : null;
   }
 
   /** A provider call's outcome: a reply or a refusal settles the job; a failure worth retrying is retried, a few times. */
@@ -162,7 +162,7 @@ export class AgentObject extends DurableObject<Env> {
     // A late reply to a stopped turn was paid for all the same: its usage is kept with its job.
     if (call.kind === "reply") this.jobs.recordUsage(jobId, call.message);
     if (call.kind === "reply") return this.settleJob(jobId, { kind: "reply", message: call.message });
-    if (call.kind === "refused") return this.settleJob(jobId, { kind: "failed", error: call.error, tooLong: call.tooLong });
+    if (call.kind === "refused") return this.settleJob(jobId, { kind: "failed", error: call.error, tooLong: call.tooLong, verbatim: call.verbatim });
     const attempt = (this.effects.get("model", jobId)?.retries ?? 0) + 1;
     if (this.jobs.get(jobId)?.status !== "pending") return false;
     if (attempt > MAX_MODEL_RETRIES) {

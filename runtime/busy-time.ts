@@ -24,7 +24,8 @@ export const BUSY_SCHEMA = `
     at INTEGER NOT NULL,
     PRIMARY KEY (conversation, turn)
   );
-  CREATE TABLE busy_hours (hour INTEGER PRIMARY KEY, busy_ms REAL NOT NULL, passes INTEGER NOT NULL, handlers INTEGER NOT NULL);
+  -- shipped_ms: how much of the hour was handed to a courier for the ledger.
+  CREATE TABLE busy_hours (hour INTEGER PRIMARY KEY, busy_ms REAL NOT NULL, passes INTEGER NOT NULL, handlers INTEGER NOT NULL, shipped_ms REAL NOT NULL DEFAULT 0);
 `;
 
 export const HOUR_MS = 3_600_000;
@@ -96,14 +97,19 @@ export class BusyTime {
       .map((r) => ({ turn: r.turn, busyMs: round(r.busy_ms), handlers: r.handlers }));
   }
 
-  /** The object's busy time per hour since `from`, oldest first. */
-  hours(from: number): HourBusy[] {
+  /**
+   * The hours to hand to the ledger (with a model job's claim): those grown
+   * since they were last handed out, and the last two whatever they show (a
+   * courier that lost them hands them again; the ledger keeps the larger total).
+   */
+  toShip(): HourBusy[] {
     const sql = this.sql();
     if (!sql) return [];
-    return sql
-      .exec<{ hour: number; busy_ms: number; passes: number; handlers: number }>("SELECT * FROM busy_hours WHERE hour >= ? ORDER BY hour", hourOf(from))
-      .toArray()
-      .map((r) => ({ hour: r.hour, busyMs: round(r.busy_ms), passes: r.passes, handlers: r.handlers }));
+    const rows = sql
+      .exec<HourRow>("SELECT hour, busy_ms, passes, handlers FROM busy_hours WHERE busy_ms > shipped_ms OR hour >= ? ORDER BY hour", hourOf(Date.now()) - HOUR_MS)
+      .toArray();
+    sql.exec("UPDATE busy_hours SET shipped_ms = busy_ms WHERE busy_ms > shipped_ms");
+    return rows.map(hourBusy);
   }
 
   /** Rows older than `keepMs` go (the ledger keeps the hours). */
@@ -114,6 +120,12 @@ export class BusyTime {
     sql.exec("DELETE FROM busy_turns WHERE at < ?", before);
     sql.exec("DELETE FROM busy_hours WHERE hour < ?", hourOf(before));
   }
+}
+
+type HourRow = { hour: number; busy_ms: number; passes: number; handlers: number };
+
+function hourBusy(r: HourRow): HourBusy {
+  return { hour: r.hour, busyMs: round(r.busy_ms), passes: r.passes, handlers: r.handlers };
 }
 
 function addToTurn(sql: SqlStorage, conversation: string, ms: number): void {

@@ -22,4 +22,5 @@ export { controlPlane, ControlPlane } from "./control-plane.ts";
 export { AgentObject } from "./agent-object.ts";
 export { agentsApi } from "./api.ts";
 export { consumeQueue, Courier } from "./courier.ts";
+export { Ledger } from "./ledger.ts";
 export type { RuntimeDeps } from "./deps.ts";
