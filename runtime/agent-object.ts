@@ -7,7 +7,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { cardFor, Holds, type Card } from "../approvals/index.ts";
 import { ConfigError, secretNamed } from "../lib/config.ts";
-import { Gateway, MountError, policyWarnings, type ToolOutput } from "../plugins/index.ts";
+import { Gateway, MountError, type ToolOutput } from "../plugins/index.ts";
 import { ApprovalFlow } from "./approval-flow.ts";
 import { AGENT_HANDLERS, BusyTime, measureHandlers, type TurnBusy } from "./busy-time.ts";
 import type { ChatEvent, ConversationStatus, DeliveryResult, OutboxDelivery, Route, SubmitResult } from "./chat.ts";
@@ -25,6 +25,7 @@ import { Outbox } from "./outbox.ts";
 import { Scheduler } from "./scheduler.ts";
 import { modelFrom, mountsFrom, NO_SETTINGS, SettingsCopy, type SettingsText } from "./settings.ts";
 import { ScriptCalls, type ScriptAnswer, type ScriptCall } from "./script-calls.ts";
+import { statusText } from "./status.ts";
 import { systemPrompt } from "./system-prompt.ts";
 import { ToolCalls, type ToolReport, type ToolWork } from "./tool-calls.ts";
 import { ToolLists, type MountReport, type MountWork } from "./tool-lists.ts";
@@ -324,21 +325,13 @@ export class AgentObject extends DurableObject<Env> {
   }
 
   private describe(conv: ConversationRow): string {
-    // Policy warnings need the mounts; a configuration that cannot be read is itself worth a warning.
     let gateway: Gateway | null = null;
     try {
       gateway = this.gateway();
     } catch {
       gateway = null;
     }
-    const usage = `${conv.input_tokens} tokens in, ${conv.output_tokens} out, $${conv.cost.toFixed(4)}`;
-    const error = conv.status === "failed" && conv.error ? ` Last error: ${conv.error}` : "";
-    const warnings = gateway ? policyWarnings(gateway.mountsUnderPolicy()).map((w) => `\nWarning: ${w}.`) : ["\nWarning: the mounts could not be read."];
-    const tools = gateway ? gateway.toolNotes().map((note) => `\n${note}`) : [];
-    return (
-      `Status: ${this.statusOf(conv)} (turn ${conv.turn}). Open model jobs for this agent: ${this.jobs.openCount()}. ` +
-      `Calls waiting for approval: ${this.approvals.holds.pending().length}. Usage in this conversation: ${usage}.${error}${warnings.join("")}${tools.join("")}`
-    );
+    return statusText(this.sql, { conv, status: this.statusOf(conv), openJobs: this.jobs.openCount(), pendingHolds: this.approvals.holds.pending().length, gateway });
   }
 
   private statusOf(conv: ConversationRow): ConversationStatus {

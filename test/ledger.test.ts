@@ -156,6 +156,26 @@ describe("the usage ledger", () => {
     expect(platform.usage.filter((r) => r.tenant === tenant).reduce((n, r) => n + r.calls, 0)).toBe(1);
   });
 
+  it("status shows the conversation's day and the tenant's day", async () => {
+    const tenant = unique("status");
+    expect((await setLimit(tenant, { dailyUsd: 2 })).status).toBe(200);
+    const s = unique("status");
+    await script(s, [{ text: "ok", usage: { input: 100, cached: 300, output: 20 } }]);
+    await postMessage(tenant, "a", { text: `[s:${s}] hi`, conversation: s });
+    await settled(tenant, "a", s);
+    const other = unique("status");
+    await script(other, [{ text: "ok", usage: { input: 50, cached: 0, output: 5 } }]);
+    await postMessage(tenant, "b", { text: `[s:${other}] hi`, conversation: other });
+    await settled(tenant, "b", other);
+    const res = await postMessage(tenant, "a", { kind: "command", command: "status", conversation: s });
+    const { notice } = (await res.json()) as { notice: string };
+    const cost = priced("fake/test-model", { input: 100, cached: 300, cacheWrite: 0, output: 20 });
+    expect(notice).toMatch(/^Status: idle \(turn 1\)/);
+    expect(notice).toContain(`This conversation today (UTC): 1 model calls, 400 tokens in (75% cached), 20 out, $${cost.toFixed(4)}, object busy `);
+    const all = cost + priced("fake/test-model", { input: 50, cached: 0, cacheWrite: 0, output: 5 });
+    expect(notice).toContain(`\nTenant ${tenant} today (UTC): 2 model calls, 450 tokens in (67% cached), 25 out, $${all.toFixed(4)}; spent $${all.toFixed(4)} of a $2.00 daily limit; object busy `);
+  });
+
   it("answers a range, and refuses a bad one with 400", async () => {
     const tenant = unique("range");
     expect((await worker(`/v1/tenants/${tenant}/usage?from=2026-12-02&to=2026-12-01`, { headers: ADMIN })).status).toBe(400);
