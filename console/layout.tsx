@@ -34,6 +34,7 @@ button{padding:.3rem .9rem;margin-right:.4rem;font:inherit;cursor:pointer}
 .approve{background:#1a7f37;color:#fff;border:1px solid #1a7f37}.deny{background:#cf222e;color:#fff;border:1px solid #cf222e}
 .actions form{display:inline}.facts{display:flex;flex-wrap:wrap;gap:.3rem 1.4rem;align-items:center}
 details summary{cursor:pointer;color:var(--muted)}
+.chart{margin:.8rem 0}.chart figcaption{font-size:.9rem}.chart .key{margin-left:.6rem}
 `;
 
 const STATE_WORDS: Record<ConversationState, string> = {

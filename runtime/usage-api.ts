@@ -56,7 +56,20 @@ export function effectiveLimit(env: Env, own: TenantLimit | null): { dailyUsd: n
   return { dailyUsd: own?.dailyUsd ?? dailySpendLimit(env), exempt: false };
 }
 
-/** A tenant's day so far (UTC): what `status` and the console show. */
+export interface UsageRead {
+  report: UsageReport;
+  reading: LedgerReading;
+  effective: { dailyUsd: number | null; exempt: boolean };
+}
+
+/** A tenant's usage in [from, to), with today's reading and the limit that applies: what the console shows. */
+export async function readUsage(env: Env, tenant: string, from: number, to: number): Promise<UsageRead> {
+  const ledger = ledgerStub(env, tenant);
+  const [report, reading] = await Promise.all([ledger.report(from, to), ledger.reading()]);
+  return { report, reading, effective: effectiveLimit(env, reading.limit) };
+}
+
+/** A tenant's day so far (UTC): what `status` shows. */
 export async function tenantDay(env: Env, tenant: string): Promise<{ totals: UsageTotals; reading: LedgerReading }> {
   const ledger = ledgerStub(env, tenant);
   const [report, reading] = await Promise.all([ledger.report(dayStart(Date.now()), Date.now() + 1), ledger.reading()]);
