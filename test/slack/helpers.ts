@@ -108,6 +108,8 @@ export interface SlackCall {
   token: string | null;
   body: { channel?: string; text?: string; thread_ts?: string; ts?: string; blocks?: { type: string; elements?: { action_id?: string; value?: string }[] }[] };
   ts?: string;
+  /** When the fake received it (its own clock). */
+  at: number;
   limited?: boolean;
   authorized?: boolean;
 }

@@ -6,7 +6,7 @@ import { decisionValue } from "../../approvals/index.ts";
 import { apiBaseUrl } from "../../bridges/slack/config.ts";
 import { slackOutbound } from "../../bridges/slack/outbound.ts";
 import { SLACK_TEXT_LIMIT, splitForSlack, toMrkdwn } from "../../bridges/slack/mrkdwn.ts";
-import { alarmOf, rows } from "../agents.ts";
+import { rows } from "../agents.ts";
 import { script, unique, waitFor } from "../support.ts";
 import { AGENT, messageEnvelope, newTs, postEvent, rateLimit, slackCalls, slackId, statusFinal, threadMessages } from "./helpers.ts";
 
@@ -134,15 +134,17 @@ describe("Slack outbound", () => {
     await rateLimit({ method: "chat.postMessage", channel, textIncludes: "worth the wait", times: 1, retryAfter: 2 });
     await postEvent(messageEnvelope({ team, channel, ts, text: `[s:${s}] go` }));
     await waitFor("the 429", async () => (await slackCalls(channel, "chat.postMessage")).some((c) => c.limited));
-    // While it waits, the alarm is set for the limited row's retry, not re-fired by the rows queued behind it.
+    // While it waits, the limited row is due no sooner than the Retry-After, and nothing queued behind it goes first.
     const [head] = await waitFor("the limited row to wait", async () => {
       const waiting = await rows<{ due_at: number }>(team, AGENT, "SELECT due_at FROM effects WHERE kind = 'send' AND state = 'waiting' AND retries > 0");
       return waiting.length > 0 && waiting;
     });
-    expect(await alarmOf(team, AGENT)).toBe(head!.due_at);
+    const limited = (await slackCalls(channel, "chat.postMessage")).find((c) => c.limited)!;
+    expect(head!.due_at).toBeGreaterThanOrEqual(limited.at + 2000);
     await statusFinal(channel, "Done.");
     const attempts = (await slackCalls(channel, "chat.postMessage")).filter((c) => c.body.text === "worth the wait");
     expect(attempts.map((c) => c.limited === true)).toEqual([true, false]);
+    expect(attempts[1]!.at - attempts[0]!.at).toBeGreaterThanOrEqual(2000); // Slack's own clock: the second try waited it out
     expect((await threadMessages(channel)).map((m) => [m.body.text, m.body.thread_ts])).toEqual([["worth the wait", ts]]);
   });
 
