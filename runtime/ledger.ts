@@ -48,18 +48,22 @@ export interface LedgerReading {
   limit: TenantLimit | null;
 }
 
-export interface UsageRowOut {
-  hour: number;
-  tenant: string;
-  agent: string;
-  model: string;
-  byok: boolean;
+/** Model calls and what they used; `inputTokens` excludes cached ones. */
+export interface TokenCounts {
   calls: number;
   inputTokens: number;
   cachedInputTokens: number;
   cacheWriteTokens: number;
   outputTokens: number;
   costUsd: number;
+}
+
+export interface UsageRowOut extends TokenCounts {
+  hour: number;
+  tenant: string;
+  agent: string;
+  model: string;
+  byok: boolean;
 }
 
 export interface BusyRowOut {

@@ -5,7 +5,7 @@ import { z } from "zod";
 import { HttpError, parseJson, readBody } from "../lib/http.ts";
 import { dailySpendLimit, platformDailySpendLimit } from "./config.ts";
 import { parseRoute } from "./ingress.ts";
-import { DAY_MS, dayStart, ledgerStub, tenantLimitSchema, type LedgerReading, type TenantLimit, type UsageReport } from "./ledger.ts";
+import { DAY_MS, dayStart, ledgerStub, tenantLimitSchema, type LedgerReading, type TenantLimit, type TokenCounts, type UsageReport } from "./ledger.ts";
 import { forgetReading } from "./metering.ts";
 
 /** The longest range one request may ask for. */
@@ -22,13 +22,7 @@ const rangeQuery = z
   .refine(({ from, to }) => from < to, "from must be before to")
   .refine(({ from, to }) => to - from <= MAX_RANGE_DAYS * DAY_MS, `the range may be at most ${MAX_RANGE_DAYS} days`);
 
-export interface UsageTotals {
-  calls: number;
-  inputTokens: number;
-  cachedInputTokens: number;
-  cacheWriteTokens: number;
-  outputTokens: number;
-  costUsd: number;
+export interface UsageTotals extends TokenCounts {
   /** Of costUsd, what was paid with the tenant's own key. */
   byokCostUsd: number;
   busyMs: number;

@@ -5,7 +5,8 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { courierStub } from "../runtime/courier.ts";
-import { ledgerStub } from "../runtime/ledger.ts";
+import { ledgerStub, type UsageRowOut } from "../runtime/ledger.ts";
+import type { UsageTotals } from "../runtime/usage-api.ts";
 import { limitSentence } from "../runtime/metering.ts";
 import { modelProviders } from "../runtime/config.ts";
 import { modelSettings } from "../runtime/models/table.ts";
@@ -15,19 +16,9 @@ import { postMessage, providerRequests, releaseProvider, script, settled, unique
 
 const ADMIN = { authorization: "Bearer test-admin-token", "content-type": "application/json" };
 
-interface Totals {
-  calls: number;
-  inputTokens: number;
-  cachedInputTokens: number;
-  cacheWriteTokens: number;
-  outputTokens: number;
-  costUsd: number;
-  byokCostUsd: number;
-  busyMs: number;
-}
 interface UsageAnswer {
-  totals: Totals;
-  usage: ({ agent: string; model: string; byok: boolean } & Omit<Totals, "byokCostUsd" | "busyMs">)[];
+  totals: UsageTotals;
+  usage: UsageRowOut[];
   busy: { agent: string; busyMs: number; passes: number }[];
   today: { spentUsd: number; dailyUsd: number | null; exempt: boolean };
 }
