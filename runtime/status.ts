@@ -57,7 +57,7 @@ export async function tenantDayLine(env: Env, tenant: string): Promise<string> {
   try {
     const { totals: t, reading } = await tenantDay(env, tenant);
     const limit = effectiveLimit(env, reading.limit);
-    const spend = limit.exempt ? "no limit (exempt)" : limit.dailyUsd === null ? "no daily limit" : `of a $${limit.dailyUsd.toFixed(2)} daily limit`;
+    const spend = limit.exempt ? "(exempt from limits)" : limit.dailyUsd === null ? "(no daily limit)" : `of a $${limit.dailyUsd.toFixed(2)} daily limit`;
     const byok = t.byokCostUsd > 0 ? ` ($${t.byokCostUsd.toFixed(4)} of it on the tenant's own key)` : "";
     return `Tenant ${tenant} today (UTC): ${t.calls} model calls, ${tokens(t.inputTokens, t.cachedInputTokens, t.outputTokens)}, $${t.costUsd.toFixed(4)}${byok}; spent $${reading.spentUsd.toFixed(4)} ${spend}; object busy ${Math.round(t.busyMs)} ms.`;
   } catch (err) {
