@@ -3,7 +3,7 @@
 // evictions; a tenant at its limit is refused before the provider, once, in words.
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { courierStub } from "../runtime/courier.ts";
 import { ledgerStub, type UsageRowOut } from "../runtime/ledger.ts";
 import type { UsageTotals } from "../runtime/usage-api.ts";
@@ -11,6 +11,7 @@ import { limitSentence } from "../runtime/metering.ts";
 import { modelProviders } from "../runtime/config.ts";
 import { modelSettings } from "../runtime/models/table.ts";
 import { evict, rows } from "./agents.ts";
+import { captureConsole } from "./leaks.ts";
 import { conversationOf, messageEnvelope, newTs, postEvent, slackId, statusFinal, threadMessages, AGENT } from "./slack/helpers.ts";
 import { postMessage, providerRequests, releaseProvider, script, settled, unique, waitFor, withVars, worker, type ScriptStep } from "./support.ts";
 
@@ -165,6 +166,25 @@ describe("the usage ledger", () => {
     expect(notice).toContain(`This conversation today (UTC): 1 model calls, 400 tokens in (75% cached), 20 out, $${cost.toFixed(4)}, object busy `);
     const all = cost + priced("fake/test-model", { input: 50, cached: 0, cacheWrite: 0, output: 5 });
     expect(notice).toContain(`\nTenant ${tenant} today (UTC): 2 model calls, 450 tokens in (67% cached), 25 out, $${all.toFixed(4)}; spent $${all.toFixed(4)} of a $2.00 daily limit; object busy `);
+  });
+
+  it("a model without a price is counted in tokens, costs nothing, and is logged once", async () => {
+    const tenant = unique("unpriced");
+    expect((await worker(`/v1/tenants/${tenant}/model`, { method: "PUT", headers: ADMIN, body: JSON.stringify({ model: "fake/small-output" }) })).status).toBe(200);
+    const lines = captureConsole();
+    try {
+      for (let i = 0; i < 2; i++) {
+        const s = unique("unpriced");
+        await script(s, [{ text: "free", usage: { input: 100, cached: 0, output: 10 } }]);
+        await postMessage(tenant, "a", { text: `[s:${s}] hi`, conversation: s });
+        await settled(tenant, "a", s);
+      }
+    } finally {
+      vi.restoreAllMocks();
+    }
+    const answer = await usage(tenant);
+    expect(answer.totals).toMatchObject({ calls: 2, inputTokens: 200, outputTokens: 20, costUsd: 0 });
+    expect(lines.filter((l) => l.includes("model fake/small-output has no price"))).toHaveLength(1);
   });
 
   it("answers a range, and refuses a bad one with 400", async () => {
