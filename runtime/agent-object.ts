@@ -325,13 +325,8 @@ export class AgentObject extends DurableObject<Env> {
   }
 
   private describe(conv: ConversationRow): string {
-    let gateway: Gateway | null = null;
-    try {
-      gateway = this.gateway();
-    } catch {
-      gateway = null;
-    }
-    return statusText(this.sql, { conv, status: this.statusOf(conv), openJobs: this.jobs.openCount(), pendingHolds: this.approvals.holds.pending().length, gateway });
+    const facts = { conv, status: this.statusOf(conv), openJobs: this.jobs.openCount(), pendingHolds: this.approvals.holds.pending().length };
+    return statusText(this.sql, { ...facts, gateway: () => this.gateway() });
   }
 
   private statusOf(conv: ConversationRow): ConversationStatus {

@@ -97,8 +97,8 @@ export class Courier extends DurableObject<Env> {
         // RPC's type of a nested Message[] gives up (never): the claim is what modelJob returns.
         const claim = (await agent.modelJob(effect, effect.id)) as ModelClaim | null;
         if (!claim) return;
-        await countBusy(this.env, effect, claim.busy);
-        const call = await this.callModel(effect, claim.request);
+        // The object's busy time goes to the ledger while the provider works.
+        const [, call] = await Promise.all([countBusy(this.env, effect, claim.busy), this.callModel(effect, claim.request)]);
         return this.report(effect, (stub) => stub.modelResult(effect, effect.id, call));
       }
       case "send": {

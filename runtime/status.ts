@@ -12,8 +12,8 @@ export interface StatusFacts {
   status: ConversationStatus;
   openJobs: number;
   pendingHolds: number;
-  /** Null when the mounts could not be read (itself worth a warning). */
-  gateway: Gateway | null;
+  /** The mounts as they are; one that cannot be read is itself worth a warning. */
+  gateway: () => Gateway;
 }
 
 type DayRow = { calls: number; input: number; cached: number; output: number; cost: number; busy: number };
@@ -40,12 +40,18 @@ function tokens(input: number, cached: number, output: number): string {
 
 export function statusText(sql: SqlStorage, f: StatusFacts): string {
   const { conv } = f;
+  let gateway: Gateway | null;
+  try {
+    gateway = f.gateway();
+  } catch {
+    gateway = null;
+  }
   const d = conversationDay(sql, conv.id);
   const today = `${d.calls} model calls, ${tokens(d.input, d.cached, d.output)}, $${d.cost.toFixed(4)}, object busy ${Math.round(d.busy)} ms`;
   const total = `${conv.input_tokens} tokens in, ${conv.output_tokens} out, $${conv.cost.toFixed(4)}`;
   const error = conv.status === "failed" && conv.error ? ` Last error: ${conv.error}` : "";
-  const warnings = f.gateway ? policyWarnings(f.gateway.mountsUnderPolicy()).map((w) => `\nWarning: ${w}.`) : ["\nWarning: the mounts could not be read."];
-  const tools = f.gateway ? f.gateway.toolNotes().map((note) => `\n${note}`) : [];
+  const warnings = gateway ? policyWarnings(gateway.mountsUnderPolicy()).map((w) => `\nWarning: ${w}.`) : ["\nWarning: the mounts could not be read."];
+  const tools = gateway ? gateway.toolNotes().map((note) => `\n${note}`) : [];
   return (
     `Status: ${f.status} (turn ${conv.turn}). Open model jobs for this agent: ${f.openJobs}. ` +
     `Calls waiting for approval: ${f.pendingHolds}. This conversation today (UTC): ${today}; in all: ${total}.${error}${warnings.join("")}${tools.join("")}`
