@@ -15,7 +15,7 @@ nav.crumbs{color:var(--muted);margin:.2rem 0 .6rem}nav.crumbs a{margin-right:.3r
 a{color:var(--link)}h2{font-size:1.35rem;margin:.4rem 0 .8rem}h3{font-size:1.05rem;margin:1.4rem 0 .5rem}
 pre{white-space:pre-wrap;word-break:break-word;background:var(--soft);padding:.5rem .7rem;border-radius:4px;margin:.3rem 0}
 table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:.35rem .5rem;border-bottom:1px solid var(--line);vertical-align:top}
-th{font-weight:600;color:var(--muted);font-size:.85rem}td.num{text-align:right;white-space:nowrap}
+th{font-weight:600;color:var(--muted);font-size:.85rem}td.num,th.num{text-align:right;white-space:nowrap}
 label{display:block;margin:.4rem 0}input[type=text],input[type=password],input[type=search],textarea{padding:.35rem;font:inherit;min-width:16rem}
 textarea{width:100%;box-sizing:border-box;min-height:4.5rem}
 button{padding:.3rem .9rem;margin-right:.4rem;font:inherit;cursor:pointer}
@@ -34,6 +34,7 @@ button{padding:.3rem .9rem;margin-right:.4rem;font:inherit;cursor:pointer}
 .approve{background:#1a7f37;color:#fff;border:1px solid #1a7f37}.deny{background:#cf222e;color:#fff;border:1px solid #cf222e}
 .actions form{display:inline}.facts{display:flex;flex-wrap:wrap;gap:.3rem 1.4rem;align-items:center}
 details summary{cursor:pointer;color:var(--muted)}
+.chart{margin:.8rem 0}.chart figcaption{font-size:.9rem}.chart .key{margin-left:.6rem}
 `;
 
 const STATE_WORDS: Record<ConversationState, string> = {

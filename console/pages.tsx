@@ -205,6 +205,7 @@ export function ConversationLive(props: ConversationProps) {
         <span>{`Turn ${view.turn}`}</span>
         <span>{`Tokens: ${view.usage.inputTokens} in, ${view.usage.outputTokens} out`}</span>
         <span>{`Cost: ${usd(view.usage.cost)}`}</span>
+        <span>{`Object busy: ${Math.round(view.busyMs)} ms`}</span>
         <span class="actions">
           {running ? (
             <PostForm action={stop} token={tokenFor(tokens, stop)} event>

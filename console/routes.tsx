@@ -22,6 +22,7 @@ import {
   listTenants,
   parseRoute,
   readConversation,
+  readUsage,
   submitEvent,
   type ChatEvent,
   type PageCursor,
@@ -31,11 +32,13 @@ import {
 } from "../runtime/index.ts";
 import { Page, stateWords, type PageFrame } from "./layout.tsx";
 import { AgentBody, AgentLive, ConversationBody, ConversationLive, HomeBody, TenantBody, type AgentListState, type Tokens } from "./pages.tsx";
+import { CHART_DAYS, UsageSection } from "./usage.tsx";
 import { actionPath, agentPath, conversationPath, holdPath, tenantPath, type ConversationAction } from "./paths.ts";
 import { BASE, closeSession, formToken, formTokenValid, openSession, setResult, takeResult, whoIsAsking, type ConsoleEnv, type Ctx } from "./session.ts";
 
 const FORM = { contentTypes: ["application/x-www-form-urlencoded"], maxBytes: 64 * 1024 };
 const PAGE_SIZE = 25;
+const DAY_MS = 86_400_000;
 /** The home page asks at most this many agents for their pending approvals, in parallel. */
 const APPROVALS_FANOUT = 200;
 /** Sent by the page's script with the mark its live region was drawn at. */
@@ -182,12 +185,18 @@ consoleRoutes.get("/", async (c) => {
 
 consoleRoutes.get("/tenants/:tenant", async (c) => {
   const { tenant } = parseRoute(c.req.param("tenant"), "any");
-  const agents = await listAgents(c.env, tenant);
+  const now = Date.now();
+  const [agents, usage] = await Promise.all([listAgents(c.env, tenant), readUsage(c.env, tenant, Math.floor(now / DAY_MS - (CHART_DAYS - 1)) * DAY_MS, now + 1)]);
   const name = agents.find((a) => a.displayName)?.displayName;
   return show(c, {
     title: name ? `${name} (${tenant})` : `Tenant ${tenant}`,
     crumbs: [{ href: BASE, label: "Tenants" }],
-    children: <TenantBody tenant={tenant} agents={agents} />,
+    children: (
+      <>
+        <TenantBody tenant={tenant} agents={agents} />
+        <UsageSection read={usage} now={now} />
+      </>
+    ),
   });
 });
 

@@ -7,8 +7,9 @@
 import { DurableObject } from "cloudflare:workers";
 import { cardFor, Holds, type Card } from "../approvals/index.ts";
 import { ConfigError, secretNamed } from "../lib/config.ts";
-import { Gateway, MountError, policyWarnings, type ToolOutput } from "../plugins/index.ts";
+import { Gateway, MountError, type ToolOutput } from "../plugins/index.ts";
 import { ApprovalFlow } from "./approval-flow.ts";
+import { AGENT_HANDLERS, BusyTime, measureHandlers, type TurnBusy } from "./busy-time.ts";
 import type { ChatEvent, ConversationStatus, DeliveryResult, OutboxDelivery, Route, SubmitResult } from "./chat.ts";
 import { leaseSeconds, modelChoice, retryBaseSeconds } from "./config.ts";
 import { controlPlane } from "./control-plane.ts";
@@ -16,7 +17,7 @@ import { Conversations, type ConversationRow } from "./conversations.ts";
 import type { RuntimeDeps } from "./deps.ts";
 import { Identity } from "./identity.ts";
 import { Effects, type EffectRow } from "./effects.ts";
-import type { ModelRequest } from "./model-job.ts";
+import type { ModelClaim } from "./model-job.ts";
 import type { ProviderCall } from "./models/index.ts";
 import { ModelJobs, type Settled } from "./model-jobs.ts";
 import { MountSessions } from "./mount-sessions.ts";
@@ -24,6 +25,7 @@ import { Outbox } from "./outbox.ts";
 import { Scheduler } from "./scheduler.ts";
 import { modelFrom, mountsFrom, NO_SETTINGS, SettingsCopy, type SettingsText } from "./settings.ts";
 import { ScriptCalls, type ScriptAnswer, type ScriptCall } from "./script-calls.ts";
+import { statusText } from "./status.ts";
 import { systemPrompt } from "./system-prompt.ts";
 import { ToolCalls, type ToolReport, type ToolWork } from "./tool-calls.ts";
 import { ToolLists, type MountReport, type MountWork } from "./tool-lists.ts";
@@ -37,6 +39,9 @@ export interface ConversationView {
   turn: number;
   error: string | null;
   usage: { inputTokens: number; outputTokens: number; cost: number };
+  /** The object's busy time on this conversation (runtime/busy-time.ts), in all and per turn. */
+  busyMs: number;
+  busyByTurn: TurnBusy[];
   transcript: TranscriptEntry[];
   /** Approval cards of this conversation, oldest first. */
   holds: Card[];
@@ -47,6 +52,8 @@ const MAX_MODEL_RETRIES = 3;
 const MAX_RETRY_DELAY_SECONDS = 300;
 /** Every so often a pass advances every running conversation, not only the marked ones. */
 const SWEEP_MS = 60_000;
+/** Busy time per turn and hour is kept this long in the object (the ledger keeps the hours). */
+const BUSY_KEPT_MS = 35 * 24 * 3_600_000;
 
 export class AgentObject extends DurableObject<Env> {
   private readonly sql: SqlStorage;
@@ -64,6 +71,8 @@ export class AgentObject extends DurableObject<Env> {
   private readonly identity: Identity;
   private readonly scripts: ScriptCalls;
   private lastSweep = 0;
+  /** Measures every handler (measureHandlers below). */
+  readonly busyTime: BusyTime;
 
   constructor(
     ctx: DurableObjectState,
@@ -73,6 +82,7 @@ export class AgentObject extends DurableObject<Env> {
     super(ctx, env);
     this.sql = ctx.storage.sql;
     this.identity = new Identity(ctx.storage);
+    this.busyTime = new BusyTime(() => (this.identity.ready() ? this.sql : null));
     const id = ctx.id.toString();
     this.store = new Conversations(this.sql);
     this.effects = new Effects(this.sql, leaseSeconds(env) * 1000);
@@ -112,12 +122,15 @@ export class AgentObject extends DurableObject<Env> {
     if (!this.identity.owns(route)) return null;
     const conv = this.store.get(id);
     if (!conv) return null;
+    const busyByTurn = this.busyTime.ofConversation(id);
     return {
       id,
       status: this.statusOf(conv),
       turn: conv.turn,
       error: conv.error,
       usage: { inputTokens: conv.input_tokens, outputTokens: conv.output_tokens, cost: conv.cost },
+      busyMs: busyByTurn.reduce((sum, t) => sum + t.busyMs, 0),
+      busyByTurn,
       transcript: transcript(this.store.log(id)),
       holds: this.approvals.holds.ofConversation(id).map((hold) => cardFor(hold, route.tenant, route.agent)),
     };
@@ -132,8 +145,8 @@ export class AgentObject extends DurableObject<Env> {
   // Couriers claim effects (which starts their lease) and report back; a claim
   // of something no longer wanted is null, and a second report changes nothing.
 
-  /** A courier's claim of a model job: its request. */
-  async modelJob(route: Route, jobId: string): Promise<ModelRequest | null> {
+  /** A courier's claim of a model job: its request, and the object's busy time for the ledger (runtime/metering.ts). */
+  async modelJob(route: Route, jobId: string): Promise<ModelClaim | null> {
     this.identity.claim(route);
     const found = await this.jobs.claim(jobId);
     if (found && "lost" in found) {
@@ -141,7 +154,7 @@ export class AgentObject extends DurableObject<Env> {
       await this.settleJob(jobId, { kind: "failed", error: "the stored model request was lost; please send your message again" });
       return null;
     }
-    return found?.request ?? null;
+    return found ? { request: found.request, busy: this.busyTime.toShip() } : null;
   }
 
   /** A provider call's outcome: a reply or a refusal settles the job; a failure worth retrying is retried, a few times. */
@@ -150,7 +163,7 @@ export class AgentObject extends DurableObject<Env> {
     // A late reply to a stopped turn was paid for all the same: its usage is kept with its job.
     if (call.kind === "reply") this.jobs.recordUsage(jobId, call.message);
     if (call.kind === "reply") return this.settleJob(jobId, { kind: "reply", message: call.message });
-    if (call.kind === "refused") return this.settleJob(jobId, { kind: "failed", error: call.error, tooLong: call.tooLong });
+    if (call.kind === "refused") return this.settleJob(jobId, { kind: "failed", error: call.error, tooLong: call.tooLong, verbatim: call.verbatim });
     const attempt = (this.effects.get("model", jobId)?.retries ?? 0) + 1;
     if (this.jobs.get(jobId)?.status !== "pending") return false;
     if (attempt > MAX_MODEL_RETRIES) {
@@ -312,21 +325,8 @@ export class AgentObject extends DurableObject<Env> {
   }
 
   private describe(conv: ConversationRow): string {
-    // Policy warnings need the mounts; a configuration that cannot be read is itself worth a warning.
-    let gateway: Gateway | null = null;
-    try {
-      gateway = this.gateway();
-    } catch {
-      gateway = null;
-    }
-    const usage = `${conv.input_tokens} tokens in, ${conv.output_tokens} out, $${conv.cost.toFixed(4)}`;
-    const error = conv.status === "failed" && conv.error ? ` Last error: ${conv.error}` : "";
-    const warnings = gateway ? policyWarnings(gateway.mountsUnderPolicy()).map((w) => `\nWarning: ${w}.`) : ["\nWarning: the mounts could not be read."];
-    const tools = gateway ? gateway.toolNotes().map((note) => `\n${note}`) : [];
-    return (
-      `Status: ${this.statusOf(conv)} (turn ${conv.turn}). Open model jobs for this agent: ${this.jobs.openCount()}. ` +
-      `Calls waiting for approval: ${this.approvals.holds.pending().length}. Usage in this conversation: ${usage}.${error}${warnings.join("")}${tools.join("")}`
-    );
+    const facts = { conv, status: this.statusOf(conv), openJobs: this.jobs.openCount(), pendingHolds: this.approvals.holds.pending().length };
+    return statusText(this.sql, { ...facts, gateway: () => this.gateway() });
   }
 
   private statusOf(conv: ConversationRow): ConversationStatus {
@@ -343,7 +343,7 @@ export class AgentObject extends DurableObject<Env> {
     if (pass) {
       this.toolLists.request(pass.gateway);
       await this.approvals.performApproved(pass);
-      for (const id of this.dueConversations()) await this.advanceOrFail(pass, id);
+      for (const id of this.dueConversations()) await this.busyTime.measure(id, "part", () => this.advanceOrFail(pass, id));
     }
     const exhausted = await this.effects.send(this.env.EFFECT_QUEUE, route);
     if (exhausted.length > 0) this.ctx.storage.transactionSync(() => exhausted.forEach((effect) => this.giveUp(route, effect)));
@@ -355,6 +355,7 @@ export class AgentObject extends DurableObject<Env> {
     if (Date.now() - this.lastSweep < SWEEP_MS) return marked;
     this.lastSweep = Date.now();
     this.jobs.prune();
+    this.busyTime.prune(BUSY_KEPT_MS);
     return [...new Set([...marked, ...this.store.runningIds()])];
   }
 
@@ -426,3 +427,5 @@ export class AgentObject extends DurableObject<Env> {
     });
   }
 }
+
+measureHandlers(AgentObject.prototype, AGENT_HANDLERS);

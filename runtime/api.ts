@@ -12,6 +12,7 @@ import { modelFrom, mountList, mountsFrom, parseSettings, type SettingKind } fro
 import type { Route } from "./chat.ts";
 import { Gateway, MountError, policyWarnings, type Mount, type Plugin } from "../plugins/index.ts";
 import type { RuntimeDeps } from "./deps.ts";
+import { usageRoutes } from "./usage-api.ts";
 
 
 export const API_MAX_BODY_BYTES = 64 * 1024;
@@ -142,5 +143,6 @@ export function agentsApi(deps: RuntimeDeps): Hono<{ Bindings: Env }> {
     const settings = parseSettings(await controlPlane(c.env).settingsFor(route));
     return c.json({ effective: modelFrom(c.env, settings), deployment: deploymentModel(c.env), tenant: settings.models.tenant, agent: settings.models.agent });
   });
+  usageRoutes(api);
   return api;
 }

@@ -30,12 +30,22 @@ export function leaseSeconds(env: Env): number {
   return parseJsonVar("EFFECT_LEASE_SECONDS", env.EFFECT_LEASE_SECONDS, z.number().positive().max(3600), "30");
 }
 
+const spendLimit = z.number().nonnegative().nullable();
+
+/** The deployment's default daily spend limit per tenant in USD (DAILY_SPEND_LIMIT_USD); empty: none. */
+export function dailySpendLimit(env: Env): number | null {
+  return parseJsonVar("DAILY_SPEND_LIMIT_USD", env.DAILY_SPEND_LIMIT_USD, spendLimit, "null");
+}
+
+/** The daily limit over all tenants together in USD (PLATFORM_DAILY_SPEND_LIMIT_USD); empty: none. */
+export function platformDailySpendLimit(env: Env): number | null {
+  return parseJsonVar("PLATFORM_DAILY_SPEND_LIMIT_USD", env.PLATFORM_DAILY_SPEND_LIMIT_USD, spendLimit, "null");
+}
+
 export function retryBaseSeconds(env: Env): number {
   const n = Number(env.MODEL_RETRY_BASE_SECONDS ?? "2");
   return Number.isFinite(n) && n >= 0 ? n : 2;
 }
-
-
 
 export function approversFor(env: Env, tenant: string): string[] {
   return ownValue(parseJsonVar("APPROVERS", env.APPROVERS, approversSchema, "{}"), tenant) ?? [];

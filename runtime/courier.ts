@@ -16,8 +16,9 @@ import { modelChoice } from "./config.ts";
 import { outboundFor, type RuntimeDeps } from "./deps.ts";
 import type { EffectMessage } from "./effects.ts";
 import { agentStub } from "./ingress.ts";
-import type { ModelRequest } from "./model-job.ts";
+import type { ModelClaim, ModelRequest } from "./model-job.ts";
 import { callModel, type ProviderCall } from "./models/index.ts";
+import { countBusy, countUsage, spendRefusal } from "./metering.ts";
 import { sessionCopy } from "./mount-sessions.ts";
 import { ScriptCaller } from "./script-calls.ts";
 import type { ToolReport, ToolWork } from "./tool-calls.ts";
@@ -93,9 +94,11 @@ export class Courier extends DurableObject<Env> {
     const agent = agentStub(this.env, effect);
     switch (effect.kind) {
       case "model": {
-        const request = await agent.modelJob(effect, effect.id);
-        if (!request) return;
-        const call = await this.callModel(effect, request);
+        // RPC's type of a nested Message[] gives up (never): the claim is what modelJob returns.
+        const claim = (await agent.modelJob(effect, effect.id)) as ModelClaim | null;
+        if (!claim) return;
+        // The object's busy time goes to the ledger while the provider works.
+        const [, call] = await Promise.all([countBusy(this.env, effect, claim.busy), this.callModel(effect, claim.request)]);
         return this.report(effect, (stub) => stub.modelResult(effect, effect.id, call));
       }
       case "send": {
@@ -137,10 +140,19 @@ export class Courier extends DurableObject<Env> {
     await send(agentStub(this.env, effect));
   }
 
-  /** A configuration that cannot work is a refusal (retrying cannot help); anything unexpected a retry. */
+  /**
+   * The spend check, the call, the count. A configuration that cannot work is
+   * a refusal (retrying cannot help); a spend limit reached too, told as it is;
+   * anything unexpected a retry.
+   */
   private async callModel(effect: EffectMessage, request: ModelRequest): Promise<ProviderCall> {
     try {
-      return await callModel(this.env, modelChoice(this.env, request.model), request, { cacheKey: `${effect.tenant}/${effect.agent}` });
+      const choice = modelChoice(this.env, request.model);
+      const refusal = await spendRefusal(this.env, effect, choice);
+      if (refusal) return { kind: "refused", error: refusal, verbatim: true };
+      const call = await callModel(this.env, choice, request, { cacheKey: `${effect.tenant}/${effect.agent}` });
+      if (call.kind === "reply") await countUsage(this.env, effect, effect.id, choice, call.message);
+      return call;
     } catch (err) {
       if (err instanceof ConfigError) return { kind: "refused", error: `not configured: ${err.message}` };
       return { kind: "retry", error: errorText(err) };

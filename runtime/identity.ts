@@ -21,6 +21,11 @@ export class Identity {
     if (!this.fresh) migrate(storage);
   }
 
+  /** Whether the object has its schema (it was written once). */
+  ready(): boolean {
+    return !this.fresh;
+  }
+
   /** Records the route on first use; refuses any other. */
   claim(route: Route): void {
     if (this.fresh) {

@@ -22,4 +22,6 @@ export { controlPlane, ControlPlane } from "./control-plane.ts";
 export { AgentObject } from "./agent-object.ts";
 export { agentsApi } from "./api.ts";
 export { consumeQueue, Courier } from "./courier.ts";
+export { Ledger, type UsageReport } from "./ledger.ts";
+export { readUsage, totalsOf, type UsageRead, type UsageTotals } from "./usage-api.ts";
 export type { RuntimeDeps } from "./deps.ts";

@@ -4,6 +4,7 @@ import type { AgentObject, ConversationView } from "./agent-object.ts";
 import type { ChatEvent, Route, SubmitResult } from "./chat.ts";
 import { ConfigError } from "../lib/config.ts";
 import { HttpError } from "../lib/http.ts";
+import { tenantDayLine } from "./status.ts";
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 /** What a conversation id may be, whichever bridge chose it. */
@@ -30,11 +31,17 @@ export async function readConversation(env: Env, route: Route, id: string): Prom
 }
 
 export async function submitEvent(env: Env, route: Route, event: ChatEvent): Promise<SubmitResult> {
+  let result: SubmitResult;
   try {
-    return await agentStub(env, route).submit(route, event);
+    result = await agentStub(env, route).submit(route, event);
   } catch (err) {
     throw meaningAgain(err);
   }
+  // `status` shows the tenant's day too, read here from its ledger rather than by the object.
+  if (event.kind === "command" && event.command === "status" && result.accepted && result.notice?.startsWith("Status:")) {
+    return { ...result, notice: `${result.notice}\n${await tenantDayLine(env, route.tenant)}` };
+  }
+  return result;
 }
 
 /**

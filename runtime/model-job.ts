@@ -3,6 +3,7 @@
 // ProviderCall (runtime/models).
 import type { Message } from "@mariozechner/pi-ai";
 import type { ModelTool } from "../plugins/index.ts";
+import type { HourBusy } from "./busy-time.ts";
 import type { ModelPick } from "./models/index.ts";
 
 export interface ModelRequest {
@@ -11,4 +12,10 @@ export interface ModelRequest {
   systemPrompt: string;
   messages: Message[];
   tools: ModelTool[];
+}
+
+/** A courier's claim of a job: the request, and the object's busy time per hour for the ledger. */
+export interface ModelClaim {
+  request: ModelRequest;
+  busy: HourBusy[];
 }

@@ -28,7 +28,7 @@ export type JobRow = {
 export type Settled =
   | { kind: "reply"; message: AssistantMessage }
   /** `tooLong`: the provider refused the request as too long for the model (a compaction may help). */
-  | { kind: "failed"; error: string; tooLong?: boolean };
+  | { kind: "failed"; error: string; tooLong?: boolean; /** Told to the person as it is, not as a failure's reason. */ verbatim?: boolean };
 
 export class ModelJobs {
   private readonly sql: SqlStorage;

@@ -3,6 +3,7 @@
 // brought forward the first time a newer one wakes it.
 
 import { HOLDS_SCHEMA } from "../approvals/index.ts";
+import { BUSY_SCHEMA } from "./busy-time.ts";
 import { EFFECTS_SCHEMA } from "./effects.ts";
 
 const MIGRATIONS: string[] = [
@@ -114,6 +115,8 @@ const MIGRATIONS: string[] = [
   ${HOLDS_SCHEMA}
   ${EFFECTS_SCHEMA}
   `,
+  // Object busy time per turn and per hour (runtime/busy-time.ts).
+  BUSY_SCHEMA,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

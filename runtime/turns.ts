@@ -100,7 +100,7 @@ export class Turns {
     this.post(conv.id, { kind: "status", state: "working", text: "Working on it…" });
   }
 
-  /** `text`: the reply of a turn done, or what a compaction did. */
+  /** `text`: the reply of a turn done, what a compaction did, or a failure's notice in place of the usual one. */
   end(conv: ConversationRow, outcome: TurnOutcome, error?: string, text?: string): void {
     this.conversations.append(conv.id, conv.turn, "turn_end", { outcome, error });
     this.conversations.finishTurn(conv.id, outcome === "failed" ? "failed" : "idle", error ?? null);
@@ -115,7 +115,7 @@ export class Turns {
         break;
       case "failed":
         this.post(conv.id, { kind: "status", state: "failed", text: "Failed." });
-        this.post(conv.id, { kind: "notice", text: `Sorry, this turn failed: ${truncate(error ?? "no reason given", 1000)}` });
+        this.post(conv.id, { kind: "notice", text: text ?? `Sorry, this turn failed: ${truncate(error ?? "no reason given", 1000)}` });
         break;
       case "compacted":
         this.post(conv.id, { kind: "notice", text: text ?? "The conversation so far was compacted into a summary." });
@@ -154,7 +154,7 @@ export class Turns {
     if (conv.status !== "running" || conv.turn !== job.turn) return;
     if (job.purpose === "compact") return this.settleCompaction(conv, settled);
     if (settled.kind === "failed") {
-      if (!settled.tooLong) return this.end(conv, "failed", settled.error);
+      if (!settled.tooLong) return this.end(conv, "failed", settled.error, settled.verbatim ? settled.error : undefined);
       // Too long for the model: one compaction is forced, then the call is made again; refused again, the turn fails.
       if (refusedAgain(this.conversations.log(conv.id))) {
         return this.end(conv, "failed", `the conversation is too long for the model even after compaction (${settled.error})`);

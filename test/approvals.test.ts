@@ -72,7 +72,8 @@ describe("a call under approval", () => {
     const results = await Promise.all(users.map((u) => agent(T, A).submit(route, click(holdId, true, u))));
     const notices = results.map((r) => r.notice);
     expect(notices.filter((n) => n === "Approved. Performing it now.")).toHaveLength(1);
-    expect(notices.filter((n) => n?.startsWith("Already decided: approved by"))).toHaveLength(49);
+    // A click handled after the courier performed the call (the suite under load) reads "performed".
+    expect(notices.filter((n) => /^Already decided: (approved|performed) by /.test(n ?? ""))).toHaveLength(49);
     await settled(T, A, s);
     await waitFor("the hold to be performed", async () => (await getConversation(T, A, s)).holds[0]!.state === "performed");
     expect(await ledgerAppends(entry)).toHaveLength(1);

@@ -6,6 +6,7 @@ import { env, exports } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { controlPlane } from "../runtime/index.ts";
+import { usd } from "../console/layout.tsx";
 import { agent } from "./agents.ts";
 import { getConversation, holdLedger, ledgerAppends, postMessage, providerRequests, releaseLedger, releaseProvider, script, settled, unique, waitFor, worker } from "./support.ts";
 
@@ -295,6 +296,36 @@ describe("console navigation", () => {
     expect(row.slice(0, row.indexOf("</tr>"))).toContain("<td>api</td>");
     const tenantPage = await html(`/console/tenants/${tenant}`, headers);
     expect(tenantPage).toContain(`href="${agentPage(tenant, "helper")}"`);
+  });
+
+  it("a tenant's page charts its usage from the ledger: today and the last 30 days, tokens with the cached share, cost and object busy time", async () => {
+    const headers = await signIn();
+    const tenant = unique("usage");
+    expect(await html(`/console/tenants/${tenant}`, headers)).toContain("No usage in the last 30 days.");
+    expect((await worker(`/v1/tenants/${tenant}/limits`, { method: "PUT", headers: { ...BEARER, "content-type": "application/json" }, body: JSON.stringify({ dailyUsd: 3 }) })).status).toBe(200);
+    const s = unique("usage");
+    await script(s, [{ toolCalls: [{ name: "clock__now", arguments: {} }], usage: { input: 100, cached: 300, output: 20 } }, { text: "ok", usage: { input: 60, cached: 540, output: 10 } }]);
+    await postMessage(tenant, A, { text: `[s:${s}] hi`, conversation: s });
+    await settled(tenant, A, s);
+    const page = await html(`/console/tenants/${tenant}`, headers);
+    const cost = (160 * 0.5 + 840 * 0.05 + 30 * 1.5) / 1e6;
+    const rowOf = (label: string) => {
+      const at = page.indexOf(`<td>${label}</td>`);
+      expect(at, label).toBeGreaterThan(0);
+      return [...page.slice(at, page.indexOf("</tr>", at)).matchAll(/<td class="num">([^<]*)<\/td>/g)].map((m) => m[1]);
+    };
+    // Two calls, 1000 tokens in of which 840 cached (84%), 30 out; busy time as the agent handed it to the ledger.
+    for (const label of ["Today", "Last 30 days"]) expect(rowOf(label).slice(0, 5)).toEqual(["2", "1000", "84%", "30", usd(cost)]);
+    expect(rowOf("Today")[5]).toMatch(/^\d+ ms$/);
+    expect(page).toContain(`Spent today with the operator&#39;s keys: ${usd(cost)} (daily limit $3.00)`);
+    // Three charts of 30 days and one of today's 24 hours; today's bar says what it stands for.
+    expect(page.match(/<figure class="chart">/g)).toHaveLength(4);
+    expect(page.match(/<g class="bar">/g)).toHaveLength(3 * 30 + 24);
+    const today = new Date().toISOString().slice(0, 10);
+    expect(page).toContain(`<title>${today}: cached input 840, other input 160, output 30</title>`);
+    expect(page).toContain(`<title>${today}: cost ${usd(cost)}</title>`);
+    // The conversation's own page shows the object's busy time on it.
+    expect(await html(conversationPage(tenant, s), headers)).toMatch(/Object busy: \d+ ms/);
   });
 
   it("conversations come newest first, a page at a time, and can be searched by the words in them", async () => {

@@ -18,7 +18,7 @@ export type ProviderCall =
    * The provider refused the request itself: retrying it as it is cannot help.
    * `tooLong`: it does not fit the model's context window (a compaction may).
    */
-  | { kind: "refused"; error: string; status?: number; tooLong?: boolean }
+  | { kind: "refused"; error: string; status?: number; tooLong?: boolean; /** The person is told `error` as it is (a spend limit). */ verbatim?: boolean }
   /** Worth another try; `retryAfterSeconds` when the provider said how long to wait. */
   | { kind: "retry"; error: string; status?: number; retryAfterSeconds?: number };
 

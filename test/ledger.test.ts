@@ -1,0 +1,277 @@
+// The usage ledger (runtime/ledger.ts) and daily spend limits (runtime/metering.ts):
+// what the fake provider reports is what the ledger holds, once per job, across
+// evictions; a tenant at its limit is refused before the provider, once, in words.
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it, vi } from "vitest";
+import { courierStub } from "../runtime/courier.ts";
+import { ledgerStub, type UsageRowOut } from "../runtime/ledger.ts";
+import type { UsageTotals } from "../runtime/usage-api.ts";
+import { limitSentence } from "../runtime/metering.ts";
+import { modelProviders } from "../runtime/config.ts";
+import { modelSettings } from "../runtime/models/table.ts";
+import { evict, rows } from "./agents.ts";
+import { captureConsole } from "./leaks.ts";
+import { conversationOf, messageEnvelope, newTs, postEvent, slackId, statusFinal, threadMessages, AGENT } from "./slack/helpers.ts";
+import { postMessage, providerRequests, releaseProvider, script, settled, unique, waitFor, withVars, worker, type ScriptStep } from "./support.ts";
+
+const ADMIN = { authorization: "Bearer test-admin-token", "content-type": "application/json" };
+
+interface UsageAnswer {
+  totals: UsageTotals;
+  usage: UsageRowOut[];
+  busy: { agent: string; busyMs: number; passes: number }[];
+  today: { spentUsd: number; dailyUsd: number | null; exempt: boolean };
+}
+
+async function usage(tenant: string, query = ""): Promise<UsageAnswer> {
+  const res = await worker(`/v1/tenants/${tenant}/usage${query}`, { headers: ADMIN });
+  expect(res.status).toBe(200);
+  return res.json();
+}
+
+function setLimit(tenant: string, body: unknown): Promise<Response> {
+  return worker(`/v1/tenants/${tenant}/limits`, { method: "PUT", headers: ADMIN, body: JSON.stringify(body) });
+}
+
+/** USD per million tokens, as the model table prices a model of the test's MODEL_PROVIDERS. */
+function priced(model: string, u: { input: number; cached: number; cacheWrite: number; output: number }): number {
+  const [provider, id] = [model.slice(0, model.indexOf("/")), model.slice(model.indexOf("/") + 1)];
+  const { cost } = modelSettings(modelProviders(env).find((p) => p.id === provider)!, id);
+  return (u.input * cost.input + u.cached * cost.cacheRead + u.cacheWrite * cost.cacheWrite + u.output * cost.output) / 1e6;
+}
+
+const near = (a: number, b: number) => expect(Math.abs(a - b)).toBeLessThan(1e-12);
+
+describe("the usage ledger", () => {
+  it("after a scripted conversation equals the provider's reported tokens exactly, cached included; cost matches the table; it survives eviction", async () => {
+    const tenant = unique("ledger");
+    // Agent a on the fake Chat Completions model (priced by MODEL_PROVIDERS), agent b on Anthropic Messages (priced by pi-ai's registry).
+    expect((await worker(`/v1/tenants/${tenant}/agents/b/model`, { method: "PUT", headers: ADMIN, body: JSON.stringify({ model: "fake-anthropic/claude-sonnet-4-5" }) })).status).toBe(200);
+    const steps: Record<string, ScriptStep[]> = {
+      a: [
+        { toolCalls: [{ name: "clock__now", arguments: {} }], usage: { input: 1200, cached: 300, output: 40 } },
+        { text: "It is now.", usage: { input: 150, cached: 1400, output: 12 } },
+        { text: "Again.", usage: { input: 90, cached: 1600, output: 7 } },
+      ],
+      b: [{ text: "Hello from b.", usage: { input: 500, cached: 2000, cacheWrite: 700, output: 33 } }],
+    };
+    const expected: Record<string, { input: number; cached: number; cacheWrite: number; output: number; calls: number }> = {};
+    for (const [name, script_] of Object.entries(steps)) {
+      const s = unique(`ledger-${name}`);
+      await script(s, script_);
+      await postMessage(tenant, name, { text: `[s:${s}] hi`, conversation: s });
+      await settled(tenant, name, s);
+      if (name === "a") {
+        await postMessage(tenant, name, { text: `[s:${s}] again`, conversation: s });
+        await waitFor("the second answer", async () => (await settled(tenant, name, s)).transcript.at(-1)?.text === "Again.");
+      }
+      const reported = (await providerRequests(s)).map((r) => r.usage!);
+      expect(reported).toHaveLength(script_.length);
+      expected[name] = { input: 0, cached: 0, cacheWrite: 0, output: 0, calls: reported.length };
+      const e = expected[name]!;
+      for (const sent of reported) {
+        // Each API's own fields: Chat Completions counts cached tokens inside prompt_tokens; Anthropic apart.
+        if (name === "a") {
+          const details = sent.prompt_tokens_details as { cached_tokens: number };
+          e.input += (sent.prompt_tokens as number) - details.cached_tokens;
+          e.cached += details.cached_tokens;
+          e.output += sent.completion_tokens as number;
+        } else {
+          e.input += sent.input_tokens as number;
+          e.cached += sent.cache_read_input_tokens as number;
+          e.cacheWrite += sent.cache_creation_input_tokens as number;
+          e.output += sent.output_tokens as number;
+        }
+      }
+    }
+    expect(expected.a).toEqual({ input: 1440, cached: 3300, cacheWrite: 0, output: 59, calls: 3 });
+    expect(expected.b).toEqual({ input: 500, cached: 2000, cacheWrite: 700, output: 33, calls: 1 });
+
+    const check = async () => {
+      const answer = await usage(tenant);
+      for (const [name, model] of [["a", "fake/test-model"], ["b", "fake-anthropic/claude-sonnet-4-5"]] as const) {
+        const mine = answer.usage.filter((r) => r.agent === name);
+        expect(new Set(mine.map((r) => r.model))).toEqual(new Set([model]));
+        const sum = (k: "calls" | "inputTokens" | "cachedInputTokens" | "cacheWriteTokens" | "outputTokens" | "costUsd") => mine.reduce((n, r) => n + r[k], 0);
+        const e = expected[name]!;
+        expect([sum("calls"), sum("inputTokens"), sum("cachedInputTokens"), sum("cacheWriteTokens"), sum("outputTokens")]).toEqual([e.calls, e.input, e.cached, e.cacheWrite, e.output]);
+        const cost = priced(model, e);
+        expect(cost).toBeGreaterThan(0);
+        near(sum("costUsd"), cost);
+      }
+      near(answer.totals.costUsd, priced("fake/test-model", expected.a!) + priced("fake-anthropic/claude-sonnet-4-5", expected.b!));
+      near(answer.today.spentUsd, answer.totals.costUsd);
+      return answer;
+    };
+    const before = await check();
+    // The agent's own record of each call agrees with the ledger.
+    const jobs = await rows<{ input_tokens: number; cache_read_tokens: number; output_tokens: number }>(tenant, "a", "SELECT input_tokens, cache_read_tokens, output_tokens FROM model_jobs");
+    expect(jobs.reduce((n, j) => n + j.input_tokens + j.cache_read_tokens + j.output_tokens, 0)).toBe(1440 + 3300 + 59);
+    // Busy time reached the ledger with the model jobs' claims.
+    expect(before.busy.filter((b) => b.agent === "a").reduce((n, b) => n + b.passes, 0)).toBeGreaterThan(0);
+
+    // Eviction of the ledger and the agents loses nothing and adds nothing.
+    await runInDurableObject(ledgerStub(env, tenant), (_instance, state) => state.abort("evicted by the test")).catch(() => undefined);
+    await evict(tenant, "a");
+    const after = await check();
+    expect(after.totals).toEqual(before.totals);
+  });
+
+  it("never counts a job twice when it is delivered again and performed twice", async () => {
+    const tenant = unique("redeliver");
+    const s = unique("redeliver");
+    // The first delivery's call is held at the provider; the job is delivered again meanwhile, to another courier.
+    await script(s, [
+      { hold: true, text: "first", usage: { input: 1000, cached: 0, output: 100 } },
+      { text: "second", usage: { input: 10, cached: 20, output: 5 } },
+    ]);
+    await postMessage(tenant, "a", { text: `[s:${s}] hi`, conversation: s });
+    await waitFor("the held call", async () => (await providerRequests(s)).length === 1);
+    const [job] = await rows<{ id: string }>(tenant, "a", "SELECT id FROM model_jobs WHERE status = 'pending'");
+    const again = { tenant, agent: "a", kind: "model" as const, id: job!.id, lane: "model:redelivered" };
+    await courierStub(env, again).take(again);
+    const view = await waitFor("the redelivered call's answer", async () => {
+      const v = await settled(tenant, "a", s);
+      return v.transcript.at(-1)?.text === "second" ? v : undefined;
+    });
+    expect(view.usage).toMatchObject({ inputTokens: 10 + 20, outputTokens: 5 });
+    // The first call now answers too: it was paid for, but its job is counted already.
+    await releaseProvider(s);
+    const first = courierStub(env, { ...again, lane: `model:${s}` });
+    await waitFor("the first courier to finish", async () => (await runInDurableObject(first, (_i, state) => state.storage.getAlarm())) === null);
+    expect((await providerRequests(s)).filter((r) => r.responded)).toHaveLength(2);
+    const answer = await usage(tenant);
+    expect(answer.totals).toMatchObject({ calls: 1, inputTokens: 10, cachedInputTokens: 20, outputTokens: 5 });
+    // The platform's ledger counted the job once too.
+    const platform = await ledgerStub(env).report(Date.now() - 3_600_000, Date.now() + 1);
+    expect(platform.usage.filter((r) => r.tenant === tenant).reduce((n, r) => n + r.calls, 0)).toBe(1);
+  });
+
+  it("status shows the conversation's day and the tenant's day", async () => {
+    const tenant = unique("status");
+    expect((await setLimit(tenant, { dailyUsd: 2 })).status).toBe(200);
+    const s = unique("status");
+    await script(s, [{ text: "ok", usage: { input: 100, cached: 300, output: 20 } }]);
+    await postMessage(tenant, "a", { text: `[s:${s}] hi`, conversation: s });
+    await settled(tenant, "a", s);
+    const other = unique("status");
+    await script(other, [{ text: "ok", usage: { input: 50, cached: 0, output: 5 } }]);
+    await postMessage(tenant, "b", { text: `[s:${other}] hi`, conversation: other });
+    await settled(tenant, "b", other);
+    const res = await postMessage(tenant, "a", { kind: "command", command: "status", conversation: s });
+    const { notice } = (await res.json()) as { notice: string };
+    const cost = priced("fake/test-model", { input: 100, cached: 300, cacheWrite: 0, output: 20 });
+    expect(notice).toMatch(/^Status: idle \(turn 1\)/);
+    expect(notice).toContain(`This conversation today (UTC): 1 model calls, 400 tokens in (75% cached), 20 out, $${cost.toFixed(4)}, object busy `);
+    const all = cost + priced("fake/test-model", { input: 50, cached: 0, cacheWrite: 0, output: 5 });
+    expect(notice).toContain(`\nTenant ${tenant} today (UTC): 2 model calls, 450 tokens in (67% cached), 25 out, $${all.toFixed(4)}; spent $${all.toFixed(4)} of a $2.00 daily limit; object busy `);
+  });
+
+  it("a model without a price is counted in tokens, costs nothing, and is logged once", async () => {
+    const tenant = unique("unpriced");
+    expect((await worker(`/v1/tenants/${tenant}/model`, { method: "PUT", headers: ADMIN, body: JSON.stringify({ model: "fake/small-output" }) })).status).toBe(200);
+    const lines = captureConsole();
+    try {
+      for (let i = 0; i < 2; i++) {
+        const s = unique("unpriced");
+        await script(s, [{ text: "free", usage: { input: 100, cached: 0, output: 10 } }]);
+        await postMessage(tenant, "a", { text: `[s:${s}] hi`, conversation: s });
+        await settled(tenant, "a", s);
+      }
+    } finally {
+      vi.restoreAllMocks();
+    }
+    const answer = await usage(tenant);
+    expect(answer.totals).toMatchObject({ calls: 2, inputTokens: 200, outputTokens: 20, costUsd: 0 });
+    expect(lines.filter((l) => l.includes("model fake/small-output has no price"))).toHaveLength(1);
+  });
+
+  it("answers a range, and refuses a bad one with 400", async () => {
+    const tenant = unique("range");
+    expect((await worker(`/v1/tenants/${tenant}/usage?from=2026-12-02&to=2026-12-01`, { headers: ADMIN })).status).toBe(400);
+    expect((await worker(`/v1/tenants/${tenant}/usage?from=yesterday`, { headers: ADMIN })).status).toBe(400);
+    expect((await worker(`/v1/tenants/${tenant}/usage?from=2020-01-01&to=2026-01-01`, { headers: ADMIN })).status).toBe(400);
+    expect((await worker(`/v1/tenants/${tenant}/usage?since=2026-01-01`, { headers: ADMIN })).status).toBe(400);
+    const ok = await usage(tenant, "?from=2026-11-01&to=2026-11-30T12:00:00Z");
+    expect(ok.totals.calls).toBe(0);
+  });
+});
+
+describe("daily spend limits", () => {
+  it("a tenant at its limit: the call never reaches the provider, the person is told once, another tenant's call goes through", async () => {
+    const team = slackId("T");
+    const other = slackId("T");
+    expect((await setLimit(team, { dailyUsd: 0.0001 })).status).toBe(200);
+    expect((await setLimit(other, { dailyUsd: 0.0001 })).status).toBe(200);
+    const thread = async (tenant: string, steps: ScriptStep[]) => {
+      const channel = slackId("C");
+      const ts = newTs();
+      const s = unique("limit");
+      await script(s, steps);
+      await postEvent(messageEnvelope({ team: tenant, channel, ts, text: `[s:${s}] hello` }));
+      return { channel, s, conversation: conversationOf(tenant, channel, ts) };
+    };
+    // The first call goes through (nothing spent yet) and spends more than the limit.
+    const first = await thread(team, [{ text: "Spent.", usage: { input: 1000, cached: 0, output: 100 } }]);
+    await statusFinal(first.channel, "Done.");
+    const spent = (await usage(team)).today.spentUsd;
+    expect(spent).toBeGreaterThanOrEqual(0.0001);
+
+    const refused = await thread(team, [{ text: "never" }]);
+    const passing = await thread(other, [{ text: "Other tenant answered." }]);
+    await statusFinal(refused.channel, "Failed.");
+    await statusFinal(passing.channel, "Done.");
+    expect(await providerRequests(refused.s)).toEqual([]);
+    const sentence = limitSentence(spent, 0.0001);
+    expect(sentence).toMatch(/^Daily usage limit reached \(\$\d+\.\d{4} of \$0\.0001\); resets at 00:00 UTC\.$/);
+    const told = (await threadMessages(refused.channel)).map((m) => m.body.text);
+    expect(told).toEqual([sentence]);
+    expect((await threadMessages(passing.channel)).map((m) => m.body.text)).toEqual(["Other tenant answered."]);
+    // Not retried: the turn failed once, its job settled, nothing left to send.
+    const view = await settled(team, AGENT, refused.conversation);
+    expect(view.error).toBe(sentence);
+    expect(await rows(team, AGENT, "SELECT kind, id FROM effects")).toEqual([]);
+    expect(await providerRequests(refused.s)).toEqual([]);
+  });
+
+  it("a BYOK tenant and an exempt tenant are not refused by the operator's limits; the deployment default and the platform limit refuse the rest", async () => {
+    const byok = unique("byok");
+    const exempt = unique("exempt");
+    const own = unique("own");
+    const plain = unique("plain");
+    expect((await worker(`/v1/tenants/${byok}/model`, { method: "PUT", headers: ADMIN, body: JSON.stringify({ model: "fake/test-model", secret: "FAKE_PROVIDER_KEY" }) })).status).toBe(200);
+    expect((await setLimit(byok, { dailyUsd: 0 })).status).toBe(200);
+    expect((await setLimit(exempt, { dailyUsd: 0, exempt: true })).status).toBe(200);
+    expect((await setLimit(own, { dailyUsd: 5 })).status).toBe(200);
+    expect((await setLimit(plain, { dailyUsd: -1 })).status).toBe(422);
+
+    const ask = async (tenant: string) => {
+      const s = unique("ask");
+      await script(s, [{ text: "answered", usage: { input: 100, cached: 0, output: 10 } }]);
+      await postMessage(tenant, "a", { text: `[s:${s}] hi`, conversation: s });
+      const view = await settled(tenant, "a", s);
+      return { view, reached: (await providerRequests(s)).length };
+    };
+    await withVars({ DAILY_SPEND_LIMIT_USD: "0" }, async () => {
+      const refused = await ask(plain);
+      expect(refused.reached).toBe(0);
+      expect(refused.view.error).toBe(limitSentence(0, 0));
+      expect((await ask(own)).view.status).toBe("idle");
+      expect((await ask(byok)).view.status).toBe("idle");
+      expect((await ask(exempt)).view.status).toBe("idle");
+    });
+    await withVars({ PLATFORM_DAILY_SPEND_LIMIT_USD: "0" }, async () => {
+      const refused = await ask(own);
+      expect(refused.reached).toBe(0);
+      expect(refused.view.error).toMatch(/^Daily usage limit reached \(\$[\d.]+ of \$0\.00\); resets at 00:00 UTC\.$/);
+      expect((await ask(byok)).view.status).toBe("idle");
+    });
+    // BYOK usage is the tenant's, not the operator's spend.
+    const mine = await usage(byok);
+    expect(mine.totals.calls).toBe(2);
+    expect(mine.usage.every((r) => r.byok)).toBe(true);
+    expect(mine.totals.byokCostUsd).toBeGreaterThan(0);
+    expect(mine.today.spentUsd).toBe(0);
+  });
+});
