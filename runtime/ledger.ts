@@ -86,12 +86,17 @@ const SCHEMA = `
     cache_write_tokens INTEGER NOT NULL, output_tokens INTEGER NOT NULL, cost REAL NOT NULL,
     PRIMARY KEY (tenant, agent, model, hour, byok)
   );
+  -- reading() sums today's hours before calls, report() reads a range: both by hour, not a scan of every past hour.
+  CREATE INDEX IF NOT EXISTS usage_hour ON usage (hour);
   CREATE TABLE IF NOT EXISTS counted (job TEXT PRIMARY KEY, at INTEGER NOT NULL);
+  -- count() prunes by age on every call: the platform's ledger holds a week of every tenant's jobs.
+  CREATE INDEX IF NOT EXISTS counted_at ON counted (at);
   CREATE TABLE IF NOT EXISTS busy (
     tenant TEXT NOT NULL, agent TEXT NOT NULL, hour INTEGER NOT NULL,
     busy_ms REAL NOT NULL, passes INTEGER NOT NULL, handlers INTEGER NOT NULL,
     PRIMARY KEY (tenant, agent, hour)
   );
+  CREATE INDEX IF NOT EXISTS busy_hour ON busy (hour);
   CREATE TABLE IF NOT EXISTS tenant_limit (id INTEGER PRIMARY KEY CHECK (id = 1), value TEXT NOT NULL);
 `;
 

@@ -7,7 +7,7 @@ import type { AssistantMessage } from "@mariozechner/pi-ai";
 import type { HourBusy } from "./busy-time.ts";
 import type { Route } from "./chat.ts";
 import { dailySpendLimit, platformDailySpendLimit } from "./config.ts";
-import { dayStart, ledgerStub, type LedgerReading } from "./ledger.ts";
+import { dayStart, ledgerStub, type LedgerReading, type TenantLimit } from "./ledger.ts";
 import { usageRow, type ModelChoice } from "./models/index.ts";
 
 /** A reading older than this is read again before a call is let through. */
@@ -27,13 +27,19 @@ export async function spendRefusal(env: Env, route: Route, choice: ModelChoice):
   // The local model costs nothing; a tenant's own key is not the operator's money.
   if (choice.kind !== "provider" || choice.byok) return null;
   const tenant = await reading(env, route.tenant);
-  if (tenant.limit?.exempt) return null;
-  const tenantLimit = tenant.limit?.dailyUsd ?? dailySpendLimit(env);
-  if (tenantLimit !== null && tenant.spentUsd >= tenantLimit) return limitSentence(tenant.spentUsd, tenantLimit);
+  const limit = effectiveLimit(env, tenant.limit);
+  if (limit.exempt) return null;
+  if (limit.dailyUsd !== null && tenant.spentUsd >= limit.dailyUsd) return limitSentence(tenant.spentUsd, limit.dailyUsd);
   const platformLimit = platformDailySpendLimit(env);
   if (platformLimit === null) return null;
   const platform = await reading(env, undefined);
   return platform.spentUsd >= platformLimit ? limitSentence(platform.spentUsd, platformLimit) : null;
+}
+
+/** The limit that applies to a tenant: its own, else the deployment's default; none when exempt. */
+export function effectiveLimit(env: Env, own: TenantLimit | null): { dailyUsd: number | null; exempt: boolean } {
+  if (own?.exempt) return { dailyUsd: null, exempt: true };
+  return { dailyUsd: own?.dailyUsd ?? dailySpendLimit(env), exempt: false };
 }
 
 export function limitSentence(spent: number, limit: number): string {

@@ -5,7 +5,7 @@ import { policyWarnings, type Gateway } from "../plugins/index.ts";
 import type { ConversationStatus } from "./chat.ts";
 import type { ConversationRow } from "./conversations.ts";
 import { dayStart } from "./ledger.ts";
-import { tenantDay, effectiveLimit } from "./usage-api.ts";
+import { readUsage, totalsOf } from "./usage-api.ts";
 
 export interface StatusFacts {
   conv: ConversationRow;
@@ -61,8 +61,8 @@ export function statusText(sql: SqlStorage, f: StatusFacts): string {
 /** The tenant's day (UTC) from its ledger, as a line for `status`; a ledger out of reach is said so. */
 export async function tenantDayLine(env: Env, tenant: string): Promise<string> {
   try {
-    const { totals: t, reading } = await tenantDay(env, tenant);
-    const limit = effectiveLimit(env, reading.limit);
+    const { report, reading, effective: limit } = await readUsage(env, tenant, dayStart(Date.now()), Date.now() + 1);
+    const t = totalsOf(report);
     const spend = limit.exempt ? "(exempt from limits)" : limit.dailyUsd === null ? "(no daily limit)" : `of a $${limit.dailyUsd.toFixed(2)} daily limit`;
     const byok = t.byokCostUsd > 0 ? ` ($${t.byokCostUsd.toFixed(4)} of it on the tenant's own key)` : "";
     return `Tenant ${tenant} today (UTC): ${t.calls} model calls, ${tokens(t.inputTokens, t.cachedInputTokens, t.outputTokens)}, $${t.costUsd.toFixed(4)}${byok}; spent $${reading.spentUsd.toFixed(4)} ${spend}; object busy ${Math.round(t.busyMs)} ms.`;

@@ -3,10 +3,10 @@
 import type { Hono } from "hono";
 import { z } from "zod";
 import { HttpError, parseJson, readBody } from "../lib/http.ts";
-import { dailySpendLimit, platformDailySpendLimit } from "./config.ts";
+import { platformDailySpendLimit } from "./config.ts";
 import { parseRoute } from "./ingress.ts";
-import { DAY_MS, dayStart, ledgerStub, tenantLimitSchema, type LedgerReading, type TenantLimit, type TokenCounts, type UsageReport } from "./ledger.ts";
-import { forgetReading } from "./metering.ts";
+import { DAY_MS, dayStart, ledgerStub, tenantLimitSchema, type LedgerReading, type TokenCounts, type UsageReport } from "./ledger.ts";
+import { effectiveLimit, forgetReading } from "./metering.ts";
 
 /** The longest range one request may ask for. */
 const MAX_RANGE_DAYS = 400;
@@ -44,12 +44,6 @@ export function totalsOf(report: UsageReport): UsageTotals {
   return totals;
 }
 
-/** The limit that applies to a tenant: its own, else the deployment's default; none when exempt. */
-export function effectiveLimit(env: Env, own: TenantLimit | null): { dailyUsd: number | null; exempt: boolean } {
-  if (own?.exempt) return { dailyUsd: null, exempt: true };
-  return { dailyUsd: own?.dailyUsd ?? dailySpendLimit(env), exempt: false };
-}
-
 export interface UsageRead {
   report: UsageReport;
   reading: LedgerReading;
@@ -63,21 +57,13 @@ export async function readUsage(env: Env, tenant: string, from: number, to: numb
   return { report, reading, effective: effectiveLimit(env, reading.limit) };
 }
 
-/** A tenant's day so far (UTC): what `status` shows. */
-export async function tenantDay(env: Env, tenant: string): Promise<{ totals: UsageTotals; reading: LedgerReading }> {
-  const ledger = ledgerStub(env, tenant);
-  const [report, reading] = await Promise.all([ledger.report(dayStart(Date.now()), Date.now() + 1), ledger.reading()]);
-  return { totals: totalsOf(report), reading };
-}
-
 export function usageRoutes(api: Hono<{ Bindings: Env }>): void {
   api.get("/tenants/:tenant/usage", async (c) => {
     const { tenant } = parseRoute(c.req.param("tenant"), "any");
     const parsed = rangeQuery.safeParse(c.req.query());
     if (!parsed.success) throw new HttpError(400, `bad usage range: ${z.prettifyError(parsed.error)}`);
     const { from, to } = parsed.data;
-    const ledger = ledgerStub(c.env, tenant);
-    const [report, reading] = await Promise.all([ledger.report(from, to), ledger.reading()]);
+    const { report, reading, effective } = await readUsage(c.env, tenant, from, to);
     const iso = (ms: number) => new Date(ms).toISOString();
     return c.json({
       tenant,
@@ -86,7 +72,7 @@ export function usageRoutes(api: Hono<{ Bindings: Env }>): void {
       totals: totalsOf(report),
       usage: report.usage.map((row) => ({ ...row, hour: iso(row.hour) })),
       busy: report.busy.map((row) => ({ ...row, hour: iso(row.hour) })),
-      today: { spentUsd: reading.spentUsd, ...effectiveLimit(c.env, reading.limit), platformDailyUsd: platformDailySpendLimit(c.env) },
+      today: { spentUsd: reading.spentUsd, ...effective, platformDailyUsd: platformDailySpendLimit(c.env) },
     });
   });
 
