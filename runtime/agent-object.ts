@@ -11,15 +11,15 @@ import { ConfigError, secretNamed } from "../lib/config.ts";
 import { Gateway, MountError, type ToolOutput } from "../plugins/index.ts";
 import { ApprovalFlow } from "./approval-flow.ts";
 import { AGENT_HANDLERS, BusyTime, measureHandlers, type TurnBusy } from "./busy-time.ts";
-import type { ChatEvent, ConversationStatus, DeliveryResult, OutboxDelivery, Route, SubmitResult } from "./chat.ts";
-import { leaseSeconds, modelChoice, retryBaseSeconds } from "./config.ts";
+import type { ChatEvent, ConversationStatus, DeliveryResult, OutboxDelivery, Route, StreamShown, SubmitResult } from "./chat.ts";
+import { leaseSeconds, modelChoice, retryBaseSeconds, streamReplies } from "./config.ts";
 import { controlPlane } from "./control-plane.ts";
 import { Conversations } from "./conversations.ts";
 import type { RuntimeDeps } from "./deps.ts";
 import { Identity } from "./identity.ts";
 import { Inbound } from "./inbound.ts";
 import { Effects, type EffectRow } from "./effects.ts";
-import type { ModelClaim } from "./model-job.ts";
+import { streamKey, type ModelClaim } from "./model-job.ts";
 import type { ProviderCall } from "./models/index.ts";
 import { ModelJobs, type Settled } from "./model-jobs.ts";
 import { MountSessions } from "./mount-sessions.ts";
@@ -160,12 +160,35 @@ export class AgentObject extends DurableObject<Env> {
       await this.settleJob(jobId, { kind: "failed", error: "the stored model request was lost; please send your message again" });
       return null;
     }
-    return found ? { request: found.request, busy: this.busyTime.toShip() } : null;
+    if (!found) return null;
+    let stream: boolean;
+    try {
+      stream = streamReplies(this.env);
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      await this.settleJob(jobId, { kind: "failed", error: `configuration error: ${err.message}` });
+      return null;
+    }
+    const target = stream ? this.ctx.storage.transactionSync(() => this.turns.streamTarget(this.jobs.get(jobId)!)) : undefined;
+    return { request: found.request, busy: this.busyTime.toShip(), ...(target ? { stream: target } : {}) };
+  }
+
+  /** A courier opened the message it streams a job's reply to (or its ref changed): the outbox finishes it later. */
+  async modelStreamed(route: Route, jobId: string, shown: StreamShown): Promise<void> {
+    this.identity.claim(route);
+    if (this.jobs.get(jobId)) this.outbox.recordStream(streamKey(jobId), shown);
   }
 
   /** A provider call's outcome: a reply or a refusal settles the job; a failure worth retrying is retried, a few times. */
-  async modelResult(route: Route, jobId: string, call: ProviderCall): Promise<boolean> {
+  async modelResult(route: Route, jobId: string, call: ProviderCall, shown?: StreamShown): Promise<boolean> {
     this.identity.claim(route);
+    // The message its reply was streamed to: the outbox finishes it when the job settles (or now, for a stopped turn's).
+    if (shown && this.jobs.get(jobId)) {
+      this.ctx.storage.transactionSync(() => {
+        this.outbox.recordStream(streamKey(jobId), shown);
+        if (this.jobs.get(jobId)!.status === "discarded") this.turns.finishStream(this.jobs.get(jobId)!, shown.shown);
+      });
+    }
     // A late reply to a stopped turn was paid for all the same: its usage is kept with its job.
     if (call.kind === "reply") this.jobs.recordUsage(jobId, call.message);
     if (call.kind === "reply") return this.settleJob(jobId, { kind: "reply", message: call.message });

@@ -176,6 +176,7 @@ export const AGENT_HANDLERS: Record<string, Attribution> = {
   conversation: () => undefined,
   conversations: () => undefined,
   modelJob: ofEffect("model"),
+  modelStreamed: ofEffect("model"),
   modelResult: ofEffect("model"),
   outboxClaim: ofEffect("send"),
   outboxResult: ofEffect("send"),

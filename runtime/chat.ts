@@ -84,6 +84,11 @@ export interface OutboxDelivery {
   /** For in-place updates (status, card): the platform reference returned when it was first posted. */
   ref?: string;
   /**
+   * For a reply that finishes a streamed message (ref set): what the message
+   * shows now, as its courier last reported (unknown after a crash).
+   */
+  shown?: string;
+  /**
    * An earlier attempt at this very row may have reached the platform without
    * its answer reaching the runtime: look for the message (by the idempotency
    * key) before posting it again.
@@ -95,9 +100,36 @@ export type DeliveryResult =
   | { ok: true; ref?: string }
   | { ok: false; error: string; retryAfterMs?: number; permanent?: boolean };
 
+/**
+ * Where a courier streams a reply while the model writes it (runtime/reply-stream.ts).
+ * The object's outbox finishes the message afterwards: a reply row whose ref is
+ * the streamed message's.
+ */
+export interface StreamTarget {
+  address: ReplyAddress;
+  /** The person the turn answers (Slack names them when it streams outside a DM). */
+  recipient?: ChatUser;
+  /** The message an earlier attempt at the same model job opened, and what it showed. */
+  ref?: string;
+  shown?: string;
+}
+
+/** What a streamed message is and shows, as a courier reports it to the object. */
+export interface StreamShown {
+  ref: string;
+  shown: string;
+}
+
 export interface ChatOutbound {
   platform: Platform;
   /** A reply split into the messages the platform accepts, in order. */
   split(text: string): string[];
   deliver(env: Env, delivery: OutboxDelivery): Promise<DeliveryResult>;
+  /**
+   * Shows `text` (the first part of the reply so far) in the streamed message:
+   * opens it when the target has no ref yet, else brings it from what it shows
+   * to `text`. The answer's ref names the message from then on (it may change).
+   * Finishing it is `deliver`'s, for a reply row with that ref.
+   */
+  stream?(env: Env, route: Route, target: StreamTarget, text: string): Promise<DeliveryResult>;
 }

@@ -30,6 +30,11 @@ export function leaseSeconds(env: Env): number {
   return parseJsonVar("EFFECT_LEASE_SECONDS", env.EFFECT_LEASE_SECONDS, z.number().positive().max(3600), "30");
 }
 
+/** Whether replies are streamed to the chat while the model writes them (STREAM_REPLIES, default true). */
+export function streamReplies(env: Env): boolean {
+  return parseJsonVar("STREAM_REPLIES", env.STREAM_REPLIES, z.boolean(), "true");
+}
+
 const spendLimit = z.number().nonnegative().nullable();
 
 /** The deployment's default daily spend limit per tenant in USD (DAILY_SPEND_LIMIT_USD); empty: none. */

@@ -11,7 +11,7 @@ import { z } from "zod";
 import { ConfigError, secretNamed } from "../lib/config.ts";
 import { Gateway, type CallScope, type GatewayDeps, type Mount, type SessionState } from "../plugins/index.ts";
 import type { AgentObject } from "./agent-object.ts";
-import type { DeliveryResult, Route } from "./chat.ts";
+import type { DeliveryResult, Route, StreamTarget } from "./chat.ts";
 import { modelChoice } from "./config.ts";
 import { outboundFor, type RuntimeDeps } from "./deps.ts";
 import type { EffectMessage } from "./effects.ts";
@@ -20,8 +20,10 @@ import type { ModelClaim, ModelRequest } from "./model-job.ts";
 import { callModel, type ProviderCall } from "./models/index.ts";
 import { countBusy, countUsage, spendRefusal } from "./metering.ts";
 import { sessionCopy } from "./mount-sessions.ts";
+import { ReplyStream } from "./reply-stream.ts";
 import { ScriptCaller } from "./script-calls.ts";
 import type { ToolReport, ToolWork } from "./tool-calls.ts";
+import { textOf } from "./transcript.ts";
 import type { MountReport, MountWork } from "./tool-lists.ts";
 
 /**
@@ -97,9 +99,11 @@ export class Courier extends DurableObject<Env> {
         // RPC's type of a nested Message[] gives up (never): the claim is what modelJob returns.
         const claim = (await agent.modelJob(effect, effect.id)) as ModelClaim | null;
         if (!claim) return;
+        const stream = this.replyStream(effect, claim.stream);
         // The object's busy time goes to the ledger while the provider works.
-        const [, call] = await Promise.all([countBusy(this.env, effect, claim.busy), this.callModel(effect, claim.request)]);
-        return this.report(effect, (stub) => stub.modelResult(effect, effect.id, call));
+        const [, call] = await Promise.all([countBusy(this.env, effect, claim.busy), this.callModel(effect, claim.request, stream)]);
+        const shown = await stream?.finish(call.kind === "reply" ? textOf(call.message.content) : undefined);
+        return this.report(effect, (stub) => stub.modelResult(effect, effect.id, call, shown));
       }
       case "send": {
         const delivery = await agent.outboxClaim(effect, Number(effect.id));
@@ -145,18 +149,28 @@ export class Courier extends DurableObject<Env> {
    * a refusal (retrying cannot help); a spend limit reached too, told as it is;
    * anything unexpected a retry.
    */
-  private async callModel(effect: EffectMessage, request: ModelRequest): Promise<ProviderCall> {
+  private async callModel(effect: EffectMessage, request: ModelRequest, stream?: ReplyStream): Promise<ProviderCall> {
     try {
       const choice = modelChoice(this.env, request.model);
       const refusal = await spendRefusal(this.env, effect, choice);
       if (refusal) return { kind: "refused", error: refusal, verbatim: true };
-      const call = await callModel(this.env, choice, request, { cacheKey: `${effect.tenant}/${effect.agent}` });
+      const call = await callModel(this.env, choice, request, { cacheKey: `${effect.tenant}/${effect.agent}`, onText: stream && ((text) => stream.onText(text)) });
       if (call.kind === "reply") await countUsage(this.env, effect, effect.id, choice, call.message);
       return call;
     } catch (err) {
       if (err instanceof ConfigError) return { kind: "refused", error: `not configured: ${err.message}` };
       return { kind: "retry", error: errorText(err) };
     }
+  }
+
+  /** The claim's stream target, where its platform can stream; the object hears of the message once, when it is opened. */
+  private replyStream(effect: EffectMessage, target: StreamTarget | undefined): ReplyStream | undefined {
+    const outbound = target && outboundFor(this.deps, target.address.platform);
+    if (!target || !outbound?.stream) return undefined;
+    const streamer = { split: outbound.split, stream: outbound.stream };
+    return new ReplyStream(this.env, effect, streamer, target, async (shown) => {
+      await agentStub(this.env, effect).modelStreamed(effect, effect.id, shown);
+    });
   }
 
   /** The gateway, here: the mount's secret is resolved and redacted in the courier, never in the object. */

@@ -11,6 +11,7 @@ export type {
   Platform,
   ReplyAddress,
   Route,
+  StreamTarget,
   SubmitResult,
 } from "./chat.ts";
 export { agentStub, CONVERSATION_ID, parseRoute, readConversation, submitEvent } from "./ingress.ts";

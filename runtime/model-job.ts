@@ -4,6 +4,7 @@
 import type { Message } from "@mariozechner/pi-ai";
 import type { ModelTool } from "../plugins/index.ts";
 import type { HourBusy } from "./busy-time.ts";
+import type { StreamTarget } from "./chat.ts";
 import type { ModelPick } from "./models/index.ts";
 
 export interface ModelRequest {
@@ -14,8 +15,16 @@ export interface ModelRequest {
   tools: ModelTool[];
 }
 
-/** A courier's claim of a job: the request, and the object's busy time per hour for the ledger. */
+/**
+ * A courier's claim of a job: the request, the object's busy time per hour for
+ * the ledger, and where to stream the reply's text (when streaming is on and
+ * the platform can).
+ */
 export interface ModelClaim {
   request: ModelRequest;
   busy: HourBusy[];
+  stream?: StreamTarget;
 }
+
+/** The outbox's ref key of the message a job's reply is streamed to. */
+export const streamKey = (jobId: string) => `reply:${jobId}`;

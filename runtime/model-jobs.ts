@@ -55,6 +55,13 @@ export class ModelJobs {
     return this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM model_jobs WHERE status = 'pending'").one().n;
   }
 
+  /** The turn's latest chat job that came back with a reply (the one its last assistant message came from). */
+  lastReply(conversation: string, turn: number): string | undefined {
+    return this.sql
+      .exec<{ id: string }>("SELECT id FROM model_jobs WHERE conversation = ? AND turn = ? AND purpose = 'chat' AND status = 'done' ORDER BY rowid DESC LIMIT 1", conversation, turn)
+      .toArray()[0]?.id;
+  }
+
   /** A fresh job id; ids are never reused, so a late outcome can only reach its own job. */
   newId(conversation: string, turn: number, purpose: JobPurpose): string {
     return `${conversation}:${turn}:${crypto.randomUUID().slice(0, 8)}:${purpose}`;

@@ -3,7 +3,7 @@
 // unsent row is handed to a courier (as an effect), and the next is released
 // when that one is reported sent or given up. A rate-limited row waits out the
 // platform's Retry-After; other conversations' rows do not wait for it.
-import type { DeliveryResult, OutboundMessage, OutboxDelivery, ReplyAddress, Route } from "./chat.ts";
+import type { DeliveryResult, OutboundMessage, OutboxDelivery, ReplyAddress, Route, StreamShown } from "./chat.ts";
 import { outboundFor, type RuntimeDeps } from "./deps.ts";
 import type { Effects } from "./effects.ts";
 
@@ -38,7 +38,11 @@ export class Outbox {
    * state of it that has not left the object, never a row already under way.
    */
   post(conversation: string, address: ReplyAddress, message: OutboundMessage, refKey: string | null): void {
-    if (refKey) {
+    if (message.kind === "reply") {
+      // A reply's ref key is that of the message it was streamed to: its first part finishes that message, the rest are new.
+      const parts = outboundFor(this.deps, address.platform)?.split(message.text) ?? [message.text];
+      parts.forEach((text, i) => this.insert(conversation, address, { kind: "reply", text }, i === 0 ? refKey : null));
+    } else if (refKey) {
       const last = this.sql
         .exec<{ id: number; ref_key: string | null }>("SELECT id, ref_key FROM outbox WHERE conversation = ? AND status = 'pending' ORDER BY id DESC LIMIT 1", conversation)
         .toArray()[0];
@@ -48,10 +52,30 @@ export class Outbox {
         this.insert(conversation, address, message, refKey);
       }
     } else {
-      const parts = message.kind === "reply" ? (outboundFor(this.deps, address.platform)?.split(message.text) ?? [message.text]) : [message];
-      for (const part of parts) this.insert(conversation, address, typeof part === "string" ? { kind: "reply", text: part } : part, null);
+      this.insert(conversation, address, message, null);
     }
     this.release(conversation);
+  }
+
+  /** Whether a platform's replies can be streamed (its bridge's outbound streams). */
+  canStream(address: ReplyAddress): boolean {
+    return outboundFor(this.deps, address.platform)?.stream !== undefined;
+  }
+
+  /** A streamed reply's message, as its courier reported it: a later report replaces an earlier one. */
+  recordStream(refKey: string, { ref, shown }: StreamShown): void {
+    this.sql.exec(
+      "INSERT INTO message_refs (ref_key, ref, shown) VALUES (?, ?, ?) ON CONFLICT (ref_key) DO UPDATE SET ref = excluded.ref, shown = excluded.shown",
+      refKey,
+      ref,
+      shown,
+    );
+  }
+
+  /** The message a ref key names, and what it shows when it is a streamed reply's. */
+  refOf(refKey: string): { ref: string; shown?: string } | undefined {
+    const row = this.sql.exec<{ ref: string; shown: string | null }>("SELECT ref, shown FROM message_refs WHERE ref_key = ?", refKey).toArray()[0];
+    return row && { ref: row.ref, ...(row.shown !== null ? { shown: row.shown } : {}) };
   }
 
   private insert(conversation: string, address: ReplyAddress, message: OutboundMessage, refKey: string | null): void {
@@ -81,14 +105,15 @@ export class Outbox {
     if (!row || row.status !== "pending") return null;
     const claim = this.effects.claim("send", String(id));
     if (!claim) return null;
-    const ref = row.ref_key ? this.sql.exec<{ ref: string }>("SELECT ref FROM message_refs WHERE ref_key = ?", row.ref_key).toArray()[0]?.ref : undefined;
+    const known = row.ref_key ? this.refOf(row.ref_key) : undefined;
     return {
       route,
       conversation: row.conversation,
       address: JSON.parse(row.address) as ReplyAddress,
       message: JSON.parse(row.message) as OutboundMessage,
       idempotencyKey: `${this.objectId}:${row.id}`,
-      ref,
+      ref: known?.ref,
+      ...(known?.shown !== undefined ? { shown: known.shown } : {}),
       uncertain: claim.earlierClaims > 0,
     };
   }

@@ -117,6 +117,8 @@ const MIGRATIONS: string[] = [
   `,
   // Object busy time per turn and per hour (runtime/busy-time.ts).
   BUSY_SCHEMA,
+  // A streamed reply's message: what it shows, as its courier last reported (runtime/reply-stream.ts).
+  `ALTER TABLE message_refs ADD COLUMN shown TEXT;`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -6,12 +6,12 @@
 import type { AssistantMessage, UserMessage } from "@mariozechner/pi-ai";
 import type { Gateway } from "../plugins/index.ts";
 import type { ApprovalFlow } from "./approval-flow.ts";
-import type { ChatUser, OutboundMessage, Route } from "./chat.ts";
+import type { ChatUser, OutboundMessage, Route, StreamTarget } from "./chat.ts";
 import { audienceOf } from "./audience.ts";
 import { compactionRequest, compactionTrigger, estimateTokens, handoverSummary, planCompaction, refusedAgain, startedCompaction, type CompactionPlan } from "./compaction.ts";
 import type { ModelChoice, ModelPick } from "./models/index.ts";
 import type { Conversations, ConversationRow, InboxItem } from "./conversations.ts";
-import type { ModelRequest } from "./model-job.ts";
+import { streamKey, type ModelRequest } from "./model-job.ts";
 import type { JobPurpose, JobRow, ModelJobs, Settled } from "./model-jobs.ts";
 import type { Outbox } from "./outbox.ts";
 import { toolCalls, type ToolCalls } from "./tool-calls.ts";
@@ -106,7 +106,8 @@ export class Turns {
     this.conversations.finishTurn(conv.id, outcome === "failed" ? "failed" : "idle", error ?? null);
     switch (outcome) {
       case "done":
-        this.post(conv.id, { kind: "reply", text: text?.trim() ? text : "(The model finished without saying anything.)" });
+        // A reply streamed as it was written was finished when its job settled.
+        if (!this.replyStreamed(conv)) this.post(conv.id, { kind: "reply", text: text?.trim() ? text : "(The model finished without saying anything.)" });
         this.post(conv.id, { kind: "status", state: "done", text: "Done." });
         break;
       case "stopped":
@@ -147,9 +148,38 @@ export class Turns {
 
   // ---- model replies ---------------------------------------------------------------
 
+  // ---- streamed replies (runtime/reply-stream.ts) ----------------------------------
+
+  /** Where a chat job's courier streams its reply: the conversation's chat, when its platform can. */
+  streamTarget(job: JobRow): StreamTarget | undefined {
+    const conv = this.conversations.get(job.conversation);
+    const address = conv && this.conversations.replyAddress(conv);
+    if (job.purpose !== "chat" || !address || !this.outbox.canStream(address)) return undefined;
+    const { start } = this.conversations.turnStart(conv);
+    const recipient = "by" in start && "platform" in start.by ? start.by : undefined;
+    // A job run again after its courier was cut short finds the message the first run opened.
+    const known = this.outbox.refOf(streamKey(job.id));
+    return { address, ...(recipient ? { recipient } : {}), ...known };
+  }
+
+  /**
+   * The outbox finishes a job's streamed message (if one was opened) with
+   * `text`: a reply finishes it whole, never beside a second copy; a failed or
+   * stopped job's keeps what it showed, completed rather than left streaming.
+   */
+  finishStream(job: JobRow, text: string): void {
+    if (this.outbox.refOf(streamKey(job.id))) this.post(job.conversation, { kind: "reply", text }, streamKey(job.id));
+  }
+
+  private replyStreamed(conv: ConversationRow): boolean {
+    const job = this.jobs.lastReply(conv.id, conv.turn);
+    return job !== undefined && this.outbox.refOf(streamKey(job)) !== undefined;
+  }
+
   /** A job's outcome reaches its turn, if the turn still waits for it. */
   settle(job: JobRow, settled: Settled): void {
     this.jobs.settle(job, settled);
+    this.finishStream(job, settled.kind === "reply" ? textOf(settled.message.content) : (this.outbox.refOf(streamKey(job.id))?.shown ?? ""));
     const conv = this.conversations.get(job.conversation)!;
     if (conv.status !== "running" || conv.turn !== job.turn) return;
     if (job.purpose === "compact") return this.settleCompaction(conv, settled);

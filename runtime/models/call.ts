@@ -1,6 +1,6 @@
 // One model call: the choice's provider, through pi-ai's entry for its API.
 // The only place a provider is reached; a courier calls it, never the object.
-import type { Api, AssistantMessage, Context, Model, StreamOptions } from "@mariozechner/pi-ai";
+import type { Api, AssistantMessage, AssistantMessageEventStream, Context, Model, StreamOptions } from "@mariozechner/pi-ai";
 import { streamAnthropic } from "@mariozechner/pi-ai/anthropic";
 import { streamGoogle } from "@mariozechner/pi-ai/google";
 import { streamOpenAICompletions } from "@mariozechner/pi-ai/openai-completions";
@@ -9,6 +9,7 @@ import { streamOpenAIResponses } from "@mariozechner/pi-ai/openai-responses";
 import { isContextOverflow } from "../../node_modules/@mariozechner/pi-ai/dist/utils/overflow.js";
 import { ConfigError, secretNamed } from "../../lib/config.ts";
 import type { ModelRequest } from "../model-job.ts";
+import { textOf } from "../transcript.ts";
 import { localModel } from "./local-model.ts";
 import type { ModelApi, ModelChoice, ProviderConfig } from "./providers.ts";
 
@@ -28,26 +29,38 @@ export interface CallOptions {
    * one (OpenAI's `prompt_cache_key`): one agent's calls share a system prompt and tools.
    */
   cacheKey?: string;
+  /** Told the text of the reply so far, each time it grows (the courier streams it to the chat). */
+  onText?: (text: string) => void;
 }
 
 const REFUSED = new Set([400, 401, 403, 404, 422]);
 const REQUEST_TIMEOUT_MS = 120_000;
 
-type Call = (model: Model<Api>, context: Context, options: StreamOptions) => Promise<AssistantMessage>;
+type Call = (model: Model<Api>, context: Context, options: StreamOptions) => AssistantMessageEventStream;
 
 /** Each API through its own pi-ai entry, so the Worker bundles no other provider's SDK. */
 const CALLS: Record<ModelApi, Call> = {
-  "openai-completions": (model, context, options) => streamOpenAICompletions(model as Model<"openai-completions">, context, options).result(),
-  "openai-responses": (model, context, options) => streamOpenAIResponses(model as Model<"openai-responses">, context, options).result(),
-  "anthropic-messages": (model, context, options) => streamAnthropic(model as Model<"anthropic-messages">, context, options).result(),
-  "google-generative-ai": (model, context, options) => streamGoogle(model as Model<"google-generative-ai">, context, options).result(),
+  "openai-completions": (model, context, options) => streamOpenAICompletions(model as Model<"openai-completions">, context, options),
+  "openai-responses": (model, context, options) => streamOpenAIResponses(model as Model<"openai-responses">, context, options),
+  "anthropic-messages": (model, context, options) => streamAnthropic(model as Model<"anthropic-messages">, context, options),
+  "google-generative-ai": (model, context, options) => streamGoogle(model as Model<"google-generative-ai">, context, options),
 };
+
+/** Reads the stream to its end, telling `onText` the text so far as it grows; the whole message at the end. */
+async function read(stream: AssistantMessageEventStream, onText?: (text: string) => void): Promise<AssistantMessage> {
+  if (onText) {
+    for await (const event of stream) {
+      if (event.type === "text_delta") onText(textOf(event.partial.content));
+    }
+  }
+  return stream.result();
+}
 
 export async function callModel(env: Env, choice: ModelChoice, request: ModelRequest, opts: CallOptions = {}): Promise<ProviderCall> {
   if (choice.kind === "local") return { kind: "reply", message: localModel(request) };
   const { provider } = choice;
   const key = apiKey(env, provider);
-  const message = await CALLS[provider.api](
+  const message = await read(CALLS[provider.api](
     piModel(choice),
     { systemPrompt: request.systemPrompt, messages: request.messages, tools: request.tools as never },
     {
@@ -63,7 +76,7 @@ export async function callModel(env: Env, choice: ModelChoice, request: ModelReq
       // One deadline for every API (the Gemini SDK takes no timeout).
       signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
     },
-  );
+  ), opts.onText);
   if (message.stopReason === "aborted") return { kind: "retry", error: `the model provider did not answer within ${REQUEST_TIMEOUT_MS / 1000} s` };
   if (message.stopReason !== "error") return { kind: "reply", message };
   // The error reaches the chat and SQLite: a provider that echoes the key must not leak it.
