@@ -81,14 +81,13 @@ export class ReplyStream {
     if (text === "" || (this.target.ref && text === this.target.shown)) return;
     try {
       const result = await this.outbound.stream(this.env, this.route, this.target, text);
-      if (!result.ok || !result.ref) {
-        if (!result.ok) console.warn(`streaming a reply: ${result.error}`);
-        return;
-      }
-      const changed = result.ref !== this.target.ref;
-      this.target.ref = result.ref;
+      if (!result.ok) return console.warn(`streaming a reply: ${result.error}`);
+      const ref = result.ref ?? this.target.ref;
+      if (!ref) return;
+      const changed = ref !== this.target.ref;
+      this.target.ref = ref;
       this.target.shown = text;
-      if (changed) await this.opened({ ref: result.ref, shown: text });
+      if (changed) await this.opened({ ref, shown: text });
     } catch (err) {
       console.warn(`streaming a reply failed: ${err instanceof Error ? err.message : String(err)}`);
     } finally {

@@ -99,6 +99,8 @@ export interface ScriptStep {
   argumentChunk?: number;
   /** Send parallel tool calls round-robin, chunk by chunk. */
   interleave?: boolean;
+  /** Chat Completions: each piece of text (argumentChunk characters) this long after the one before. */
+  chunkDelayMs?: number;
 }
 
 export async function script(id: string, steps: ScriptStep[]): Promise<void> {

@@ -3,7 +3,7 @@
 // valid, else as the bot in the channel. Honours 429 retry_after.
 import type { APIMessage, RESTPostAPIChannelMessageJSONBody, RESTRateLimit } from "discord-api-types/v10";
 import { baseUrlFrom, secretNamed } from "../../lib/config.ts";
-import type { ChatOutbound, DeliveryResult, OutboundMessage, OutboxDelivery } from "../../runtime/index.ts";
+import type { ChatOutbound, DeliveryResult, OutboundMessage, OutboxDelivery, Route, StreamTarget } from "../../runtime/index.ts";
 import { clip, splitText } from "../shared/text.ts";
 import { snowflake, targetSchema } from "./address.ts";
 import { cardMessage, DISCORD_MESSAGE_LIMIT, type DiscordMessageBody } from "./card.ts";
@@ -84,6 +84,8 @@ async function deliver(env: Env, delivery: OutboxDelivery): Promise<DeliveryResu
   const { channelId, applicationId, interactionToken, interactionIssuedAt } = target.data;
   const { message, ref } = delivery;
   if (ref !== undefined && !snowflake.safeParse(ref).success) return { ok: false, error: "the message to edit is not a Discord message id", permanent: true };
+  // A reply streamed as it was written (streamReply): that message is finished, not a second one posted.
+  if (message.kind === "reply" && ref !== undefined) return finishStream(env, channelId, ref, delivery.shown, message.text);
   const body = render(message);
   const wantRef = inPlace(message);
   // Cards are decided long after an interaction token expires, so they are the bot's from the start.
@@ -103,4 +105,31 @@ async function deliver(env: Env, delivery: OutboxDelivery): Promise<DeliveryResu
   return res instanceof Response ? outcome(res, wantRef) : res;
 }
 
-export const discordOutbound: ChatOutbound = { platform: "discord", split: (text) => splitText(text, DISCORD_MESSAGE_LIMIT), deliver };
+/**
+ * The courier's update of a reply streamed while the model writes it: the bot
+ * posts the message, then edits it (the courier paces the edits a second apart).
+ */
+async function streamReply(env: Env, _route: Route, stream: StreamTarget, text: string): Promise<DeliveryResult> {
+  const target = targetSchema.safeParse(stream.address.target);
+  if (!target.success) return { ok: false, error: "reply address is not a Discord channel (or interaction)", permanent: true };
+  const { channelId } = target.data;
+  if (stream.ref === undefined) {
+    const res = await send(env, { method: "POST", path: `/channels/${channelId}/messages`, bot: true }, { content: text });
+    return res instanceof Response ? outcome(res, true) : res;
+  }
+  const edited = await edit(env, channelId, stream.ref, text);
+  return edited.ok ? { ok: true, ref: stream.ref } : edited;
+}
+
+/** The outbox's finish of a streamed reply: its message edited to the whole first part, unless it shows it already. */
+function finishStream(env: Env, channelId: string, ref: string, shown: string | undefined, text: string): Promise<DeliveryResult> {
+  return shown === text ? Promise.resolve({ ok: true }) : edit(env, channelId, ref, text);
+}
+
+async function edit(env: Env, channelId: string, ref: string, text: string): Promise<DeliveryResult> {
+  if (!snowflake.safeParse(ref).success) return { ok: false, error: "the message to edit is not a Discord message id", permanent: true };
+  const res = await send(env, { method: "PATCH", path: `/channels/${channelId}/messages/${ref}`, bot: true }, { content: text });
+  return res instanceof Response ? outcome(res, false) : res;
+}
+
+export const discordOutbound: ChatOutbound = { platform: "discord", split: (text) => splitText(text, DISCORD_MESSAGE_LIMIT), deliver, stream: streamReply };

@@ -9,6 +9,7 @@ import { clip } from "../shared/text.ts";
 import { cardBlocks, cardFallback } from "./card.ts";
 import { botTokenFor } from "./installations.ts";
 import { SLACK_TEXT_LIMIT, splitForSlack, toMrkdwn } from "./mrkdwn.ts";
+import { finishStream, streamReply } from "./stream.ts";
 import { STATUS_LIMIT, statusBlocks, statusText, stopValue } from "./status.ts";
 import { callSlack } from "./web-api.ts";
 
@@ -28,6 +29,8 @@ async function deliver(env: Env, delivery: OutboxDelivery): Promise<DeliveryResu
   switch (message.kind) {
     case "reply":
     case "notice": {
+      // A reply streamed as it was written (bridges/slack/stream.ts): that message is finished, not a second one posted.
+      if (message.kind === "reply" && delivery.ref) return finishStream(env, token, channel, delivery.ref, delivery.shown, message.text);
       // Replies arrive split to fit; a notice (a long provider error, say) is clipped, never refused.
       const text = clip(toMrkdwn(message.text), SLACK_TEXT_LIMIT);
       const posted = await callSlack(env, "chat.postMessage", token, { ...thread, text, unfurl_links: false } satisfies SlackMessage);
@@ -58,4 +61,5 @@ export const slackOutbound: ChatOutbound = {
   platform: "slack",
   split: (text) => splitForSlack(text),
   deliver,
+  stream: streamReply,
 };

@@ -63,6 +63,8 @@ export async function startDiscord() {
       ? { method: req.method, path: url.pathname, kind: "channel", channelId: channelRoute[1], messageId: channelRoute[2] }
       : { method: req.method, path: url.pathname, kind: "webhook", token: webhookRoute[2], messageId: webhookRoute[3] };
     call.body = raw ? JSON.parse(raw) : null;
+    // When the fake received it (its own clock).
+    call.at = Date.now();
     calls.push(call);
     const answer = (status, body, headers) => {
       call.status = status;

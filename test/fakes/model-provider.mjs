@@ -9,7 +9,8 @@
 // A Chat Completions step may also ask for `argumentChunk: n` (arguments and
 // text cut into pieces of n characters, mid-JSON) and `interleave: true`
 // (parallel tool calls sent round-robin, chunk by chunk).
-// Any step may take `delayMs` before it answers, as a slow model does; an
+// Any step may take `delayMs` before it answers, as a slow model does (and,
+// on Chat Completions, `chunkDelayMs` between pieces of its text); an
 // unscripted request gets `PUT /_control/unscripted {delayMs}`'s delay. The
 // most requests ever in flight at once: GET /_control/concurrency (POST resets).
 // A scenario put with `by: "position"` answers each request by its place in
@@ -86,7 +87,7 @@ export async function startModelProvider({ gates } = {}) {
       }
       // A careless model: it repeats what its tools returned, so a leak in a tool result reaches the chat.
       const reply = step.echoToolResults ? { text: protocol.toolResultsText(body) } : step;
-      record.usage = protocol.stream(res, body, reply, usageOf(step), url);
+      record.usage = await protocol.stream(res, body, reply, usageOf(step), url);
       record.responded = true;
     } finally {
       concurrency.now--;

@@ -5,6 +5,10 @@
 //   POST /_control/rate-limit              {method, channel, textIncludes?, times, retryAfter}: answer 429 that many times
 //   PUT  /_control/oauth/<code>             {team, teamName?, enterprise?, enterpriseName?, token, botUserId}: an OAuth code oauth.v2.access will accept
 //   GET  /_control/responses/<id>           what was POSTed to <url>/response/<id>
+//   GET  /_control/messages?channel=        the channel's messages as they stand now (text, thread_ts, ts, streaming)
+//   POST /_control/refuse-streaming         {channel}: chat.startStream there answers unknown_method (a workspace without streaming)
+// chat.startStream / appendStream / stopStream: a message that grows while its
+// stream is open; chat.update refuses it until the stream is stopped.
 // A response_url takes 5 posts, as Slack's does; the 6th is answered 404 expired_url.
 import { listen, readBody, sendJson } from "./http.mjs";
 
@@ -24,7 +28,9 @@ export async function startSlack({ gates } = {}) {
   const oauthCodes = new Map();
   const rateLimits = [];
   const responses = new Map();
+  const refuseStreaming = new Set();
   let seq = 0;
+  const newTs = () => `${Math.floor(Date.now() / 1000)}.${String(++seq).padStart(6, "0")}`;
 
   return listen(async (req, res) => {
     const url = new URL(req.url, "http://x");
@@ -42,6 +48,14 @@ export async function startSlack({ gates } = {}) {
     const oauth = /^\/_control\/oauth\/(.+)$/.exec(url.pathname);
     if (oauth) {
       oauthCodes.set(decodeURIComponent(oauth[1]), JSON.parse(raw));
+      return sendJson(res, 200, { ok: true });
+    }
+    if (url.pathname === "/_control/messages") {
+      const channel = url.searchParams.get("channel");
+      return sendJson(res, 200, [...messages.values()].filter((m) => m.channel === channel));
+    }
+    if (url.pathname === "/_control/refuse-streaming") {
+      refuseStreaming.add(JSON.parse(raw).channel);
       return sendJson(res, 200, { ok: true });
     }
     const responseLog = /^\/_control\/responses\/(.+)$/.exec(url.pathname);
@@ -94,17 +108,35 @@ export async function startSlack({ gates } = {}) {
     if (typeof body.channel !== "string" || body.channel === "") return sendJson(res, 200, { ok: false, error: "channel_not_found" });
     if (typeof body.text === "string" && body.text.length > TEXT_LIMIT) return sendJson(res, 200, { ok: false, error: "msg_too_long" });
     if (method === "chat.postMessage") {
-      seq++;
-      const ts = `${Math.floor(Date.now() / 1000)}.${String(seq).padStart(6, "0")}`;
+      const ts = newTs();
       messages.set(`${body.channel}:${ts}`, { ...body, ts });
       call.ts = ts;
       // Posted: a harness may hold the answer, as a crash of the sender would lose it.
       await gates?.pass("slack", call);
       return sendJson(res, 200, { ok: true, channel: body.channel, ts, message: { text: body.text, thread_ts: body.thread_ts } });
     }
+    if (method === "chat.startStream") {
+      if (refuseStreaming.has(body.channel)) return sendJson(res, 200, { ok: false, error: "unknown_method" });
+      // Outside a DM, Slack wants to know whom the stream is for.
+      if (!body.channel.startsWith("D") && (!body.recipient_team_id || !body.recipient_user_id)) return sendJson(res, 200, { ok: false, error: "invalid_arguments" });
+      const ts = newTs();
+      messages.set(`${body.channel}:${ts}`, { channel: body.channel, thread_ts: body.thread_ts, ts, text: body.markdown_text ?? "", streaming: true });
+      call.ts = ts;
+      return sendJson(res, 200, { ok: true, channel: body.channel, ts });
+    }
+    if (method === "chat.appendStream" || method === "chat.stopStream") {
+      const message = messages.get(`${body.channel}:${body.ts}`);
+      if (!message) return sendJson(res, 200, { ok: false, error: "message_not_found" });
+      if (!message.streaming) return sendJson(res, 200, { ok: false, error: "message_not_in_streaming_state" });
+      message.text += body.markdown_text ?? "";
+      if (method === "chat.stopStream") message.streaming = false;
+      await gates?.pass("slack", call);
+      return sendJson(res, 200, { ok: true, channel: body.channel, ts: body.ts });
+    }
     if (method === "chat.update") {
       const key = `${body.channel}:${body.ts}`;
       if (!messages.has(key)) return sendJson(res, 200, { ok: false, error: "message_not_found" });
+      if (messages.get(key).streaming) return sendJson(res, 200, { ok: false, error: "cant_update_message" });
       messages.set(key, { ...messages.get(key), ...body });
       await gates?.pass("slack", call);
       return sendJson(res, 200, { ok: true, channel: body.channel, ts: body.ts, text: body.text });
