@@ -1,0 +1,128 @@
+// Replies streamed into a Slack thread while the model writes them (issue 17):
+// Slack's own stream where the workspace has it, one message edited at most once
+// a second where it does not; the object's outbox finishes the message, a
+// courier cut short mid-stream leaves one message with the whole reply, and the
+// object is not called per chunk.
+import { env } from "cloudflare:workers";
+import { runDurableObjectAlarm } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { courier, evictCourier } from "../agents.ts";
+import { providerRequests, script, settled, unique, waitFor } from "../support.ts";
+import { AGENT, conversationOf, messageEnvelope, newTs, postEvent, slackCalls, slackId, statusFinal } from "./helpers.ts";
+
+const FAKE_SLACK_URL = (env as unknown as Record<string, string>).FAKE_SLACK_URL!;
+
+interface FakeMessage {
+  channel: string;
+  ts: string;
+  thread_ts?: string;
+  text: string;
+  blocks?: unknown[];
+  streaming?: boolean;
+}
+
+/** The channel's messages as the fake holds them now, without the turn's status message (it has blocks). */
+async function replies(channel: string): Promise<FakeMessage[]> {
+  const all: FakeMessage[] = await (await fetch(`${FAKE_SLACK_URL}/_control/messages?${new URLSearchParams({ channel })}`)).json();
+  return all.filter((m) => !m.blocks);
+}
+
+/** A reply written in pieces of `size` characters, `delayMs` apart: long enough to be streamed. */
+function slowly(text: string, size: number, delayMs: number) {
+  return { text, argumentChunk: size, chunkDelayMs: delayMs };
+}
+
+async function ask(s: string, o: { refuse?: boolean } = {}) {
+  const team = slackId("T");
+  const channel = slackId("C");
+  const ts = newTs();
+  if (o.refuse) await fetch(`${FAKE_SLACK_URL}/_control/refuse-streaming`, { method: "POST", body: JSON.stringify({ channel }) });
+  expect((await postEvent(messageEnvelope({ team, channel, ts, text: `[s:${s}] tell me` }))).status).toBe(200);
+  return { team, channel, ts, conversation: conversationOf(team, channel, ts) };
+}
+
+const REPLY = "Streaming works: this answer arrives a few words at a time, and ends here.";
+
+describe("a reply streamed into a Slack thread", () => {
+  // Acceptance 1 (the streaming half).
+  it("is started, appended to in order and stopped: one reply message, holding the whole reply", async () => {
+    const s = unique("stream");
+    await script(s, [slowly(REPLY, 6, 150)]);
+    const { channel, ts, team } = await ask(s);
+    await statusFinal(channel, "Done.");
+    const calls = await slackCalls(channel);
+    const start = calls.find((c) => c.method === "chat.startStream")!;
+    expect(start.body).toMatchObject({ channel, thread_ts: ts, recipient_team_id: team, recipient_user_id: "UPERSON1" });
+    const streamed = calls.filter((c) => c.method.endsWith("Stream"));
+    expect(streamed.at(-1)!.method).toBe("chat.stopStream");
+    expect(streamed.slice(1, -1).every((c) => c.method === "chat.appendStream")).toBe(true);
+    expect(streamed.every((c) => c.body.ts === undefined || c.body.ts === start.ts)).toBe(true);
+    // The pieces, in order, are the reply.
+    expect(streamed.map((c) => (c.body as { markdown_text?: string }).markdown_text ?? "").join("")).toBe(REPLY);
+    // The object's outbox finished that message rather than posting the reply again.
+    expect(calls.filter((c) => c.method === "chat.postMessage" && !c.body.blocks)).toEqual([]);
+    expect(await replies(channel)).toMatchObject([{ ts: start.ts, text: REPLY, streaming: false }]);
+  });
+
+  it("is not streamed when it comes within a second: posted once, as before", async () => {
+    const { channel } = await ask(unique("quick"));
+    await statusFinal(channel, "Done.");
+    expect((await slackCalls(channel)).filter((c) => c.method.endsWith("Stream"))).toEqual([]);
+    expect((await replies(channel)).map((m) => m.text)).toHaveLength(1);
+  });
+
+  // Acceptance 2.
+  it("in a workspace that refuses chat.startStream is one message, edited at most once a second, ending with the whole reply", async () => {
+    const s = unique("edited");
+    await script(s, [slowly(REPLY, 4, 200)]);
+    const { channel } = await ask(s, { refuse: true });
+    await statusFinal(channel, "Done.");
+    const calls = await slackCalls(channel);
+    expect(calls.filter((c) => c.method === "chat.startStream")).toHaveLength(1);
+    const [message] = await replies(channel);
+    expect(await replies(channel)).toHaveLength(1);
+    expect(message!.text).toBe(REPLY);
+    const edits = calls.filter((c) => !c.body.blocks && (c.ts === message!.ts || c.body.ts === message!.ts));
+    expect(edits[0]!.method).toBe("chat.postMessage");
+    expect(edits.length).toBeGreaterThan(2);
+    expect(edits.slice(1).every((c) => c.method === "chat.update")).toBe(true);
+    // By the fake's own clock: never two edits within a second.
+    for (let i = 1; i < edits.length; i++) expect(edits[i]!.at - edits[i - 1]!.at).toBeGreaterThanOrEqual(1000);
+    expect(edits.at(-1)!.body.text).toBe(REPLY);
+  });
+
+  // Acceptance 3.
+  it("whose courier is cut short mid-stream ends as one message holding the whole reply, not two", async () => {
+    const s = unique("cut");
+    await script(s, [slowly(REPLY, 3, 150)]);
+    const { team, channel, conversation } = await ask(s);
+    await waitFor("the stream to be opened and appended to", async () => (await slackCalls(channel, "chat.appendStream")).length > 0);
+    const lane = courier(team, AGENT, "model", conversation);
+    await evictCourier(lane);
+    // Its watchdog alarm resumes the job: the model is asked again, and the re-run finds the message the first run opened.
+    expect(await runDurableObjectAlarm(lane)).toBe(true);
+    await statusFinal(channel, "Done.");
+    expect((await providerRequests(s)).length).toBe(2);
+    const calls = await slackCalls(channel);
+    expect(calls.filter((c) => c.method === "chat.startStream")).toHaveLength(1);
+    expect(calls.filter((c) => c.method === "chat.postMessage" && !c.body.blocks)).toEqual([]);
+    expect(await replies(channel)).toMatchObject([{ text: REPLY, streaming: false }]);
+  });
+
+  // Acceptance 4.
+  it("does not call the object per chunk: a 2,000-token answer costs the object the calls a short one does", async () => {
+    const [long, short] = [unique("long"), unique("short")];
+    await script(long, [slowly("ab ".repeat(1000).trim(), 1, 1)]);
+    await script(short, [slowly("A short answer.", 5, 500)]);
+    const a = await ask(long);
+    await statusFinal(a.channel, "Done.");
+    const b = await ask(short);
+    await statusFinal(b.channel, "Done.");
+    // Both were streamed: the long one's 2,000 pieces in a few appends, a second apart.
+    expect((await slackCalls(a.channel, "chat.appendStream")).length).toBeGreaterThan(1);
+    expect((await slackCalls(b.channel, "chat.startStream")).length).toBe(1);
+    const busy = async (o: { team: string; conversation: string }) => ((await settled(o.team, AGENT, o.conversation)) as unknown as { busyByTurn: { handlers: number; busyMs: number }[] }).busyByTurn[0]!;
+    const [longTurn, shortTurn] = [await busy(a), await busy(b)];
+    expect(longTurn.handlers).toBe(shortTurn.handlers);
+  });
+});
