@@ -109,8 +109,9 @@ export interface StreamTarget {
   address: ReplyAddress;
   /** The person the turn answers (Slack names them when it streams outside a DM). */
   recipient?: ChatUser;
-  /** The message an earlier attempt at the same model job opened, and what it showed. */
+  /** The message an earlier attempt at the same model job opened (what it shows is then not known). */
   ref?: string;
+  /** What the message shows, as far as the courier streaming it knows. */
   shown?: string;
 }
 

@@ -157,9 +157,10 @@ export class Turns {
     if (job.purpose !== "chat" || !address || !this.outbox.canStream(address)) return undefined;
     const { start } = this.conversations.turnStart(conv);
     const recipient = "by" in start && "platform" in start.by ? start.by : undefined;
-    // A job run again after its courier was cut short finds the message the first run opened.
+    // A job run again after its courier was cut short finds the message the first run opened; what that
+    // message shows is not known (the first courier may have added to it after it reported), so it is replaced.
     const known = this.outbox.refOf(streamKey(job.id));
-    return { address, ...(recipient ? { recipient } : {}), ...known };
+    return { address, ...(recipient ? { recipient } : {}), ...(known ? { ref: known.ref } : {}) };
   }
 
   /**

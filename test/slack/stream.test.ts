@@ -97,10 +97,9 @@ describe("a reply streamed into a Slack thread", () => {
     await script(s, [slowly(REPLY, 3, 150)]);
     const { team, channel, conversation } = await ask(s);
     await waitFor("the stream to be opened and appended to", async () => (await slackCalls(channel, "chat.appendStream")).length > 0);
-    const lane = courier(team, AGENT, "model", conversation);
-    await evictCourier(lane);
+    await evictCourier(courier(team, AGENT, "model", conversation));
     // Its watchdog alarm resumes the job: the model is asked again, and the re-run finds the message the first run opened.
-    expect(await runDurableObjectAlarm(lane)).toBe(true);
+    expect(await runDurableObjectAlarm(courier(team, AGENT, "model", conversation))).toBe(true);
     await statusFinal(channel, "Done.");
     expect((await providerRequests(s)).length).toBe(2);
     const calls = await slackCalls(channel);
