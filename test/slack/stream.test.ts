@@ -4,9 +4,9 @@
 // courier cut short mid-stream leaves one message with the whole reply, and the
 // object is not called per chunk.
 import { env } from "cloudflare:workers";
-import { runDurableObjectAlarm } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { courier, evictCourier } from "../agents.ts";
+import { agent, courier, evictCourier } from "../agents.ts";
 import { providerRequests, script, settled, unique, waitFor } from "../support.ts";
 import { AGENT, conversationOf, messageEnvelope, newTs, postEvent, slackCalls, slackId, statusFinal } from "./helpers.ts";
 
@@ -106,6 +106,46 @@ describe("a reply streamed into a Slack thread", () => {
     expect(calls.filter((c) => c.method === "chat.startStream")).toHaveLength(1);
     expect(calls.filter((c) => c.method === "chat.postMessage" && !c.body.blocks)).toEqual([]);
     expect(await replies(channel)).toMatchObject([{ text: REPLY, streaming: false }]);
+  });
+
+  it("in a turn with tool calls streams each call's text: what came before the tool call is finished as its own message, the answer as another", async () => {
+    const s = unique("tools");
+    const before = "Let me look at the clock before I answer you.";
+    await script(s, [{ ...slowly(before, 5, 150), toolCalls: [{ name: "clock__now", arguments: {} }] }, slowly(REPLY, 6, 150)]);
+    const { channel } = await ask(s);
+    await statusFinal(channel, "Done.");
+    const calls = await slackCalls(channel);
+    expect(calls.filter((c) => c.method === "chat.startStream")).toHaveLength(2);
+    expect(calls.filter((c) => c.method === "chat.stopStream")).toHaveLength(2);
+    expect(calls.filter((c) => c.method === "chat.postMessage" && !c.body.blocks)).toEqual([]);
+    expect((await replies(channel)).map((m) => [m.text, m.streaming])).toEqual([
+      [before, false],
+      [REPLY, false],
+    ]);
+  });
+
+  it("is switched off by STREAM_REPLIES=false (and a value that is not a boolean fails the turn, naming it)", async () => {
+    for (const [value, expected] of [["false", "posted"], ["maybe", "failed"]] as const) {
+      const s = unique("off");
+      await script(s, [slowly(REPLY, 6, 150)]);
+      const team = slackId("T");
+      const channel = slackId("C");
+      const ts = newTs();
+      // The deployment's variable, as this agent's object reads it.
+      await runInDurableObject(agent(team, AGENT), (instance) => {
+        (instance as unknown as { env: Record<string, string> }).env.STREAM_REPLIES = value;
+      });
+      await postEvent(messageEnvelope({ team, channel, ts, text: `[s:${s}] tell me` }));
+      if (expected === "posted") {
+        await statusFinal(channel, "Done.");
+        expect((await slackCalls(channel)).filter((c) => c.method.endsWith("Stream"))).toEqual([]);
+        expect((await replies(channel)).map((m) => m.text)).toEqual([REPLY]);
+      } else {
+        await statusFinal(channel, "Failed.");
+        const view = await settled(team, AGENT, conversationOf(team, channel, ts));
+        expect(view.error).toMatch(/^configuration error: STREAM_REPLIES is not valid JSON/);
+      }
+    }
   });
 
   // Acceptance 4.
