@@ -1,0 +1,53 @@
+// A reply streamed into a Discord channel while the model writes it (issue 17):
+// one message posted by the bot and edited at most once a second, finished by
+// the object's outbox with the whole reply; never a second copy.
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import recorded from "./fixtures/discord/discord.json";
+import { forward, snowflake } from "./discord-helpers.ts";
+import { script, unique, waitFor } from "./support.ts";
+
+const E = env as unknown as Record<string, string>;
+const APP = E.DISCORD_APPLICATION_ID!;
+
+interface Call {
+  method: string;
+  messageId?: string;
+  responseId?: string;
+  status: number;
+  at: number;
+  body: { content: string };
+}
+
+async function calls(channel: string): Promise<Call[]> {
+  return (await fetch(`${E.FAKE_DISCORD_URL}/_control/calls?${new URLSearchParams({ channel })}`)).json();
+}
+
+const REPLY = "Streaming works on Discord too: this answer arrives a few words at a time, and ends here.";
+
+describe("a reply streamed into a Discord channel", () => {
+  it("is one message, edited at most once a second, that the outbox finishes with the whole reply", async () => {
+    const s = unique("dstream");
+    await script(s, [{ text: REPLY, argumentChunk: 4, chunkDelayMs: 150 }]);
+    const channel = snowflake();
+    await forward({ ...recorded.gatewayMention.data, id: snowflake(), channel_id: channel, content: `<@${APP}> [s:${s}] tell me` });
+    const list = await waitFor("the turn's status to say Done.", async () => {
+      const all = await calls(channel);
+      return all.some((c) => c.method === "PATCH" && c.status === 200 && c.body.content.includes("Done.")) && all;
+    });
+    console.log(JSON.stringify(list.map((c) => [c.method, c.at - list[0]!.at, c.status, c.body?.content?.slice(0, 30)])));
+    // The streamed message: the bot's first post that is not the status (which starts with its icon).
+    const opened = list.find((c) => c.method === "POST" && c.status === 200 && !c.body.content.startsWith("⏳"))!;
+    expect(REPLY.startsWith(opened.body.content)).toBe(true);
+    const edits = list.filter((c) => c.method === "PATCH" && c.messageId === opened.responseId);
+    expect(edits.length).toBeGreaterThan(1);
+    const times = [opened, ...edits].map((c) => c.at);
+    // By the fake's own clock: never two changes of the message within a second.
+    for (let i = 1; i < times.length; i++) expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(1000);
+    expect(edits.at(-1)!.body.content).toBe(REPLY);
+    // No second copy of the reply was posted.
+    expect(list.filter((c) => c.method === "POST" && c.body.content === REPLY)).toEqual([]);
+    expect(list.filter((c) => c.method === "POST" && !c.body.content.startsWith("⏳"))).toHaveLength(1);
+    // The first event of a file's workerd takes long to be accepted (a cold start, not streaming's).
+  }, 60_000);
+});
