@@ -183,11 +183,13 @@ export class AgentObject extends DurableObject<Env> {
   async modelResult(route: Route, jobId: string, call: ProviderCall, shown?: StreamShown): Promise<boolean> {
     this.identity.claim(route);
     // The message its reply was streamed to: the outbox finishes it when the job settles (or now, for a stopped turn's).
-    if (shown && this.jobs.get(jobId)) {
+    const streamed = shown && this.jobs.get(jobId);
+    if (streamed) {
       this.ctx.storage.transactionSync(() => {
         this.outbox.recordStream(streamKey(jobId), shown);
-        if (this.jobs.get(jobId)!.status === "discarded") this.turns.finishStream(this.jobs.get(jobId)!, shown.shown);
+        if (streamed.status === "discarded") this.turns.finishStream(streamed, shown.shown);
       });
+      if (streamed.status === "discarded") await this.scheduler.wake();
     }
     // A late reply to a stopped turn was paid for all the same: its usage is kept with its job.
     if (call.kind === "reply") this.jobs.recordUsage(jobId, call.message);

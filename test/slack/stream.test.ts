@@ -8,7 +8,7 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { agent, courier, evictCourier } from "../agents.ts";
 import { providerRequests, script, settled, unique, waitFor } from "../support.ts";
-import { AGENT, conversationOf, messageEnvelope, newTs, postEvent, slackCalls, slackId, statusFinal } from "./helpers.ts";
+import { AGENT, conversationOf, messageEnvelope, newTs, postCommand, postEvent, slackCalls, slackId, statusFinal } from "./helpers.ts";
 
 const FAKE_SLACK_URL = (env as unknown as Record<string, string>).FAKE_SLACK_URL!;
 
@@ -106,6 +106,23 @@ describe("a reply streamed into a Slack thread", () => {
     expect(calls.filter((c) => c.method === "chat.startStream")).toHaveLength(1);
     expect(calls.filter((c) => c.method === "chat.postMessage" && !c.body.blocks)).toEqual([]);
     expect(await replies(channel)).toMatchObject([{ text: REPLY, streaming: false }]);
+  });
+
+  it("of a turn stopped mid-stream is completed as it stands, not left streaming", async () => {
+    const s = unique("stopped");
+    await script(s, [slowly(REPLY, 3, 150)]);
+    const { team, channel, ts } = await ask(s);
+    await waitFor("the stream to be opened", async () => (await slackCalls(channel, "chat.startStream")).length > 0);
+    const res = await postCommand({ team_id: team, channel_id: channel, user_id: "UPERSON1", command: "/agent", text: "stop", trigger_id: unique("trig") });
+    expect(await res.json()).toMatchObject({ text: "Stopped 1 running turn in this channel." });
+    await statusFinal(channel, "Stopped.");
+    // The courier reads the provider to its end and reports; the job is discarded, and its message finished.
+    const [message] = await waitFor("the streamed message to be stopped", async () => {
+      const list = await replies(channel);
+      return list.some((m) => m.streaming === false && m.thread_ts === ts && m.text !== "The turn was stopped.") && list;
+    });
+    expect(REPLY.startsWith(message!.text)).toBe(true);
+    expect((await replies(channel)).map((m) => m.text)).toEqual([message!.text, "The turn was stopped."]);
   });
 
   it("in a turn with tool calls streams each call's text: what came before the tool call is finished as its own message, the answer as another", async () => {
