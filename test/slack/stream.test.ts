@@ -179,6 +179,8 @@ describe("a reply streamed into a Slack thread", () => {
     expect((await slackCalls(b.channel, "chat.startStream")).length).toBe(1);
     const busy = async (o: { team: string; conversation: string }) => ((await settled(o.team, AGENT, o.conversation)) as unknown as { busyByTurn: { handlers: number; busyMs: number }[] }).busyByTurn[0]!;
     const [longTurn, shortTurn] = [await busy(a), await busy(b)];
-    expect(longTurn.handlers).toBe(shortTurn.handlers);
+    // The same calls (a model claim, one report of the opened message, the result, the outbox's rows); two
+    // passes may fall together in one turn and not the other, hence the margin. Per chunk, it would be thousands.
+    expect(Math.abs(longTurn.handlers - shortTurn.handlers)).toBeLessThanOrEqual(2);
   });
 });
