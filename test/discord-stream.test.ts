@@ -6,6 +6,8 @@ import { describe, expect, it } from "vitest";
 import recorded from "./fixtures/discord/discord.json";
 import { forward, snowflake } from "./discord-helpers.ts";
 import { script, unique, waitFor } from "./support.ts";
+// Loads the Worker's modules when the file is, not during the first request (which would then take long).
+import "../worker.ts";
 
 const E = env as unknown as Record<string, string>;
 const APP = E.DISCORD_APPLICATION_ID!;

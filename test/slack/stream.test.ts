@@ -142,26 +142,26 @@ describe("a reply streamed into a Slack thread", () => {
   });
 
   it("is switched off by STREAM_REPLIES=false (and a value that is not a boolean fails the turn, naming it)", async () => {
-    for (const [value, expected] of [["false", "posted"], ["maybe", "failed"]] as const) {
-      const s = unique("off");
-      await script(s, [slowly(REPLY, 6, 150)]);
-      const team = slackId("T");
-      const channel = slackId("C");
-      const ts = newTs();
-      // The deployment's variable, as this agent's object reads it.
-      await runInDurableObject(agent(team, AGENT), (instance) => {
-        (instance as unknown as { env: Record<string, string> }).env.STREAM_REPLIES = value;
-      });
-      await postEvent(messageEnvelope({ team, channel, ts, text: `[s:${s}] tell me` }));
-      if (expected === "posted") {
-        await statusFinal(channel, "Done.");
-        expect((await slackCalls(channel)).filter((c) => c.method.endsWith("Stream"))).toEqual([]);
-        expect((await replies(channel)).map((m) => m.text)).toEqual([REPLY]);
-      } else {
-        await statusFinal(channel, "Failed.");
-        const view = await settled(team, AGENT, conversationOf(team, channel, ts));
-        expect(view.error).toMatch(/^configuration error: STREAM_REPLIES is not valid JSON/);
+    // The Worker's env is one object in this file's isolate, shared by every agent's object: set for this test only.
+    const env = await runInDurableObject(agent(slackId("T"), AGENT), (instance) => (instance as unknown as { env: Record<string, string | undefined> }).env);
+    const before = env.STREAM_REPLIES;
+    try {
+      for (const [value, expected] of [["false", "posted"], ["maybe", "failed"]] as const) {
+        env.STREAM_REPLIES = value;
+        const s = unique("off");
+        await script(s, [slowly(REPLY, 6, 150)]);
+        const { team, channel, conversation } = await ask(s);
+        if (expected === "posted") {
+          await statusFinal(channel, "Done.");
+          expect((await slackCalls(channel)).filter((c) => c.method.endsWith("Stream"))).toEqual([]);
+          expect((await replies(channel)).map((m) => m.text)).toEqual([REPLY]);
+        } else {
+          await statusFinal(channel, "Failed.");
+          expect((await settled(team, AGENT, conversation)).error).toMatch(/^configuration error: STREAM_REPLIES is not valid JSON/);
+        }
       }
+    } finally {
+      env.STREAM_REPLIES = before;
     }
   });
 
@@ -171,9 +171,11 @@ describe("a reply streamed into a Slack thread", () => {
     await script(long, [slowly("ab ".repeat(1000).trim(), 1, 1)]);
     await script(short, [slowly("A short answer.", 5, 500)]);
     const a = await ask(long);
-    await statusFinal(a.channel, "Done.");
     const b = await ask(short);
-    await statusFinal(b.channel, "Done.");
+    // 2,000 pieces take a few seconds to read, longer on a busy machine: a longer wait than statusFinal's.
+    for (const { channel } of [a, b]) {
+      await waitFor(`status "Done." in ${channel}`, async () => (await slackCalls(channel)).some((c) => c.body.blocks && c.body.text?.endsWith("Done.")), 45_000);
+    }
     // Both were streamed: the long one's 2,000 pieces in a few appends, a second apart.
     expect((await slackCalls(a.channel, "chat.appendStream")).length).toBeGreaterThan(1);
     expect((await slackCalls(b.channel, "chat.startStream")).length).toBe(1);
@@ -182,5 +184,5 @@ describe("a reply streamed into a Slack thread", () => {
     // The same calls (a model claim, one report of the opened message, the result, the outbox's rows); two
     // passes may fall together in one turn and not the other, hence the margin. Per chunk, it would be thousands.
     expect(Math.abs(longTurn.handlers - shortTurn.handlers)).toBeLessThanOrEqual(2);
-  });
+  }, 60_000);
 });
