@@ -7,6 +7,8 @@ import { env } from "cloudflare:workers";
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { agent, courier, evictCourier } from "../agents.ts";
+import { splitForSlack, toMrkdwn } from "../../bridges/slack/mrkdwn.ts";
+import { slackOutbound } from "../../bridges/slack/outbound.ts";
 import { providerRequests, script, settled, unique, waitFor } from "../support.ts";
 import { AGENT, conversationOf, messageEnvelope, newTs, postCommand, postEvent, slackCalls, slackId, statusFinal } from "./helpers.ts";
 
@@ -163,6 +165,33 @@ describe("a reply streamed into a Slack thread", () => {
     } finally {
       env.STREAM_REPLIES = before;
     }
+  });
+
+  it("longer than a Slack message: the first part finishes the streamed message, the rest follow as new ones", async () => {
+    const s = unique("split");
+    const paragraph = (n: number) => `Paragraph ${n}: ${"words that go on ".repeat(30).trim()}.`;
+    const long = Array.from({ length: 16 }, (_, i) => paragraph(i + 1)).join("\n\n");
+    expect(long.length).toBeGreaterThan(6000);
+    await script(s, [slowly(long, 400, 150)]);
+    const { channel } = await ask(s);
+    await statusFinal(channel, "Done.");
+    const parts = splitForSlack(long);
+    expect(parts.length).toBeGreaterThan(1);
+    const calls = await slackCalls(channel);
+    expect(calls.filter((c) => c.method === "chat.startStream")).toHaveLength(1);
+    expect((await replies(channel)).map((m) => m.text)).toEqual([parts[0], ...parts.slice(1).map((p) => toMrkdwn(p))]);
+  });
+
+  it("a finish sent again (its first answer lost) stops the stream once and still counts as done", async () => {
+    const channel = slackId("C");
+    const route = { tenant: slackId("T"), agent: AGENT };
+    const address = { platform: "slack" as const, target: { channel, thread_ts: newTs() } };
+    const opened = await slackOutbound.stream!(env as unknown as Env, route, { address, recipient: { platform: "slack", id: "UPERSON1" } }, "Half of");
+    expect(opened).toMatchObject({ ok: true, ref: expect.stringMatching(/^stream:/) });
+    const finish = { route, conversation: "c", address, message: { kind: "reply" as const, text: "Half of it, then all." }, idempotencyKey: "k", ref: (opened as { ref: string }).ref, shown: "Half of" };
+    expect(await slackOutbound.deliver(env as unknown as Env, finish)).toEqual({ ok: true });
+    expect(await slackOutbound.deliver(env as unknown as Env, { ...finish, uncertain: true })).toEqual({ ok: true });
+    expect(await replies(channel)).toMatchObject([{ text: "Half of it, then all.", streaming: false }]);
   });
 
   // Acceptance 4.
