@@ -10,7 +10,7 @@ import { ConfigError, secretNamed } from "../lib/config.ts";
 import { Gateway, MountError, type ToolOutput } from "../plugins/index.ts";
 import { ApprovalFlow } from "./approval-flow.ts";
 import { AGENT_HANDLERS, BusyTime, measureHandlers, type TurnBusy } from "./busy-time.ts";
-import type { ChatEvent, ConversationStatus, DeliveryResult, OutboxDelivery, Route, SubmitResult } from "./chat.ts";
+import type { ChatEvent, ConversationStatus, DeliveryResult, OutboxDelivery, Platform, Route, SubmitResult } from "./chat.ts";
 import { leaseSeconds, modelChoice, retryBaseSeconds } from "./config.ts";
 import { controlPlane } from "./control-plane.ts";
 import { Conversations, type ConversationRow } from "./conversations.ts";
@@ -197,6 +197,12 @@ export class AgentObject extends DurableObject<Env> {
     this.identity.claim(route);
     this.ctx.storage.transactionSync(() => this.outbox.settle(id, result));
     await this.scheduler.wake();
+  }
+
+  /** A bridge's word that nothing can be delivered to `platform` any more (its app was uninstalled): the unsent rows fail. */
+  async dropDeliveries(route: Route, platform: Platform, reason: string): Promise<number> {
+    if (!this.identity.owns(route)) return 0;
+    return this.ctx.storage.transactionSync(() => this.outbox.failPending(platform, reason));
   }
 
   /** A courier's claim of a tool call (or an approved hold): the work, under the mount's policy as it is now. */

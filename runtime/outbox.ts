@@ -3,7 +3,7 @@
 // unsent row is handed to a courier (as an effect), and the next is released
 // when that one is reported sent or given up. A rate-limited row waits out the
 // platform's Retry-After; other conversations' rows do not wait for it.
-import type { DeliveryResult, OutboundMessage, OutboxDelivery, ReplyAddress, Route } from "./chat.ts";
+import type { DeliveryResult, OutboundMessage, OutboxDelivery, Platform, ReplyAddress, Route } from "./chat.ts";
 import { outboundFor, type RuntimeDeps } from "./deps.ts";
 import type { Effects } from "./effects.ts";
 
@@ -113,6 +113,24 @@ export class Outbox {
   giveUp(id: number): void {
     const row = this.sql.exec<Row>("SELECT * FROM outbox WHERE id = ?", id).toArray()[0];
     if (row?.status === "pending") this.fail(row, "the platform did not answer in time");
+  }
+
+  /**
+   * Every unsent row to `platform` fails with `reason`, none tried again (the
+   * app was removed from the tenant's workspace). A courier under way with one
+   * finds its report ignored. Returns how many rows failed.
+   */
+  failPending(platform: Platform, reason: string): number {
+    const rows = this.sql
+      .exec<Row>("SELECT * FROM outbox WHERE status = 'pending' ORDER BY id")
+      .toArray()
+      .filter((row) => (JSON.parse(row.address) as ReplyAddress).platform === platform);
+    for (const row of rows) {
+      this.sql.exec("UPDATE outbox SET status = 'failed', error = ? WHERE id = ?", reason, row.id);
+      this.effects.done("send", String(row.id));
+    }
+    if (rows.length > 0) console.error(`outbox: ${rows.length} rows to ${platform} failed for good: ${reason}`);
+    return rows.length;
   }
 
   private fail(row: Row, error: string): void {

@@ -8,6 +8,7 @@ import { HttpError, isHttpsOrLoopback } from "../../lib/http.ts";
 import { agentStub, submitEvent, type ChatUser, type Route } from "../../runtime/index.ts";
 import { conversationId } from "../shared/ids.ts";
 import { routeFor } from "./config.ts";
+import { botTokenFor, withdrawInstallation } from "./installations.ts";
 import { parseStopValue, STOP_ACTION } from "./status.ts";
 
 /** A JSON answer for Slack (or for the connector to ack with). */
@@ -82,6 +83,7 @@ export async function handleEvent(env: Env, body: unknown): Promise<SlackAnswer>
   const envelope = parsed.data;
   if (envelope.type === "url_verification") return { challenge: envelope.challenge };
   if (envelope.type !== "event_callback") return { ok: true };
+  if (envelope.event.type === "app_uninstalled" || envelope.event.type === "tokens_revoked") return withdraw(env, envelope);
   if (envelope.event.type !== "message" && envelope.event.type !== "app_mention") return { ok: true };
 
   const message = messageSchema.safeParse(envelope.event);
@@ -94,6 +96,11 @@ export async function handleEvent(env: Env, body: unknown): Promise<SlackAnswer>
 
   const tenant = tenantOf(auth?.team_id ?? envelope.team_id ?? envelope.context_team_id, auth?.enterprise_id ?? envelope.enterprise_id, auth?.is_enterprise_install === true);
   const route = routeFor(env, tenant);
+  // A workspace the app is not installed in is not answered: no turn is paid for a reply nobody could see.
+  if (!(await botTokenFor(env, tenant))) {
+    console.warn(`slack: an event from workspace ${tenant} was dropped: the app is not installed there (no bot token)`);
+    return { ok: true };
+  }
   const threadTs = event.thread_ts ?? event.ts;
   const conversation = threadConversation(tenant, event.channel, threadTs);
   if (!(await addressed(env, route, event, botUserId, conversation))) return { ok: true };
@@ -109,6 +116,34 @@ export async function handleEvent(env: Env, body: unknown): Promise<SlackAnswer>
     replyTo: { platform: "slack", target: { channel: event.channel, thread_ts: threadTs } },
     text,
   });
+  return { ok: true };
+}
+
+type Callback = Extract<z.infer<typeof envelopeSchema>, { type: "event_callback" }>;
+
+/** `tokens_revoked` names the users whose tokens went: only bot tokens are ours (user tokens are never stored). */
+const revokedSchema = z.object({ tokens: z.object({ bot: z.array(z.string()).nullish(), oauth: z.array(z.string()).nullish() }) });
+
+/**
+ * `app_uninstalled`, or `tokens_revoked` for the bot: the workspace's token is
+ * deleted and the replies still waiting for it fail at once, rather than
+ * being tried with a token Slack no longer takes. Installing again resumes.
+ */
+async function withdraw(env: Env, envelope: Callback): Promise<SlackAnswer> {
+  let botUsers: string[] | null = null;
+  if (envelope.event.type === "tokens_revoked") {
+    const revoked = revokedSchema.safeParse(envelope.event);
+    if (!revoked.success) throw invalid("tokens_revoked event", revoked.error);
+    botUsers = revoked.data.tokens.bot ?? [];
+    if (botUsers.length === 0) return { ok: true };
+  }
+  const auth = envelope.authorizations?.[0];
+  const tenant = tenantOf(auth?.team_id ?? envelope.team_id, auth?.enterprise_id ?? envelope.enterprise_id, auth?.is_enterprise_install === true);
+  const route = routeFor(env, tenant);
+  if (!(await withdrawInstallation(env, tenant, botUsers))) return { ok: true };
+  const why = envelope.event.type === "app_uninstalled" ? "the app was uninstalled" : "its bot token was revoked";
+  const dropped = await agentStub(env, route).dropDeliveries(route, "slack", `undeliverable: ${why} in Slack workspace ${tenant}`);
+  console.warn(`slack: ${why} in workspace ${tenant}; its token is deleted and ${dropped} unsent messages failed`);
   return { ok: true };
 }
 

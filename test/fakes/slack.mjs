@@ -6,6 +6,10 @@
 //   PUT  /_control/oauth/<code>             {team, teamName?, enterprise?, enterpriseName?, token, botUserId}: an OAuth code oauth.v2.access will accept
 //   GET  /_control/responses/<id>           what was POSTed to <url>/response/<id>
 // A response_url takes 5 posts, as Slack's does; the 6th is answered 404 expired_url.
+//   PUT  /_control/files/<id>/<name>        {base64, mimetype}: a file served at <url>/files-pri/<id>/<name>
+//                                          (url_private) to a known bot token only (403 without one)
+//   GET  /_control/file-fetches             [{path, token, status, bytes}]: the file downloads, in order
+//   POST /_control/revoke                   {token}: calls with it are answered token_revoked from now on
 import { listen, readBody, sendJson } from "./http.mjs";
 
 export const FAKE_SLACK_BOT_TOKEN = "xoxb-fake-single-workspace-token";
@@ -24,6 +28,9 @@ export async function startSlack({ gates } = {}) {
   const oauthCodes = new Map();
   const rateLimits = [];
   const responses = new Map();
+  const files = new Map(); // "/files-pri/<id>/<name>" → {bytes, mimetype}
+  const fileFetches = [];
+  const revoked = new Set();
   let seq = 0;
 
   return listen(async (req, res) => {
@@ -46,6 +53,26 @@ export async function startSlack({ gates } = {}) {
     }
     const responseLog = /^\/_control\/responses\/(.+)$/.exec(url.pathname);
     if (responseLog) return sendJson(res, 200, responses.get(responseLog[1]) ?? []);
+    const file = /^\/_control\/files\/(.+)$/.exec(url.pathname);
+    if (file && req.method === "PUT") {
+      const { base64, mimetype } = JSON.parse(raw);
+      files.set(`/files-pri/${file[1]}`, { bytes: Buffer.from(base64, "base64"), mimetype });
+      return sendJson(res, 200, { ok: true });
+    }
+    if (url.pathname === "/_control/file-fetches") return sendJson(res, 200, fileFetches);
+    if (url.pathname === "/_control/revoke") {
+      revoked.add(JSON.parse(raw).token);
+      return sendJson(res, 200, { ok: true });
+    }
+    if (url.pathname.startsWith("/files-pri/") && req.method === "GET") {
+      const bearer = /^Bearer (.+)$/.exec(req.headers.authorization ?? "")?.[1] ?? null;
+      const served = files.get(url.pathname);
+      const status = !bearer || !tokens.has(bearer) || revoked.has(bearer) ? 403 : served ? 200 : 404;
+      fileFetches.push({ path: url.pathname, token: bearer, status, bytes: status === 200 ? served.bytes.length : 0 });
+      if (status !== 200) return sendJson(res, status, { ok: false, error: status === 403 ? "not_authed" : "file_not_found" });
+      res.writeHead(200, { "content-type": served.mimetype, "content-length": String(served.bytes.length) });
+      return res.end(served.bytes);
+    }
     const response = /^\/response\/(.+)$/.exec(url.pathname);
     if (response) {
       const used = responses.get(response[1]) ?? [];
@@ -89,6 +116,7 @@ export async function startSlack({ gates } = {}) {
       });
     }
     if (!token || !tokens.has(token)) return sendJson(res, 200, { ok: false, error: "invalid_auth" });
+    if (revoked.has(token)) return sendJson(res, 200, { ok: false, error: "token_revoked" });
     call.authorized = true;
     if (method === "auth.test") return sendJson(res, 200, { ok: true, user_id: "UFAKEBOT" });
     if (typeof body.channel !== "string" || body.channel === "") return sendJson(res, 200, { ok: false, error: "channel_not_found" });

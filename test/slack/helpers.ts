@@ -2,6 +2,7 @@
 // (computed here independently of the bridge), recorded fixtures replayed into
 // fresh channels, and the fake Slack Web API's control API.
 import { env } from "cloudflare:workers";
+import { expect } from "vitest";
 import { waitFor, worker } from "../support.ts";
 
 const testEnv = env as unknown as Record<string, string>;
@@ -163,3 +164,22 @@ export async function responsesTo(id: string): Promise<{ text: string; response_
 
 export const responseUrl = (id: string) => `${testEnv.FAKE_SLACK_URL}/response/${id}`;
 export const fakeSlackEnv = testEnv;
+
+/** Runs the browser side of an install: /slack/install, then Slack's redirect to the callback with `code`. */
+export async function install(code: string): Promise<Response> {
+  const start = await worker("/slack/install", { redirect: "manual" });
+  expect(start.status).toBe(302);
+  const location = new URL(start.headers.get("location")!);
+  const cookie = start.headers.get("set-cookie")!.split(";")[0]!;
+  return worker(`/slack/oauth/callback?code=${code}&state=${encodeURIComponent(location.searchParams.get("state")!)}`, { headers: { cookie } });
+}
+
+/** Installs the app in a workspace through OAuth; returns the bot token Slack granted it. */
+export async function installWorkspace(grant: { team?: string; teamName?: string; enterprise?: string; enterpriseName?: string; isEnterpriseInstall?: boolean }): Promise<string> {
+  const token = `xoxb-${slackId("")}`;
+  const code = slackId("code");
+  await grantOauthCode(code, { ...grant, token, botUserId: "UFAKEBOT" });
+  const res = await install(code);
+  expect(res.status).toBe(200);
+  return token;
+}
