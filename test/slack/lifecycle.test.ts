@@ -62,7 +62,7 @@ describe("Slack app lifecycle", () => {
     expect(failed.map((r) => r.status)).toEqual(failed.map(() => "failed"));
     expect(failed[0]!.error).toBe(`undeliverable: the app was uninstalled in Slack workspace ${team}`);
     expect(await rows(team, AGENT, "SELECT * FROM effects WHERE kind = 'send'")).toEqual([]);
-    const stored = await controlPlane(env).get<Record<string, unknown>>("slack-installations", team);
+    const stored = await controlPlane(env).get("slack-installations", team);
     expect(stored).toEqual({ tenant: team, withdrawnAt: expect.any(Number) });
 
     // A message from the uninstalled workspace is acknowledged and dropped: no turn, no provider call.
