@@ -307,7 +307,7 @@ export class AgentObject extends DurableObject<Env> {
     switch (event.kind) {
       case "message":
       case "steer":
-        this.turns.message(conv, event.text, event.user);
+        this.turns.message(conv, event.text, event.user, event.attachments);
         break;
       case "interrupt":
         notice = this.turns.interrupt(conv.id);

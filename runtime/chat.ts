@@ -36,10 +36,21 @@ interface ChatEventBase {
 
 export type ChatCommand = "stop" | "compact" | "status";
 
+/**
+ * A file shared with a person's message, as its bridge fetched it (the object
+ * never fetches): its text, an image (base64, shown to models that take
+ * images), or only its name and why it is not shown.
+ */
+export type Attachment = { name: string; mimeType: string; bytes: number } & (
+  | { kind: "text"; text: string }
+  | { kind: "image"; data: string }
+  | { kind: "named"; note: string }
+);
+
 export type ChatEvent =
   /** A new turn, or a steer when the conversation's turn is running. */
-  | (ChatEventBase & { kind: "message"; text: string })
-  | (ChatEventBase & { kind: "steer"; text: string })
+  | (ChatEventBase & { kind: "message"; text: string; attachments?: Attachment[] })
+  | (ChatEventBase & { kind: "steer"; text: string; attachments?: Attachment[] })
   | (ChatEventBase & { kind: "interrupt" })
   | (ChatEventBase & { kind: "command"; command: ChatCommand })
   /**

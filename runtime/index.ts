@@ -1,5 +1,6 @@
 // The runtime's public interface for the other folders (bridges, console) and the Worker entry.
 export type {
+  Attachment,
   ChatCommand,
   ChatEvent,
   ChatOutbound,

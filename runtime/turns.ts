@@ -6,9 +6,19 @@
 import type { AssistantMessage, UserMessage } from "@mariozechner/pi-ai";
 import type { Gateway } from "../plugins/index.ts";
 import type { ApprovalFlow } from "./approval-flow.ts";
-import type { ChatUser, OutboundMessage, Route } from "./chat.ts";
+import type { Attachment, ChatUser, OutboundMessage, Route } from "./chat.ts";
 import { audienceOf } from "./audience.ts";
-import { compactionRequest, compactionTrigger, estimateTokens, handoverSummary, planCompaction, refusedAgain, startedCompaction, type CompactionPlan } from "./compaction.ts";
+import {
+  compactionRequest,
+  compactionTrigger,
+  estimateTokens,
+  handoverSummary,
+  planCompaction,
+  refusedAgain,
+  requestChars,
+  startedCompaction,
+  type CompactionPlan,
+} from "./compaction.ts";
 import type { ModelChoice, ModelPick } from "./models/index.ts";
 import type { Conversations, ConversationRow, InboxItem } from "./conversations.ts";
 import type { ModelRequest } from "./model-job.ts";
@@ -49,9 +59,9 @@ export class Turns {
   // ---- events from people ------------------------------------------------------
 
   /** A person's message: a new turn, or a steer when a turn is running. */
-  message(conv: ConversationRow, text: string, by: ChatUser): void {
+  message(conv: ConversationRow, text: string, by: ChatUser, attachments: Attachment[] = []): void {
     const running = conv.status === "running";
-    const data: UserData = { message: userMessage(text), by, steer: running };
+    const data: UserData = { message: userMessage(text, attachments), by, steer: running };
     // A steer waits for the next model call, or (between a reply and the turn's end) is taken by the pass.
     if (running) {
       this.conversations.queue(conv.id, { type: "user", data });
@@ -237,7 +247,7 @@ export class Turns {
       const rows = this.conversations.log(id);
       const request: ModelRequest = { model: pass.pick, systemPrompt: this.systemPromptOf(pass, conv, rows), messages: modelMessages(rows), tools: pass.gateway.tools() };
       const body = JSON.stringify(request);
-      const trigger = compactionTrigger(pass.model.settings, estimateTokens(body.length, rows), rows);
+      const trigger = compactionTrigger(pass.model.settings, estimateTokens(requestChars(body, request.messages), rows), rows);
       const plan = trigger && planCompaction(pass.model.settings, rows, trigger);
       if (plan) return this.startCompaction(pass, conv, plan);
       if (trigger === "refused") {
@@ -298,8 +308,21 @@ export class Turns {
   }
 }
 
-function userMessage(text: string): UserMessage {
-  return { role: "user", content: text, timestamp: Date.now() };
+/** The person's words, then each shared file: its text, or the image itself after its name, or its name and why it is not shown. */
+function userMessage(text: string, attachments: Attachment[] = []): UserMessage {
+  if (attachments.length === 0) return { role: "user", content: text, timestamp: Date.now() };
+  const content: UserMessage["content"] = text ? [{ type: "text", text }] : [];
+  const say = (line: string) => content.push({ type: "text", text: content.length > 0 ? `\n\n${line}` : line });
+  for (const file of attachments) {
+    const label = `${file.name} (${file.mimeType}, ${file.bytes} bytes)`;
+    if (file.kind === "text") say(`<file name="${file.name}" type="${file.mimeType}">\n${file.text}\n</file>`);
+    if (file.kind === "named") say(`[file ${label}, not shown: ${file.note}]`);
+    if (file.kind === "image") {
+      say(`[image ${label}]`);
+      content.push({ type: "image", data: file.data, mimeType: file.mimeType });
+    }
+  }
+  return { role: "user", content, timestamp: Date.now() };
 }
 
 const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? "" : "s"}`;

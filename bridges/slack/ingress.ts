@@ -8,6 +8,7 @@ import { HttpError, isHttpsOrLoopback } from "../../lib/http.ts";
 import { agentStub, submitEvent, type ChatUser, type Route } from "../../runtime/index.ts";
 import { conversationId } from "../shared/ids.ts";
 import { routeFor } from "./config.ts";
+import { fetchFiles } from "./files.ts";
 import { botTokenFor, withdrawInstallation } from "./installations.ts";
 import { parseStopValue, STOP_ACTION } from "./status.ts";
 
@@ -74,7 +75,9 @@ const messageSchema = z.object({
   ts: messageTs,
   thread_ts: messageTs.nullish(),
   channel_type: z.string().nullish(),
-  files: z.array(z.looseObject({ name: z.string().nullish() })).nullish(),
+  files: z
+    .array(z.looseObject({ name: z.string().nullish(), mimetype: z.string().nullish(), size: z.number().nullish(), url_private: z.string().nullish() }))
+    .nullish(),
 });
 
 export async function handleEvent(env: Env, body: unknown): Promise<SlackAnswer> {
@@ -97,15 +100,17 @@ export async function handleEvent(env: Env, body: unknown): Promise<SlackAnswer>
   const tenant = tenantOf(auth?.team_id ?? envelope.team_id ?? envelope.context_team_id, auth?.enterprise_id ?? envelope.enterprise_id, auth?.is_enterprise_install === true);
   const route = routeFor(env, tenant);
   // A workspace the app is not installed in is not answered: no turn is paid for a reply nobody could see.
-  if (!(await botTokenFor(env, tenant))) {
+  const token = await botTokenFor(env, tenant);
+  if (!token) {
     console.warn(`slack: an event from workspace ${tenant} was dropped: the app is not installed there (no bot token)`);
     return { ok: true };
   }
   const threadTs = event.thread_ts ?? event.ts;
   const conversation = threadConversation(tenant, event.channel, threadTs);
   if (!(await addressed(env, route, event, botUserId, conversation))) return { ok: true };
-  const text = messageText(event.text ?? "", botUserId, event.files ?? []);
-  if (text === "") return { ok: true };
+  const text = messageText(event.text ?? "", botUserId);
+  const attachments = event.files?.length ? await fetchFiles(env, token, event.files) : [];
+  if (text === "" && attachments.length === 0) return { ok: true };
   await submitEvent(env, route, {
     // One id per Slack message: retries, duplicates with new event ids, and the
     // app_mention + message pair of one mention all collapse into one event.
@@ -115,6 +120,7 @@ export async function handleEvent(env: Env, body: unknown): Promise<SlackAnswer>
     user: slackUser(event.user),
     replyTo: { platform: "slack", target: { channel: event.channel, thread_ts: threadTs } },
     text,
+    ...(attachments.length ? { attachments } : {}),
   });
   return { ok: true };
 }
@@ -159,11 +165,9 @@ async function addressed(env: Env, route: Route, event: z.infer<typeof messageSc
   return (await agentStub(env, route).conversations(route, conversation)).some((c) => c.id === conversation);
 }
 
-/** The person's words without the mention that addressed the bot; shared files are named. */
-function messageText(text: string, botUserId: string | null, files: { name?: string | null }[]): string {
-  const words = botUserId ? text.replaceAll(`<@${botUserId}>`, "").trim() : text.trim();
-  const names = files.map((f) => f.name).filter((n): n is string => !!n);
-  return names.length ? `${words}\n(shared files: ${names.join(", ")})`.trim() : words;
+/** The person's words without the mention that addressed the bot. */
+function messageText(text: string, botUserId: string | null): string {
+  return botUserId ? text.replaceAll(`<@${botUserId}>`, "").trim() : text.trim();
 }
 
 // ---- slash commands ---------------------------------------------------------------
