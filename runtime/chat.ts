@@ -108,6 +108,13 @@ export type DeliveryResult =
 
 export interface ChatOutbound {
   platform: Platform;
+  /**
+   * The least time between two changes of a conversation's messages updated
+   * in place (a turn's status, a card): an update waits out the rest of it
+   * after the conversation's last post or update of one, and while it waits a
+   * later state replaces it, so the latest wins. None: updates go at once.
+   */
+  updateSpacingMs?: number;
   /** A reply split into the messages the platform accepts, in order. */
   split(text: string): string[];
   deliver(env: Env, delivery: OutboxDelivery): Promise<DeliveryResult>;

@@ -2,7 +2,8 @@
 // produced them. Each conversation's rows go out in order: only its first
 // unsent row is handed to a courier (as an effect), and the next is released
 // when that one is reported sent or given up. A rate-limited row waits out the
-// platform's Retry-After; other conversations' rows do not wait for it.
+// platform's Retry-After; other conversations' rows do not wait for it. An
+// update of a message changed in place is paced to the platform's spacing.
 import type { DeliveryResult, OutboundMessage, OutboxDelivery, Platform, ReplyAddress, Route } from "./chat.ts";
 import { outboundFor, type RuntimeDeps } from "./deps.ts";
 import type { Effects } from "./effects.ts";
@@ -67,8 +68,30 @@ export class Outbox {
 
   /** Hands the conversation's first unsent row to a courier, unless it already has it. */
   private release(conversation: string): void {
-    const head = this.sql.exec<{ id: number }>("SELECT id FROM outbox WHERE conversation = ? AND status = 'pending' ORDER BY id LIMIT 1", conversation).toArray()[0];
-    if (head) this.effects.add("send", String(head.id), conversation);
+    const head = this.sql
+      .exec<Pick<Row, "id" | "address" | "ref_key">>("SELECT id, address, ref_key FROM outbox WHERE conversation = ? AND status = 'pending' ORDER BY id LIMIT 1", conversation)
+      .toArray()[0];
+    if (head) this.effects.add("send", String(head.id), conversation, this.paced(conversation, head));
+  }
+
+  /**
+   * When a row may go: an update of a message already posted waits until the
+   * platform's spacing has passed since the conversation's last post or update
+   * of such a message (it stays waiting, so `post` can still replace it).
+   */
+  private paced(conversation: string, head: Pick<Row, "address" | "ref_key">): number {
+    const now = Date.now();
+    if (!head.ref_key || !this.refOf(head.ref_key)) return now;
+    const spacing = outboundFor(this.deps, (JSON.parse(head.address) as ReplyAddress).platform)?.updateSpacingMs ?? 0;
+    if (spacing <= 0) return now;
+    const last = this.sql
+      .exec<{ at: number | null }>("SELECT MAX(sent_at) AS at FROM outbox WHERE conversation = ? AND status = 'sent' AND ref_key IS NOT NULL", conversation)
+      .one().at;
+    return last === null ? now : Math.max(now, last + spacing);
+  }
+
+  private refOf(refKey: string): string | undefined {
+    return this.sql.exec<{ ref: string }>("SELECT ref FROM message_refs WHERE ref_key = ?", refKey).toArray()[0]?.ref;
   }
 
   /**
@@ -81,7 +104,7 @@ export class Outbox {
     if (!row || row.status !== "pending") return null;
     const claim = this.effects.claim("send", String(id));
     if (!claim) return null;
-    const ref = row.ref_key ? this.sql.exec<{ ref: string }>("SELECT ref FROM message_refs WHERE ref_key = ?", row.ref_key).toArray()[0]?.ref : undefined;
+    const ref = row.ref_key ? this.refOf(row.ref_key) : undefined;
     return {
       route,
       conversation: row.conversation,

@@ -175,6 +175,8 @@ export class Turns {
     this.conversations.markForPass(conv.id);
     this.addUsage(conv, settled.message);
     this.conversations.append(conv.id, conv.turn, "assistant", settled.message);
+    const calls = toolCalls(settled.message);
+    if (calls.length > 0) this.post(conv.id, { kind: "status", state: "working", text: `Working on it… using ${calls.map((c) => `\`${c.name}\``).join(", ")}` });
   }
 
   /**

@@ -9,7 +9,7 @@ import { clip } from "../shared/text.ts";
 import { cardBlocks, cardFallback } from "./card.ts";
 import { botTokenFor } from "./installations.ts";
 import { SLACK_TEXT_LIMIT, splitForSlack, toMrkdwn } from "./mrkdwn.ts";
-import { STATUS_LIMIT, statusBlocks, statusText, stopValue } from "./status.ts";
+import { STATUS_LIMIT, statusBlocks, statusText, stopValue, UPDATE_SPACING_MS } from "./status.ts";
 import { callSlack } from "./web-api.ts";
 
 /** What we send to chat.postMessage and chat.update (their other arguments are not used). */
@@ -58,4 +58,5 @@ export const slackOutbound: ChatOutbound = {
   platform: "slack",
   split: (text) => splitForSlack(text),
   deliver,
+  updateSpacingMs: UPDATE_SPACING_MS,
 };
