@@ -1,8 +1,8 @@
 // Files shared in a thread: fetched from url_private with the bot token, size-capped,
 // and given to the model as text, as image input (for a model that takes images),
 // or named. The message shape is the recorded `aiMentionWithFile` (test/fixtures/slack/streaming-slack.json).
-import { describe, expect, it } from "vitest";
-import { chooseModels, providerRequests, script, settled, type ProviderRequest } from "../support.ts";
+import { beforeAll, describe, expect, it } from "vitest";
+import { chooseModels, providerRequests, script, settled, worker, type ProviderRequest } from "../support.ts";
 import streaming from "../fixtures/slack/streaming-slack.json";
 import { AGENT, conversationOf, fakeSlackEnv, messageEnvelope, newTs, postEvent, replay, slackId, statusFinal } from "./helpers.ts";
 
@@ -47,6 +47,9 @@ async function lastUserContent(scenario: string): Promise<unknown> {
 const texts = (content: unknown) => (typeof content === "string" ? content : (content as { type: string; text?: string }[]).map((c) => c.text ?? "").join(""));
 
 describe("Slack: files shared in a thread", () => {
+  // This file imports no runtime module: the Worker's (pi-ai among them) load on its first request, not inside the first test.
+  beforeAll(() => worker("/"), 90_000);
+
   it("a text file is fetched with the bot token and reaches the model as text (the fake refuses it without the token)", async () => {
     const team = slackId("T");
     const scenario = slackId("file-text");
