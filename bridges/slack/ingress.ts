@@ -99,15 +99,15 @@ export async function handleEvent(env: Env, body: unknown): Promise<SlackAnswer>
 
   const tenant = tenantOf(auth?.team_id ?? envelope.team_id ?? envelope.context_team_id, auth?.enterprise_id ?? envelope.enterprise_id, auth?.is_enterprise_install === true);
   const route = routeFor(env, tenant);
+  const threadTs = event.thread_ts ?? event.ts;
+  const conversation = threadConversation(tenant, event.channel, threadTs);
+  if (!(await addressed(env, route, event, botUserId, conversation))) return { ok: true };
   // A workspace the app is not installed in is not answered: no turn is paid for a reply nobody could see.
   const token = await botTokenFor(env, tenant);
   if (!token) {
     console.warn(`slack: an event from workspace ${tenant} was dropped: the app is not installed there (no bot token)`);
     return { ok: true };
   }
-  const threadTs = event.thread_ts ?? event.ts;
-  const conversation = threadConversation(tenant, event.channel, threadTs);
-  if (!(await addressed(env, route, event, botUserId, conversation))) return { ok: true };
   const text = messageText(event.text ?? "", botUserId);
   const attachments = event.files?.length ? await fetchFiles(env, token, event.files) : [];
   if (text === "" && attachments.length === 0) return { ok: true };
