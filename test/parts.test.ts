@@ -206,6 +206,29 @@ describe("Outbox", () => {
       expect(storage.sql.exec("SELECT status FROM outbox WHERE id = ?", first).one().status).toBe("failed");
       expect(head()).not.toBe(first);
     }));
+
+  it("an update of a posted message waits out the platform's spacing since the conversation's last one; a later state replaces it meanwhile", () =>
+    inObject((storage) => {
+      const paced: RuntimeDeps = { outbounds: [{ ...outbound, updateSpacingMs: 1000 }], plugins: [] };
+      const effects = new Effects(storage.sql, 30_000);
+      const outbox = new Outbox(storage, "obj", paced, effects);
+      const due = (conversation: string) => storage.sql.exec<{ id: string; due_at: number }>("SELECT id, due_at FROM effects WHERE conversation = ?", conversation).one();
+      outbox.post("c1", address, status("working"), "status:c1:1");
+      const posted = Number(due("c1").id);
+      expect(due("c1").due_at).toBeLessThanOrEqual(Date.now()); // the first post goes at once
+      outbox.claim(route, posted);
+      outbox.settle(posted, { ok: true, ref: "ts1" });
+      const sentAt = storage.sql.exec<{ sent_at: number }>("SELECT sent_at FROM outbox WHERE id = ?", posted).one().sent_at;
+
+      outbox.post("c1", address, status("using a"), "status:c1:1");
+      outbox.post("c1", address, status("using b"), "status:c1:1");
+      expect(storage.sql.exec("SELECT COUNT(*) AS n FROM outbox WHERE status = 'pending'").one().n).toBe(1);
+      expect(due("c1").due_at).toBe(sentAt + 1000);
+      expect(outbox.claim(route, Number(due("c1").id))).toMatchObject({ message: status("using b"), ref: "ts1" });
+      // Another conversation's first post is not held by it.
+      outbox.post("c2", address, status("working"), "status:c2:1");
+      expect(due("c2").due_at).toBeLessThanOrEqual(Date.now());
+    }));
 });
 
 describe("Inbound", () => {
