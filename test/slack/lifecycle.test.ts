@@ -4,7 +4,8 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { controlPlane } from "../../runtime/index.ts";
-import { rows } from "../agents.ts";
+import { handleEvent } from "../../bridges/slack/ingress.ts";
+import { agentExists, rows } from "../agents.ts";
 import { providerRequests, script, waitFor } from "../support.ts";
 import lifecycle from "../fixtures/slack/lifecycle-slack.json";
 import {
@@ -77,6 +78,17 @@ describe("Slack app lifecycle", () => {
     const resumed = await ask(team, slackId("resumed"));
     await statusFinal(resumed.channel, "Done.");
     expect((await threadMessages(resumed.channel)).map((r) => r.token)).toEqual([token]);
+  });
+
+  it("with OAuth on and no SLACK_BOT_TOKEN, a workspace that never installed the app is acknowledged and nothing runs", async () => {
+    const bare = { ...env, SLACK_BOT_TOKEN: undefined } as unknown as Env;
+    const team = slackId("T");
+    const scenario = slackId("never-installed");
+    await script(scenario, [{ text: "never" }]);
+    const envelope = messageEnvelope({ team, channel: slackId("C"), ts: newTs(), text: `hello [s:${scenario}]` });
+    expect(await handleEvent(bare, envelope)).toEqual({ ok: true });
+    expect(await agentExists(team, AGENT)).toBe(false);
+    expect(await providerRequests(scenario)).toEqual([]);
   });
 
   it("tokens_revoked for the bot withdraws the installation; one for user tokens only, or another bot, changes nothing", async () => {
