@@ -17,6 +17,7 @@ type Row = {
   ref_key: string | null;
   status: "pending" | "sent" | "failed";
   attempts: number;
+  created_at: number;
 };
 
 export class Outbox {
@@ -88,6 +89,7 @@ export class Outbox {
       address: JSON.parse(row.address) as ReplyAddress,
       message: JSON.parse(row.message) as OutboundMessage,
       idempotencyKey: `${this.objectId}:${row.id}`,
+      createdAt: row.created_at,
       ref,
       uncertain: claim.earlierClaims > 0,
     };

@@ -154,7 +154,7 @@ describe("/ask", () => {
       target: { channelId: channel, applicationId: APP, interactionToken: unique("old"), interactionIssuedAt: Date.now() - 16 * 60_000 },
     };
     const route = { tenant: guild, agent: AGENT };
-    const result = await discordOutbound.deliver(env, { route, conversation: channel, address, message: { kind: "reply", text: "late" }, idempotencyKey: "k1" });
+    const result = await discordOutbound.deliver(env, { route, conversation: channel, address, message: { kind: "reply", text: "late" }, idempotencyKey: "k1", createdAt: Date.now() });
     expect(result).toEqual({ ok: true });
     expect(posted(await calls({ channel }))).toEqual(["late"]);
     expect(await calls({ token: address.target.interactionToken })).toEqual([]);
@@ -166,7 +166,7 @@ describe("/ask", () => {
     await fetch(`${E.FAKE_DISCORD_URL}/_control/expire-token`, { method: "POST", body: JSON.stringify({ token }) });
     const address = { platform: "discord" as const, target: { channelId: channel, applicationId: APP, interactionToken: token, interactionIssuedAt: Date.now() } };
     const route = { tenant: guild, agent: AGENT };
-    const result = await discordOutbound.deliver(env, { route, conversation: channel, address, message: { kind: "reply", text: "via bot" }, idempotencyKey: "k2" });
+    const result = await discordOutbound.deliver(env, { route, conversation: channel, address, message: { kind: "reply", text: "via bot" }, idempotencyKey: "k2", createdAt: Date.now() });
     expect(result).toEqual({ ok: true });
     expect(posted(await calls({ channel }))).toEqual(["via bot"]);
   });
@@ -301,7 +301,7 @@ describe("Discord's limits", () => {
     await rateLimit(`/channels/${channel}/`, 2.5);
     const address = { platform: "discord" as const, target: { channelId: channel } };
     const route = { tenant: guild, agent: AGENT };
-    const result = await discordOutbound.deliver(env, { route, conversation: channel, address, message: { kind: "reply", text: "x" }, idempotencyKey: "k3" });
+    const result = await discordOutbound.deliver(env, { route, conversation: channel, address, message: { kind: "reply", text: "x" }, idempotencyKey: "k3", createdAt: Date.now() });
     expect(result).toMatchObject({ ok: false, retryAfterMs: 2500 });
   });
 
@@ -368,7 +368,7 @@ describe("ids are checked before they are used", () => {
   it("a stored reply address that is not a Discord channel is given up, never put in a path", async () => {
     const route = { tenant: guild, agent: AGENT };
     const address = { platform: "discord" as const, target: { channelId: "../../users/@me" } };
-    const result = await discordOutbound.deliver(env, { route, conversation: "c", address, message: { kind: "reply", text: "x" }, idempotencyKey: "k4" });
+    const result = await discordOutbound.deliver(env, { route, conversation: "c", address, message: { kind: "reply", text: "x" }, idempotencyKey: "k4", createdAt: Date.now() });
     expect(result).toEqual({ ok: false, error: "reply address is not a Discord channel (or interaction)", permanent: true });
   });
 });

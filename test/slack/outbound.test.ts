@@ -77,6 +77,7 @@ describe("Slack outbound", () => {
       address: { platform: "slack", target: { channel, thread_ts: "1.000001" } },
       message: { kind: "reply", text: "hello" },
       idempotencyKey: "k",
+      createdAt: Date.now(),
     });
     expect(result).toEqual({ ok: false, error: "chat.postMessage: rate limited", retryAfterMs: 7000 });
   });
@@ -88,6 +89,7 @@ describe("Slack outbound", () => {
       address: { platform: "slack", target: { channel: "", thread_ts: "1.000001" } },
       message: { kind: "reply", text: "hello" },
       idempotencyKey: "k",
+      createdAt: Date.now(),
     });
     expect(result).toEqual({ ok: false, error: "chat.postMessage: channel_not_found", permanent: true });
   });
@@ -106,7 +108,7 @@ describe("Slack outbound", () => {
       expiresAt: Date.now() + 3_600_000,
       actions: { approve: decisionValue(team, AGENT, "h1", true), deny: decisionValue(team, AGENT, "h1", false) },
     };
-    const base = { route, conversation: "c", address: { platform: "slack" as const, target: { channel, thread_ts: "1.000001" } }, idempotencyKey: "k" };
+    const base = { route, conversation: "c", address: { platform: "slack" as const, target: { channel, thread_ts: "1.000001" } }, idempotencyKey: "k", createdAt: Date.now() };
     const posted = await slackOutbound.deliver(env, { ...base, message: { kind: "card", card: pending } });
     expect(posted).toMatchObject({ ok: true, ref: expect.any(String) });
     const decided = { ...pending, state: "denied" as const, title: "Denied: ledger__append", decidedBy: "UPERSON1", actions: undefined };
