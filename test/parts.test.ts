@@ -2,11 +2,13 @@
 // object per test, its schema migrated): fast checks of the rules each part
 // owns, beside the end-to-end tests that run whole turns.
 import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { ChatOutbound, OutboundMessage } from "../runtime/chat.ts";
 import { Conversations } from "../runtime/conversations.ts";
 import type { RuntimeDeps } from "../runtime/deps.ts";
-import { Effects, MAX_LEASES, type EffectMessage } from "../runtime/effects.ts";
+import { sendTimeoutMs } from "../runtime/config.ts";
+import { Effects, MAX_LEASES, SEND_LEASE_MS, type EffectMessage } from "../runtime/effects.ts";
 import { ModelJobs } from "../runtime/model-jobs.ts";
 import { Outbox } from "../runtime/outbox.ts";
 import { Scheduler } from "../runtime/scheduler.ts";
@@ -202,6 +204,19 @@ describe("Outbox", () => {
       expect(storage.sql.exec("SELECT status FROM outbox WHERE id = ?", first).one().status).toBe("failed");
       expect(head()).not.toBe(first);
     }));
+});
+
+describe("SEND_TIMEOUT_SECONDS", () => {
+  const withTimeout = (value: string | undefined) => ({ ...env, SEND_TIMEOUT_SECONDS: value }) as Env;
+
+  it("is 10 s unless set, and must leave half the send's lease for the claim and the report", () => {
+    expect(sendTimeoutMs(withTimeout(undefined))).toBe(10_000);
+    expect(sendTimeoutMs(withTimeout("2.5"))).toBe(2_500);
+    expect(sendTimeoutMs(withTimeout(String(SEND_LEASE_MS / 2000)))).toBe(SEND_LEASE_MS / 2);
+    expect(() => sendTimeoutMs(withTimeout(String(SEND_LEASE_MS / 2000 + 1)))).toThrow(/SEND_TIMEOUT_SECONDS is invalid[\s\S]*half the send lease/);
+    expect(() => sendTimeoutMs(withTimeout("0"))).toThrow(/SEND_TIMEOUT_SECONDS is invalid/);
+    expect(() => sendTimeoutMs(withTimeout("ten"))).toThrow(/SEND_TIMEOUT_SECONDS is not valid JSON/);
+  });
 });
 
 describe("Scheduler", () => {
