@@ -96,6 +96,15 @@ export class Effects {
     return { earlierClaims: row.claims };
   }
 
+  /**
+   * The last claim is known to have done nothing (the platform refused it
+   * before doing anything: a rate limit), so a later claim need not wonder
+   * whether it did.
+   */
+  refused(kind: EffectKind, id: string): void {
+    this.sql.exec("UPDATE effects SET claims = MAX(claims - 1, 0) WHERE kind = ? AND id = ?", kind, id);
+  }
+
   /** The effect is to be tried again at `at`; returns how many retries it has had, this one included. */
   retryAt(kind: EffectKind, id: string, at: number): number {
     this.sql.exec("UPDATE effects SET state = 'waiting', due_at = ?, retries = retries + 1 WHERE kind = ? AND id = ?", at, kind, id);

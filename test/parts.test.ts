@@ -190,16 +190,21 @@ describe("Outbox", () => {
       expect(outbox.claim(route, next)).toMatchObject({ message: status("done"), ref: "ts9" });
     }));
 
-  it("a 429 waits out Retry-After; a permanent failure gives the row up and releases the next", () =>
+  it("a 429 waits out Retry-After and leaves no doubt; a permanent failure gives the row up and releases the next", () =>
     inObject((storage) => {
       const effects = new Effects(storage.sql, 30_000);
       const outbox = new Outbox(storage, "obj", deps, effects);
       outbox.post("c1", address, { kind: "reply", text: "a|b" }, null);
       const head = () => Number(storage.sql.exec<{ id: string }>("SELECT id FROM effects").one().id);
       const first = head();
+      outbox.claim(route, first);
       outbox.settle(first, { ok: false, error: "ratelimited", retryAfterMs: 7_000 });
       expect(effects.get("send", String(first))).toMatchObject({ state: "waiting", retries: 1 });
       expect(effects.nextDue()).toBeGreaterThan(Date.now() + 5_000);
+      // Refused, nothing was posted: the next claim has nothing to look for. A call with no answer leaves that doubt.
+      expect(outbox.claim(route, first)!.uncertain).toBe(false);
+      outbox.settle(first, { ok: false, error: "no answer within 10000 ms" });
+      expect(outbox.claim(route, first)!.uncertain).toBe(true);
       outbox.settle(first, { ok: false, error: "channel_not_found", permanent: true });
       expect(storage.sql.exec("SELECT status FROM outbox WHERE id = ?", first).one().status).toBe("failed");
       expect(head()).not.toBe(first);

@@ -150,6 +150,8 @@ describe("Slack outbound", () => {
     expect(attempts.map((c) => c.limited === true)).toEqual([true, false]);
     expect(attempts[1]!.at - attempts[0]!.at).toBeGreaterThanOrEqual(2000); // Slack's own clock: the second try waited it out
     expect((await threadMessages(channel)).map((m) => [m.body.text, m.body.thread_ts])).toEqual([["worth the wait", ts]]);
+    // A 429 posted nothing: the retry does not read the thread back first.
+    expect(await slackCalls(channel, "conversations.replies")).toEqual([]);
   });
 
   // Acceptance 8
