@@ -9,9 +9,13 @@ import { Conversations } from "../runtime/conversations.ts";
 import type { RuntimeDeps } from "../runtime/deps.ts";
 import { sendTimeoutMs } from "../runtime/config.ts";
 import { Effects, MAX_LEASES, SEND_LEASE_MS, type EffectMessage } from "../runtime/effects.ts";
+import { Inbound } from "../runtime/inbound.ts";
+import { MountSessions } from "../runtime/mount-sessions.ts";
 import { ModelJobs } from "../runtime/model-jobs.ts";
 import { Outbox } from "../runtime/outbox.ts";
 import { Scheduler } from "../runtime/scheduler.ts";
+import { ToolCalls } from "../runtime/tool-calls.ts";
+import { Turns } from "../runtime/turns.ts";
 import { migrate } from "../runtime/schema.ts";
 import { NO_SETTINGS, SettingsCopy } from "../runtime/settings.ts";
 import { agent } from "./agents.ts";
@@ -222,6 +226,33 @@ describe("SEND_TIMEOUT_SECONDS", () => {
     expect(() => sendTimeoutMs(withTimeout("0"))).toThrow(/SEND_TIMEOUT_SECONDS is invalid/);
     expect(() => sendTimeoutMs(withTimeout("ten"))).toThrow(/SEND_TIMEOUT_SECONDS is not valid JSON/);
   });
+});
+
+describe("Inbound", () => {
+  /** The parts accept touches, wired as the object wires them; decisions are not exercised here (approvals.test.ts). */
+  function inbound(storage: DurableObjectStorage) {
+    const store = new Conversations(storage.sql);
+    const effects = new Effects(storage.sql, 30_000);
+    const jobs = new ModelJobs(storage, "obj", undefined as unknown as R2Bucket, effects);
+    const outbox = new Outbox(storage, "obj", { outbounds: [], plugins: [] }, effects);
+    const turns = new Turns(storage, store, jobs, new ToolCalls(storage, store, effects, new MountSessions(storage.sql)), outbox);
+    return { store, accept: new Inbound(store, turns, jobs, undefined as never, (_conv, status) => `status: ${status}`) };
+  }
+  const event = (id: string, fields: object) => ({ id, conversation: "c1", user: USER, ...fields }) as Parameters<Inbound["accept"]>[1];
+
+  it("a platform's retry of an event is one event; only a message starts a conversation", () =>
+    inObject((storage) => {
+      const { store, accept } = inbound(storage);
+      expect(accept.accept(route, event("e0", { kind: "interrupt" }))).toMatchObject({ accepted: true, notice: "Nothing is running in this conversation." });
+      expect(store.get("c1")).toBeUndefined();
+      const logRows = () => storage.sql.exec("SELECT COUNT(*) AS n FROM log WHERE conversation = 'c1'").one().n;
+      expect(accept.accept(route, event("e1", { kind: "message", text: "hi" }))).toMatchObject({ accepted: true, status: "running" });
+      const afterFirst = logRows();
+      expect(afterFirst).toBeGreaterThan(0);
+      expect(accept.accept(route, event("e1", { kind: "message", text: "hi" }))).toMatchObject({ accepted: false });
+      expect(logRows()).toBe(afterFirst);
+      expect(accept.accept(route, event("e2", { kind: "command", command: "status" }))).toMatchObject({ notice: "status: running" });
+    }));
 });
 
 describe("Scheduler", () => {
