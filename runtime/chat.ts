@@ -92,6 +92,8 @@ export interface OutboxDelivery {
   message: OutboundMessage;
   /** Stable per outbox row: a retry of one row carries the same key. */
   idempotencyKey: string;
+  /** When the row was written (ms): no attempt at it reached the platform before. */
+  createdAt: number;
   /** For in-place updates (status, card): the platform reference returned when it was first posted. */
   ref?: string;
   /**

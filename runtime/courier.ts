@@ -11,8 +11,8 @@ import { z } from "zod";
 import { ConfigError, secretNamed } from "../lib/config.ts";
 import { Gateway, type CallScope, type GatewayDeps, type Mount, type SessionState } from "../plugins/index.ts";
 import type { AgentObject } from "./agent-object.ts";
-import type { DeliveryResult, Route } from "./chat.ts";
-import { modelChoice } from "./config.ts";
+import type { DeliveryResult, OutboxDelivery, Route } from "./chat.ts";
+import { modelChoice, sendTimeoutMs } from "./config.ts";
 import { outboundFor, type RuntimeDeps } from "./deps.ts";
 import type { EffectMessage } from "./effects.ts";
 import { agentStub } from "./ingress.ts";
@@ -34,8 +34,6 @@ const WATCHDOG_MS = 5_000;
 /** A courier that cannot reach the agent's object tries again after this, doubling. */
 const REPORT_RETRY_MS = 2_000;
 const MAX_REPORT_RETRY_MS = 60_000;
-/** A platform call that has not answered by then is reported as failed (and retried by the object). */
-export const SEND_TIMEOUT_MS = 10_000;
 
 type Task = { seq: number; body: string; failures: number };
 
@@ -104,10 +102,7 @@ export class Courier extends DurableObject<Env> {
       case "send": {
         const delivery = await agent.outboxClaim(effect, Number(effect.id));
         if (!delivery) return;
-        const outbound = outboundFor(this.deps, delivery.address.platform);
-        const result: DeliveryResult = outbound
-          ? await withTimeout(outbound.deliver(this.env, delivery), SEND_TIMEOUT_MS).catch((err) => ({ ok: false as const, error: errorText(err) }))
-          : { ok: false, error: `no bridge for platform ${delivery.address.platform}`, permanent: true };
+        const result = await this.deliver(delivery);
         return this.report(effect, (stub) => stub.outboxResult(effect, Number(effect.id), result));
       }
       case "tool":
@@ -156,6 +151,22 @@ export class Courier extends DurableObject<Env> {
     } catch (err) {
       if (err instanceof ConfigError) return { kind: "refused", error: `not configured: ${err.message}` };
       return { kind: "retry", error: errorText(err) };
+    }
+  }
+
+  /**
+   * A chat send, given up after SEND_TIMEOUT_SECONDS. The platform may still
+   * have posted it: the object's next claim of the row says so (uncertain),
+   * and the bridge looks for the message before posting it again.
+   */
+  private async deliver(delivery: OutboxDelivery): Promise<DeliveryResult> {
+    const outbound = outboundFor(this.deps, delivery.address.platform);
+    if (!outbound) return { ok: false, error: `no bridge for platform ${delivery.address.platform}`, permanent: true };
+    try {
+      return await withTimeout(outbound.deliver(this.env, delivery), sendTimeoutMs(this.env));
+    } catch (err) {
+      if (err instanceof ConfigError) return { ok: false, error: `not configured: ${err.message}`, permanent: true };
+      return { ok: false, error: errorText(err) };
     }
   }
 

@@ -37,12 +37,14 @@ export const EFFECTS_SCHEMA = `
 /** Leases that may run out before an effect is given up. */
 export const MAX_LEASES = 3;
 
+/** A send's run lease; SEND_TIMEOUT_SECONDS is kept to at most half of it (config.ts). */
+export const SEND_LEASE_MS = 30_000;
+
 /** How long a courier may work on a claimed effect before it is sent again. */
 const RUN_LEASE_MS: Record<EffectKind, number> = {
   // The provider call's own timeout is 120 s.
   model: 180_000,
-  // Platform calls time out after 10 s.
-  send: 30_000,
+  send: SEND_LEASE_MS,
   // Tools time out within 60 s (the http plugin's ceiling).
   tool: 90_000,
   hold: 90_000,
@@ -92,6 +94,15 @@ export class Effects {
     if (!row) return null;
     this.sql.exec("UPDATE effects SET state = 'claimed', due_at = ?, claims = claims + 1 WHERE kind = ? AND id = ?", Date.now() + RUN_LEASE_MS[kind], kind, id);
     return { earlierClaims: row.claims };
+  }
+
+  /**
+   * The last claim is known to have done nothing (the platform refused it
+   * before doing anything: a rate limit), so a later claim need not wonder
+   * whether it did.
+   */
+  refused(kind: EffectKind, id: string): void {
+    this.sql.exec("UPDATE effects SET claims = MAX(claims - 1, 0) WHERE kind = ? AND id = ?", kind, id);
   }
 
   /** The effect is to be tried again at `at`; returns how many retries it has had, this one included. */

@@ -18,6 +18,7 @@ type Row = {
   ref_key: string | null;
   status: "pending" | "sent" | "failed";
   attempts: number;
+  created_at: number;
 };
 
 export class Outbox {
@@ -111,6 +112,7 @@ export class Outbox {
       address: JSON.parse(row.address) as ReplyAddress,
       message: JSON.parse(row.message) as OutboundMessage,
       idempotencyKey: `${this.objectId}:${row.id}`,
+      createdAt: row.created_at,
       ref,
       uncertain: claim.earlierClaims > 0,
     };
@@ -128,6 +130,8 @@ export class Outbox {
     }
     this.sql.exec("UPDATE outbox SET attempts = ?, error = ? WHERE id = ?", attempts, result.error, id);
     if (result.permanent === true || attempts >= MAX_ATTEMPTS) return this.fail(row, result.error);
+    // A rate limit is a refusal: nothing was posted, so it leaves the next claim no doubt to clear up (no read-back).
+    if (result.retryAfterMs !== undefined) this.effects.refused("send", String(id));
     const delay = result.retryAfterMs ?? Math.min(60_000, 1000 * 2 ** (attempts - 1));
     this.effects.retryAt("send", String(id), Date.now() + delay);
   }

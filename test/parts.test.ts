@@ -2,11 +2,13 @@
 // object per test, its schema migrated): fast checks of the rules each part
 // owns, beside the end-to-end tests that run whole turns.
 import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { ChatOutbound, OutboundMessage } from "../runtime/chat.ts";
 import { Conversations } from "../runtime/conversations.ts";
 import type { RuntimeDeps } from "../runtime/deps.ts";
-import { Effects, MAX_LEASES, type EffectMessage } from "../runtime/effects.ts";
+import { sendTimeoutMs } from "../runtime/config.ts";
+import { Effects, MAX_LEASES, SEND_LEASE_MS, type EffectMessage } from "../runtime/effects.ts";
 import { Inbound } from "../runtime/inbound.ts";
 import { MountSessions } from "../runtime/mount-sessions.ts";
 import { ModelJobs } from "../runtime/model-jobs.ts";
@@ -192,16 +194,21 @@ describe("Outbox", () => {
       expect(outbox.claim(route, next)).toMatchObject({ message: status("done"), ref: "ts9" });
     }));
 
-  it("a 429 waits out Retry-After; a permanent failure gives the row up and releases the next", () =>
+  it("a 429 waits out Retry-After and leaves no doubt; a permanent failure gives the row up and releases the next", () =>
     inObject((storage) => {
       const effects = new Effects(storage.sql, 30_000);
       const outbox = new Outbox(storage, "obj", deps, effects);
       outbox.post("c1", address, { kind: "reply", text: "a|b" }, null);
       const head = () => Number(storage.sql.exec<{ id: string }>("SELECT id FROM effects").one().id);
       const first = head();
+      outbox.claim(route, first);
       outbox.settle(first, { ok: false, error: "ratelimited", retryAfterMs: 7_000 });
       expect(effects.get("send", String(first))).toMatchObject({ state: "waiting", retries: 1 });
       expect(effects.nextDue()).toBeGreaterThan(Date.now() + 5_000);
+      // Refused, nothing was posted: the next claim has nothing to look for. A call with no answer leaves that doubt.
+      expect(outbox.claim(route, first)!.uncertain).toBe(false);
+      outbox.settle(first, { ok: false, error: "no answer within 10000 ms" });
+      expect(outbox.claim(route, first)!.uncertain).toBe(true);
       outbox.settle(first, { ok: false, error: "channel_not_found", permanent: true });
       expect(storage.sql.exec("SELECT status FROM outbox WHERE id = ?", first).one().status).toBe("failed");
       expect(head()).not.toBe(first);
@@ -229,6 +236,19 @@ describe("Outbox", () => {
       outbox.post("c2", address, status("working"), "status:c2:1");
       expect(due("c2").due_at).toBeLessThanOrEqual(Date.now());
     }));
+});
+
+describe("SEND_TIMEOUT_SECONDS", () => {
+  const withTimeout = (value: string | undefined) => ({ ...env, SEND_TIMEOUT_SECONDS: value }) as Env;
+
+  it("is 10 s unless set, and must leave half the send's lease for the claim and the report", () => {
+    expect(sendTimeoutMs(withTimeout(undefined))).toBe(10_000);
+    expect(sendTimeoutMs(withTimeout("2.5"))).toBe(2_500);
+    expect(sendTimeoutMs(withTimeout(String(SEND_LEASE_MS / 2000)))).toBe(SEND_LEASE_MS / 2);
+    expect(() => sendTimeoutMs(withTimeout(String(SEND_LEASE_MS / 2000 + 1)))).toThrow(/SEND_TIMEOUT_SECONDS is invalid[\s\S]*half the send lease/);
+    expect(() => sendTimeoutMs(withTimeout("0"))).toThrow(/SEND_TIMEOUT_SECONDS is invalid/);
+    expect(() => sendTimeoutMs(withTimeout("ten"))).toThrow(/SEND_TIMEOUT_SECONDS is not valid JSON/);
+  });
 });
 
 describe("Inbound", () => {

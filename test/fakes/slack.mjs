@@ -1,8 +1,12 @@
-// A fake Slack Web API on loopback: chat.postMessage, chat.update, auth.test,
-// oauth.v2.access, plus response_url targets. It checks bearer tokens and
-// Slack's text limit like Slack does, and records every call. Control API:
+// A fake Slack Web API on loopback: chat.postMessage, chat.update,
+// conversations.replies, auth.test, oauth.v2.access, plus response_url
+// targets. It checks bearer tokens and Slack's text limit like Slack does,
+// keeps posted messages with their metadata (served back by
+// conversations.replies only with include_all_metadata, as Slack does), and
+// records every call. Control API:
 //   GET  /_control/calls?channel=&method=   recorded calls, in order
 //   POST /_control/rate-limit              {method, channel, textIncludes?, times, retryAfter}: answer 429 that many times
+//   POST /_control/hold                    {method, channel, textIncludes?, ms?}: the next such call is made (a post is posted) but answered only after ms, or never
 //   PUT  /_control/oauth/<code>             {team, teamName?, enterprise?, enterpriseName?, token, botUserId}: an OAuth code oauth.v2.access will accept
 //   GET  /_control/responses/<id>           what was POSTed to <url>/response/<id>
 // A response_url takes 5 posts, as Slack's does; the 6th is answered 404 expired_url.
@@ -10,6 +14,7 @@
 //                                          (url_private) to a known bot token only (403 without one)
 //   GET  /_control/file-fetches             [{path, token, status, bytes}]: the file downloads, in order
 //   POST /_control/revoke                   {token}: calls with it are answered token_revoked from now on
+import { Gates } from "./gates.mjs";
 import { listen, readBody, sendJson } from "./http.mjs";
 
 export const FAKE_SLACK_BOT_TOKEN = "xoxb-fake-single-workspace-token";
@@ -21,7 +26,7 @@ const TEXT_LIMIT = 4000;
 /** Slack's response_url can be used 5 times. */
 const RESPONSE_URL_USES = 5;
 
-export async function startSlack({ gates } = {}) {
+export async function startSlack({ gates = new Gates() } = {}) {
   const calls = [];
   const tokens = new Set([FAKE_SLACK_BOT_TOKEN]);
   const messages = new Map(); // `${channel}:${ts}` → message
@@ -31,7 +36,12 @@ export async function startSlack({ gates } = {}) {
   const files = new Map(); // "/files-pri/<id>/<name>" → {bytes, mimetype}
   const fileFetches = [];
   const revoked = new Set();
-  let seq = 0;
+  // A message's ts is its time in microseconds, as Slack's is, kept unique.
+  let lastMicros = 0;
+  const nextTs = () => {
+    lastMicros = Math.max(lastMicros + 1, Date.now() * 1000);
+    return `${Math.floor(lastMicros / 1e6)}.${String(lastMicros % 1e6).padStart(6, "0")}`;
+  };
 
   return listen(async (req, res) => {
     const url = new URL(req.url, "http://x");
@@ -44,6 +54,11 @@ export async function startSlack({ gates } = {}) {
     }
     if (url.pathname === "/_control/rate-limit") {
       rateLimits.push(JSON.parse(raw));
+      return sendJson(res, 200, { ok: true });
+    }
+    if (url.pathname === "/_control/hold") {
+      const { method, channel, textIncludes = "", ms } = JSON.parse(raw);
+      gates.holdOnce("slack", (c) => c.method === method && c.body.channel === channel && String(c.body.text ?? "").includes(textIncludes), ms ?? Infinity);
       return sendJson(res, 200, { ok: true });
     }
     const oauth = /^\/_control\/oauth\/(.+)$/.exec(url.pathname);
@@ -122,20 +137,30 @@ export async function startSlack({ gates } = {}) {
     if (typeof body.channel !== "string" || body.channel === "") return sendJson(res, 200, { ok: false, error: "channel_not_found" });
     if (typeof body.text === "string" && body.text.length > TEXT_LIMIT) return sendJson(res, 200, { ok: false, error: "msg_too_long" });
     if (method === "chat.postMessage") {
-      seq++;
-      const ts = `${Math.floor(Date.now() / 1000)}.${String(seq).padStart(6, "0")}`;
+      const ts = nextTs();
       messages.set(`${body.channel}:${ts}`, { ...body, ts });
       call.ts = ts;
       // Posted: a harness may hold the answer, as a crash of the sender would lose it.
-      await gates?.pass("slack", call);
+      await gates.pass("slack", call);
       return sendJson(res, 200, { ok: true, channel: body.channel, ts, message: { text: body.text, thread_ts: body.thread_ts } });
     }
     if (method === "chat.update") {
       const key = `${body.channel}:${body.ts}`;
       if (!messages.has(key)) return sendJson(res, 200, { ok: false, error: "message_not_found" });
       messages.set(key, { ...messages.get(key), ...body });
-      await gates?.pass("slack", call);
+      await gates.pass("slack", call);
       return sendJson(res, 200, { ok: true, channel: body.channel, ts: body.ts, text: body.text });
+    }
+    if (method === "conversations.replies") {
+      // The thread's messages after `oldest`, oldest first; metadata only when asked for.
+      // (Timestamps of one length compare as text, exactly: as numbers they would lose the microseconds.)
+      const withMetadata = String(body.include_all_metadata) === "true";
+      const thread = [...messages.values()]
+        .filter((m) => m.channel === body.channel && (m.thread_ts === body.ts || m.ts === body.ts) && (!body.oldest || m.ts > body.oldest))
+        .sort((a, b) => (a.ts < b.ts ? -1 : 1));
+      const limit = Number(body.limit ?? 1000);
+      const page = thread.slice(0, limit).map(({ metadata, channel: _, ...m }) => ({ type: "message", ...m, ...(withMetadata && metadata ? { metadata } : {}) }));
+      return sendJson(res, 200, { ok: true, messages: page, has_more: thread.length > limit });
     }
     return sendJson(res, 200, { ok: false, error: "unknown_method" });
   });

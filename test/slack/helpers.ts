@@ -107,7 +107,16 @@ export const conversationOf = (team: string, channel: string, threadTs: string) 
 export interface SlackCall {
   method: string;
   token: string | null;
-  body: { channel?: string; text?: string; thread_ts?: string; ts?: string; blocks?: { type: string; elements?: { action_id?: string; value?: string }[] }[] };
+  body: {
+    channel?: string;
+    text?: string;
+    thread_ts?: string;
+    ts?: string;
+    blocks?: { type: string; elements?: { action_id?: string; value?: string }[] }[];
+    metadata?: { event_type: string; event_payload: Record<string, unknown> };
+    include_all_metadata?: string;
+    oldest?: string;
+  };
   ts?: string;
   /** When the fake received it (its own clock). */
   at: number;
@@ -152,6 +161,11 @@ export function statusFinal(channel: string, state: "Done." | "Stopped." | "Fail
 
 export async function rateLimit(rule: { method: string; channel: string; textIncludes?: string; times: number; retryAfter: number }): Promise<void> {
   await fetch(`${testEnv.FAKE_SLACK_URL}/_control/rate-limit`, { method: "POST", body: JSON.stringify(rule) });
+}
+
+/** The next such call is made (a post is posted) but answered only after `ms`, or never. */
+export async function holdSlack(rule: { method: string; channel: string; textIncludes?: string; ms?: number }): Promise<void> {
+  await fetch(`${testEnv.FAKE_SLACK_URL}/_control/hold`, { method: "POST", body: JSON.stringify(rule) });
 }
 
 export async function grantOauthCode(code: string, grant: { team?: string; teamName?: string; enterprise?: string; enterpriseName?: string; isEnterpriseInstall?: boolean; token: string; botUserId: string }): Promise<void> {
