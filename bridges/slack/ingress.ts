@@ -5,7 +5,7 @@
 import { z } from "zod";
 import { parseDecisionValue } from "../../approvals/index.ts";
 import { HttpError, isHttpsOrLoopback } from "../../lib/http.ts";
-import { agentStub, submitEvent, type ChatUser, type Route } from "../../runtime/index.ts";
+import { agentStub, submitEvent, type ChatUser, type ReplyAddress, type Route } from "../../runtime/index.ts";
 import { conversationId } from "../shared/ids.ts";
 import { routeFor } from "./config.ts";
 import { parseStopValue, STOP_ACTION } from "./status.ts";
@@ -29,9 +29,21 @@ function tenantOf(teamId: string | null | undefined, enterpriseId: string | null
   return tenant;
 }
 
-/** A thread's conversation: a channel's thread in a workspace. */
-function threadConversation(tenant: string, channel: string, threadTs: string): string {
-  return conversationId(`${tenant}:${channel}:${threadTs}`, "the workspace, channel and thread ts");
+/** A DM's channel id (an `im` channel) starts with D. */
+const isDm = (channel: string) => channel.startsWith("D");
+
+/**
+ * Where a message belongs and where its answer goes. A DM's top-level messages
+ * are one running conversation answered in the DM itself (`<tenant>:<D…>:dm`);
+ * a thread, in a DM or a channel, is its own conversation answered in the thread.
+ */
+function placeOf(tenant: string, channel: string, threadTs: string | null, ts: string): { conversation: string; replyTo: ReplyAddress } {
+  if (!threadTs && isDm(channel)) {
+    return { conversation: conversationId(`${tenant}:${channel}:dm`, "the workspace and DM channel"), replyTo: { platform: "slack", target: { channel } } };
+  }
+  const thread = threadTs ?? ts;
+  const conversation = conversationId(`${tenant}:${channel}:${thread}`, "the workspace, channel and thread ts");
+  return { conversation, replyTo: { platform: "slack", target: { channel, thread_ts: thread } } };
 }
 
 /** Slack's user ids (U…, W…): they become part of event ids and approvers' names. */
@@ -94,8 +106,7 @@ export async function handleEvent(env: Env, body: unknown): Promise<SlackAnswer>
 
   const tenant = tenantOf(auth?.team_id ?? envelope.team_id ?? envelope.context_team_id, auth?.enterprise_id ?? envelope.enterprise_id, auth?.is_enterprise_install === true);
   const route = routeFor(env, tenant);
-  const threadTs = event.thread_ts ?? event.ts;
-  const conversation = threadConversation(tenant, event.channel, threadTs);
+  const { conversation, replyTo } = placeOf(tenant, event.channel, event.thread_ts ?? null, event.ts);
   if (!(await addressed(env, route, event, botUserId, conversation))) return { ok: true };
   const text = messageText(event.text ?? "", botUserId, event.files ?? []);
   if (text === "") return { ok: true };
@@ -106,7 +117,7 @@ export async function handleEvent(env: Env, body: unknown): Promise<SlackAnswer>
     kind: "message",
     conversation,
     user: slackUser(event.user),
-    replyTo: { platform: "slack", target: { channel: event.channel, thread_ts: threadTs } },
+    replyTo,
     text,
   });
   return { ok: true };
@@ -221,15 +232,16 @@ export async function handleInteraction(env: Env, payload: unknown, defer: Defer
     const decision = parseDecisionValue(action.value ?? "");
     if (!decision) return {};
     const channel = click.container?.channel_id ?? click.channel?.id;
-    const threadTs = click.container?.thread_ts ?? click.message?.thread_ts ?? click.container?.message_ts ?? click.message?.ts;
-    if (!channel || !threadTs) throw new HttpError(400, "the clicked message names no channel and thread");
+    const threadTs = click.container?.thread_ts ?? click.message?.thread_ts ?? null;
+    const messageTs = click.container?.message_ts ?? click.message?.ts;
+    if (!channel || !messageTs) throw new HttpError(400, "the clicked message names no channel and thread");
     const result = await submitEvent(env, route, {
       id: clickId,
       kind: "decision",
       holdId: decision.holdId,
       approve: decision.approve,
       boundTo: { tenant: decision.tenant, agent: decision.agent },
-      conversation: threadConversation(tenant, channel, threadTs),
+      conversation: placeOf(tenant, channel, threadTs, messageTs).conversation,
       user,
     });
     notice = result.notice;

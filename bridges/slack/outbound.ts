@@ -17,13 +17,14 @@ type SlackMessage = { channel: string; thread_ts?: string; ts?: string; text: st
 
 async function deliver(env: Env, delivery: OutboxDelivery): Promise<DeliveryResult> {
   const { channel, thread_ts } = delivery.address.target;
-  if (typeof channel !== "string" || typeof thread_ts !== "string") {
-    return { ok: false, error: "reply address has no Slack channel and thread", permanent: true };
+  // A DM's running conversation is answered in the DM itself: no thread.
+  if (typeof channel !== "string" || (thread_ts !== undefined && typeof thread_ts !== "string")) {
+    return { ok: false, error: "reply address has no Slack channel (and thread)", permanent: true };
   }
   const token = await botTokenFor(env, delivery.route.tenant);
   if (!token) return { ok: false, error: `no bot token for workspace ${delivery.route.tenant}`, permanent: true };
 
-  const thread = { channel, thread_ts };
+  const thread = thread_ts === undefined ? { channel } : { channel, thread_ts };
   const message = delivery.message;
   switch (message.kind) {
     case "reply":
