@@ -8,6 +8,7 @@ import { HttpError, isHttpsOrLoopback } from "../../lib/http.ts";
 import { agentStub, submitEvent, type ChatUser, type ReplyAddress, type Route } from "../../runtime/index.ts";
 import { conversationId } from "../shared/ids.ts";
 import { routeFor } from "./config.ts";
+import { withNames } from "./names.ts";
 import { parseStopValue, STOP_ACTION } from "./status.ts";
 
 /** A JSON answer for Slack (or for the connector to ack with). */
@@ -108,7 +109,7 @@ export async function handleEvent(env: Env, body: unknown): Promise<SlackAnswer>
   const route = routeFor(env, tenant);
   const { conversation, replyTo } = placeOf(tenant, event.channel, event.thread_ts ?? null, event.ts);
   if (!(await addressed(env, route, event, botUserId, conversation))) return { ok: true };
-  const text = messageText(event.text ?? "", botUserId, event.files ?? []);
+  const text = await withNames(env, tenant, messageText(event.text ?? "", botUserId, event.files ?? []));
   if (text === "") return { ok: true };
   await submitEvent(env, route, {
     // One id per Slack message: retries, duplicates with new event ids, and the

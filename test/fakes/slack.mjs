@@ -5,6 +5,7 @@
 //   POST /_control/rate-limit              {method, channel, textIncludes?, times, retryAfter}: answer 429 that many times
 //   PUT  /_control/oauth/<code>             {team, teamName?, enterprise?, enterpriseName?, token, botUserId}: an OAuth code oauth.v2.access will accept
 //   GET  /_control/responses/<id>           what was POSTed to <url>/response/<id>
+//   PUT  /_control/directory              {channels?: {C…: name}, users?: {U…: {name, real_name?, display_name?}}}: what conversations.info and users.info know
 // A response_url takes 5 posts, as Slack's does; the 6th is answered 404 expired_url.
 import { listen, readBody, sendJson } from "./http.mjs";
 
@@ -24,6 +25,7 @@ export async function startSlack({ gates } = {}) {
   const oauthCodes = new Map();
   const rateLimits = [];
   const responses = new Map();
+  const directory = { channels: new Map(), users: new Map() };
   let seq = 0;
 
   return listen(async (req, res) => {
@@ -42,6 +44,12 @@ export async function startSlack({ gates } = {}) {
     const oauth = /^\/_control\/oauth\/(.+)$/.exec(url.pathname);
     if (oauth) {
       oauthCodes.set(decodeURIComponent(oauth[1]), JSON.parse(raw));
+      return sendJson(res, 200, { ok: true });
+    }
+    if (url.pathname === "/_control/directory" && req.method === "PUT") {
+      const { channels = {}, users = {} } = JSON.parse(raw);
+      for (const [id, name] of Object.entries(channels)) directory.channels.set(id, name);
+      for (const [id, user] of Object.entries(users)) directory.users.set(id, user);
       return sendJson(res, 200, { ok: true });
     }
     const responseLog = /^\/_control\/responses\/(.+)$/.exec(url.pathname);
@@ -91,6 +99,18 @@ export async function startSlack({ gates } = {}) {
     if (!token || !tokens.has(token)) return sendJson(res, 200, { ok: false, error: "invalid_auth" });
     call.authorized = true;
     if (method === "auth.test") return sendJson(res, 200, { ok: true, user_id: "UFAKEBOT" });
+    // Read methods take form arguments; Slack does not read a JSON body for them.
+    if ((method === "conversations.info" || method === "users.info") && type === "application/json") return sendJson(res, 200, { ok: false, error: "invalid_arguments" });
+    if (method === "conversations.info") {
+      const name = directory.channels.get(body.channel);
+      return sendJson(res, 200, name ? { ok: true, channel: { id: body.channel, name, is_channel: true } } : { ok: false, error: "channel_not_found" });
+    }
+    if (method === "users.info") {
+      const user = directory.users.get(body.user);
+      if (!user) return sendJson(res, 200, { ok: false, error: "user_not_found" });
+      const profile = { display_name: user.display_name ?? "", real_name: user.real_name ?? user.name };
+      return sendJson(res, 200, { ok: true, user: { id: body.user, name: user.name, real_name: profile.real_name, profile } });
+    }
     if (typeof body.channel !== "string" || body.channel === "") return sendJson(res, 200, { ok: false, error: "channel_not_found" });
     if (typeof body.text === "string" && body.text.length > TEXT_LIMIT) return sendJson(res, 200, { ok: false, error: "msg_too_long" });
     if (method === "chat.postMessage") {

@@ -39,7 +39,16 @@ describe("Markdown → Slack mrkdwn", () => {
   });
 
   it("escapes Slack's control characters so model text cannot ping a channel", () => {
-    expect(toMrkdwn("<!channel> look <@U123>")).toBe("&lt;!channel&gt; look &lt;@U123&gt;");
+    expect(toMrkdwn("<!channel> <!here> <!subteam^S123> look <@U123 & co> <#nope>")).toBe(
+      "&lt;!channel&gt; &lt;!here&gt; &lt;!subteam^S123&gt; look &lt;@U123 &amp; co&gt; &lt;#nope&gt;",
+    );
+  });
+
+  it("keeps the model's well-formed channel links and mentions as links (labels escaped), in prose only", () => {
+    expect(toMrkdwn("see <#C00FAKECHAN2>, <#C0ABC|general & more> and ask <@U0ANA|Ana> or <@W123>")).toBe(
+      "see <#C00FAKECHAN2>, <#C0ABC|general &amp; more> and ask <@U0ANA|Ana> or <@W123>",
+    );
+    expect(toMrkdwn("`<#C00FAKECHAN2>`")).toBe("`&lt;#C00FAKECHAN2&gt;`");
   });
 
   it("splits at line boundaries within the limit, and closes and reopens a code block cut in two", () => {
