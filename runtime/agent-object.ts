@@ -10,7 +10,7 @@ import { ConfigError, secretNamed } from "../lib/config.ts";
 import { Gateway, MountError, type ToolOutput } from "../plugins/index.ts";
 import { ApprovalFlow } from "./approval-flow.ts";
 import { AGENT_HANDLERS, BusyTime, measureHandlers, type TurnBusy } from "./busy-time.ts";
-import type { ChatEvent, ConversationStatus, DeliveryResult, OutboxDelivery, Route, SubmitResult } from "./chat.ts";
+import type { ChatEvent, ConversationStatus, DeliveryResult, OutboxDelivery, ReplyAddress, Route, SubmitResult } from "./chat.ts";
 import { leaseSeconds, modelChoice, retryBaseSeconds } from "./config.ts";
 import { controlPlane } from "./control-plane.ts";
 import { Conversations, type ConversationRow } from "./conversations.ts";
@@ -31,6 +31,7 @@ import { ToolCalls, type ToolReport, type ToolWork } from "./tool-calls.ts";
 import { ToolLists, type MountReport, type MountWork } from "./tool-lists.ts";
 import { transcript, type TranscriptEntry } from "./transcript.ts";
 import { Turns, type PassContext } from "./turns.ts";
+import { Typing } from "./typing.ts";
 import { changeMark, conversationPage, pendingApprovals, type ConversationPage, type ConversationQuery, type PendingApproval } from "./views.ts";
 
 export interface ConversationView {
@@ -65,6 +66,7 @@ export class AgentObject extends DurableObject<Env> {
   private readonly sessions: MountSessions;
   private readonly settings: SettingsCopy;
   private readonly outbox: Outbox;
+  private readonly typing: Typing;
   private readonly turns: Turns;
   private readonly approvals: ApprovalFlow;
   private readonly scheduler: Scheduler;
@@ -92,8 +94,10 @@ export class AgentObject extends DurableObject<Env> {
     this.tools = new ToolCalls(ctx.storage, this.store, this.effects, this.sessions);
     this.toolLists = new ToolLists(this.store, this.effects, this.sessions);
     this.outbox = new Outbox(ctx.storage, id, deps, this.effects);
-    this.turns = new Turns(ctx.storage, this.store, this.jobs, this.tools, this.outbox);
-    this.approvals = new ApprovalFlow(ctx.storage, env, new Holds(this.sql), this.store, this.tools, this.effects, this.sessions, this.turns);
+    const holds = new Holds(this.sql);
+    this.typing = new Typing(this.effects, this.store, holds, deps);
+    this.turns = new Turns(ctx.storage, this.store, this.jobs, this.tools, this.outbox, this.typing);
+    this.approvals = new ApprovalFlow(ctx.storage, env, holds, this.store, this.tools, this.effects, this.sessions, this.turns);
     this.turns.approvals = this.approvals;
     this.tools.hold = (pass, conv, key, call) => this.approvals.hold(pass, conv, key, call);
     this.scheduler = new Scheduler(
@@ -196,6 +200,19 @@ export class AgentObject extends DurableObject<Env> {
   async outboxResult(route: Route, id: number, result: DeliveryResult): Promise<void> {
     this.identity.claim(route);
     this.ctx.storage.transactionSync(() => this.outbox.settle(id, result));
+    await this.scheduler.wake();
+  }
+
+  /** A courier's claim of a typing indicator to show: where, or null once the turn no longer works. */
+  async typingClaim(route: Route, conversation: string): Promise<ReplyAddress | null> {
+    this.identity.claim(route);
+    return this.ctx.storage.transactionSync(() => this.typing.claim(conversation));
+  }
+
+  /** The indicator was shown (or not): the next is scheduled while the turn works. */
+  async typingResult(route: Route, conversation: string): Promise<void> {
+    this.identity.claim(route);
+    this.ctx.storage.transactionSync(() => this.typing.report(conversation));
     await this.scheduler.wake();
   }
 
@@ -375,6 +392,8 @@ export class AgentObject extends DurableObject<Env> {
         return this.approvals.giveUp(route, effect.id);
       case "mount":
         return this.toolLists.giveUp(effect.id);
+      case "typing":
+        return; // nobody waits for it; the next model call shows it again
     }
   }
 

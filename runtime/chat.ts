@@ -100,4 +100,10 @@ export interface ChatOutbound {
   /** A reply split into the messages the platform accepts, in order. */
   split(text: string): string[];
   deliver(env: Env, delivery: OutboxDelivery): Promise<DeliveryResult>;
+  /**
+   * Shows that the agent is at work in the conversation (Discord's typing
+   * indicator), where the platform has such a thing; it fades by itself, and
+   * the runtime renews it while the turn works (runtime/typing.ts).
+   */
+  typing?(env: Env, address: ReplyAddress): Promise<DeliveryResult>;
 }

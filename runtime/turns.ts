@@ -15,6 +15,7 @@ import type { ModelRequest } from "./model-job.ts";
 import type { JobPurpose, JobRow, ModelJobs, Settled } from "./model-jobs.ts";
 import type { Outbox } from "./outbox.ts";
 import { toolCalls, type ToolCalls } from "./tool-calls.ts";
+import type { Typing } from "./typing.ts";
 import { standingNotes, standingState, withStanding } from "./system-prompt.ts";
 import { isMessageRow, modelMessages, shownRows, textOf, type CompactionData, type HandoverData, type LogRow, type UserData } from "./transcript.ts";
 
@@ -44,6 +45,7 @@ export class Turns {
     private readonly jobs: ModelJobs,
     private readonly tools: ToolCalls,
     private readonly outbox: Outbox,
+    private readonly typing: Typing,
   ) {}
 
   // ---- events from people ------------------------------------------------------
@@ -104,6 +106,7 @@ export class Turns {
   end(conv: ConversationRow, outcome: TurnOutcome, error?: string, text?: string): void {
     this.conversations.append(conv.id, conv.turn, "turn_end", { outcome, error });
     this.conversations.finishTurn(conv.id, outcome === "failed" ? "failed" : "idle", error ?? null);
+    this.typing.stop(conv.id);
     switch (outcome) {
       case "done":
         this.post(conv.id, { kind: "reply", text: text?.trim() ? text : "(The model finished without saying anything.)" });
@@ -293,6 +296,7 @@ export class Turns {
     if (largeKey && (!this.conversations.stillRunning(conv) || this.jobs.isOpen(conv.id))) return;
     this.storage.transactionSync(() => {
       this.jobs.create(id, conv.id, conv.turn, purpose, body, largeKey);
+      this.typing.start(conv);
       record?.();
     });
   }

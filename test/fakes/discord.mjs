@@ -3,7 +3,8 @@
 // registration. It rejects
 // what Discord rejects (no/wrong bot token, content over 2,000 characters,
 // expired interaction tokens) and can answer 429 with retry_after. Every call is
-// recorded; the control API is under /_control.
+// recorded; the control API is under /_control. The bot's typing indicator
+// (POST /channels/{id}/typing) is recorded apart: GET /_control/typing?channel=.
 import { listen, readBody, sendJson } from "./http.mjs";
 
 export const DISCORD_BOT_TOKEN = "test-discord-bot-token";
@@ -21,6 +22,7 @@ export async function startDiscord() {
   const originals = new Map(); // interaction token → message id of @original
   const rateLimits = []; // { match, times, retryAfter }
   const expiredTokens = new Set();
+  const typings = []; // { channelId, authorized, at }
   let nextId = 1473200000000000000n;
   const newMessage = (channelId, content) => {
     const message = { id: String(nextId++), channel_id: channelId, content };
@@ -37,6 +39,18 @@ export async function startDiscord() {
       const token = url.searchParams.get("token");
       const kind = url.searchParams.get("kind");
       return sendJson(res, 200, calls.filter((c) => (channel === null || c.channelId === channel) && (token === null || c.token === token) && (kind === null || c.kind === kind)));
+    }
+    if (url.pathname === "/_control/typing" && req.method === "GET") {
+      const channel = url.searchParams.get("channel");
+      return sendJson(res, 200, typings.filter((t) => channel === null || t.channelId === channel));
+    }
+    const typingRoute = /^\/api\/v10\/channels\/(\d+)\/typing$/.exec(url.pathname);
+    if (typingRoute && req.method === "POST") {
+      const authorized = req.headers.authorization === `Bot ${DISCORD_BOT_TOKEN}`;
+      typings.push({ channelId: typingRoute[1], authorized, at: Date.now() });
+      if (!authorized) return sendJson(res, 401, { message: "401: Unauthorized", code: 0 });
+      res.writeHead(204).end();
+      return;
     }
     if (url.pathname === "/_control/rate-limit" && req.method === "POST") {
       const { match, times = 1, retryAfter = 0.5 } = JSON.parse(raw);
@@ -60,8 +74,8 @@ export async function startDiscord() {
     const webhookRoute = /^\/api\/v10\/webhooks\/(\d+)\/([^/]+)(?:\/messages\/([^/]+))?$/.exec(url.pathname);
     if (!channelRoute && !webhookRoute) return sendJson(res, 404, { message: "404: Not Found", code: 0 });
     const call = channelRoute
-      ? { method: req.method, path: url.pathname, kind: "channel", channelId: channelRoute[1], messageId: channelRoute[2] }
-      : { method: req.method, path: url.pathname, kind: "webhook", token: webhookRoute[2], messageId: webhookRoute[3] };
+      ? { method: req.method, path: url.pathname, kind: "channel", channelId: channelRoute[1], messageId: channelRoute[2], at: Date.now() }
+      : { method: req.method, path: url.pathname, kind: "webhook", token: webhookRoute[2], messageId: webhookRoute[3], at: Date.now() };
     call.body = raw ? JSON.parse(raw) : null;
     calls.push(call);
     const answer = (status, body, headers) => {
