@@ -5,7 +5,7 @@
 // approvals glue, the outbox and the scheduler. `submit` is a durable write
 // that returns at once and arms an alarm for "now"; the alarm runs one pass.
 import { DurableObject } from "cloudflare:workers";
-import { cardFor, Holds, type Card } from "../approvals/index.ts";
+import { cardFor, Holds, type Card, type Person } from "../approvals/index.ts";
 import { ConfigError, secretNamed } from "../lib/config.ts";
 import { Gateway, MountError, type ToolOutput } from "../plugins/index.ts";
 import { ApprovalFlow } from "./approval-flow.ts";
@@ -270,10 +270,10 @@ export class AgentObject extends DurableObject<Env> {
     return conversationPage(this.sql, query);
   }
 
-  /** Holds waiting for a decision, oldest first. */
-  async pendingHolds(route: Route): Promise<PendingApproval[]> {
+  /** Holds waiting for a decision, oldest first; with `decider`, only those that person may decide. */
+  async pendingHolds(route: Route, decider?: Person): Promise<PendingApproval[]> {
     if (!this.identity.owns(route)) return [];
-    return pendingApprovals(this.sql, route);
+    return pendingApprovals(this.sql, route, decider && ((hold) => this.approvals.mayDecide(route, hold, decider)));
   }
 
   /** Changes whenever what a watcher of the conversation (or, without one, the agent) sees changes. */

@@ -8,6 +8,7 @@ import { HttpError, isHttpsOrLoopback } from "../../lib/http.ts";
 import { agentStub, submitEvent, type ChatUser, type ReplyAddress, type Route } from "../../runtime/index.ts";
 import { conversationId } from "../shared/ids.ts";
 import { routeFor } from "./config.ts";
+import { publishHome } from "./home.ts";
 import { withNames } from "./names.ts";
 import { parseStopValue, STOP_ACTION } from "./status.ts";
 
@@ -89,12 +90,15 @@ const messageSchema = z.object({
   files: z.array(z.looseObject({ name: z.string().nullish() })).nullish(),
 });
 
-export async function handleEvent(env: Env, body: unknown): Promise<SlackAnswer> {
+const homeOpenedSchema = z.object({ type: z.literal("app_home_opened"), user: userId, tab: z.string().nullish() });
+
+export async function handleEvent(env: Env, body: unknown, defer: Defer): Promise<SlackAnswer> {
   const parsed = envelopeSchema.safeParse(body);
   if (!parsed.success) throw invalid("Events API envelope", parsed.error);
   const envelope = parsed.data;
   if (envelope.type === "url_verification") return { challenge: envelope.challenge };
   if (envelope.type !== "event_callback") return { ok: true };
+  if (envelope.event.type === "app_home_opened") return homeOpened(env, envelope, defer);
   if (envelope.event.type !== "message" && envelope.event.type !== "app_mention") return { ok: true };
 
   const message = messageSchema.safeParse(envelope.event);
@@ -121,6 +125,17 @@ export async function handleEvent(env: Env, body: unknown): Promise<SlackAnswer>
     replyTo,
     text,
   });
+  return { ok: true };
+}
+
+/** The Home tab opened (not the Messages tab): it is published for that person, after the answer. */
+function homeOpened(env: Env, envelope: Extract<z.infer<typeof envelopeSchema>, { type: "event_callback" }>, defer: Defer): SlackAnswer {
+  const opened = homeOpenedSchema.safeParse(envelope.event);
+  if (!opened.success) throw invalid("app_home_opened event", opened.error);
+  if (opened.data.tab !== "home") return { ok: true };
+  const auth = envelope.authorizations?.[0];
+  const tenant = tenantOf(auth?.team_id ?? envelope.team_id ?? envelope.context_team_id, auth?.enterprise_id ?? envelope.enterprise_id, auth?.is_enterprise_install === true);
+  defer(publishHome(env, tenant, opened.data.user));
   return { ok: true };
 }
 

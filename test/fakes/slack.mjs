@@ -1,6 +1,7 @@
 // A fake Slack Web API on loopback: chat.postMessage, chat.update, auth.test,
-// oauth.v2.access, plus response_url targets. It checks bearer tokens and
-// Slack's text limit like Slack does, and records every call. Control API:
+// oauth.v2.access, conversations.info, users.info, views.publish, plus
+// response_url targets. It checks bearer tokens and Slack's text limit like
+// Slack does, and records every call. Control API:
 //   GET  /_control/calls?channel=&method=   recorded calls, in order
 //   POST /_control/rate-limit              {method, channel, textIncludes?, times, retryAfter}: answer 429 that many times
 //   PUT  /_control/oauth/<code>             {team, teamName?, enterprise?, enterpriseName?, token, botUserId}: an OAuth code oauth.v2.access will accept
@@ -99,6 +100,10 @@ export async function startSlack({ gates } = {}) {
     if (!token || !tokens.has(token)) return sendJson(res, 200, { ok: false, error: "invalid_auth" });
     call.authorized = true;
     if (method === "auth.test") return sendJson(res, 200, { ok: true, user_id: "UFAKEBOT" });
+    if (method === "views.publish") {
+      const valid = typeof body.user_id === "string" && body.view?.type === "home" && Array.isArray(body.view.blocks) && body.view.blocks.length <= 100;
+      return sendJson(res, 200, valid ? { ok: true, view: { id: `VHOME${++seq}`, type: "home" } } : { ok: false, error: "invalid_arguments" });
+    }
     // Read methods take form arguments; Slack does not read a JSON body for them.
     if ((method === "conversations.info" || method === "users.info") && type === "application/json") return sendJson(res, 200, { ok: false, error: "invalid_arguments" });
     if (method === "conversations.info") {
