@@ -303,9 +303,9 @@ export class AgentObject extends DurableObject<Env> {
     if (event.kind === "decision") {
       return { accepted: true, conversation: event.conversation, status: statusNow(), ...this.approvals.decide(route, event) };
     }
-    // Only a person's message starts a conversation: a command or a stop in an empty
-    // channel creates nothing (and so makes nobody its starter).
-    const starts = event.kind === "message" || event.kind === "steer";
+    // Only a person's message (or what they look at) starts a conversation: a command or
+    // a stop in an empty channel creates nothing (and so makes nobody its starter).
+    const starts = event.kind === "message" || event.kind === "steer" || event.kind === "note";
     const conv = existing ?? (starts ? this.store.create(event.conversation, event.user, Date.now()) : undefined);
     if (!conv) {
       const stopping = event.kind === "interrupt" || (event.kind === "command" && event.command === "stop");
@@ -314,11 +314,15 @@ export class AgentObject extends DurableObject<Env> {
     }
     if (event.replyTo) this.store.setReplyTo(conv.id, event.replyTo);
 
+    const first = event.kind === "message" && conv.turn === 0;
     let notice: string | undefined;
     switch (event.kind) {
       case "message":
       case "steer":
         this.turns.message(conv, event.text, event.user);
+        break;
+      case "note":
+        this.turns.note(conv, event.text);
         break;
       case "interrupt":
         notice = this.turns.interrupt(conv.id);
@@ -327,7 +331,7 @@ export class AgentObject extends DurableObject<Env> {
         notice = this.command(conv.id, event.command);
         break;
     }
-    return { accepted: true, conversation: conv.id, status: statusNow(), notice };
+    return { accepted: true, conversation: conv.id, status: statusNow(), notice, ...(first ? { first } : {}) };
   }
 
   private command(conversation: string, command: "stop" | "compact" | "status"): string {

@@ -40,6 +40,8 @@ export type ChatEvent =
   /** A new turn, or a steer when the conversation's turn is running. */
   | (ChatEventBase & { kind: "message"; text: string })
   | (ChatEventBase & { kind: "steer"; text: string })
+  /** Context the model sees at its next step (what the person is looking at); it starts no turn. */
+  | (ChatEventBase & { kind: "note"; text: string })
   | (ChatEventBase & { kind: "interrupt" })
   | (ChatEventBase & { kind: "command"; command: ChatCommand })
   /**
@@ -56,6 +58,8 @@ export interface SubmitResult {
   accepted: boolean;
   conversation: string;
   status: ConversationStatus;
+  /** True for the message that starts the conversation's first turn (a bridge may title the thread after it). */
+  first?: boolean;
   /** A sentence for the person, for commands answered at once (status, stop…). */
   notice?: string;
   /** For a decision: the card as it now stands, for platforms that answer a click by updating it. */

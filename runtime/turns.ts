@@ -62,6 +62,12 @@ export class Turns {
     else this.start(conv, { type: "user", data }, by);
   }
 
+  /** Context for the model's next step; an idle conversation stays idle (its next turn takes it). */
+  note(conv: ConversationRow, text: string): void {
+    this.conversations.queue(conv.id, { type: "marker", data: { text } });
+    if (conv.status === "running") this.conversations.markForPass(conv.id);
+  }
+
   /** The agent is told at its next step; an idle agent is woken to carry on. */
   notify(conversation: string, text: string): void {
     const conv = this.conversations.get(conversation)!;

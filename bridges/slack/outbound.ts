@@ -6,6 +6,7 @@
 import type { KnownBlock } from "@slack/types";
 import type { ChatOutbound, DeliveryResult, OutboxDelivery } from "../../runtime/index.ts";
 import { clip } from "../shared/text.ts";
+import { isAssistantThread, setStatus } from "./assistant.ts";
 import { cardBlocks, cardFallback } from "./card.ts";
 import { botTokenFor } from "./installations.ts";
 import { SLACK_TEXT_LIMIT, splitForSlack, toMrkdwn } from "./mrkdwn.ts";
@@ -35,6 +36,11 @@ async function deliver(env: Env, delivery: OutboxDelivery): Promise<DeliveryResu
       return posted.ok ? { ok: true, ref: String(posted.data.ts) } : posted;
     }
     case "status": {
+      // An assistant thread shows the working state under its input instead (cleared once the turn ends).
+      if (thread_ts !== undefined && isAssistantThread(delivery.address.target)) {
+        const set = await setStatus(env, token, channel, thread_ts, message.state === "working" ? "is thinking…" : "");
+        return set.ok ? { ok: true } : set;
+      }
       const text = clip(toMrkdwn(message.text), STATUS_LIMIT);
       const blocks = statusBlocks(message.state, text, stopValue(delivery.route, delivery.conversation));
       return postOrUpdate(env, token, delivery.ref, { ...thread, text: statusText(message.state, text), blocks });

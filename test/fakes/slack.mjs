@@ -100,6 +100,13 @@ export async function startSlack({ gates } = {}) {
     if (!token || !tokens.has(token)) return sendJson(res, 200, { ok: false, error: "invalid_auth" });
     call.authorized = true;
     if (method === "auth.test") return sendJson(res, 200, { ok: true, user_id: "UFAKEBOT" });
+    if (method.startsWith("assistant.threads.")) {
+      // Assistant threads live in the app's DM; prompts are at most 4 {title, message}.
+      const where = typeof body.channel_id === "string" && body.channel_id.startsWith("D") && typeof body.thread_ts === "string";
+      const prompts = method !== "assistant.threads.setSuggestedPrompts" || (Array.isArray(body.prompts) && body.prompts.length <= 4 && body.prompts.every((p) => p.title && p.message));
+      const known = ["assistant.threads.setStatus", "assistant.threads.setTitle", "assistant.threads.setSuggestedPrompts"].includes(method);
+      return sendJson(res, 200, !known ? { ok: false, error: "unknown_method" } : where && prompts ? { ok: true } : { ok: false, error: "invalid_arguments" });
+    }
     if (method === "views.publish") {
       const valid = typeof body.user_id === "string" && body.view?.type === "home" && Array.isArray(body.view.blocks) && body.view.blocks.length <= 100;
       return sendJson(res, 200, valid ? { ok: true, view: { id: `VHOME${++seq}`, type: "home" } } : { ok: false, error: "invalid_arguments" });
