@@ -12,6 +12,8 @@ import { Outbox } from "../runtime/outbox.ts";
 import { Scheduler } from "../runtime/scheduler.ts";
 import { migrate } from "../runtime/schema.ts";
 import { NO_SETTINGS, SettingsCopy } from "../runtime/settings.ts";
+import { Typing, TYPING_REFRESH_MS } from "../runtime/typing.ts";
+import { Holds } from "../approvals/index.ts";
 import { agent } from "./agents.ts";
 import { unique } from "./support.ts";
 
@@ -145,6 +147,49 @@ describe("ModelJobs", () => {
       jobs.discardOpen("c1");
       expect(jobs.get(id)!.status).toBe("discarded");
       expect(effects.get("model", id)).toBeUndefined();
+    }));
+});
+
+describe("Typing", () => {
+  const silent: ChatOutbound = { platform: "slack", split: (text) => [text], deliver: async () => ({ ok: true }) };
+  const typingToo: ChatOutbound = { platform: "discord", split: (text) => [text], deliver: async () => ({ ok: true }), typing: async () => ({ ok: true }) };
+  const deps: RuntimeDeps = { outbounds: [silent, typingToo], plugins: [] };
+  const here = { platform: "discord" as const, target: { channelId: "1" } };
+
+  it("renews while the turn works and waits for nobody, ends with the turn, and is never made for a platform without it", () =>
+    inObject((storage) => {
+      const effects = new Effects(storage.sql, 30_000);
+      const conversations = new Conversations(storage.sql);
+      const holds = new Holds(storage.sql);
+      const typing = new Typing(effects, conversations, holds, deps);
+      const running = (id: string, address: typeof here | { platform: "slack"; target: { channel: string } }) => {
+        conversations.setReplyTo(conversations.create(id, USER, Date.now()).id, address);
+        conversations.beginTurn(conversations.get(id)!, { by: USER });
+        typing.start(conversations.get(id)!);
+      };
+
+      running("quiet", { platform: "slack", target: { channel: "C1" } });
+      expect(effects.get("typing", "quiet")).toBeUndefined();
+
+      running("c", here);
+      expect(typing.claim("c")).toEqual(here);
+      typing.report("c");
+      const next = effects.get("typing", "c")!;
+      expect(next.state).toBe("waiting");
+      expect(next.due_at).toBeGreaterThan(Date.now() + TYPING_REFRESH_MS - 1_000);
+
+      // Waiting for a person: not renewed; the next model call shows it again.
+      expect(typing.claim("c")).toEqual(here);
+      const hold = holds.create({ conversation: "c", callKey: "k", tool: "t", args: {}, requestedBy: "u", requester: null, ttlMs: 60_000 });
+      typing.report("c");
+      expect(effects.get("typing", "c")).toBeUndefined();
+      storage.sql.exec("UPDATE holds SET status = 'approved' WHERE id = ?", hold.id);
+      typing.start(conversations.get("c")!);
+
+      // The turn ends with a renewal on its way: its claim finds nothing to do.
+      conversations.finishTurn("c", "idle", null);
+      expect(typing.claim("c")).toBeNull();
+      expect(effects.get("typing", "c")).toBeUndefined();
     }));
 });
 
