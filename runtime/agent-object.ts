@@ -1,7 +1,8 @@
 // AgentObject: one Durable Object per (tenant, agent), with its own SQLite.
 //
 // It keeps the RPC surface and wires the parts together: the conversation
-// store, the turn state machine, model jobs, the tool-call journal, the
+// store, inbound (the durable write of what people send), the turn state
+// machine, model jobs, the tool-call journal, the
 // approvals glue, the outbox and the scheduler. `submit` is a durable write
 // that returns at once and arms an alarm for "now"; the alarm runs one pass.
 import { DurableObject } from "cloudflare:workers";
@@ -13,9 +14,10 @@ import { AGENT_HANDLERS, BusyTime, measureHandlers, type TurnBusy } from "./busy
 import type { ChatEvent, ConversationStatus, DeliveryResult, OutboxDelivery, ReplyAddress, Route, SubmitResult } from "./chat.ts";
 import { leaseSeconds, modelChoice, retryBaseSeconds } from "./config.ts";
 import { controlPlane } from "./control-plane.ts";
-import { Conversations, type ConversationRow } from "./conversations.ts";
+import { Conversations } from "./conversations.ts";
 import type { RuntimeDeps } from "./deps.ts";
 import { Identity } from "./identity.ts";
+import { Inbound } from "./inbound.ts";
 import { Effects, type EffectRow } from "./effects.ts";
 import type { ModelClaim } from "./model-job.ts";
 import type { ProviderCall } from "./models/index.ts";
@@ -72,6 +74,7 @@ export class AgentObject extends DurableObject<Env> {
   private readonly scheduler: Scheduler;
   private readonly identity: Identity;
   private readonly scripts: ScriptCalls;
+  private readonly inbound: Inbound;
   private lastSweep = 0;
   /** Measures every handler (measureHandlers below). */
   readonly busyTime: BusyTime;
@@ -106,6 +109,9 @@ export class AgentObject extends DurableObject<Env> {
       () => [this.store.anyMarked() || this.approvals.hasWork() ? Date.now() : null, this.effects.nextDue()],
     );
     this.scripts = new ScriptCalls(ctx.storage, this.store, this.tools, this.approvals.holds, this.sessions, () => this.scheduler.wake());
+    this.inbound = new Inbound(this.store, this.turns, this.jobs, this.approvals, (conv, status) =>
+      statusText(this.sql, { conv, status, openJobs: this.jobs.openCount(), pendingHolds: this.approvals.holds.pending().length, gateway: () => this.gateway() }),
+    );
   }
 
   // ---- RPC surface -------------------------------------------------------
@@ -117,7 +123,7 @@ export class AgentObject extends DurableObject<Env> {
     // Its first event lists the agent in the directory and gives it its copy of the
     // settings: the one call to the control plane in the object's life.
     if (this.settings.get() === null) this.settings.apply(await controlPlane(this.env).register({ ...route, platform: event.user.platform }));
-    const result = this.ctx.storage.transactionSync(() => this.accept(route, event));
+    const result = this.ctx.storage.transactionSync(() => this.inbound.accept(route, event));
     if (result.accepted) await this.scheduler.wake();
     return result;
   }
@@ -129,7 +135,7 @@ export class AgentObject extends DurableObject<Env> {
     const busyByTurn = this.busyTime.ofConversation(id);
     return {
       id,
-      status: this.statusOf(conv),
+      status: this.inbound.statusOf(conv),
       turn: conv.turn,
       error: conv.error,
       usage: { inputTokens: conv.input_tokens, outputTokens: conv.output_tokens, cost: conv.cost },
@@ -143,7 +149,7 @@ export class AgentObject extends DurableObject<Env> {
   /** Conversations whose id starts with `prefix` (a bridge finds a channel's threads this way). */
   async conversations(route: Route, prefix = ""): Promise<{ id: string; status: ConversationStatus; updatedAt: number }[]> {
     if (!this.identity.owns(route)) return [];
-    return this.store.list(prefix, 100).map((conv) => ({ id: conv.id, status: this.statusOf(conv), updatedAt: conv.updated_at }));
+    return this.store.list(prefix, 100).map((conv) => ({ id: conv.id, status: this.inbound.statusOf(conv), updatedAt: conv.updated_at }));
   }
 
   // Couriers claim effects (which starts their lease) and report back; a claim
@@ -286,73 +292,6 @@ export class AgentObject extends DurableObject<Env> {
   async applySettings(route: Route, settings: SettingsText): Promise<void> {
     this.identity.claim(route);
     this.settings.apply(settings);
-  }
-
-  // ---- accept: the durable write -------------------------------------------
-
-  private accept(route: Route, event: ChatEvent): SubmitResult {
-    const existing = this.store.get(event.conversation);
-    if (!this.store.recordInbound(event.id, event.conversation, event.kind)) {
-      return { accepted: false, conversation: event.conversation, status: existing ? this.statusOf(existing) : "idle" };
-    }
-    const statusNow = () => {
-      const conv = this.store.get(event.conversation);
-      return conv ? this.statusOf(conv) : "idle";
-    };
-    // A decision is about a hold, wherever it was clicked.
-    if (event.kind === "decision") {
-      return { accepted: true, conversation: event.conversation, status: statusNow(), ...this.approvals.decide(route, event) };
-    }
-    // Only a person's message (or what they look at) starts a conversation: a command or
-    // a stop in an empty channel creates nothing (and so makes nobody its starter).
-    const starts = event.kind === "message" || event.kind === "steer" || event.kind === "note";
-    const conv = existing ?? (starts ? this.store.create(event.conversation, event.user, Date.now()) : undefined);
-    if (!conv) {
-      const stopping = event.kind === "interrupt" || (event.kind === "command" && event.command === "stop");
-      const notice = stopping ? "Nothing is running in this conversation." : "There is no conversation here yet.";
-      return { accepted: true, conversation: event.conversation, status: "idle", notice };
-    }
-    if (event.replyTo) this.store.setReplyTo(conv.id, event.replyTo);
-
-    const first = event.kind === "message" && conv.turn === 0;
-    let notice: string | undefined;
-    switch (event.kind) {
-      case "message":
-      case "steer":
-        this.turns.message(conv, event.text, event.user);
-        break;
-      case "note":
-        this.turns.note(conv, event.text);
-        break;
-      case "interrupt":
-        notice = this.turns.interrupt(conv.id);
-        break;
-      case "command":
-        notice = this.command(conv.id, event.command);
-        break;
-    }
-    return { accepted: true, conversation: conv.id, status: statusNow(), notice, ...(first ? { first } : {}) };
-  }
-
-  private command(conversation: string, command: "stop" | "compact" | "status"): string {
-    switch (command) {
-      case "stop":
-        return this.turns.interrupt(conversation);
-      case "status":
-        return this.describe(this.store.get(conversation)!);
-      case "compact":
-        return this.turns.compact(conversation);
-    }
-  }
-
-  private describe(conv: ConversationRow): string {
-    const facts = { conv, status: this.statusOf(conv), openJobs: this.jobs.openCount(), pendingHolds: this.approvals.holds.pending().length };
-    return statusText(this.sql, { ...facts, gateway: () => this.gateway() });
-  }
-
-  private statusOf(conv: ConversationRow): ConversationStatus {
-    if (conv.status !== "running") return conv.status;
-    return this.jobs.isOpen(conv.id) ? "waiting_model" : "running";
   }
 
   // ---- the pass ------------------------------------------------------------------

@@ -7,9 +7,13 @@ import type { ChatOutbound, OutboundMessage } from "../runtime/chat.ts";
 import { Conversations } from "../runtime/conversations.ts";
 import type { RuntimeDeps } from "../runtime/deps.ts";
 import { Effects, MAX_LEASES, type EffectMessage } from "../runtime/effects.ts";
+import { Inbound } from "../runtime/inbound.ts";
+import { MountSessions } from "../runtime/mount-sessions.ts";
 import { ModelJobs } from "../runtime/model-jobs.ts";
 import { Outbox } from "../runtime/outbox.ts";
 import { Scheduler } from "../runtime/scheduler.ts";
+import { ToolCalls } from "../runtime/tool-calls.ts";
+import { Turns } from "../runtime/turns.ts";
 import { migrate } from "../runtime/schema.ts";
 import { NO_SETTINGS, SettingsCopy } from "../runtime/settings.ts";
 import { Typing, TYPING_REFRESH_MS } from "../runtime/typing.ts";
@@ -246,6 +250,46 @@ describe("Outbox", () => {
       outbox.settle(first, { ok: false, error: "channel_not_found", permanent: true });
       expect(storage.sql.exec("SELECT status FROM outbox WHERE id = ?", first).one().status).toBe("failed");
       expect(head()).not.toBe(first);
+    }));
+});
+
+describe("Inbound", () => {
+  /** The parts accept touches, wired as the object wires them; decisions are not exercised here (approvals.test.ts). */
+  function inbound(storage: DurableObjectStorage) {
+    const store = new Conversations(storage.sql);
+    const effects = new Effects(storage.sql, 30_000);
+    const jobs = new ModelJobs(storage, "obj", undefined as unknown as R2Bucket, effects);
+    const outbox = new Outbox(storage, "obj", { outbounds: [], plugins: [] }, effects);
+    const typing = new Typing(effects, store, new Holds(storage.sql), { outbounds: [], plugins: [] });
+    const turns = new Turns(storage, store, jobs, new ToolCalls(storage, store, effects, new MountSessions(storage.sql)), outbox, typing);
+    return { store, accept: new Inbound(store, turns, jobs, undefined as never, (_conv, status) => `status: ${status}`) };
+  }
+  const event = (id: string, fields: object) => ({ id, conversation: "c1", user: USER, ...fields }) as Parameters<Inbound["accept"]>[1];
+
+  it("a platform's retry of an event is one event; only a message starts a conversation", () =>
+    inObject((storage) => {
+      const { store, accept } = inbound(storage);
+      expect(accept.accept(route, event("e0", { kind: "interrupt" }))).toMatchObject({ accepted: true, notice: "Nothing is running in this conversation." });
+      expect(store.get("c1")).toBeUndefined();
+      const logRows = () => storage.sql.exec("SELECT COUNT(*) AS n FROM log WHERE conversation = 'c1'").one().n;
+      expect(accept.accept(route, event("e1", { kind: "message", text: "hi" }))).toMatchObject({ accepted: true, status: "running" });
+      const afterFirst = logRows();
+      expect(afterFirst).toBeGreaterThan(0);
+      expect(accept.accept(route, event("e1", { kind: "message", text: "hi" }))).toMatchObject({ accepted: false });
+      expect(logRows()).toBe(afterFirst);
+      expect(accept.accept(route, event("e2", { kind: "command", command: "status" }))).toMatchObject({ notice: "status: running" });
+    }));
+
+  it("a note (what the person looks at) makes the conversation but starts no turn; the model reads it with the first message, which is told first", () =>
+    inObject((storage) => {
+      const { store, accept } = inbound(storage);
+      expect(accept.accept(route, event("n1", { kind: "note", text: "looking at #launch" }))).toMatchObject({ accepted: true, status: "idle" });
+      expect(store.get("c1")).toMatchObject({ status: "idle", turn: 0 });
+      expect(store.drain("c1")).toEqual([{ type: "marker", data: { text: "looking at #launch" } }]);
+      expect(accept.accept(route, event("n2", { kind: "note", text: "looking at #design" }))).toMatchObject({ status: "idle" });
+      expect(accept.accept(route, event("m1", { kind: "message", text: "hi" }))).toMatchObject({ status: "running", first: true });
+      expect(store.drain("c1")).toEqual([{ type: "marker", data: { text: "looking at #design" } }]);
+      expect(accept.accept(route, event("m2", { kind: "message", text: "and?" })).first).toBeUndefined();
     }));
 });
 
