@@ -7,8 +7,8 @@ import { parseDecisionValue } from "../../approvals/index.ts";
 import { HttpError, isHttpsOrLoopback } from "../../lib/http.ts";
 import { agentStub, submitEvent, type ChatUser, type ReplyAddress, type Route } from "../../runtime/index.ts";
 import { conversationId } from "../shared/ids.ts";
-import { routeFor } from "./config.ts";
 import { assistantEnabled, isAssistantThread, setSuggestedPrompts, setTitle } from "./assistant.ts";
+import { routeFor } from "./config.ts";
 import { publishHome } from "./home.ts";
 import { withNames } from "./names.ts";
 import { parseStopValue, STOP_ACTION } from "./status.ts";
@@ -149,7 +149,7 @@ const assistantThreadSchema = z.object({
     thread_ts: messageTs,
     context: z.looseObject({ channel_id: z.string().nullish() }).nullish(),
   }),
-  event_ts: z.string(),
+  event_ts: messageTs,
 });
 
 /**
