@@ -51,6 +51,8 @@ export type ChatEvent =
   /** A new turn, or a steer when the conversation's turn is running. */
   | (ChatEventBase & { kind: "message"; text: string; attachments?: Attachment[] })
   | (ChatEventBase & { kind: "steer"; text: string; attachments?: Attachment[] })
+  /** Context the model sees at its next step (what the person is looking at); it starts no turn. */
+  | (ChatEventBase & { kind: "note"; text: string })
   | (ChatEventBase & { kind: "interrupt" })
   | (ChatEventBase & { kind: "command"; command: ChatCommand })
   /**
@@ -67,6 +69,8 @@ export interface SubmitResult {
   accepted: boolean;
   conversation: string;
   status: ConversationStatus;
+  /** True for the message that starts the conversation's first turn (a bridge may title the thread after it). */
+  first?: boolean;
   /** A sentence for the person, for commands answered at once (status, stop…). */
   notice?: string;
   /** For a decision: the card as it now stands, for platforms that answer a click by updating it. */
@@ -120,4 +124,10 @@ export interface ChatOutbound {
   /** A reply split into the messages the platform accepts, in order. */
   split(text: string): string[];
   deliver(env: Env, delivery: OutboxDelivery): Promise<DeliveryResult>;
+  /**
+   * Shows that the agent is at work in the conversation (Discord's typing
+   * indicator), where the platform has such a thing; it fades by itself, and
+   * the runtime renews it while the turn works (runtime/typing.ts).
+   */
+  typing?(env: Env, address: ReplyAddress): Promise<DeliveryResult>;
 }

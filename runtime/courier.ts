@@ -105,6 +105,17 @@ export class Courier extends DurableObject<Env> {
         const result = await this.deliver(delivery);
         return this.report(effect, (stub) => stub.outboxResult(effect, Number(effect.id), result));
       }
+      case "typing": {
+        const address = await agent.typingClaim(effect, effect.id);
+        if (!address) return;
+        const typing = outboundFor(this.deps, address.platform)?.typing;
+        const result: DeliveryResult = typing
+          ? await withTimeout(typing(this.env, address), sendTimeoutMs(this.env)).catch((err) => ({ ok: false as const, error: errorText(err) }))
+          : { ok: false, error: `no typing indicator for platform ${address.platform}` };
+        // A lost indicator is not worth a retry: the next one is due in seconds.
+        if (!result.ok) console.warn(`typing in ${address.platform} failed: ${result.error}`);
+        return this.report(effect, (stub) => stub.typingResult(effect, effect.id));
+      }
       case "tool":
       case "hold": {
         const work = await agent.toolClaim(effect, effect.kind, effect.id);
@@ -205,7 +216,7 @@ export function courierStub(env: Env, effect: EffectMessage): DurableObjectStub<
 const effectMessage = z.object({
   tenant: z.string(),
   agent: z.string(),
-  kind: z.enum(["model", "send", "tool", "hold", "mount"]),
+  kind: z.enum(["model", "send", "tool", "hold", "mount", "typing"]),
   id: z.string(),
   lane: z.string(),
 });

@@ -1,6 +1,6 @@
 // Effects: everything the object needs done off the object (a model call, a
 // chat send, a remote tool call, an approved hold performed, a mount's tool
-// list fetched) is a row here,
+// list fetched, the typing indicator renewed) is a row here,
 // next to the domain row it belongs to. The pass sends due rows to the effect
 // queue in one batch; a courier claims one (the lease then runs while it
 // works) and reports back. A lease that runs out sends the effect again with
@@ -8,7 +8,7 @@
 // with a sentence the person sees. Idle means no row, so no alarm.
 import type { Route } from "./chat.ts";
 
-export type EffectKind = "model" | "send" | "tool" | "hold" | "mount";
+export type EffectKind = "model" | "send" | "tool" | "hold" | "mount" | "typing";
 
 /** The queue message: ids only; the courier reads the work from the object when it claims it. */
 export interface EffectMessage extends Route {
@@ -50,6 +50,7 @@ const RUN_LEASE_MS: Record<EffectKind, number> = {
   hold: 90_000,
   // Connecting and listing, each within the mcp plugin's 60 s ceiling.
   mount: 150_000,
+  typing: 30_000,
 };
 
 export type EffectRow = {
@@ -161,10 +162,12 @@ export class Effects {
 
 /**
  * Tool calls and held calls of one conversation share a lane, so they happen
- * in the order the model asked. A mount's tool list belongs to no conversation:
- * its lane is the mount's.
+ * in the order the model asked; so do its chat sends and typing indicators, so
+ * typing never shows after the reply. A mount's tool list belongs to no
+ * conversation: its lane is the mount's.
  */
 function laneOf(row: EffectRow): string {
   if (row.kind === "mount") return `mount:${row.id}`;
+  if (row.kind === "typing") return `send:${row.conversation}`;
   return `${row.kind === "hold" ? "tool" : row.kind}:${row.conversation}`;
 }

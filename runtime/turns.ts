@@ -25,6 +25,7 @@ import type { ModelRequest } from "./model-job.ts";
 import type { JobPurpose, JobRow, ModelJobs, Settled } from "./model-jobs.ts";
 import type { Outbox } from "./outbox.ts";
 import { toolCalls, type ToolCalls } from "./tool-calls.ts";
+import type { Typing } from "./typing.ts";
 import { standingNotes, standingState, withStanding } from "./system-prompt.ts";
 import { isMessageRow, modelMessages, shownRows, textOf, type CompactionData, type HandoverData, type LogRow, type UserData } from "./transcript.ts";
 
@@ -54,6 +55,7 @@ export class Turns {
     private readonly jobs: ModelJobs,
     private readonly tools: ToolCalls,
     private readonly outbox: Outbox,
+    private readonly typing: Typing,
   ) {}
 
   // ---- events from people ------------------------------------------------------
@@ -68,6 +70,12 @@ export class Turns {
       this.conversations.markForPass(conv.id);
     }
     else this.start(conv, { type: "user", data }, by);
+  }
+
+  /** Context for the model's next step; an idle conversation stays idle (its next turn takes it). */
+  note(conv: ConversationRow, text: string): void {
+    this.conversations.queue(conv.id, { type: "marker", data: { text } });
+    if (conv.status === "running") this.conversations.markForPass(conv.id);
   }
 
   /** The agent is told at its next step; an idle agent is woken to carry on. */
@@ -114,6 +122,7 @@ export class Turns {
   end(conv: ConversationRow, outcome: TurnOutcome, error?: string, text?: string): void {
     this.conversations.append(conv.id, conv.turn, "turn_end", { outcome, error });
     this.conversations.finishTurn(conv.id, outcome === "failed" ? "failed" : "idle", error ?? null);
+    this.typing.stop(conv.id);
     switch (outcome) {
       case "done":
         this.post(conv.id, { kind: "reply", text: text?.trim() ? text : "(The model finished without saying anything.)" });
@@ -305,6 +314,7 @@ export class Turns {
     if (largeKey && (!this.conversations.stillRunning(conv) || this.jobs.isOpen(conv.id))) return;
     this.storage.transactionSync(() => {
       this.jobs.create(id, conv.id, conv.turn, purpose, body, largeKey);
+      this.typing.start(conv);
       record?.();
     });
   }

@@ -18,6 +18,8 @@ import { ToolCalls } from "../runtime/tool-calls.ts";
 import { Turns } from "../runtime/turns.ts";
 import { migrate } from "../runtime/schema.ts";
 import { NO_SETTINGS, SettingsCopy } from "../runtime/settings.ts";
+import { Typing, TYPING_REFRESH_MS } from "../runtime/typing.ts";
+import { Holds } from "../approvals/index.ts";
 import { agent } from "./agents.ts";
 import { unique } from "./support.ts";
 
@@ -154,6 +156,49 @@ describe("ModelJobs", () => {
     }));
 });
 
+describe("Typing", () => {
+  const silent: ChatOutbound = { platform: "slack", split: (text) => [text], deliver: async () => ({ ok: true }) };
+  const typingToo: ChatOutbound = { platform: "discord", split: (text) => [text], deliver: async () => ({ ok: true }), typing: async () => ({ ok: true }) };
+  const deps: RuntimeDeps = { outbounds: [silent, typingToo], plugins: [] };
+  const here = { platform: "discord" as const, target: { channelId: "1" } };
+
+  it("renews while the turn works and waits for nobody, ends with the turn, and is never made for a platform without it", () =>
+    inObject((storage) => {
+      const effects = new Effects(storage.sql, 30_000);
+      const conversations = new Conversations(storage.sql);
+      const holds = new Holds(storage.sql);
+      const typing = new Typing(effects, conversations, holds, deps);
+      const running = (id: string, address: typeof here | { platform: "slack"; target: { channel: string } }) => {
+        conversations.setReplyTo(conversations.create(id, USER, Date.now()).id, address);
+        conversations.beginTurn(conversations.get(id)!, { by: USER });
+        typing.start(conversations.get(id)!);
+      };
+
+      running("quiet", { platform: "slack", target: { channel: "C1" } });
+      expect(effects.get("typing", "quiet")).toBeUndefined();
+
+      running("c", here);
+      expect(typing.claim("c")).toEqual(here);
+      typing.report("c");
+      const next = effects.get("typing", "c")!;
+      expect(next.state).toBe("waiting");
+      expect(next.due_at).toBeGreaterThan(Date.now() + TYPING_REFRESH_MS - 1_000);
+
+      // Waiting for a person: not renewed; the next model call shows it again.
+      expect(typing.claim("c")).toEqual(here);
+      const hold = holds.create({ conversation: "c", callKey: "k", tool: "t", args: {}, requestedBy: "u", requester: null, ttlMs: 60_000 });
+      typing.report("c");
+      expect(effects.get("typing", "c")).toBeUndefined();
+      storage.sql.exec("UPDATE holds SET status = 'approved' WHERE id = ?", hold.id);
+      typing.start(conversations.get("c")!);
+
+      // The turn ends with a renewal on its way: its claim finds nothing to do.
+      conversations.finishTurn("c", "idle", null);
+      expect(typing.claim("c")).toBeNull();
+      expect(effects.get("typing", "c")).toBeUndefined();
+    }));
+});
+
 describe("Outbox", () => {
   const address = { platform: "slack" as const, target: { channel: "C1", thread_ts: "1.2" } };
   const outbound: ChatOutbound = { platform: "slack", split: (text) => text.split("|"), deliver: async () => ({ ok: true }) };
@@ -258,7 +303,8 @@ describe("Inbound", () => {
     const effects = new Effects(storage.sql, 30_000);
     const jobs = new ModelJobs(storage, "obj", undefined as unknown as R2Bucket, effects);
     const outbox = new Outbox(storage, "obj", { outbounds: [], plugins: [] }, effects);
-    const turns = new Turns(storage, store, jobs, new ToolCalls(storage, store, effects, new MountSessions(storage.sql)), outbox);
+    const typing = new Typing(effects, store, new Holds(storage.sql), { outbounds: [], plugins: [] });
+    const turns = new Turns(storage, store, jobs, new ToolCalls(storage, store, effects, new MountSessions(storage.sql)), outbox, typing);
     return { store, accept: new Inbound(store, turns, jobs, undefined as never, (_conv, status) => `status: ${status}`) };
   }
   const event = (id: string, fields: object) => ({ id, conversation: "c1", user: USER, ...fields }) as Parameters<Inbound["accept"]>[1];
@@ -275,6 +321,18 @@ describe("Inbound", () => {
       expect(accept.accept(route, event("e1", { kind: "message", text: "hi" }))).toMatchObject({ accepted: false });
       expect(logRows()).toBe(afterFirst);
       expect(accept.accept(route, event("e2", { kind: "command", command: "status" }))).toMatchObject({ notice: "status: running" });
+    }));
+
+  it("a note (what the person looks at) makes the conversation but starts no turn; the model reads it with the first message, which is told first", () =>
+    inObject((storage) => {
+      const { store, accept } = inbound(storage);
+      expect(accept.accept(route, event("n1", { kind: "note", text: "looking at #launch" }))).toMatchObject({ accepted: true, status: "idle" });
+      expect(store.get("c1")).toMatchObject({ status: "idle", turn: 0 });
+      expect(store.drain("c1")).toEqual([{ type: "marker", data: { text: "looking at #launch" } }]);
+      expect(accept.accept(route, event("n2", { kind: "note", text: "looking at #design" }))).toMatchObject({ status: "idle" });
+      expect(accept.accept(route, event("m1", { kind: "message", text: "hi" }))).toMatchObject({ status: "running", first: true });
+      expect(store.drain("c1")).toEqual([{ type: "marker", data: { text: "looking at #design" } }]);
+      expect(accept.accept(route, event("m2", { kind: "message", text: "and?" })).first).toBeUndefined();
     }));
 });
 

@@ -7,7 +7,7 @@
 import type { APIMessage, RESTPostAPIChannelMessageJSONBody, RESTRateLimit } from "discord-api-types/v10";
 import { baseUrlFrom, secretNamed } from "../../lib/config.ts";
 import { hmacHex } from "../../lib/http.ts";
-import { sendTimeoutMs, type ChatOutbound, type DeliveryResult, type OutboundMessage, type OutboxDelivery } from "../../runtime/index.ts";
+import { sendTimeoutMs, type ChatOutbound, type DeliveryResult, type OutboundMessage, type OutboxDelivery, type ReplyAddress } from "../../runtime/index.ts";
 import { clip, splitText } from "../shared/text.ts";
 import { snowflake, targetSchema } from "./address.ts";
 import { cardMessage, DISCORD_MESSAGE_LIMIT, type DiscordMessageBody } from "./card.ts";
@@ -67,7 +67,8 @@ async function withNonce(body: DiscordMessageBody, idempotencyKey: string): Prom
   return { ...body, nonce, enforce_nonce: true };
 }
 
-async function send(env: Env, call: Call, message: CreateBody): Promise<Response | DeliveryResult> {
+/** A call to Discord; without a message (the typing indicator), without a body. */
+async function send(env: Env, call: Call, message?: CreateBody): Promise<Response | DeliveryResult> {
   const headers: Record<string, string> = { "content-type": "application/json", "user-agent": USER_AGENT };
   if (call.bot) {
     const token = secretNamed(env, "DISCORD_BOT_TOKEN");
@@ -76,7 +77,7 @@ async function send(env: Env, call: Call, message: CreateBody): Promise<Response
   }
   const base = baseUrlFrom("DISCORD_API_BASE_URL", env.DISCORD_API_BASE_URL, DEFAULT_API_BASE_URL);
   // allowed_mentions: the agent's text never pings anyone (@everyone included).
-  const body = JSON.stringify({ ...message, allowed_mentions: { parse: [] } } satisfies RESTPostAPIChannelMessageJSONBody);
+  const body = message && JSON.stringify({ ...message, allowed_mentions: { parse: [] } } satisfies RESTPostAPIChannelMessageJSONBody);
   // An awaited fetch to Discord can hang (discord-api-docs#7936): it is given up with the send, and the outbox retries.
   return fetch(`${base}${call.path}`, { method: call.method, headers, body, signal: AbortSignal.timeout(sendTimeoutMs(env)) });
 }
@@ -122,4 +123,12 @@ async function deliver(env: Env, delivery: OutboxDelivery): Promise<DeliveryResu
   return res instanceof Response ? outcome(res, wantRef) : res;
 }
 
-export const discordOutbound: ChatOutbound = { platform: "discord", split: (text) => splitText(text, DISCORD_MESSAGE_LIMIT), deliver };
+/** The bot's typing indicator in the conversation's channel: it lasts 10 seconds, or until the bot posts. */
+async function typing(env: Env, address: ReplyAddress): Promise<DeliveryResult> {
+  const target = targetSchema.safeParse(address.target);
+  if (!target.success) return { ok: false, error: "reply address is not a Discord channel", permanent: true };
+  const res = await send(env, { method: "POST", path: `/channels/${target.data.channelId}/typing`, bot: true });
+  return res instanceof Response ? outcome(res, false) : res;
+}
+
+export const discordOutbound: ChatOutbound = { platform: "discord", split: (text) => splitText(text, DISCORD_MESSAGE_LIMIT), deliver, typing };

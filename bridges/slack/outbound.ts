@@ -6,11 +6,13 @@
 //
 // Every post carries its outbox row's idempotency key in the message's
 // metadata. A row whose earlier attempt may have been posted without its
-// answer reaching us (uncertain) is looked for in the thread first, and a
-// message found there is the row sent: no second post.
+// answer reaching us (uncertain) is looked for first (in its thread, or in
+// the channel's history for a DM's top-level reply), and a message found
+// there is the row sent: no second post.
 import type { KnownBlock, MessageMetadata } from "@slack/types";
 import type { ChatOutbound, DeliveryResult, OutboxDelivery } from "../../runtime/index.ts";
 import { clip } from "../shared/text.ts";
+import { isAssistantThread, setStatus } from "./assistant.ts";
 import { cardBlocks, cardFallback } from "./card.ts";
 import { botTokenFor } from "./installations.ts";
 import { SLACK_TEXT_LIMIT, splitForSlack, toMrkdwn } from "./mrkdwn.ts";
@@ -37,13 +39,14 @@ const READ_BACK_LIMIT = 100;
 
 async function deliver(env: Env, delivery: OutboxDelivery): Promise<DeliveryResult> {
   const { channel, thread_ts } = delivery.address.target;
-  if (typeof channel !== "string" || typeof thread_ts !== "string") {
-    return { ok: false, error: "reply address has no Slack channel and thread", permanent: true };
+  // A DM's running conversation is answered in the DM itself: no thread.
+  if (typeof channel !== "string" || (thread_ts !== undefined && typeof thread_ts !== "string")) {
+    return { ok: false, error: "reply address has no Slack channel (and thread)", permanent: true };
   }
   const token = await botTokenFor(env, delivery.route.tenant);
   if (!token) return { ok: false, error: `no bot token for workspace ${delivery.route.tenant}`, permanent: true };
 
-  const thread = { channel, thread_ts };
+  const thread = thread_ts === undefined ? { channel } : { channel, thread_ts };
   const message = delivery.message;
   switch (message.kind) {
     case "reply":
@@ -53,6 +56,11 @@ async function deliver(env: Env, delivery: OutboxDelivery): Promise<DeliveryResu
       return post(env, token, delivery, { ...thread, text, unfurl_links: false });
     }
     case "status": {
+      // An assistant thread shows the working state under its input instead (cleared once the turn ends).
+      if (thread_ts !== undefined && isAssistantThread(delivery.address.target)) {
+        const set = await setStatus(env, token, channel, thread_ts, message.state === "working" ? "is thinking…" : "");
+        return set.ok ? { ok: true } : set;
+      }
       const text = clip(toMrkdwn(message.text), STATUS_LIMIT);
       const blocks = statusBlocks(message.state, text, stopValue(delivery.route, delivery.conversation));
       return postOrUpdate(env, token, delivery, { ...thread, text: statusText(message.state, text), blocks });
@@ -63,7 +71,7 @@ async function deliver(env: Env, delivery: OutboxDelivery): Promise<DeliveryResu
 }
 
 /** Posts a message meant to change in place, or updates it once it has a ref (chat.update takes no thread_ts; it is idempotent). */
-async function postOrUpdate(env: Env, token: string, delivery: OutboxDelivery, message: SlackMessage & { thread_ts: string }): Promise<DeliveryResult> {
+async function postOrUpdate(env: Env, token: string, delivery: OutboxDelivery, message: SlackMessage): Promise<DeliveryResult> {
   if (delivery.ref) {
     const { channel, text, blocks } = message;
     const updated = await callSlack(env, "chat.update", token, { channel, ts: delivery.ref, text, blocks } satisfies SlackMessage);
@@ -73,7 +81,7 @@ async function postOrUpdate(env: Env, token: string, delivery: OutboxDelivery, m
 }
 
 /** A new message in the thread, marked with the row's key; an uncertain row is first looked for. */
-async function post(env: Env, token: string, delivery: OutboxDelivery, message: SlackMessage & { thread_ts: string }): Promise<DeliveryResult> {
+async function post(env: Env, token: string, delivery: OutboxDelivery, message: SlackMessage): Promise<DeliveryResult> {
   if (delivery.uncertain) {
     const found = await findPosted(env, token, message.channel, message.thread_ts, delivery);
     if (found) return found;
@@ -86,21 +94,22 @@ async function post(env: Env, token: string, delivery: OutboxDelivery, message: 
 type ReadMessage = { ts?: unknown; metadata?: { event_type?: unknown; event_payload?: { key?: unknown } } } | null;
 
 /**
- * Reads the thread back (conversations.replies, with metadata) for the row's
+ * Reads the thread back (conversations.replies, with metadata; a top-level
+ * message: conversations.history) for the row's
  * message: found → the row is sent, with that message's ts; not there → null,
  * post it. A read Slack will not serve (a scope the install lacks) is logged
  * and the row posted, as before this check; a read to try again later is
  * returned as that failure, so the row waits rather than risk a second post.
  */
-async function findPosted(env: Env, token: string, channel: string, threadTs: string, delivery: OutboxDelivery): Promise<DeliveryResult | null> {
+async function findPosted(env: Env, token: string, channel: string, threadTs: string | undefined, delivery: OutboxDelivery): Promise<DeliveryResult | null> {
   const query = new URLSearchParams({
     channel,
-    ts: threadTs,
+    ...(threadTs === undefined ? {} : { ts: threadTs }),
     oldest: ((delivery.createdAt - CLOCK_SKEW_MS) / 1000).toFixed(6),
     include_all_metadata: "true",
     limit: String(READ_BACK_LIMIT),
   });
-  const read = await callSlack(env, "conversations.replies", token, query);
+  const read = await callSlack(env, threadTs === undefined ? "conversations.history" : "conversations.replies", token, query);
   if (!read.ok) {
     if (!read.permanent) return read;
     console.warn(`slack: could not look for outbox row ${delivery.idempotencyKey} before posting it again (${read.error})`);

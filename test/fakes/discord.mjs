@@ -8,7 +8,9 @@
 // does, and makes none. Every call is recorded; the control API is under
 // /_control (POST /_control/hold {channel, textIncludes?, ms?}: the next such
 // message created in the channel is made but answered only after ms, or never;
-// GET /_control/messages?channel= the messages that exist there).
+// GET /_control/messages?channel= the messages that exist there). The bot's
+// typing indicator (POST /channels/{id}/typing) is recorded apart:
+// GET /_control/typing?channel=.
 import { Gates } from "./gates.mjs";
 import { listen, readBody, sendJson } from "./http.mjs";
 
@@ -31,6 +33,7 @@ export async function startDiscord({ gates = new Gates() } = {}) {
   const rateLimits = []; // { match, times, retryAfter }
   const expiredTokens = new Set();
   const nonces = new Map(); // nonce → { id, at } of the bot's message created with it
+  const typings = []; // { channelId, authorized, at }
   let nextId = 1473200000000000000n;
   const newMessage = (channelId, content) => {
     const message = { id: String(nextId++), channel_id: channelId, content };
@@ -47,6 +50,18 @@ export async function startDiscord({ gates = new Gates() } = {}) {
       const token = url.searchParams.get("token");
       const kind = url.searchParams.get("kind");
       return sendJson(res, 200, calls.filter((c) => (channel === null || c.channelId === channel) && (token === null || c.token === token) && (kind === null || c.kind === kind)));
+    }
+    if (url.pathname === "/_control/typing" && req.method === "GET") {
+      const channel = url.searchParams.get("channel");
+      return sendJson(res, 200, typings.filter((t) => channel === null || t.channelId === channel));
+    }
+    const typingRoute = /^\/api\/v10\/channels\/(\d+)\/typing$/.exec(url.pathname);
+    if (typingRoute && req.method === "POST") {
+      const authorized = req.headers.authorization === `Bot ${DISCORD_BOT_TOKEN}`;
+      typings.push({ channelId: typingRoute[1], authorized, at: Date.now() });
+      if (!authorized) return sendJson(res, 401, { message: "401: Unauthorized", code: 0 });
+      res.writeHead(204).end();
+      return;
     }
     if (url.pathname === "/_control/rate-limit" && req.method === "POST") {
       const { match, times = 1, retryAfter = 0.5 } = JSON.parse(raw);
@@ -79,8 +94,8 @@ export async function startDiscord({ gates = new Gates() } = {}) {
     const webhookRoute = /^\/api\/v10\/webhooks\/(\d+)\/([^/]+)(?:\/messages\/([^/]+))?$/.exec(url.pathname);
     if (!channelRoute && !webhookRoute) return sendJson(res, 404, { message: "404: Not Found", code: 0 });
     const call = channelRoute
-      ? { method: req.method, path: url.pathname, kind: "channel", channelId: channelRoute[1], messageId: channelRoute[2] }
-      : { method: req.method, path: url.pathname, kind: "webhook", token: webhookRoute[2], messageId: webhookRoute[3] };
+      ? { method: req.method, path: url.pathname, kind: "channel", channelId: channelRoute[1], messageId: channelRoute[2], at: Date.now() }
+      : { method: req.method, path: url.pathname, kind: "webhook", token: webhookRoute[2], messageId: webhookRoute[3], at: Date.now() };
     call.body = raw ? JSON.parse(raw) : null;
     calls.push(call);
     const answer = (status, body, headers) => {

@@ -1,14 +1,15 @@
 // A fake Slack Web API on loopback: chat.postMessage, chat.update,
-// conversations.replies, auth.test, oauth.v2.access, plus response_url
-// targets. It checks bearer tokens and Slack's text limit like Slack does,
-// keeps posted messages with their metadata (served back by
-// conversations.replies only with include_all_metadata, as Slack does), and
-// records every call. Control API:
+// conversations.replies, conversations.history, conversations.info, users.info, views.publish,
+// auth.test, oauth.v2.access, plus response_url targets. It checks bearer
+// tokens and Slack's text limit like Slack does, keeps posted messages with
+// their metadata (served back by conversations.replies/history only with
+// include_all_metadata, as Slack does), and records every call. Control API:
 //   GET  /_control/calls?channel=&method=   recorded calls, in order
 //   POST /_control/rate-limit              {method, channel, textIncludes?, times, retryAfter}: answer 429 that many times
 //   POST /_control/hold                    {method, channel, textIncludes?, ms?}: the next such call is made (a post is posted) but answered only after ms, or never
 //   PUT  /_control/oauth/<code>             {team, teamName?, enterprise?, enterpriseName?, token, botUserId}: an OAuth code oauth.v2.access will accept
 //   GET  /_control/responses/<id>           what was POSTed to <url>/response/<id>
+//   PUT  /_control/directory              {channels?: {C…: name}, users?: {U…: {name, real_name?, display_name?}}}: what conversations.info and users.info know
 // A response_url takes 5 posts, as Slack's does; the 6th is answered 404 expired_url.
 //   PUT  /_control/files/<id>/<name>        {base64, mimetype}: a file served at <url>/files-pri/<id>/<name>
 //                                          (url_private) to a known bot token only (403 without one)
@@ -42,6 +43,8 @@ export async function startSlack({ gates = new Gates() } = {}) {
     lastMicros = Math.max(lastMicros + 1, Date.now() * 1000);
     return `${Math.floor(lastMicros / 1e6)}.${String(lastMicros % 1e6).padStart(6, "0")}`;
   };
+  const directory = { channels: new Map(), users: new Map() };
+  let seq = 0;
 
   return listen(async (req, res) => {
     const url = new URL(req.url, "http://x");
@@ -64,6 +67,12 @@ export async function startSlack({ gates = new Gates() } = {}) {
     const oauth = /^\/_control\/oauth\/(.+)$/.exec(url.pathname);
     if (oauth) {
       oauthCodes.set(decodeURIComponent(oauth[1]), JSON.parse(raw));
+      return sendJson(res, 200, { ok: true });
+    }
+    if (url.pathname === "/_control/directory" && req.method === "PUT") {
+      const { channels = {}, users = {} } = JSON.parse(raw);
+      for (const [id, name] of Object.entries(channels)) directory.channels.set(id, name);
+      for (const [id, user] of Object.entries(users)) directory.users.set(id, user);
       return sendJson(res, 200, { ok: true });
     }
     const responseLog = /^\/_control\/responses\/(.+)$/.exec(url.pathname);
@@ -134,6 +143,29 @@ export async function startSlack({ gates = new Gates() } = {}) {
     if (revoked.has(token)) return sendJson(res, 200, { ok: false, error: "token_revoked" });
     call.authorized = true;
     if (method === "auth.test") return sendJson(res, 200, { ok: true, user_id: "UFAKEBOT" });
+    if (method.startsWith("assistant.threads.")) {
+      // Assistant threads live in the app's DM; prompts are at most 4 {title, message}.
+      const where = typeof body.channel_id === "string" && body.channel_id.startsWith("D") && typeof body.thread_ts === "string";
+      const prompts = method !== "assistant.threads.setSuggestedPrompts" || (Array.isArray(body.prompts) && body.prompts.length <= 4 && body.prompts.every((p) => p.title && p.message));
+      const known = ["assistant.threads.setStatus", "assistant.threads.setTitle", "assistant.threads.setSuggestedPrompts"].includes(method);
+      return sendJson(res, 200, !known ? { ok: false, error: "unknown_method" } : where && prompts ? { ok: true } : { ok: false, error: "invalid_arguments" });
+    }
+    if (method === "views.publish") {
+      const valid = typeof body.user_id === "string" && body.view?.type === "home" && Array.isArray(body.view.blocks) && body.view.blocks.length <= 100;
+      return sendJson(res, 200, valid ? { ok: true, view: { id: `VHOME${++seq}`, type: "home" } } : { ok: false, error: "invalid_arguments" });
+    }
+    // Read methods take form arguments; Slack does not read a JSON body for them.
+    if ((method === "conversations.info" || method === "users.info") && type === "application/json") return sendJson(res, 200, { ok: false, error: "invalid_arguments" });
+    if (method === "conversations.info") {
+      const name = directory.channels.get(body.channel);
+      return sendJson(res, 200, name ? { ok: true, channel: { id: body.channel, name, is_channel: true } } : { ok: false, error: "channel_not_found" });
+    }
+    if (method === "users.info") {
+      const user = directory.users.get(body.user);
+      if (!user) return sendJson(res, 200, { ok: false, error: "user_not_found" });
+      const profile = { display_name: user.display_name ?? "", real_name: user.real_name ?? user.name };
+      return sendJson(res, 200, { ok: true, user: { id: body.user, name: user.name, real_name: profile.real_name, profile } });
+    }
     if (typeof body.channel !== "string" || body.channel === "") return sendJson(res, 200, { ok: false, error: "channel_not_found" });
     if (typeof body.text === "string" && body.text.length > TEXT_LIMIT) return sendJson(res, 200, { ok: false, error: "msg_too_long" });
     if (method === "chat.postMessage") {
@@ -151,13 +183,15 @@ export async function startSlack({ gates = new Gates() } = {}) {
       await gates.pass("slack", call);
       return sendJson(res, 200, { ok: true, channel: body.channel, ts: body.ts, text: body.text });
     }
-    if (method === "conversations.replies") {
-      // The thread's messages after `oldest`, oldest first; metadata only when asked for.
+    if (method === "conversations.replies" || method === "conversations.history") {
+      // The thread's messages (replies, oldest first) or the channel's top-level ones (history,
+      // newest first) after `oldest`; metadata only when asked for.
       // (Timestamps of one length compare as text, exactly: as numbers they would lose the microseconds.)
       const withMetadata = String(body.include_all_metadata) === "true";
+      const inPlace = method === "conversations.replies" ? (m) => m.thread_ts === body.ts || m.ts === body.ts : (m) => !m.thread_ts || m.thread_ts === m.ts;
       const thread = [...messages.values()]
-        .filter((m) => m.channel === body.channel && (m.thread_ts === body.ts || m.ts === body.ts) && (!body.oldest || m.ts > body.oldest))
-        .sort((a, b) => (a.ts < b.ts ? -1 : 1));
+        .filter((m) => m.channel === body.channel && inPlace(m) && (!body.oldest || m.ts > body.oldest))
+        .sort((a, b) => (a.ts < b.ts ? -1 : 1) * (method === "conversations.history" ? -1 : 1));
       const limit = Number(body.limit ?? 1000);
       const page = thread.slice(0, limit).map(({ metadata, channel: _, ...m }) => ({ type: "message", ...m, ...(withMetadata && metadata ? { metadata } : {}) }));
       return sendJson(res, 200, { ok: true, messages: page, has_more: thread.length > limit });

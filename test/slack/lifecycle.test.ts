@@ -86,7 +86,7 @@ describe("Slack app lifecycle", () => {
     const scenario = slackId("never-installed");
     await script(scenario, [{ text: "never" }]);
     const envelope = messageEnvelope({ team, channel: slackId("C"), ts: newTs(), text: `hello [s:${scenario}]` });
-    expect(await handleEvent(bare, envelope)).toEqual({ ok: true });
+    expect(await handleEvent(bare, envelope, () => {})).toEqual({ ok: true });
     expect(await agentExists(team, AGENT)).toBe(false);
     expect(await providerRequests(scenario)).toEqual([]);
   });

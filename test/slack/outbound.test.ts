@@ -41,7 +41,16 @@ describe("Markdown → Slack mrkdwn", () => {
   });
 
   it("escapes Slack's control characters so model text cannot ping a channel", () => {
-    expect(toMrkdwn("<!channel> look <@U123>")).toBe("&lt;!channel&gt; look &lt;@U123&gt;");
+    expect(toMrkdwn("<!channel> <!here> <!subteam^S123> look <@U123 & co> <#nope>")).toBe(
+      "&lt;!channel&gt; &lt;!here&gt; &lt;!subteam^S123&gt; look &lt;@U123 &amp; co&gt; &lt;#nope&gt;",
+    );
+  });
+
+  it("keeps the model's well-formed channel links and mentions as links (labels escaped), in prose only", () => {
+    expect(toMrkdwn("see <#C00FAKECHAN2>, <#C0ABC|general & more> and ask <@U0ANA|Ana> or <@W123>")).toBe(
+      "see <#C00FAKECHAN2>, <#C0ABC|general &amp; more> and ask <@U0ANA|Ana> or <@W123>",
+    );
+    expect(toMrkdwn("`<#C00FAKECHAN2>`")).toBe("`&lt;#C00FAKECHAN2&gt;`");
   });
 
   it("splits at line boundaries within the limit, and closes and reopens a code block cut in two", () => {
@@ -199,6 +208,21 @@ describe("a Slack post whose answer is lost", () => {
     expect(read).toBeDefined();
     expect(read!.body).toMatchObject({ ts, include_all_metadata: "true" });
     expect(read!.at - posts[0]!.at).toBeGreaterThanOrEqual(SEND_TIMEOUT_MS);
+  });
+
+  it("a DM's top-level reply is looked for in the channel's history: one message, not two", async () => {
+    const s = unique("lost-dm");
+    await script(s, [{ text: "said once in the DM" }]);
+    const dm = slackId("D");
+    await holdSlack({ method: "chat.postMessage", channel: dm, textIncludes: "said once in the DM" });
+    await postEvent(messageEnvelope({ team: slackId("T"), channel: dm, ts: newTs(), text: `[s:${s}] once`, mention: false, event: { channel_type: "im" } }));
+    await statusFinal(dm, "Done.");
+    const [read] = await slackCalls(dm, "conversations.history");
+    expect(read?.body).toMatchObject({ channel: dm, include_all_metadata: "true" });
+    // Posted once, top-level (no thread): the read found it.
+    const posts = (await slackCalls(dm, "chat.postMessage")).filter((c) => c.body.text === "said once in the DM");
+    expect(posts).toHaveLength(1);
+    expect(posts[0]!.body.thread_ts).toBeUndefined();
   });
 
   // Issue 9, acceptance 1
