@@ -6,12 +6,12 @@
 // approvals glue, the outbox and the scheduler. `submit` is a durable write
 // that returns at once and arms an alarm for "now"; the alarm runs one pass.
 import { DurableObject } from "cloudflare:workers";
-import { cardFor, Holds, type Card } from "../approvals/index.ts";
+import { cardFor, Holds, type Card, type Person } from "../approvals/index.ts";
 import { ConfigError, secretNamed } from "../lib/config.ts";
 import { Gateway, MountError, type ToolOutput } from "../plugins/index.ts";
 import { ApprovalFlow } from "./approval-flow.ts";
 import { AGENT_HANDLERS, BusyTime, measureHandlers, type TurnBusy } from "./busy-time.ts";
-import type { ChatEvent, ConversationStatus, DeliveryResult, OutboxDelivery, Route, StreamShown, SubmitResult } from "./chat.ts";
+import type { ChatEvent, ConversationStatus, DeliveryResult, OutboxDelivery, Platform, ReplyAddress, Route, StreamShown, SubmitResult } from "./chat.ts";
 import { leaseSeconds, modelChoice, retryBaseSeconds, streamReplies } from "./config.ts";
 import { controlPlane } from "./control-plane.ts";
 import { Conversations } from "./conversations.ts";
@@ -33,6 +33,7 @@ import { ToolCalls, type ToolReport, type ToolWork } from "./tool-calls.ts";
 import { ToolLists, type MountReport, type MountWork } from "./tool-lists.ts";
 import { transcript, type TranscriptEntry } from "./transcript.ts";
 import { Turns, type PassContext } from "./turns.ts";
+import { Typing } from "./typing.ts";
 import { changeMark, conversationPage, pendingApprovals, type ConversationPage, type ConversationQuery, type PendingApproval } from "./views.ts";
 
 export interface ConversationView {
@@ -67,6 +68,7 @@ export class AgentObject extends DurableObject<Env> {
   private readonly sessions: MountSessions;
   private readonly settings: SettingsCopy;
   private readonly outbox: Outbox;
+  private readonly typing: Typing;
   private readonly turns: Turns;
   private readonly approvals: ApprovalFlow;
   private readonly scheduler: Scheduler;
@@ -95,8 +97,10 @@ export class AgentObject extends DurableObject<Env> {
     this.tools = new ToolCalls(ctx.storage, this.store, this.effects, this.sessions);
     this.toolLists = new ToolLists(this.store, this.effects, this.sessions);
     this.outbox = new Outbox(ctx.storage, id, deps, this.effects);
-    this.turns = new Turns(ctx.storage, this.store, this.jobs, this.tools, this.outbox);
-    this.approvals = new ApprovalFlow(ctx.storage, env, new Holds(this.sql), this.store, this.tools, this.effects, this.sessions, this.turns);
+    const holds = new Holds(this.sql);
+    this.typing = new Typing(this.effects, this.store, holds, deps);
+    this.turns = new Turns(ctx.storage, this.store, this.jobs, this.tools, this.outbox, this.typing);
+    this.approvals = new ApprovalFlow(ctx.storage, env, holds, this.store, this.tools, this.effects, this.sessions, this.turns);
     this.turns.approvals = this.approvals;
     this.tools.hold = (pass, conv, key, call) => this.approvals.hold(pass, conv, key, call);
     this.scheduler = new Scheduler(
@@ -230,6 +234,25 @@ export class AgentObject extends DurableObject<Env> {
     await this.scheduler.wake();
   }
 
+  /** A bridge's word that nothing can be delivered to `platform` any more (its app was uninstalled): the unsent rows fail. */
+  async dropDeliveries(route: Route, platform: Platform, reason: string): Promise<number> {
+    if (!this.identity.owns(route)) return 0;
+    return this.ctx.storage.transactionSync(() => this.outbox.failPending(platform, reason));
+  }
+
+  /** A courier's claim of a typing indicator to show: where, or null once the turn no longer works. */
+  async typingClaim(route: Route, conversation: string): Promise<ReplyAddress | null> {
+    this.identity.claim(route);
+    return this.ctx.storage.transactionSync(() => this.typing.claim(conversation));
+  }
+
+  /** The indicator was shown (or not): the next is scheduled while the turn works. */
+  async typingResult(route: Route, conversation: string): Promise<void> {
+    this.identity.claim(route);
+    this.ctx.storage.transactionSync(() => this.typing.report(conversation));
+    await this.scheduler.wake();
+  }
+
   /** A courier's claim of a tool call (or an approved hold): the work, under the mount's policy as it is now. */
   async toolClaim(route: Route, kind: "tool" | "hold", id: string): Promise<ToolWork | null> {
     this.identity.claim(route);
@@ -284,10 +307,10 @@ export class AgentObject extends DurableObject<Env> {
     return conversationPage(this.sql, query);
   }
 
-  /** Holds waiting for a decision, oldest first. */
-  async pendingHolds(route: Route): Promise<PendingApproval[]> {
+  /** Holds waiting for a decision, oldest first; with `decider`, only those that person may decide. */
+  async pendingHolds(route: Route, decider?: Person): Promise<PendingApproval[]> {
     if (!this.identity.owns(route)) return [];
-    return pendingApprovals(this.sql, route);
+    return pendingApprovals(this.sql, route, decider && ((hold) => this.approvals.mayDecide(route, hold, decider)));
   }
 
   /** Changes whenever what a watcher of the conversation (or, without one, the agent) sees changes. */
@@ -343,6 +366,8 @@ export class AgentObject extends DurableObject<Env> {
         return this.approvals.giveUp(route, effect.id);
       case "mount":
         return this.toolLists.giveUp(effect.id);
+      case "typing":
+        return; // nobody waits for it; the next model call shows it again
     }
   }
 

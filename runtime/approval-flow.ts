@@ -66,6 +66,12 @@ export class ApprovalFlow {
     return { requestedBy: by.name ?? by.id, requester: by as ChatUser };
   }
 
+  /** A listed approver of the tenant, or the person who asked. */
+  mayDecide(route: Route, hold: HoldRow, person: Person): boolean {
+    const requester = hold.requester ? (JSON.parse(hold.requester) as Person) : null;
+    return mayDecide(person, approversFor(this.env, route.tenant), requester);
+  }
+
   /** A click on a card: one decision wins (a single transition from pending), the rest are told. */
   decide(route: Route, event: Extract<ChatEvent, { kind: "decision" }>): Decision {
     if (event.boundTo.tenant !== route.tenant || event.boundTo.agent !== route.agent) {
@@ -78,8 +84,7 @@ export class ApprovalFlow {
       return { notice: `Already decided: ${hold.status}${hold.decided_by ? ` by ${hold.decided_by}` : ""}.`, card: card() };
     }
     // Permission first: a stranger's click must not even expire a hold (expiry wakes the agent).
-    const requester = hold.requester ? (JSON.parse(hold.requester) as Person) : null;
-    if (!mayDecide(event.user, approversFor(this.env, route.tenant), requester)) {
+    if (!this.mayDecide(route, hold, event.user)) {
       return { notice: "You are not allowed to decide this approval. It is still waiting.", card: card() };
     }
     const now = Date.now();

@@ -180,6 +180,8 @@ export const AGENT_HANDLERS: Record<string, Attribution> = {
   modelResult: ofEffect("model"),
   outboxClaim: ofEffect("send"),
   outboxResult: ofEffect("send"),
+  typingClaim: ofEffect("typing"),
+  typingResult: ofEffect("typing"),
   toolClaim: (busy, _route: unknown, kind: string, id: string) => busy.conversationOf(kind, id),
   toolResult: (busy, _route: unknown, kind: string, id: string) => busy.conversationOf(kind, id),
   mountClaim: () => undefined,

@@ -36,10 +36,23 @@ interface ChatEventBase {
 
 export type ChatCommand = "stop" | "compact" | "status";
 
+/**
+ * A file shared with a person's message, as its bridge fetched it (the object
+ * never fetches): its text, an image (base64, shown to models that take
+ * images), or only its name and why it is not shown.
+ */
+export type Attachment = { name: string; mimeType: string; bytes: number } & (
+  | { kind: "text"; text: string }
+  | { kind: "image"; data: string }
+  | { kind: "named"; note: string }
+);
+
 export type ChatEvent =
   /** A new turn, or a steer when the conversation's turn is running. */
-  | (ChatEventBase & { kind: "message"; text: string })
-  | (ChatEventBase & { kind: "steer"; text: string })
+  | (ChatEventBase & { kind: "message"; text: string; attachments?: Attachment[] })
+  | (ChatEventBase & { kind: "steer"; text: string; attachments?: Attachment[] })
+  /** Context the model sees at its next step (what the person is looking at); it starts no turn. */
+  | (ChatEventBase & { kind: "note"; text: string })
   | (ChatEventBase & { kind: "interrupt" })
   | (ChatEventBase & { kind: "command"; command: ChatCommand })
   /**
@@ -56,6 +69,8 @@ export interface SubmitResult {
   accepted: boolean;
   conversation: string;
   status: ConversationStatus;
+  /** True for the message that starts the conversation's first turn (a bridge may title the thread after it). */
+  first?: boolean;
   /** A sentence for the person, for commands answered at once (status, stop…). */
   notice?: string;
   /** For a decision: the card as it now stands, for platforms that answer a click by updating it. */
@@ -81,6 +96,8 @@ export interface OutboxDelivery {
   message: OutboundMessage;
   /** Stable per outbox row: a retry of one row carries the same key. */
   idempotencyKey: string;
+  /** When the row was written (ms): no attempt at it reached the platform before. */
+  createdAt: number;
   /** For in-place updates (status, card): the platform reference returned when it was first posted. */
   ref?: string;
   /**
@@ -123,9 +140,22 @@ export interface StreamShown {
 
 export interface ChatOutbound {
   platform: Platform;
+  /**
+   * The least time between two changes of a conversation's messages updated
+   * in place (a turn's status, a card): an update waits out the rest of it
+   * after the conversation's last post or update of one, and while it waits a
+   * later state replaces it, so the latest wins. None: updates go at once.
+   */
+  updateSpacingMs?: number;
   /** A reply split into the messages the platform accepts, in order. */
   split(text: string): string[];
   deliver(env: Env, delivery: OutboxDelivery): Promise<DeliveryResult>;
+  /**
+   * Shows that the agent is at work in the conversation (Discord's typing
+   * indicator), where the platform has such a thing; it fades by itself, and
+   * the runtime renews it while the turn works (runtime/typing.ts).
+   */
+  typing?(env: Env, address: ReplyAddress): Promise<DeliveryResult>;
   /**
    * Shows `text` (the first part of the reply so far) in the streamed message:
    * opens it when the target has no ref yet, else brings it from what it shows

@@ -10,6 +10,7 @@
 // person's `compact`. A turn compacts at most once between two replies of the
 // model (or its start and the first), plus once more when the provider refuses
 // the result, so nothing loops.
+import type { Message } from "@mariozechner/pi-ai";
 import type { ModelPick, ModelSettings } from "./models/index.ts";
 import type { ModelRequest } from "./model-job.ts";
 import { isMessageRow, messageOf, shownRows, textOf, type CompactionData, type CompactionTrigger, type HandoverData, type LogRow } from "./transcript.ts";
@@ -28,6 +29,11 @@ const SUMMARY_INPUT_SHARE = 0.5;
 const TOOL_CHARS = 400;
 const MESSAGE_CHARS = 2_000;
 const CHARS_PER_TOKEN = 4;
+/**
+ * An image is counted as this many tokens, not by the length of its base64
+ * (a large image costs Claude about 1,600 tokens, GPT-4o at most about 1,100).
+ */
+const IMAGE_TOKENS = 1_600;
 
 export const HANDOVER_SECTIONS = ["Goal", "Constraints", "Progress", "Decisions", "Open questions", "Next steps"] as const;
 
@@ -45,7 +51,22 @@ const MERGE_INSTRUCTION =
 const tokens = (chars: number) => Math.ceil(chars / CHARS_PER_TOKEN);
 
 /** What the model is shown of one message row, in characters. */
-const shownChars = (row: LogRow) => JSON.stringify(messageOf(row).content).length;
+const shownChars = (row: LogRow) => {
+  const content = messageOf(row).content;
+  return JSON.stringify(content).length + imageAllowance(typeof content === "string" ? [] : content);
+};
+
+/** What images change in a length in characters: their base64 out, IMAGE_TOKENS each in. */
+type Part = { type: string; data?: string };
+
+function imageAllowance(content: readonly Part[]): number {
+  return content.reduce((sum, part) => sum + (part.type === "image" ? IMAGE_TOKENS * CHARS_PER_TOKEN - (part.data?.length ?? 0) : 0), 0);
+}
+
+/** A request's length in characters as the estimate counts it (images as IMAGE_TOKENS each). */
+export function requestChars(body: string, messages: Message[]): number {
+  return body.length + imageAllowance(messages.flatMap((m): readonly Part[] => (typeof m.content === "string" ? [] : m.content)));
+}
 
 /**
  * A request's size in tokens: characters / 4, or, when larger, what the

@@ -5,6 +5,7 @@ import { approversSchema } from "../approvals/index.ts";
 import { ConfigError, parseJsonVar, secretNamed } from "../lib/config.ts";
 import { HttpError } from "../lib/http.ts";
 import { ownValue } from "../lib/own.ts";
+import { SEND_LEASE_MS } from "./effects.ts";
 import { resolvePick, providerSchema, type ModelChoice, type ModelPick, type ProviderConfig } from "./models/index.ts";
 
 const providerList = z.array(providerSchema).refine((list) => new Set(list.map((p) => p.id)).size === list.length, "provider ids must be unique");
@@ -33,6 +34,18 @@ export function leaseSeconds(env: Env): number {
 /** Whether replies are streamed to the chat while the model writes them (STREAM_REPLIES, default true). */
 export function streamReplies(env: Env): boolean {
   return parseJsonVar("STREAM_REPLIES", env.STREAM_REPLIES, z.boolean(), "true");
+}
+
+/**
+ * How long a platform call (a chat send) may go unanswered before it is given
+ * up and retried (SEND_TIMEOUT_SECONDS). At most half the send effect's lease:
+ * the claim and the report must fit in it too, or a second courier would send
+ * the same row while the first still waits.
+ */
+export function sendTimeoutMs(env: Env): number {
+  const max = SEND_LEASE_MS / 2 / 1000;
+  const seconds = parseJsonVar("SEND_TIMEOUT_SECONDS", env.SEND_TIMEOUT_SECONDS, z.number().positive().max(max, `at most ${max} (half the send lease)`), "10");
+  return seconds * 1000;
 }
 
 const spendLimit = z.number().nonnegative().nullable();

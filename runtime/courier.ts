@@ -11,8 +11,8 @@ import { z } from "zod";
 import { ConfigError, secretNamed } from "../lib/config.ts";
 import { Gateway, type CallScope, type GatewayDeps, type Mount, type SessionState } from "../plugins/index.ts";
 import type { AgentObject } from "./agent-object.ts";
-import type { DeliveryResult, Route, StreamTarget } from "./chat.ts";
-import { modelChoice } from "./config.ts";
+import type { DeliveryResult, OutboxDelivery, Route, StreamTarget } from "./chat.ts";
+import { modelChoice, sendTimeoutMs } from "./config.ts";
 import { outboundFor, type RuntimeDeps } from "./deps.ts";
 import type { EffectMessage } from "./effects.ts";
 import { agentStub } from "./ingress.ts";
@@ -36,8 +36,6 @@ const WATCHDOG_MS = 5_000;
 /** A courier that cannot reach the agent's object tries again after this, doubling. */
 const REPORT_RETRY_MS = 2_000;
 const MAX_REPORT_RETRY_MS = 60_000;
-/** A platform call that has not answered by then is reported as failed (and retried by the object). */
-export const SEND_TIMEOUT_MS = 10_000;
 
 type Task = { seq: number; body: string; failures: number };
 
@@ -108,11 +106,19 @@ export class Courier extends DurableObject<Env> {
       case "send": {
         const delivery = await agent.outboxClaim(effect, Number(effect.id));
         if (!delivery) return;
-        const outbound = outboundFor(this.deps, delivery.address.platform);
-        const result: DeliveryResult = outbound
-          ? await withTimeout(outbound.deliver(this.env, delivery), SEND_TIMEOUT_MS).catch((err) => ({ ok: false as const, error: errorText(err) }))
-          : { ok: false, error: `no bridge for platform ${delivery.address.platform}`, permanent: true };
+        const result = await this.deliver(delivery);
         return this.report(effect, (stub) => stub.outboxResult(effect, Number(effect.id), result));
+      }
+      case "typing": {
+        const address = await agent.typingClaim(effect, effect.id);
+        if (!address) return;
+        const typing = outboundFor(this.deps, address.platform)?.typing;
+        const result: DeliveryResult = typing
+          ? await withTimeout(typing(this.env, address), sendTimeoutMs(this.env)).catch((err) => ({ ok: false as const, error: errorText(err) }))
+          : { ok: false, error: `no typing indicator for platform ${address.platform}` };
+        // A lost indicator is not worth a retry: the next one is due in seconds.
+        if (!result.ok) console.warn(`typing in ${address.platform} failed: ${result.error}`);
+        return this.report(effect, (stub) => stub.typingResult(effect, effect.id));
       }
       case "tool":
       case "hold": {
@@ -173,6 +179,22 @@ export class Courier extends DurableObject<Env> {
     });
   }
 
+  /**
+   * A chat send, given up after SEND_TIMEOUT_SECONDS. The platform may still
+   * have posted it: the object's next claim of the row says so (uncertain),
+   * and the bridge looks for the message before posting it again.
+   */
+  private async deliver(delivery: OutboxDelivery): Promise<DeliveryResult> {
+    const outbound = outboundFor(this.deps, delivery.address.platform);
+    if (!outbound) return { ok: false, error: `no bridge for platform ${delivery.address.platform}`, permanent: true };
+    try {
+      return await withTimeout(outbound.deliver(this.env, delivery), sendTimeoutMs(this.env));
+    } catch (err) {
+      if (err instanceof ConfigError) return { ok: false, error: `not configured: ${err.message}`, permanent: true };
+      return { ok: false, error: errorText(err) };
+    }
+  }
+
   /** The gateway, here: the mount's secret is resolved and redacted in the courier, never in the object. */
   private async runTool(work: ToolWork, scripts?: ScriptCaller): Promise<ToolReport> {
     const session = sessionCopy(work.session);
@@ -208,7 +230,7 @@ export function courierStub(env: Env, effect: EffectMessage): DurableObjectStub<
 const effectMessage = z.object({
   tenant: z.string(),
   agent: z.string(),
-  kind: z.enum(["model", "send", "tool", "hold", "mount"]),
+  kind: z.enum(["model", "send", "tool", "hold", "mount", "typing"]),
   id: z.string(),
   lane: z.string(),
 });

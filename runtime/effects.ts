@@ -1,6 +1,6 @@
 // Effects: everything the object needs done off the object (a model call, a
 // chat send, a remote tool call, an approved hold performed, a mount's tool
-// list fetched) is a row here,
+// list fetched, the typing indicator renewed) is a row here,
 // next to the domain row it belongs to. The pass sends due rows to the effect
 // queue in one batch; a courier claims one (the lease then runs while it
 // works) and reports back. A lease that runs out sends the effect again with
@@ -8,7 +8,7 @@
 // with a sentence the person sees. Idle means no row, so no alarm.
 import type { Route } from "./chat.ts";
 
-export type EffectKind = "model" | "send" | "tool" | "hold" | "mount";
+export type EffectKind = "model" | "send" | "tool" | "hold" | "mount" | "typing";
 
 /** The queue message: ids only; the courier reads the work from the object when it claims it. */
 export interface EffectMessage extends Route {
@@ -37,17 +37,20 @@ export const EFFECTS_SCHEMA = `
 /** Leases that may run out before an effect is given up. */
 export const MAX_LEASES = 3;
 
+/** A send's run lease; SEND_TIMEOUT_SECONDS is kept to at most half of it (config.ts). */
+export const SEND_LEASE_MS = 30_000;
+
 /** How long a courier may work on a claimed effect before it is sent again. */
 const RUN_LEASE_MS: Record<EffectKind, number> = {
   // The provider call's own timeout is 120 s.
   model: 180_000,
-  // Platform calls time out after 10 s.
-  send: 30_000,
+  send: SEND_LEASE_MS,
   // Tools time out within 60 s (the http plugin's ceiling).
   tool: 90_000,
   hold: 90_000,
   // Connecting and listing, each within the mcp plugin's 60 s ceiling.
   mount: 150_000,
+  typing: 30_000,
 };
 
 export type EffectRow = {
@@ -92,6 +95,15 @@ export class Effects {
     if (!row) return null;
     this.sql.exec("UPDATE effects SET state = 'claimed', due_at = ?, claims = claims + 1 WHERE kind = ? AND id = ?", Date.now() + RUN_LEASE_MS[kind], kind, id);
     return { earlierClaims: row.claims };
+  }
+
+  /**
+   * The last claim is known to have done nothing (the platform refused it
+   * before doing anything: a rate limit), so a later claim need not wonder
+   * whether it did.
+   */
+  refused(kind: EffectKind, id: string): void {
+    this.sql.exec("UPDATE effects SET claims = MAX(claims - 1, 0) WHERE kind = ? AND id = ?", kind, id);
   }
 
   /** The effect is to be tried again at `at`; returns how many retries it has had, this one included. */
@@ -150,10 +162,12 @@ export class Effects {
 
 /**
  * Tool calls and held calls of one conversation share a lane, so they happen
- * in the order the model asked. A mount's tool list belongs to no conversation:
- * its lane is the mount's.
+ * in the order the model asked; so do its chat sends and typing indicators, so
+ * typing never shows after the reply. A mount's tool list belongs to no
+ * conversation: its lane is the mount's.
  */
 function laneOf(row: EffectRow): string {
   if (row.kind === "mount") return `mount:${row.id}`;
+  if (row.kind === "typing") return `send:${row.conversation}`;
   return `${row.kind === "hold" ? "tool" : row.kind}:${row.conversation}`;
 }

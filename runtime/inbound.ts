@@ -1,5 +1,5 @@
 // Inbound: the durable write of what people send (a message, a steer, a stop,
-// a command, a decision on a hold), deduplicated by the event's id so a
+// a command, a decision on a hold, a note of what they look at), deduplicated by the event's id so a
 // platform's retry is one event. It records and marks; the pass does the work.
 import type { ApprovalFlow } from "./approval-flow.ts";
 import type { ChatEvent, ConversationStatus, Route, SubmitResult } from "./chat.ts";
@@ -31,9 +31,9 @@ export class Inbound {
     if (event.kind === "decision") {
       return { accepted: true, conversation: event.conversation, status: statusNow(), ...this.approvals.decide(route, event) };
     }
-    // Only a person's message starts a conversation: a command or a stop in an empty
-    // channel creates nothing (and so makes nobody its starter).
-    const starts = event.kind === "message" || event.kind === "steer";
+    // Only a person's message (or what they look at) starts a conversation: a command or
+    // a stop in an empty channel creates nothing (and so makes nobody its starter).
+    const starts = event.kind === "message" || event.kind === "steer" || event.kind === "note";
     const conv = existing ?? (starts ? this.store.create(event.conversation, event.user, Date.now()) : undefined);
     if (!conv) {
       const stopping = event.kind === "interrupt" || (event.kind === "command" && event.command === "stop");
@@ -42,11 +42,15 @@ export class Inbound {
     }
     if (event.replyTo) this.store.setReplyTo(conv.id, event.replyTo);
 
+    const first = event.kind === "message" && conv.turn === 0;
     let notice: string | undefined;
     switch (event.kind) {
       case "message":
       case "steer":
-        this.turns.message(conv, event.text, event.user);
+        this.turns.message(conv, event.text, event.user, event.attachments);
+        break;
+      case "note":
+        this.turns.note(conv, event.text);
         break;
       case "interrupt":
         notice = this.turns.interrupt(conv.id);
@@ -55,7 +59,7 @@ export class Inbound {
         notice = this.command(conv, event.command);
         break;
     }
-    return { accepted: true, conversation: conv.id, status: statusNow(), notice };
+    return { accepted: true, conversation: conv.id, status: statusNow(), notice, ...(first ? { first } : {}) };
   }
 
   /** A running conversation whose model call is out is shown as waiting for the model. */

@@ -1,5 +1,6 @@
 // The runtime's public interface for the other folders (bridges, console) and the Worker entry.
 export type {
+  Attachment,
   ChatCommand,
   ChatEvent,
   ChatOutbound,
@@ -18,7 +19,7 @@ export { agentStub, CONVERSATION_ID, parseRoute, readConversation, submitEvent }
 export type { ConversationView } from "./agent-object.ts";
 export { conversationState, type ConversationPage, type ConversationQuery, type ConversationState, type ConversationSummary, type PageCursor, type PendingApproval } from "./views.ts";
 export { listAgents, listTenants, recordAgent, type AgentListing, type DirectoryEntry, type TenantListing } from "./directory.ts";
-export { adminToken } from "./config.ts";
+export { adminToken, sendTimeoutMs } from "./config.ts";
 export { controlPlane, ControlPlane } from "./control-plane.ts";
 export { AgentObject } from "./agent-object.ts";
 export { agentsApi } from "./api.ts";

@@ -2,8 +2,9 @@
 // produced them. Each conversation's rows go out in order: only its first
 // unsent row is handed to a courier (as an effect), and the next is released
 // when that one is reported sent or given up. A rate-limited row waits out the
-// platform's Retry-After; other conversations' rows do not wait for it.
-import type { DeliveryResult, OutboundMessage, OutboxDelivery, ReplyAddress, Route, StreamShown } from "./chat.ts";
+// platform's Retry-After; other conversations' rows do not wait for it. An
+// update of a message changed in place is paced to the platform's spacing.
+import type { DeliveryResult, OutboundMessage, OutboxDelivery, Platform, ReplyAddress, Route, StreamShown } from "./chat.ts";
 import { outboundFor, type RuntimeDeps } from "./deps.ts";
 import type { Effects } from "./effects.ts";
 
@@ -17,6 +18,7 @@ type Row = {
   ref_key: string | null;
   status: "pending" | "sent" | "failed";
   attempts: number;
+  created_at: number;
 };
 
 export class Outbox {
@@ -91,8 +93,26 @@ export class Outbox {
 
   /** Hands the conversation's first unsent row to a courier, unless it already has it. */
   private release(conversation: string): void {
-    const head = this.sql.exec<{ id: number }>("SELECT id FROM outbox WHERE conversation = ? AND status = 'pending' ORDER BY id LIMIT 1", conversation).toArray()[0];
-    if (head) this.effects.add("send", String(head.id), conversation);
+    const head = this.sql
+      .exec<Pick<Row, "id" | "address" | "ref_key">>("SELECT id, address, ref_key FROM outbox WHERE conversation = ? AND status = 'pending' ORDER BY id LIMIT 1", conversation)
+      .toArray()[0];
+    if (head) this.effects.add("send", String(head.id), conversation, this.paced(conversation, head));
+  }
+
+  /**
+   * When a row may go: an update of a message already posted waits until the
+   * platform's spacing has passed since the conversation's last post or update
+   * of such a message (it stays waiting, so `post` can still replace it).
+   */
+  private paced(conversation: string, head: Pick<Row, "address" | "ref_key">): number {
+    const now = Date.now();
+    if (!head.ref_key || !this.refOf(head.ref_key)) return now;
+    const spacing = outboundFor(this.deps, (JSON.parse(head.address) as ReplyAddress).platform)?.updateSpacingMs ?? 0;
+    if (spacing <= 0) return now;
+    const last = this.sql
+      .exec<{ at: number | null }>("SELECT MAX(sent_at) AS at FROM outbox WHERE conversation = ? AND status = 'sent' AND ref_key IS NOT NULL", conversation)
+      .one().at;
+    return last === null ? now : Math.max(now, last + spacing);
   }
 
   /**
@@ -112,6 +132,7 @@ export class Outbox {
       address: JSON.parse(row.address) as ReplyAddress,
       message: JSON.parse(row.message) as OutboundMessage,
       idempotencyKey: `${this.objectId}:${row.id}`,
+      createdAt: row.created_at,
       ref: known?.ref,
       ...(known?.shown !== undefined ? { shown: known.shown } : {}),
       uncertain: claim.earlierClaims > 0,
@@ -130,6 +151,8 @@ export class Outbox {
     }
     this.sql.exec("UPDATE outbox SET attempts = ?, error = ? WHERE id = ?", attempts, result.error, id);
     if (result.permanent === true || attempts >= MAX_ATTEMPTS) return this.fail(row, result.error);
+    // A rate limit is a refusal: nothing was posted, so it leaves the next claim no doubt to clear up (no read-back).
+    if (result.retryAfterMs !== undefined) this.effects.refused("send", String(id));
     const delay = result.retryAfterMs ?? Math.min(60_000, 1000 * 2 ** (attempts - 1));
     this.effects.retryAt("send", String(id), Date.now() + delay);
   }
@@ -138,6 +161,24 @@ export class Outbox {
   giveUp(id: number): void {
     const row = this.sql.exec<Row>("SELECT * FROM outbox WHERE id = ?", id).toArray()[0];
     if (row?.status === "pending") this.fail(row, "the platform did not answer in time");
+  }
+
+  /**
+   * Every unsent row to `platform` fails with `reason`, none tried again (the
+   * app was removed from the tenant's workspace). A courier under way with one
+   * finds its report ignored. Returns how many rows failed.
+   */
+  failPending(platform: Platform, reason: string): number {
+    const rows = this.sql
+      .exec<Row>("SELECT * FROM outbox WHERE status = 'pending' ORDER BY id")
+      .toArray()
+      .filter((row) => (JSON.parse(row.address) as ReplyAddress).platform === platform);
+    for (const row of rows) {
+      this.sql.exec("UPDATE outbox SET status = 'failed', error = ? WHERE id = ?", reason, row.id);
+      this.effects.done("send", String(row.id));
+    }
+    if (rows.length > 0) console.error(`outbox: ${rows.length} rows to ${platform} failed for good: ${reason}`);
+    return rows.length;
   }
 
   private fail(row: Row, error: string): void {

@@ -6,15 +6,26 @@
 import type { AssistantMessage, UserMessage } from "@mariozechner/pi-ai";
 import type { Gateway } from "../plugins/index.ts";
 import type { ApprovalFlow } from "./approval-flow.ts";
-import type { ChatUser, OutboundMessage, Route, StreamTarget } from "./chat.ts";
+import type { Attachment, ChatUser, OutboundMessage, Route, StreamTarget } from "./chat.ts";
 import { audienceOf } from "./audience.ts";
-import { compactionRequest, compactionTrigger, estimateTokens, handoverSummary, planCompaction, refusedAgain, startedCompaction, type CompactionPlan } from "./compaction.ts";
+import {
+  compactionRequest,
+  compactionTrigger,
+  estimateTokens,
+  handoverSummary,
+  planCompaction,
+  refusedAgain,
+  requestChars,
+  startedCompaction,
+  type CompactionPlan,
+} from "./compaction.ts";
 import type { ModelChoice, ModelPick } from "./models/index.ts";
 import type { Conversations, ConversationRow, InboxItem } from "./conversations.ts";
 import { streamKey, type ModelRequest } from "./model-job.ts";
 import type { JobPurpose, JobRow, ModelJobs, Settled } from "./model-jobs.ts";
 import type { Outbox } from "./outbox.ts";
 import { toolCalls, type ToolCalls } from "./tool-calls.ts";
+import type { Typing } from "./typing.ts";
 import { standingNotes, standingState, withStanding } from "./system-prompt.ts";
 import { isMessageRow, modelMessages, shownRows, textOf, type CompactionData, type HandoverData, type LogRow, type UserData } from "./transcript.ts";
 
@@ -44,20 +55,27 @@ export class Turns {
     private readonly jobs: ModelJobs,
     private readonly tools: ToolCalls,
     private readonly outbox: Outbox,
+    private readonly typing: Typing,
   ) {}
 
   // ---- events from people ------------------------------------------------------
 
   /** A person's message: a new turn, or a steer when a turn is running. */
-  message(conv: ConversationRow, text: string, by: ChatUser): void {
+  message(conv: ConversationRow, text: string, by: ChatUser, attachments: Attachment[] = []): void {
     const running = conv.status === "running";
-    const data: UserData = { message: userMessage(text), by, steer: running };
+    const data: UserData = { message: userMessage(text, attachments), by, steer: running };
     // A steer waits for the next model call, or (between a reply and the turn's end) is taken by the pass.
     if (running) {
       this.conversations.queue(conv.id, { type: "user", data });
       this.conversations.markForPass(conv.id);
     }
     else this.start(conv, { type: "user", data }, by);
+  }
+
+  /** Context for the model's next step; an idle conversation stays idle (its next turn takes it). */
+  note(conv: ConversationRow, text: string): void {
+    this.conversations.queue(conv.id, { type: "marker", data: { text } });
+    if (conv.status === "running") this.conversations.markForPass(conv.id);
   }
 
   /** The agent is told at its next step; an idle agent is woken to carry on. */
@@ -104,6 +122,7 @@ export class Turns {
   end(conv: ConversationRow, outcome: TurnOutcome, error?: string, text?: string): void {
     this.conversations.append(conv.id, conv.turn, "turn_end", { outcome, error });
     this.conversations.finishTurn(conv.id, outcome === "failed" ? "failed" : "idle", error ?? null);
+    this.typing.stop(conv.id);
     switch (outcome) {
       case "done":
         // A reply streamed as it was written was finished when its job settled.
@@ -196,6 +215,8 @@ export class Turns {
     this.conversations.markForPass(conv.id);
     this.addUsage(conv, settled.message);
     this.conversations.append(conv.id, conv.turn, "assistant", settled.message);
+    const calls = toolCalls(settled.message);
+    if (calls.length > 0) this.post(conv.id, { kind: "status", state: "working", text: `Working on it… using ${calls.map((c) => `\`${c.name}\``).join(", ")}` });
   }
 
   /**
@@ -268,7 +289,7 @@ export class Turns {
       const rows = this.conversations.log(id);
       const request: ModelRequest = { model: pass.pick, systemPrompt: this.systemPromptOf(pass, conv, rows), messages: modelMessages(rows), tools: pass.gateway.tools() };
       const body = JSON.stringify(request);
-      const trigger = compactionTrigger(pass.model.settings, estimateTokens(body.length, rows), rows);
+      const trigger = compactionTrigger(pass.model.settings, estimateTokens(requestChars(body, request.messages), rows), rows);
       const plan = trigger && planCompaction(pass.model.settings, rows, trigger);
       if (plan) return this.startCompaction(pass, conv, plan);
       if (trigger === "refused") {
@@ -324,13 +345,27 @@ export class Turns {
     if (largeKey && (!this.conversations.stillRunning(conv) || this.jobs.isOpen(conv.id))) return;
     this.storage.transactionSync(() => {
       this.jobs.create(id, conv.id, conv.turn, purpose, body, largeKey);
+      this.typing.start(conv);
       record?.();
     });
   }
 }
 
-function userMessage(text: string): UserMessage {
-  return { role: "user", content: text, timestamp: Date.now() };
+/** The person's words, then each shared file: its text, or the image itself after its name, or its name and why it is not shown. */
+function userMessage(text: string, attachments: Attachment[] = []): UserMessage {
+  if (attachments.length === 0) return { role: "user", content: text, timestamp: Date.now() };
+  const content: UserMessage["content"] = text ? [{ type: "text", text }] : [];
+  const say = (line: string) => content.push({ type: "text", text: content.length > 0 ? `\n\n${line}` : line });
+  for (const file of attachments) {
+    const label = `${file.name} (${file.mimeType}, ${file.bytes} bytes)`;
+    if (file.kind === "text") say(`<file name="${file.name}" type="${file.mimeType}">\n${file.text}\n</file>`);
+    if (file.kind === "named") say(`[file ${label}, not shown: ${file.note}]`);
+    if (file.kind === "image") {
+      say(`[image ${label}]`);
+      content.push({ type: "image", data: file.data, mimeType: file.mimeType });
+    }
+  }
+  return { role: "user", content, timestamp: Date.now() };
 }
 
 const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? "" : "s"}`;

@@ -127,11 +127,12 @@ export interface PendingApproval {
   card: Card;
 }
 
-/** Holds waiting for a decision, oldest first. */
-export function pendingApprovals(sql: SqlStorage, route: Route): PendingApproval[] {
+/** Holds waiting for a decision, oldest first; with `shown`, only those it keeps. */
+export function pendingApprovals(sql: SqlStorage, route: Route, shown: (hold: HoldRow) => boolean = () => true): PendingApproval[] {
   return sql
     .exec<HoldRow>("SELECT * FROM holds WHERE status = 'pending' ORDER BY created_at, id")
     .toArray()
+    .filter(shown)
     .map((hold) => ({ route, conversation: hold.conversation, createdAt: hold.created_at, card: cardFor(hold, route.tenant, route.agent) }));
 }
 

@@ -29,7 +29,8 @@ interface Call {
   messageId?: string;
   responseId?: string;
   status: number;
-  body: { content: string; components?: { type: number; components: Button[] }[] };
+  body: { content: string; components?: { type: number; components: Button[] }[]; nonce?: string; enforce_nonce?: boolean };
+  deduplicated?: boolean;
 }
 
 async function calls(filter: { channel?: string; token?: string }): Promise<Call[]> {
@@ -39,6 +40,16 @@ async function calls(filter: { channel?: string; token?: string }): Promise<Call
 
 async function rateLimit(match: string, retryAfter: number): Promise<void> {
   await fetch(`${E.FAKE_DISCORD_URL}/_control/rate-limit`, { method: "POST", body: JSON.stringify({ match, times: 1, retryAfter }) });
+}
+
+/** The messages that exist in the channel (however many calls made them). */
+async function messagesIn(channel: string): Promise<{ id: string; content: string }[]> {
+  return (await fetch(`${E.FAKE_DISCORD_URL}/_control/messages?channel=${channel}`)).json();
+}
+
+/** The next message created in the channel with this text is made, and its answer never comes. */
+async function holdCreate(channel: string, textIncludes: string): Promise<void> {
+  await fetch(`${E.FAKE_DISCORD_URL}/_control/hold`, { method: "POST", body: JSON.stringify({ channel, textIncludes }) });
 }
 
 const posted = (list: Call[]) => list.filter((c) => c.method === "POST" && c.status === 200).map((c) => c.body.content);
@@ -154,7 +165,7 @@ describe("/ask", () => {
       target: { channelId: channel, applicationId: APP, interactionToken: unique("old"), interactionIssuedAt: Date.now() - 16 * 60_000 },
     };
     const route = { tenant: guild, agent: AGENT };
-    const result = await discordOutbound.deliver(env, { route, conversation: channel, address, message: { kind: "reply", text: "late" }, idempotencyKey: "k1" });
+    const result = await discordOutbound.deliver(env, { route, conversation: channel, address, message: { kind: "reply", text: "late" }, idempotencyKey: "k1", createdAt: Date.now() });
     expect(result).toEqual({ ok: true });
     expect(posted(await calls({ channel }))).toEqual(["late"]);
     expect(await calls({ token: address.target.interactionToken })).toEqual([]);
@@ -166,7 +177,7 @@ describe("/ask", () => {
     await fetch(`${E.FAKE_DISCORD_URL}/_control/expire-token`, { method: "POST", body: JSON.stringify({ token }) });
     const address = { platform: "discord" as const, target: { channelId: channel, applicationId: APP, interactionToken: token, interactionIssuedAt: Date.now() } };
     const route = { tenant: guild, agent: AGENT };
-    const result = await discordOutbound.deliver(env, { route, conversation: channel, address, message: { kind: "reply", text: "via bot" }, idempotencyKey: "k2" });
+    const result = await discordOutbound.deliver(env, { route, conversation: channel, address, message: { kind: "reply", text: "via bot" }, idempotencyKey: "k2", createdAt: Date.now() });
     expect(result).toEqual({ ok: true });
     expect(posted(await calls({ channel }))).toEqual(["via bot"]);
   });
@@ -301,7 +312,7 @@ describe("Discord's limits", () => {
     await rateLimit(`/channels/${channel}/`, 2.5);
     const address = { platform: "discord" as const, target: { channelId: channel } };
     const route = { tenant: guild, agent: AGENT };
-    const result = await discordOutbound.deliver(env, { route, conversation: channel, address, message: { kind: "reply", text: "x" }, idempotencyKey: "k3" });
+    const result = await discordOutbound.deliver(env, { route, conversation: channel, address, message: { kind: "reply", text: "x" }, idempotencyKey: "k3", createdAt: Date.now() });
     expect(result).toMatchObject({ ok: false, retryAfterMs: 2500 });
   });
 
@@ -318,6 +329,25 @@ describe("Discord's limits", () => {
     expect(replies.length).toBeGreaterThan(2);
     expect(replies.join("\n")).toBe(text);
     expect(posted(list)[0]).toBe("⏳ Working on it…");
+  });
+});
+
+describe("a message whose answer is lost", () => {
+  it("is sent again after the send timeout with the same enforced nonce, and Discord returns the one it made", async () => {
+    const s = unique("nonce");
+    const channel = snowflake();
+    await script(s, [{ text: "made once" }]);
+    await holdCreate(channel, "made once");
+    await forward(channelMessage({ channel_id: channel, content: `<@${APP}> [s:${s}] once` }));
+    await statusEdited({ channel }, "Done.");
+
+    expect((await messagesIn(channel)).filter((m) => m.content === "made once")).toHaveLength(1);
+    const creates = (await calls({ channel })).filter((c) => c.method === "POST" && c.body.content === "made once");
+    expect(creates).toHaveLength(2);
+    const [first, again] = creates;
+    expect(first!.body.nonce).toMatch(/^[0-9a-f]{25}$/);
+    expect(again!.body).toMatchObject({ nonce: first!.body.nonce, enforce_nonce: true });
+    expect(again!.deduplicated).toBe(true);
   });
 });
 
@@ -368,7 +398,7 @@ describe("ids are checked before they are used", () => {
   it("a stored reply address that is not a Discord channel is given up, never put in a path", async () => {
     const route = { tenant: guild, agent: AGENT };
     const address = { platform: "discord" as const, target: { channelId: "../../users/@me" } };
-    const result = await discordOutbound.deliver(env, { route, conversation: "c", address, message: { kind: "reply", text: "x" }, idempotencyKey: "k4" });
+    const result = await discordOutbound.deliver(env, { route, conversation: "c", address, message: { kind: "reply", text: "x" }, idempotencyKey: "k4", createdAt: Date.now() });
     expect(result).toEqual({ ok: false, error: "reply address is not a Discord channel (or interaction)", permanent: true });
   });
 });

@@ -25,15 +25,20 @@ async function turn(tenant: string, conversation: string, text: string, agent = 
 const remember = (text: string, alias = "memory") => ({ toolCalls: [{ name: `${alias}__remember`, arguments: { text } }] });
 
 describe("memory scopes", () => {
-  /** A Slack message in a workspace: a DM (channel D…) or a channel thread (mentioning the agent); returns its conversation id. */
+  /**
+   * A Slack message that starts a conversation: in a new thread of a DM (channel D…;
+   * the DM's top-level messages are one running conversation) or a new channel
+   * thread (mentioning the agent); returns its conversation id.
+   */
   async function slack(team: string, where: { dm: string; user: string } | { channel: string; user: string }, text: string): Promise<string> {
     const ts = newTs();
+    const thread = "dm" in where ? newTs() : ts;
     const envelope =
       "dm" in where
-        ? messageEnvelope({ team, channel: where.dm, ts, text, user: where.user, mention: false, event: { channel_type: "im" } })
+        ? messageEnvelope({ team, channel: where.dm, ts, thread_ts: thread, text, user: where.user, mention: false, event: { channel_type: "im" } })
         : messageEnvelope({ team, channel: where.channel, ts, text, user: where.user });
     expect((await postEvent(envelope)).status).toBe(200);
-    const conversation = `${team}:${"dm" in where ? where.dm : where.channel}:${ts}`;
+    const conversation = `${team}:${"dm" in where ? where.dm : where.channel}:${thread}`;
     await settled(team, "assistant", conversation);
     return conversation;
   }

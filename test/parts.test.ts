@@ -2,11 +2,13 @@
 // object per test, its schema migrated): fast checks of the rules each part
 // owns, beside the end-to-end tests that run whole turns.
 import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { ChatOutbound, OutboundMessage } from "../runtime/chat.ts";
 import { Conversations } from "../runtime/conversations.ts";
 import type { RuntimeDeps } from "../runtime/deps.ts";
-import { Effects, MAX_LEASES, type EffectMessage } from "../runtime/effects.ts";
+import { sendTimeoutMs } from "../runtime/config.ts";
+import { Effects, MAX_LEASES, SEND_LEASE_MS, type EffectMessage } from "../runtime/effects.ts";
 import { Inbound } from "../runtime/inbound.ts";
 import { MountSessions } from "../runtime/mount-sessions.ts";
 import { ModelJobs } from "../runtime/model-jobs.ts";
@@ -16,6 +18,8 @@ import { ToolCalls } from "../runtime/tool-calls.ts";
 import { Turns } from "../runtime/turns.ts";
 import { migrate } from "../runtime/schema.ts";
 import { NO_SETTINGS, SettingsCopy } from "../runtime/settings.ts";
+import { Typing, TYPING_REFRESH_MS } from "../runtime/typing.ts";
+import { Holds } from "../approvals/index.ts";
 import { agent } from "./agents.ts";
 import { unique } from "./support.ts";
 
@@ -152,6 +156,49 @@ describe("ModelJobs", () => {
     }));
 });
 
+describe("Typing", () => {
+  const silent: ChatOutbound = { platform: "slack", split: (text) => [text], deliver: async () => ({ ok: true }) };
+  const typingToo: ChatOutbound = { platform: "discord", split: (text) => [text], deliver: async () => ({ ok: true }), typing: async () => ({ ok: true }) };
+  const deps: RuntimeDeps = { outbounds: [silent, typingToo], plugins: [] };
+  const here = { platform: "discord" as const, target: { channelId: "1" } };
+
+  it("renews while the turn works and waits for nobody, ends with the turn, and is never made for a platform without it", () =>
+    inObject((storage) => {
+      const effects = new Effects(storage.sql, 30_000);
+      const conversations = new Conversations(storage.sql);
+      const holds = new Holds(storage.sql);
+      const typing = new Typing(effects, conversations, holds, deps);
+      const running = (id: string, address: typeof here | { platform: "slack"; target: { channel: string } }) => {
+        conversations.setReplyTo(conversations.create(id, USER, Date.now()).id, address);
+        conversations.beginTurn(conversations.get(id)!, { by: USER });
+        typing.start(conversations.get(id)!);
+      };
+
+      running("quiet", { platform: "slack", target: { channel: "C1" } });
+      expect(effects.get("typing", "quiet")).toBeUndefined();
+
+      running("c", here);
+      expect(typing.claim("c")).toEqual(here);
+      typing.report("c");
+      const next = effects.get("typing", "c")!;
+      expect(next.state).toBe("waiting");
+      expect(next.due_at).toBeGreaterThan(Date.now() + TYPING_REFRESH_MS - 1_000);
+
+      // Waiting for a person: not renewed; the next model call shows it again.
+      expect(typing.claim("c")).toEqual(here);
+      const hold = holds.create({ conversation: "c", callKey: "k", tool: "t", args: {}, requestedBy: "u", requester: null, ttlMs: 60_000 });
+      typing.report("c");
+      expect(effects.get("typing", "c")).toBeUndefined();
+      storage.sql.exec("UPDATE holds SET status = 'approved' WHERE id = ?", hold.id);
+      typing.start(conversations.get("c")!);
+
+      // The turn ends with a renewal on its way: its claim finds nothing to do.
+      conversations.finishTurn("c", "idle", null);
+      expect(typing.claim("c")).toBeNull();
+      expect(effects.get("typing", "c")).toBeUndefined();
+    }));
+});
+
 describe("Outbox", () => {
   const address = { platform: "slack" as const, target: { channel: "C1", thread_ts: "1.2" } };
   const outbound: ChatOutbound = { platform: "slack", split: (text) => text.split("|"), deliver: async () => ({ ok: true }) };
@@ -192,20 +239,61 @@ describe("Outbox", () => {
       expect(outbox.claim(route, next)).toMatchObject({ message: status("done"), ref: "ts9" });
     }));
 
-  it("a 429 waits out Retry-After; a permanent failure gives the row up and releases the next", () =>
+  it("a 429 waits out Retry-After and leaves no doubt; a permanent failure gives the row up and releases the next", () =>
     inObject((storage) => {
       const effects = new Effects(storage.sql, 30_000);
       const outbox = new Outbox(storage, "obj", deps, effects);
       outbox.post("c1", address, { kind: "reply", text: "a|b" }, null);
       const head = () => Number(storage.sql.exec<{ id: string }>("SELECT id FROM effects").one().id);
       const first = head();
+      outbox.claim(route, first);
       outbox.settle(first, { ok: false, error: "ratelimited", retryAfterMs: 7_000 });
       expect(effects.get("send", String(first))).toMatchObject({ state: "waiting", retries: 1 });
       expect(effects.nextDue()).toBeGreaterThan(Date.now() + 5_000);
+      // Refused, nothing was posted: the next claim has nothing to look for. A call with no answer leaves that doubt.
+      expect(outbox.claim(route, first)!.uncertain).toBe(false);
+      outbox.settle(first, { ok: false, error: "no answer within 10000 ms" });
+      expect(outbox.claim(route, first)!.uncertain).toBe(true);
       outbox.settle(first, { ok: false, error: "channel_not_found", permanent: true });
       expect(storage.sql.exec("SELECT status FROM outbox WHERE id = ?", first).one().status).toBe("failed");
       expect(head()).not.toBe(first);
     }));
+
+  it("an update of a posted message waits out the platform's spacing since the conversation's last one; a later state replaces it meanwhile", () =>
+    inObject((storage) => {
+      const paced: RuntimeDeps = { outbounds: [{ ...outbound, updateSpacingMs: 1000 }], plugins: [] };
+      const effects = new Effects(storage.sql, 30_000);
+      const outbox = new Outbox(storage, "obj", paced, effects);
+      const due = (conversation: string) => storage.sql.exec<{ id: string; due_at: number }>("SELECT id, due_at FROM effects WHERE conversation = ?", conversation).one();
+      outbox.post("c1", address, status("working"), "status:c1:1");
+      const posted = Number(due("c1").id);
+      expect(due("c1").due_at).toBeLessThanOrEqual(Date.now()); // the first post goes at once
+      outbox.claim(route, posted);
+      outbox.settle(posted, { ok: true, ref: "ts1" });
+      const sentAt = storage.sql.exec<{ sent_at: number }>("SELECT sent_at FROM outbox WHERE id = ?", posted).one().sent_at;
+
+      outbox.post("c1", address, status("using a"), "status:c1:1");
+      outbox.post("c1", address, status("using b"), "status:c1:1");
+      expect(storage.sql.exec("SELECT COUNT(*) AS n FROM outbox WHERE status = 'pending'").one().n).toBe(1);
+      expect(due("c1").due_at).toBe(sentAt + 1000);
+      expect(outbox.claim(route, Number(due("c1").id))).toMatchObject({ message: status("using b"), ref: "ts1" });
+      // Another conversation's first post is not held by it.
+      outbox.post("c2", address, status("working"), "status:c2:1");
+      expect(due("c2").due_at).toBeLessThanOrEqual(Date.now());
+    }));
+});
+
+describe("SEND_TIMEOUT_SECONDS", () => {
+  const withTimeout = (value: string | undefined) => ({ ...env, SEND_TIMEOUT_SECONDS: value }) as Env;
+
+  it("is 10 s unless set, and must leave half the send's lease for the claim and the report", () => {
+    expect(sendTimeoutMs(withTimeout(undefined))).toBe(10_000);
+    expect(sendTimeoutMs(withTimeout("2.5"))).toBe(2_500);
+    expect(sendTimeoutMs(withTimeout(String(SEND_LEASE_MS / 2000)))).toBe(SEND_LEASE_MS / 2);
+    expect(() => sendTimeoutMs(withTimeout(String(SEND_LEASE_MS / 2000 + 1)))).toThrow(/SEND_TIMEOUT_SECONDS is invalid[\s\S]*half the send lease/);
+    expect(() => sendTimeoutMs(withTimeout("0"))).toThrow(/SEND_TIMEOUT_SECONDS is invalid/);
+    expect(() => sendTimeoutMs(withTimeout("ten"))).toThrow(/SEND_TIMEOUT_SECONDS is not valid JSON/);
+  });
 });
 
 describe("Inbound", () => {
@@ -215,7 +303,8 @@ describe("Inbound", () => {
     const effects = new Effects(storage.sql, 30_000);
     const jobs = new ModelJobs(storage, "obj", undefined as unknown as R2Bucket, effects);
     const outbox = new Outbox(storage, "obj", { outbounds: [], plugins: [] }, effects);
-    const turns = new Turns(storage, store, jobs, new ToolCalls(storage, store, effects, new MountSessions(storage.sql)), outbox);
+    const typing = new Typing(effects, store, new Holds(storage.sql), { outbounds: [], plugins: [] });
+    const turns = new Turns(storage, store, jobs, new ToolCalls(storage, store, effects, new MountSessions(storage.sql)), outbox, typing);
     return { store, accept: new Inbound(store, turns, jobs, undefined as never, (_conv, status) => `status: ${status}`) };
   }
   const event = (id: string, fields: object) => ({ id, conversation: "c1", user: USER, ...fields }) as Parameters<Inbound["accept"]>[1];
@@ -232,6 +321,18 @@ describe("Inbound", () => {
       expect(accept.accept(route, event("e1", { kind: "message", text: "hi" }))).toMatchObject({ accepted: false });
       expect(logRows()).toBe(afterFirst);
       expect(accept.accept(route, event("e2", { kind: "command", command: "status" }))).toMatchObject({ notice: "status: running" });
+    }));
+
+  it("a note (what the person looks at) makes the conversation but starts no turn; the model reads it with the first message, which is told first", () =>
+    inObject((storage) => {
+      const { store, accept } = inbound(storage);
+      expect(accept.accept(route, event("n1", { kind: "note", text: "looking at #launch" }))).toMatchObject({ accepted: true, status: "idle" });
+      expect(store.get("c1")).toMatchObject({ status: "idle", turn: 0 });
+      expect(store.drain("c1")).toEqual([{ type: "marker", data: { text: "looking at #launch" } }]);
+      expect(accept.accept(route, event("n2", { kind: "note", text: "looking at #design" }))).toMatchObject({ status: "idle" });
+      expect(accept.accept(route, event("m1", { kind: "message", text: "hi" }))).toMatchObject({ status: "running", first: true });
+      expect(store.drain("c1")).toEqual([{ type: "marker", data: { text: "looking at #design" } }]);
+      expect(accept.accept(route, event("m2", { kind: "message", text: "and?" })).first).toBeUndefined();
     }));
 });
 

@@ -173,6 +173,17 @@ describe("webhook bridge", () => {
     expect(deliveries.filter((d) => d.idempotencyKey === first!.idempotencyKey)).toHaveLength(1);
   });
 
+  it("a callback whose answer is lost is sent again after the send timeout with the same Idempotency-Key", async () => {
+    const tenant = await tenantWithCallback();
+    // The receiver takes the reply and never answers.
+    await fetch(`${E.FAKE_CALLBACK_URL}/_control/hold/${tenant}`, { method: "POST", body: JSON.stringify({ textIncludes: "ok: redeliver" }) });
+    await send(tenant, message("c12", "redeliver"));
+    const replies = (await finished(tenant)).filter((d) => d.body.type === "reply");
+    expect(replies.map((d) => d.body.text)).toEqual(["ok: redeliver", "ok: redeliver"]);
+    // One message for a receiver that dedupes on the key, as docs/webhook.md asks.
+    expect(new Set(replies.map((d) => d.idempotencyKey)).size).toBe(1);
+  });
+
   it("interrupt and commands: stop ends the running turn, status answers at once", async () => {
     const tenant = await tenantWithCallback();
     const s = unique("int");

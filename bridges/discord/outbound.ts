@@ -1,9 +1,13 @@
 // Discord's side of the outbox: posts and edits messages through the REST API
 // (DISCORD_API_BASE_URL), through the interaction webhook while its token is
-// valid, else as the bot in the channel. Honours 429 retry_after.
+// valid, else as the bot in the channel. Honours 429 retry_after. A message
+// the bot creates carries a nonce made from the outbox row's key, enforced: a
+// row sent again (its first answer lost) gets back the message Discord already
+// made instead of a second one.
 import type { APIMessage, RESTPostAPIChannelMessageJSONBody, RESTRateLimit } from "discord-api-types/v10";
 import { baseUrlFrom, secretNamed } from "../../lib/config.ts";
-import type { ChatOutbound, DeliveryResult, OutboundMessage, OutboxDelivery, Route, StreamTarget } from "../../runtime/index.ts";
+import { hmacHex } from "../../lib/http.ts";
+import { sendTimeoutMs, type ChatOutbound, type DeliveryResult, type OutboundMessage, type OutboxDelivery, type ReplyAddress, type Route, type StreamTarget } from "../../runtime/index.ts";
 import { clip, splitText } from "../shared/text.ts";
 import { snowflake, targetSchema } from "./address.ts";
 import { cardMessage, DISCORD_MESSAGE_LIMIT, type DiscordMessageBody } from "./card.ts";
@@ -12,8 +16,8 @@ const DEFAULT_API_BASE_URL = "https://discord.com/api/v10";
 /** Interaction tokens live 15 minutes; stop using one a minute early. */
 const INTERACTION_TOKEN_TTL_MS = 14 * 60_000;
 const USER_AGENT = "DiscordBot (https://github.com/antiproton, 0.1.0)";
-/** An awaited fetch to Discord can hang (discord-api-docs#7936); the outbox retries instead. */
-const REQUEST_TIMEOUT_MS = 10_000;
+/** Discord's limit on a nonce's length. */
+const NONCE_LENGTH = 25;
 
 const STATUS_ICONS = { working: "⏳", done: "✅", stopped: "⏹️", failed: "⚠️" } as const;
 
@@ -50,7 +54,21 @@ function channelCall(channelId: string, message: OutboundMessage, ref: string | 
   return { method: "POST", path: `/channels/${channelId}/messages`, bot: true };
 }
 
-async function send(env: Env, call: Call, message: DiscordMessageBody): Promise<Response | DeliveryResult> {
+type CreateBody = DiscordMessageBody & Pick<RESTPostAPIChannelMessageJSONBody, "nonce" | "enforce_nonce">;
+
+/**
+ * The same nonce from the same author within a few minutes returns the message
+ * already created (enforce_nonce). It must fit in 25 characters, so it is a
+ * hash of the row's key. Interaction webhooks take no nonce: only the bot's
+ * creates carry one.
+ */
+async function withNonce(body: DiscordMessageBody, idempotencyKey: string): Promise<CreateBody> {
+  const nonce = (await hmacHex("antiproton/discord/nonce", idempotencyKey)).slice(0, NONCE_LENGTH);
+  return { ...body, nonce, enforce_nonce: true };
+}
+
+/** A call to Discord; without a message (the typing indicator), without a body. */
+async function send(env: Env, call: Call, message?: CreateBody): Promise<Response | DeliveryResult> {
   const headers: Record<string, string> = { "content-type": "application/json", "user-agent": USER_AGENT };
   if (call.bot) {
     const token = secretNamed(env, "DISCORD_BOT_TOKEN");
@@ -59,8 +77,9 @@ async function send(env: Env, call: Call, message: DiscordMessageBody): Promise<
   }
   const base = baseUrlFrom("DISCORD_API_BASE_URL", env.DISCORD_API_BASE_URL, DEFAULT_API_BASE_URL);
   // allowed_mentions: the agent's text never pings anyone (@everyone included).
-  const body = JSON.stringify({ ...message, allowed_mentions: { parse: [] } } satisfies RESTPostAPIChannelMessageJSONBody);
-  return fetch(`${base}${call.path}`, { method: call.method, headers, body, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+  const body = message && JSON.stringify({ ...message, allowed_mentions: { parse: [] } } satisfies RESTPostAPIChannelMessageJSONBody);
+  // An awaited fetch to Discord can hang (discord-api-docs#7936): it is given up with the send, and the outbox retries.
+  return fetch(`${base}${call.path}`, { method: call.method, headers, body, signal: AbortSignal.timeout(sendTimeoutMs(env)) });
 }
 
 async function outcome(res: Response, wantRef: boolean): Promise<DeliveryResult> {
@@ -101,7 +120,8 @@ async function deliver(env: Env, delivery: OutboxDelivery): Promise<DeliveryResu
     // 401/404: the token expired early or Discord lost it (discord-api-docs#6851): post as the bot instead.
     if (res.status !== 401 && res.status !== 404) return outcome(res, wantRef);
   }
-  const res = await send(env, channelCall(channelId, message, ref), body);
+  const call = channelCall(channelId, message, ref);
+  const res = await send(env, call, call.method === "POST" ? await withNonce(body, delivery.idempotencyKey) : body);
   return res instanceof Response ? outcome(res, wantRef) : res;
 }
 
@@ -132,4 +152,13 @@ async function edit(env: Env, channelId: string, ref: string, text: string): Pro
   return res instanceof Response ? outcome(res, false) : res;
 }
 
-export const discordOutbound: ChatOutbound = { platform: "discord", split: (text) => splitText(text, DISCORD_MESSAGE_LIMIT), deliver, stream: streamReply };
+
+/** The bot's typing indicator in the conversation's channel: it lasts 10 seconds, or until the bot posts. */
+async function typing(env: Env, address: ReplyAddress): Promise<DeliveryResult> {
+  const target = targetSchema.safeParse(address.target);
+  if (!target.success) return { ok: false, error: "reply address is not a Discord channel", permanent: true };
+  const res = await send(env, { method: "POST", path: `/channels/${target.data.channelId}/typing`, bot: true });
+  return res instanceof Response ? outcome(res, false) : res;
+}
+
+export const discordOutbound: ChatOutbound = { platform: "discord", split: (text) => splitText(text, DISCORD_MESSAGE_LIMIT), deliver, typing, stream: streamReply };

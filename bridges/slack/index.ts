@@ -21,7 +21,8 @@ const routes = new Hono<{ Bindings: Env }>();
 
 routes.post("/events", async (c) => {
   const raw = await readSlackBody(c, JSON_BODY);
-  return c.json(await handleEvent(c.env, parseJson(raw)));
+  const defer: Defer = (work) => c.executionCtx.waitUntil(work);
+  return c.json(await handleEvent(c.env, parseJson(raw), defer));
 });
 
 routes.post("/commands", async (c) => {
@@ -47,7 +48,7 @@ routes.post("/forward", async (c) => {
   const defer: Defer = (work) => c.executionCtx.waitUntil(work);
   switch (forwarded.kind) {
     case "events_api":
-      return c.json(await handleEvent(c.env, forwarded.body));
+      return c.json(await handleEvent(c.env, forwarded.body, defer));
     case "slash_commands":
       return c.json(await handleCommand(c.env, new URLSearchParams(stringFields(forwarded.body))));
     case "interactive":

@@ -5,9 +5,14 @@
 import { z } from "zod";
 import { parseDecisionValue } from "../../approvals/index.ts";
 import { HttpError, isHttpsOrLoopback } from "../../lib/http.ts";
-import { agentStub, submitEvent, type ChatUser, type Route } from "../../runtime/index.ts";
+import { agentStub, submitEvent, type ChatUser, type ReplyAddress, type Route } from "../../runtime/index.ts";
 import { conversationId } from "../shared/ids.ts";
+import { assistantEnabled, isAssistantThread, setSuggestedPrompts, setTitle } from "./assistant.ts";
 import { routeFor } from "./config.ts";
+import { fetchFiles } from "./files.ts";
+import { botTokenFor, withdrawInstallation } from "./installations.ts";
+import { publishHome } from "./home.ts";
+import { withNames } from "./names.ts";
 import { parseStopValue, STOP_ACTION } from "./status.ts";
 
 /** A JSON answer for Slack (or for the connector to ack with). */
@@ -29,9 +34,23 @@ function tenantOf(teamId: string | null | undefined, enterpriseId: string | null
   return tenant;
 }
 
-/** A thread's conversation: a channel's thread in a workspace. */
-function threadConversation(tenant: string, channel: string, threadTs: string): string {
-  return conversationId(`${tenant}:${channel}:${threadTs}`, "the workspace, channel and thread ts");
+/** A DM's channel id (an `im` channel) starts with D. */
+const isDm = (channel: string) => channel.startsWith("D");
+
+/**
+ * Where a message belongs and where its answer goes. A DM's top-level messages
+ * are one running conversation answered in the DM itself (`<tenant>:<D…>:dm`);
+ * a thread, in a DM or a channel, is its own conversation answered in the thread.
+ */
+function placeOf(env: Env, tenant: string, channel: string, threadTs: string | null, ts: string): { conversation: string; replyTo: ReplyAddress } {
+  if (!threadTs && isDm(channel)) {
+    return { conversation: conversationId(`${tenant}:${channel}:dm`, "the workspace and DM channel"), replyTo: { platform: "slack", target: { channel } } };
+  }
+  const thread = threadTs ?? ts;
+  const conversation = conversationId(`${tenant}:${channel}:${thread}`, "the workspace, channel and thread ts");
+  // With the assistant view, the app's DM threads are assistant threads (bridges/slack/assistant.ts).
+  const assistant = threadTs !== null && isDm(channel) && assistantEnabled(env);
+  return { conversation, replyTo: { platform: "slack", target: { channel, thread_ts: thread, ...(assistant ? { assistant } : {}) } } };
 }
 
 /** Slack's user ids (U…, W…): they become part of event ids and approvers' names. */
@@ -73,15 +92,30 @@ const messageSchema = z.object({
   ts: messageTs,
   thread_ts: messageTs.nullish(),
   channel_type: z.string().nullish(),
-  files: z.array(z.looseObject({ name: z.string().nullish() })).nullish(),
+  files: z
+    .array(z.looseObject({ name: z.string().nullish(), mimetype: z.string().nullish(), size: z.number().nullish(), url_private: z.string().nullish() }))
+    .nullish(),
 });
 
-export async function handleEvent(env: Env, body: unknown): Promise<SlackAnswer> {
+type CallbackEnvelope = Extract<z.infer<typeof envelopeSchema>, { type: "event_callback" }>;
+
+/** The envelope's workspace, as its first authorization (else its own fields) names it. */
+function tenantOfEnvelope(envelope: CallbackEnvelope): string {
+  const auth = envelope.authorizations?.[0];
+  return tenantOf(auth?.team_id ?? envelope.team_id ?? envelope.context_team_id, auth?.enterprise_id ?? envelope.enterprise_id, auth?.is_enterprise_install === true);
+}
+
+const homeOpenedSchema = z.object({ type: z.literal("app_home_opened"), user: userId, tab: z.string().nullish() });
+
+export async function handleEvent(env: Env, body: unknown, defer: Defer): Promise<SlackAnswer> {
   const parsed = envelopeSchema.safeParse(body);
   if (!parsed.success) throw invalid("Events API envelope", parsed.error);
   const envelope = parsed.data;
   if (envelope.type === "url_verification") return { challenge: envelope.challenge };
   if (envelope.type !== "event_callback") return { ok: true };
+  if (envelope.event.type === "app_uninstalled" || envelope.event.type === "tokens_revoked") return withdraw(env, envelope);
+  if (envelope.event.type === "app_home_opened") return homeOpened(env, envelope, defer);
+  if (envelope.event.type === "assistant_thread_started" || envelope.event.type === "assistant_thread_context_changed") return assistantThread(env, envelope, defer);
   if (envelope.event.type !== "message" && envelope.event.type !== "app_mention") return { ok: true };
 
   const message = messageSchema.safeParse(envelope.event);
@@ -92,23 +126,104 @@ export async function handleEvent(env: Env, body: unknown): Promise<SlackAnswer>
   if (event.subtype && !PERSON_SUBTYPES.has(event.subtype)) return { ok: true };
   if (event.bot_id || !event.user || event.user === botUserId) return { ok: true }; // never answer a bot, itself included
 
-  const tenant = tenantOf(auth?.team_id ?? envelope.team_id ?? envelope.context_team_id, auth?.enterprise_id ?? envelope.enterprise_id, auth?.is_enterprise_install === true);
+  const tenant = tenantOfEnvelope(envelope);
   const route = routeFor(env, tenant);
-  const threadTs = event.thread_ts ?? event.ts;
-  const conversation = threadConversation(tenant, event.channel, threadTs);
+  const { conversation, replyTo } = placeOf(env, tenant, event.channel, event.thread_ts ?? null, event.ts);
   if (!(await addressed(env, route, event, botUserId, conversation))) return { ok: true };
-  const text = messageText(event.text ?? "", botUserId, event.files ?? []);
-  if (text === "") return { ok: true };
-  await submitEvent(env, route, {
+  // A workspace the app is not installed in is not answered: no turn is paid for a reply nobody could see.
+  const token = await botTokenFor(env, tenant);
+  if (!token) {
+    console.warn(`slack: an event from workspace ${tenant} was dropped: the app is not installed there (no bot token)`);
+    return { ok: true };
+  }
+  const text = await withNames(env, tenant, messageText(event.text ?? "", botUserId));
+  const attachments = event.files?.length ? await fetchFiles(env, token, event.files) : [];
+  if (text === "" && attachments.length === 0) return { ok: true };
+  const submitted = await submitEvent(env, route, {
     // One id per Slack message: retries, duplicates with new event ids, and the
     // app_mention + message pair of one mention all collapse into one event.
     id: `slack:${event.channel}:${event.ts}`,
     kind: "message",
     conversation,
     user: slackUser(event.user),
-    replyTo: { platform: "slack", target: { channel: event.channel, thread_ts: threadTs } },
+    replyTo,
     text,
+    ...(attachments.length ? { attachments } : {}),
   });
+  if (submitted.first && isAssistantThread(replyTo.target)) defer(setTitle(env, tenant, event.channel, event.thread_ts!, text));
+  return { ok: true };
+}
+
+const assistantThreadSchema = z.object({
+  type: z.enum(["assistant_thread_started", "assistant_thread_context_changed"]),
+  assistant_thread: z.object({
+    user_id: userId,
+    channel_id: z.string(),
+    thread_ts: messageTs,
+    context: z.looseObject({ channel_id: z.string().nullish() }).nullish(),
+  }),
+  event_ts: messageTs,
+});
+
+/**
+ * An assistant thread opened (its suggested prompts are set, after the answer),
+ * or the person looking at another channel: the channel is a note the model
+ * reads at its next step.
+ */
+async function assistantThread(env: Env, envelope: CallbackEnvelope, defer: Defer): Promise<SlackAnswer> {
+  const parsed = assistantThreadSchema.safeParse(envelope.event);
+  if (!parsed.success) throw invalid(`${envelope.event.type} event`, parsed.error);
+  const { type, assistant_thread: thread, event_ts } = parsed.data;
+  const tenant = tenantOfEnvelope(envelope);
+  if (type === "assistant_thread_started") defer(setSuggestedPrompts(env, tenant, thread.channel_id, thread.thread_ts));
+  const looking = thread.context?.channel_id;
+  if (!looking || !/^[CG][A-Z0-9]{2,30}$/.test(looking)) return { ok: true };
+  const { conversation, replyTo } = placeOf(env, tenant, thread.channel_id, thread.thread_ts, thread.thread_ts);
+  await submitEvent(env, routeFor(env, tenant), {
+    id: `slack:context:${thread.channel_id}:${thread.thread_ts}:${event_ts}`,
+    kind: "note",
+    conversation,
+    user: slackUser(thread.user_id),
+    replyTo,
+    text: `The person is looking at the channel ${await withNames(env, tenant, `<#${looking}>`)} in Slack.`,
+  });
+  return { ok: true };
+}
+
+/** The Home tab opened (not the Messages tab): it is published for that person, after the answer. */
+function homeOpened(env: Env, envelope: CallbackEnvelope, defer: Defer): SlackAnswer {
+  const opened = homeOpenedSchema.safeParse(envelope.event);
+  if (!opened.success) throw invalid("app_home_opened event", opened.error);
+  if (opened.data.tab !== "home") return { ok: true };
+  defer(publishHome(env, tenantOfEnvelope(envelope), opened.data.user));
+  return { ok: true };
+}
+
+type Callback = Extract<z.infer<typeof envelopeSchema>, { type: "event_callback" }>;
+
+/** `tokens_revoked` names the users whose tokens went: only bot tokens are ours (user tokens are never stored). */
+const revokedSchema = z.object({ tokens: z.object({ bot: z.array(z.string()).nullish(), oauth: z.array(z.string()).nullish() }) });
+
+/**
+ * `app_uninstalled`, or `tokens_revoked` for the bot: the workspace's token is
+ * deleted and the replies still waiting for it fail at once, rather than
+ * being tried with a token Slack no longer takes. Installing again resumes.
+ */
+async function withdraw(env: Env, envelope: Callback): Promise<SlackAnswer> {
+  let botUsers: string[] | null = null;
+  if (envelope.event.type === "tokens_revoked") {
+    const revoked = revokedSchema.safeParse(envelope.event);
+    if (!revoked.success) throw invalid("tokens_revoked event", revoked.error);
+    botUsers = revoked.data.tokens.bot ?? [];
+    if (botUsers.length === 0) return { ok: true };
+  }
+  const auth = envelope.authorizations?.[0];
+  const tenant = tenantOf(auth?.team_id ?? envelope.team_id, auth?.enterprise_id ?? envelope.enterprise_id, auth?.is_enterprise_install === true);
+  const route = routeFor(env, tenant);
+  if (!(await withdrawInstallation(env, tenant, botUsers))) return { ok: true };
+  const why = envelope.event.type === "app_uninstalled" ? "the app was uninstalled" : "its bot token was revoked";
+  const dropped = await agentStub(env, route).dropDeliveries(route, "slack", `undeliverable: ${why} in Slack workspace ${tenant}`);
+  console.warn(`slack: ${why} in workspace ${tenant}; its token is deleted and ${dropped} unsent messages failed`);
   return { ok: true };
 }
 
@@ -124,11 +239,9 @@ async function addressed(env: Env, route: Route, event: z.infer<typeof messageSc
   return (await agentStub(env, route).conversations(route, conversation)).some((c) => c.id === conversation);
 }
 
-/** The person's words without the mention that addressed the bot; shared files are named. */
-function messageText(text: string, botUserId: string | null, files: { name?: string | null }[]): string {
-  const words = botUserId ? text.replaceAll(`<@${botUserId}>`, "").trim() : text.trim();
-  const names = files.map((f) => f.name).filter((n): n is string => !!n);
-  return names.length ? `${words}\n(shared files: ${names.join(", ")})`.trim() : words;
+/** The person's words without the mention that addressed the bot. */
+function messageText(text: string, botUserId: string | null): string {
+  return botUserId ? text.replaceAll(`<@${botUserId}>`, "").trim() : text.trim();
 }
 
 // ---- slash commands ---------------------------------------------------------------
@@ -221,15 +334,16 @@ export async function handleInteraction(env: Env, payload: unknown, defer: Defer
     const decision = parseDecisionValue(action.value ?? "");
     if (!decision) return {};
     const channel = click.container?.channel_id ?? click.channel?.id;
-    const threadTs = click.container?.thread_ts ?? click.message?.thread_ts ?? click.container?.message_ts ?? click.message?.ts;
-    if (!channel || !threadTs) throw new HttpError(400, "the clicked message names no channel and thread");
+    const threadTs = click.container?.thread_ts ?? click.message?.thread_ts ?? null;
+    const messageTs = click.container?.message_ts ?? click.message?.ts;
+    if (!channel || !messageTs) throw new HttpError(400, "the clicked message names no channel and thread");
     const result = await submitEvent(env, route, {
       id: clickId,
       kind: "decision",
       holdId: decision.holdId,
       approve: decision.approve,
       boundTo: { tenant: decision.tenant, agent: decision.agent },
-      conversation: threadConversation(tenant, channel, threadTs),
+      conversation: placeOf(env, tenant, channel, threadTs, messageTs).conversation,
       user,
     });
     notice = result.notice;

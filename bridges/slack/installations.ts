@@ -2,6 +2,9 @@
 // token in the control plane, encrypted with AES-GCM under a key derived from
 // the SLACK_TOKEN_ENCRYPTION_KEY secret and bound to the tenant it belongs to.
 // A single-workspace deployment uses SLACK_BOT_TOKEN for every tenant.
+// A workspace that uninstalls the app (or revokes its bot token) keeps only a
+// note that it did: its token is deleted, and SLACK_BOT_TOKEN does not serve it
+// either, until it installs the app again.
 import { secretNamed } from "../../lib/config.ts";
 import { controlPlane } from "../../runtime/index.ts";
 import { oauthEnabled, requiredSecret } from "./config.ts";
@@ -22,6 +25,14 @@ interface StoredInstallation extends Installation {
   iv: string;
   token: string;
 }
+
+/** What is left of a workspace's installation once it uninstalled the app or revoked its bot token. */
+interface Withdrawn {
+  tenant: string;
+  withdrawnAt: number;
+}
+
+const isWithdrawn = (stored: StoredInstallation | Withdrawn): stored is Withdrawn => "withdrawnAt" in stored;
 
 async function tokenKey(env: Env): Promise<CryptoKey> {
   const secret = requiredSecret(env, "SLACK_TOKEN_ENCRYPTION_KEY", "it encrypts the bot tokens of installed workspaces");
@@ -50,22 +61,42 @@ export async function saveInstallation(env: Env, installation: Installation, bot
   await controlPlane(env).put(NAMESPACE, installation.tenant, stored);
 }
 
-async function installedToken(env: Env, tenant: string): Promise<string | null> {
-  const stored = (await controlPlane(env).get(NAMESPACE, tenant)) as StoredInstallation | null;
-  if (!stored) return null;
+async function storedFor(env: Env, tenant: string): Promise<StoredInstallation | Withdrawn | null> {
+  return (await controlPlane(env).get(NAMESPACE, tenant)) as StoredInstallation | Withdrawn | null;
+}
+
+async function unseal(env: Env, stored: StoredInstallation): Promise<string> {
   const plain = await crypto.subtle.decrypt(
-    { name: "AES-GCM", iv: fromBase64(stored.iv), additionalData: encoder.encode(tenant) },
+    { name: "AES-GCM", iv: fromBase64(stored.iv), additionalData: encoder.encode(stored.tenant) },
     await tokenKey(env),
     fromBase64(stored.token),
   );
   return new TextDecoder().decode(plain);
 }
 
-/** The bot token for a tenant: its installation when OAuth is on, else SLACK_BOT_TOKEN. */
+/**
+ * The bot token for a tenant: its installation when OAuth is on, else
+ * SLACK_BOT_TOKEN; none for a workspace that uninstalled the app.
+ */
 export async function botTokenFor(env: Env, tenant: string): Promise<string | null> {
   if (oauthEnabled(env)) {
-    const installed = await installedToken(env, tenant);
-    if (installed) return installed;
+    const stored = await storedFor(env, tenant);
+    if (stored) return isWithdrawn(stored) ? null : unseal(env, stored);
   }
   return secretNamed(env, "SLACK_BOT_TOKEN") ?? null;
+}
+
+/**
+ * The workspace uninstalled the app, or revoked the bot token of one of
+ * `botUsers` (null: whichever it was): its token is deleted (with OAuth on) and
+ * the workspace is served no more until it installs the app again. False when
+ * the revoked token was not this installation's.
+ */
+export async function withdrawInstallation(env: Env, tenant: string, botUsers: string[] | null): Promise<boolean> {
+  if (!oauthEnabled(env)) return true; // SLACK_BOT_TOKEN is the operator's to remove
+  const stored = await storedFor(env, tenant);
+  if (botUsers && stored && !isWithdrawn(stored) && stored.botUserId && !botUsers.includes(stored.botUserId)) return false;
+  const withdrawn: Withdrawn = { tenant, withdrawnAt: Date.now() };
+  await controlPlane(env).put(NAMESPACE, tenant, withdrawn);
+  return true;
 }

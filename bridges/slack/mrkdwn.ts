@@ -10,6 +10,13 @@ const LINE_PIECE = 700;
 
 const FENCE = /^\s*```/;
 
+/**
+ * A channel link or a person's mention, as Slack writes them (`<#C123>`,
+ * `<@U456|Ana>`): the model's own stay links. Broadcasts (`<!here>`,
+ * `<!channel>`, `<!everyone>`, user groups) are not among them: they stay text.
+ */
+const SLACK_REFERENCE = /<(#[CGD][A-Z0-9]{2,30}|@[UW][A-Z0-9]{2,30})(?:\|([^<>|\n]{1,80}))?>/g;
+
 /** Slack treats &, < and > as control characters, so text is escaped (model-written <!channel> pings nobody). */
 function escape(text: string): string {
   return text.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;");
@@ -29,7 +36,8 @@ function inlineProse(text: string): string {
   const keep = (link: string) => `\u0002${links.push(link) - 1}\u0002`;
   let out = text
     .replace(/!?\[([^\]\n]+)\]\((https?:\/\/[^)\s]+)\)/g, (_m, label: string, url: string) => keep(`<${escape(url)}|${escape(label)}>`))
-    .replace(/<(https?:\/\/[^>\s]+)>/g, (_m, url: string) => keep(`<${escape(url)}>`));
+    .replace(/<(https?:\/\/[^>\s]+)>/g, (_m, url: string) => keep(`<${escape(url)}>`))
+    .replace(SLACK_REFERENCE, (_m, ref: string, label?: string) => keep(label === undefined ? `<${ref}>` : `<${ref}|${escape(label)}>`));
   out = escape(out)
     .replace(/\*\*(?=\S)(.+?)(?<=\S)\*\*/g, `${BOLD}$1${BOLD}`)
     .replace(/__(?=\S)(.+?)(?<=\S)__/g, `${BOLD}$1${BOLD}`)

@@ -14,7 +14,7 @@ import { callSlack } from "./web-api.ts";
 
 export const AUTHORIZE_URL = "https://slack.com/oauth/v2/authorize";
 /** What the agent needs: read the messages addressed to it, answer, and take its slash command. */
-export const BOT_SCOPES = ["app_mentions:read", "channels:history", "groups:history", "im:history", "mpim:history", "chat:write", "commands"];
+export const BOT_SCOPES = ["app_mentions:read", "channels:history", "groups:history", "im:history", "mpim:history", "chat:write", "commands", "files:read", "assistant:write", "channels:read", "groups:read", "im:read", "mpim:read", "users:read"];
 const STATE_COOKIE = "slack_oauth_state";
 /** Slack's authorization codes live 10 minutes; so does our state. */
 const STATE_TTL_SECONDS = 600;

@@ -3,28 +3,51 @@
 // ts becomes the ref) and then updated in place. The runtime coalesces
 // updates that have not been sent yet, so a turn costs one post and few
 // chat.update calls.
-import type { KnownBlock } from "@slack/types";
+//
+// Every post carries its outbox row's idempotency key in the message's
+// metadata. A row whose earlier attempt may have been posted without its
+// answer reaching us (uncertain) is looked for first (in its thread, or in
+// the channel's history for a DM's top-level reply), and a message found
+// there is the row sent: no second post.
+import type { KnownBlock, MessageMetadata } from "@slack/types";
 import type { ChatOutbound, DeliveryResult, OutboxDelivery } from "../../runtime/index.ts";
 import { clip } from "../shared/text.ts";
+import { isAssistantThread, setStatus } from "./assistant.ts";
 import { cardBlocks, cardFallback } from "./card.ts";
 import { botTokenFor } from "./installations.ts";
 import { SLACK_TEXT_LIMIT, splitForSlack, toMrkdwn } from "./mrkdwn.ts";
 import { finishStream, streamReply } from "./stream.ts";
-import { STATUS_LIMIT, statusBlocks, statusText, stopValue } from "./status.ts";
+import { STATUS_LIMIT, statusBlocks, statusText, stopValue, UPDATE_SPACING_MS } from "./status.ts";
 import { callSlack } from "./web-api.ts";
 
 /** What we send to chat.postMessage and chat.update (their other arguments are not used). */
-type SlackMessage = { channel: string; thread_ts?: string; ts?: string; text: string; blocks?: KnownBlock[]; unfurl_links?: boolean };
+type SlackMessage = {
+  channel: string;
+  thread_ts?: string;
+  ts?: string;
+  text: string;
+  blocks?: KnownBlock[];
+  unfurl_links?: boolean;
+  metadata?: MessageMetadata;
+};
+
+/** The metadata event type our posts carry; its payload is `{ key }`, the outbox row's idempotency key. */
+const OUTBOX_EVENT = "antiproton_outbox";
+/** The thread is read from the row's creation on, less this: Slack's clock is not the Worker's. */
+const CLOCK_SKEW_MS = 60_000;
+/** Messages read back at once: the row's own is among the first after it was written (the thread's later rows wait for it). */
+const READ_BACK_LIMIT = 100;
 
 async function deliver(env: Env, delivery: OutboxDelivery): Promise<DeliveryResult> {
   const { channel, thread_ts } = delivery.address.target;
-  if (typeof channel !== "string" || typeof thread_ts !== "string") {
-    return { ok: false, error: "reply address has no Slack channel and thread", permanent: true };
+  // A DM's running conversation is answered in the DM itself: no thread.
+  if (typeof channel !== "string" || (thread_ts !== undefined && typeof thread_ts !== "string")) {
+    return { ok: false, error: "reply address has no Slack channel (and thread)", permanent: true };
   }
   const token = await botTokenFor(env, delivery.route.tenant);
   if (!token) return { ok: false, error: `no bot token for workspace ${delivery.route.tenant}`, permanent: true };
 
-  const thread = { channel, thread_ts };
+  const thread = thread_ts === undefined ? { channel } : { channel, thread_ts };
   const message = delivery.message;
   switch (message.kind) {
     case "reply":
@@ -33,33 +56,77 @@ async function deliver(env: Env, delivery: OutboxDelivery): Promise<DeliveryResu
       if (message.kind === "reply" && delivery.ref) return finishStream(env, token, channel, delivery.ref, delivery.shown, message.text);
       // Replies arrive split to fit; a notice (a long provider error, say) is clipped, never refused.
       const text = clip(toMrkdwn(message.text), SLACK_TEXT_LIMIT);
-      const posted = await callSlack(env, "chat.postMessage", token, { ...thread, text, unfurl_links: false } satisfies SlackMessage);
-      return posted.ok ? { ok: true, ref: String(posted.data.ts) } : posted;
+      return post(env, token, delivery, { ...thread, text, unfurl_links: false });
     }
     case "status": {
+      // An assistant thread shows the working state under its input instead (cleared once the turn ends).
+      if (thread_ts !== undefined && isAssistantThread(delivery.address.target)) {
+        const set = await setStatus(env, token, channel, thread_ts, message.state === "working" ? "is thinking…" : "");
+        return set.ok ? { ok: true } : set;
+      }
       const text = clip(toMrkdwn(message.text), STATUS_LIMIT);
       const blocks = statusBlocks(message.state, text, stopValue(delivery.route, delivery.conversation));
-      return postOrUpdate(env, token, delivery.ref, { ...thread, text: statusText(message.state, text), blocks });
+      return postOrUpdate(env, token, delivery, { ...thread, text: statusText(message.state, text), blocks });
     }
     case "card":
-      return postOrUpdate(env, token, delivery.ref, { ...thread, text: cardFallback(message.card), blocks: cardBlocks(message.card) });
+      return postOrUpdate(env, token, delivery, { ...thread, text: cardFallback(message.card), blocks: cardBlocks(message.card) });
   }
 }
 
-/** Posts a message meant to change in place, or updates it once it has a ref (chat.update takes no thread_ts). */
-async function postOrUpdate(env: Env, token: string, ref: string | undefined, message: SlackMessage): Promise<DeliveryResult> {
-  if (ref) {
+/** Posts a message meant to change in place, or updates it once it has a ref (chat.update takes no thread_ts; it is idempotent). */
+async function postOrUpdate(env: Env, token: string, delivery: OutboxDelivery, message: SlackMessage): Promise<DeliveryResult> {
+  if (delivery.ref) {
     const { channel, text, blocks } = message;
-    const updated = await callSlack(env, "chat.update", token, { channel, ts: ref, text, blocks } satisfies SlackMessage);
+    const updated = await callSlack(env, "chat.update", token, { channel, ts: delivery.ref, text, blocks } satisfies SlackMessage);
     return updated.ok ? { ok: true } : updated;
   }
-  const posted = await callSlack(env, "chat.postMessage", token, message);
+  return post(env, token, delivery, message);
+}
+
+/** A new message in the thread, marked with the row's key; an uncertain row is first looked for. */
+async function post(env: Env, token: string, delivery: OutboxDelivery, message: SlackMessage): Promise<DeliveryResult> {
+  if (delivery.uncertain) {
+    const found = await findPosted(env, token, message.channel, message.thread_ts, delivery);
+    if (found) return found;
+  }
+  const metadata = { event_type: OUTBOX_EVENT, event_payload: { key: delivery.idempotencyKey } };
+  const posted = await callSlack(env, "chat.postMessage", token, { ...message, metadata } satisfies SlackMessage);
   return posted.ok ? { ok: true, ref: String(posted.data.ts) } : posted;
+}
+
+type ReadMessage = { ts?: unknown; metadata?: { event_type?: unknown; event_payload?: { key?: unknown } } } | null;
+
+/**
+ * Reads the thread back (conversations.replies, with metadata; a top-level
+ * message: conversations.history) for the row's
+ * message: found → the row is sent, with that message's ts; not there → null,
+ * post it. A read Slack will not serve (a scope the install lacks) is logged
+ * and the row posted, as before this check; a read to try again later is
+ * returned as that failure, so the row waits rather than risk a second post.
+ */
+async function findPosted(env: Env, token: string, channel: string, threadTs: string | undefined, delivery: OutboxDelivery): Promise<DeliveryResult | null> {
+  const query = new URLSearchParams({
+    channel,
+    ...(threadTs === undefined ? {} : { ts: threadTs }),
+    oldest: ((delivery.createdAt - CLOCK_SKEW_MS) / 1000).toFixed(6),
+    include_all_metadata: "true",
+    limit: String(READ_BACK_LIMIT),
+  });
+  const read = await callSlack(env, threadTs === undefined ? "conversations.history" : "conversations.replies", token, query);
+  if (!read.ok) {
+    if (!read.permanent) return read;
+    console.warn(`slack: could not look for outbox row ${delivery.idempotencyKey} before posting it again (${read.error})`);
+    return null;
+  }
+  const messages = Array.isArray(read.data.messages) ? (read.data.messages as ReadMessage[]) : [];
+  const mine = messages.find((m) => m?.metadata?.event_type === OUTBOX_EVENT && m.metadata.event_payload?.key === delivery.idempotencyKey);
+  return typeof mine?.ts === "string" ? { ok: true, ref: mine.ts } : null;
 }
 
 export const slackOutbound: ChatOutbound = {
   platform: "slack",
   split: (text) => splitForSlack(text),
   deliver,
+  updateSpacingMs: UPDATE_SPACING_MS,
   stream: streamReply,
 };

@@ -5,6 +5,12 @@ import type { KnownBlock } from "@slack/types";
 import type { Route } from "../../runtime/index.ts";
 
 export const STOP_ACTION = "antiproton_stop";
+/**
+ * A conversation's status message (and cards) change at most once a second:
+ * chat.update is a tier 3 method (about 50 a minute per workspace), and a turn
+ * calling tools in quick succession would otherwise spend it in seconds.
+ */
+export const UPDATE_SPACING_MS = 1000;
 /** Slack's limit for the text of a context element. */
 export const STATUS_LIMIT = 3000;
 

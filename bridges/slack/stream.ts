@@ -17,17 +17,20 @@ const STREAM_REF = "stream:";
 /** The ts of a message whose Slack stream is still open, or undefined for a plain message. */
 const openStream = (ref: string) => (ref.startsWith(STREAM_REF) ? ref.slice(STREAM_REF.length) : undefined);
 
-type Thread = { channel: string; thread_ts: string };
+/** A thread, or a DM's own view (no thread_ts) as a DM's running conversation is answered. */
+type Thread = { channel: string; thread_ts?: string };
 
 function threadOf(target: StreamTarget["address"]["target"]): Thread | null {
   const { channel, thread_ts } = target;
-  return typeof channel === "string" && typeof thread_ts === "string" ? { channel, thread_ts } : null;
+  if (typeof channel !== "string") return null;
+  if (thread_ts === undefined) return { channel };
+  return typeof thread_ts === "string" ? { channel, thread_ts } : null;
 }
 
 /** The courier's update: opens the message, appends to its stream, or edits it to show `text`. */
 export async function streamReply(env: Env, route: Route, target: StreamTarget, text: string): Promise<DeliveryResult> {
   const thread = threadOf(target.address.target);
-  if (!thread) return { ok: false, error: "reply address has no Slack channel and thread", permanent: true };
+  if (!thread) return { ok: false, error: "reply address has no Slack channel (and thread)", permanent: true };
   const token = await botTokenFor(env, route.tenant);
   if (!token) return { ok: false, error: `no bot token for workspace ${route.tenant}`, permanent: true };
   if (!target.ref) return open(env, token, route, thread, target, text);

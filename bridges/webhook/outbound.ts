@@ -1,7 +1,7 @@
 // The webhook's side of the outbox: each row is POSTed, signed, to the tenant's
 // callback_url with an Idempotency-Key that stays the same across retries of
 // the row, so a receiver that saw a first attempt can tell the retry apart.
-import type { ChatOutbound, DeliveryResult, OutboxDelivery } from "../../runtime/index.ts";
+import { sendTimeoutMs, type ChatOutbound, type DeliveryResult, type OutboxDelivery } from "../../runtime/index.ts";
 import { signatureHeaders } from "../shared/signed-request.ts";
 import { clip, splitText } from "../shared/text.ts";
 import { callbackFor } from "./callbacks.ts";
@@ -12,8 +12,6 @@ import { webhookSecret } from "./verify.ts";
 export const WEBHOOK_TEXT_LIMIT = 32_000;
 /** The receiver may ask for a retry; any other 4xx means this row will never be accepted. */
 const RETRYABLE = new Set([408, 425, 429]);
-/** A receiver that does not answer holds up its conversation's outbox; give up on the attempt and retry. */
-const REQUEST_TIMEOUT_MS = 10_000;
 
 /** The JSON body for one outbox row; `ref` names the message a status or card updates in place. */
 function payload(delivery: OutboxDelivery, ref: string | undefined) {
@@ -39,7 +37,8 @@ async function deliver(env: Env, delivery: OutboxDelivery): Promise<DeliveryResu
   const ref = delivery.message.kind === "status" || delivery.message.kind === "card" ? (delivery.ref ?? delivery.idempotencyKey) : undefined;
   const body = JSON.stringify(payload(delivery, ref));
   const headers = { "content-type": "application/json", "idempotency-key": delivery.idempotencyKey, ...(await signatureHeaders(secret, body)) };
-  const res = await fetch(registration.callback_url, { method: "POST", headers, body, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+  // A receiver that does not answer holds up its conversation's outbox: the attempt is given up with the send, and retried.
+  const res = await fetch(registration.callback_url, { method: "POST", headers, body, signal: AbortSignal.timeout(sendTimeoutMs(env)) });
   await res.body?.cancel();
   if (res.ok) return ref ? { ok: true, ref } : { ok: true };
   const error = `callback answered ${res.status}`;

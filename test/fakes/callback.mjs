@@ -1,9 +1,12 @@
 // A fake webhook callback receiver on loopback: POST /hooks/<name> records each
 // delivery with whether its antiproton signature checks out. It can be told to
 // fail the next N deliveries (PUT /_control/hooks/<name> {"fail": N, "status"?:
-// 503}); those are recorded too, as failures. GET /_control/hooks/<name>
-// returns { attempts, failures, deliveries }.
+// 503}); those are recorded too, as failures. POST /_control/hold/<name>
+// {textIncludes?, ms?}: the next such delivery is recorded but answered only
+// after ms, or never.
+// GET /_control/hooks/<name> returns { attempts, failures, deliveries }.
 import { createHmac, timingSafeEqual } from "node:crypto";
+import { Gates } from "./gates.mjs";
 import { listen, readBody, sendJson } from "./http.mjs";
 
 export const WEBHOOK_SECRET = "test-webhook-secret";
@@ -16,7 +19,7 @@ function signatureValid(headers, raw) {
   return timingSafeEqual(expected, Buffer.from(given, "hex"));
 }
 
-export async function startCallbackReceiver() {
+export async function startCallbackReceiver({ gates = new Gates() } = {}) {
   const hooks = new Map(); // name → { fail, attempts, deliveries }
   const hook = (name) => {
     if (!hooks.has(name)) hooks.set(name, { fail: 0, status: 503, attempts: 0, failures: [], deliveries: [] });
@@ -34,6 +37,13 @@ export async function startCallbackReceiver() {
       }
       return sendJson(res, 200, { attempts: h.attempts, failures: h.failures, deliveries: h.deliveries });
     }
+    const hold = /^\/_control\/hold\/([^/]+)$/.exec(url.pathname);
+    if (hold && req.method === "POST") {
+      const name = decodeURIComponent(hold[1]);
+      const { textIncludes = "", ms } = JSON.parse(await readBody(req));
+      gates.holdOnce("callback", (d) => d.hook === name && String(d.body.text ?? "").includes(textIncludes), ms ?? Infinity);
+      return sendJson(res, 200, { ok: true });
+    }
     const target = /^\/hooks\/([^/]+)$/.exec(url.pathname);
     if (req.method !== "POST" || !target) return sendJson(res, 404, { error: "not found" });
     const h = hook(decodeURIComponent(target[1]));
@@ -46,6 +56,7 @@ export async function startCallbackReceiver() {
       return sendJson(res, h.status, { error: "told to fail" });
     }
     h.deliveries.push(received);
+    await gates.pass("callback", { hook: decodeURIComponent(target[1]), ...received });
     return sendJson(res, 200, { ok: true });
   });
 }

@@ -2,8 +2,16 @@
 // the bot token, interaction webhooks (follow-ups, @original edits), command
 // registration. It rejects
 // what Discord rejects (no/wrong bot token, content over 2,000 characters,
-// expired interaction tokens) and can answer 429 with retry_after. Every call is
-// recorded; the control API is under /_control.
+// expired interaction tokens, a nonce over 25 characters) and can answer 429
+// with retry_after. A create with `nonce` and `enforce_nonce: true` whose nonce
+// the bot used within the last few minutes returns that message, as Discord
+// does, and makes none. Every call is recorded; the control API is under
+// /_control (POST /_control/hold {channel, textIncludes?, ms?}: the next such
+// message created in the channel is made but answered only after ms, or never;
+// GET /_control/messages?channel= the messages that exist there). The bot's
+// typing indicator (POST /channels/{id}/typing) is recorded apart:
+// GET /_control/typing?channel=.
+import { Gates } from "./gates.mjs";
 import { listen, readBody, sendJson } from "./http.mjs";
 
 export const DISCORD_BOT_TOKEN = "test-discord-bot-token";
@@ -13,14 +21,19 @@ export const DISCORD_TEST_SIGNING_KEY = "9d61b19deffd5a60ba844af492ec2cc44449c56
 export const DISCORD_PUBLIC_KEY = "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a";
 
 const CONTENT_LIMIT = 2000;
+const NONCE_LIMIT = 25;
+/** How long Discord remembers an enforced nonce ("the past few minutes"). */
+const NONCE_WINDOW_MS = 5 * 60_000;
 
-export async function startDiscord() {
+export async function startDiscord({ gates = new Gates() } = {}) {
   /** { method, path, kind: "channel"|"webhook", channelId?, token?, messageId?, status, body } */
   const calls = [];
   const messages = new Map(); // id → message
   const originals = new Map(); // interaction token → message id of @original
   const rateLimits = []; // { match, times, retryAfter }
   const expiredTokens = new Set();
+  const nonces = new Map(); // nonce → { id, at } of the bot's message created with it
+  const typings = []; // { channelId, authorized, at }
   let nextId = 1473200000000000000n;
   const newMessage = (channelId, content) => {
     const message = { id: String(nextId++), channel_id: channelId, content };
@@ -38,10 +51,31 @@ export async function startDiscord() {
       const kind = url.searchParams.get("kind");
       return sendJson(res, 200, calls.filter((c) => (channel === null || c.channelId === channel) && (token === null || c.token === token) && (kind === null || c.kind === kind)));
     }
+    if (url.pathname === "/_control/typing" && req.method === "GET") {
+      const channel = url.searchParams.get("channel");
+      return sendJson(res, 200, typings.filter((t) => channel === null || t.channelId === channel));
+    }
+    const typingRoute = /^\/api\/v10\/channels\/(\d+)\/typing$/.exec(url.pathname);
+    if (typingRoute && req.method === "POST") {
+      const authorized = req.headers.authorization === `Bot ${DISCORD_BOT_TOKEN}`;
+      typings.push({ channelId: typingRoute[1], authorized, at: Date.now() });
+      if (!authorized) return sendJson(res, 401, { message: "401: Unauthorized", code: 0 });
+      res.writeHead(204).end();
+      return;
+    }
     if (url.pathname === "/_control/rate-limit" && req.method === "POST") {
       const { match, times = 1, retryAfter = 0.5 } = JSON.parse(raw);
       rateLimits.push({ match, times, retryAfter });
       return sendJson(res, 200, { ok: true });
+    }
+    if (url.pathname === "/_control/hold" && req.method === "POST") {
+      const { channel, textIncludes = "", ms } = JSON.parse(raw);
+      const match = (c) => c.kind === "channel" && c.method === "POST" && c.channelId === channel && String(c.body?.content ?? "").includes(textIncludes);
+      gates.holdOnce("discord", match, ms ?? Infinity);
+      return sendJson(res, 200, { ok: true });
+    }
+    if (url.pathname === "/_control/messages" && req.method === "GET") {
+      return sendJson(res, 200, [...messages.values()].filter((m) => m.channel_id === url.searchParams.get("channel")));
     }
     if (url.pathname === "/_control/expire-token" && req.method === "POST") {
       expiredTokens.add(JSON.parse(raw).token);
@@ -60,8 +94,8 @@ export async function startDiscord() {
     const webhookRoute = /^\/api\/v10\/webhooks\/(\d+)\/([^/]+)(?:\/messages\/([^/]+))?$/.exec(url.pathname);
     if (!channelRoute && !webhookRoute) return sendJson(res, 404, { message: "404: Not Found", code: 0 });
     const call = channelRoute
-      ? { method: req.method, path: url.pathname, kind: "channel", channelId: channelRoute[1], messageId: channelRoute[2] }
-      : { method: req.method, path: url.pathname, kind: "webhook", token: webhookRoute[2], messageId: webhookRoute[3] };
+      ? { method: req.method, path: url.pathname, kind: "channel", channelId: channelRoute[1], messageId: channelRoute[2], at: Date.now() }
+      : { method: req.method, path: url.pathname, kind: "webhook", token: webhookRoute[2], messageId: webhookRoute[3], at: Date.now() };
     call.body = raw ? JSON.parse(raw) : null;
     // When the fake received it (its own clock).
     call.at = Date.now();
@@ -91,8 +125,24 @@ export async function startDiscord() {
       return answer(400, { message: "Invalid Form Body", code: 50035, errors: { content: { _errors: [{ code: "BASE_TYPE_MAX_LENGTH" }] } } });
     }
 
+    const nonce = call.body?.nonce;
+    if (nonce !== undefined && String(nonce).length > NONCE_LIMIT) {
+      return answer(400, { message: "Invalid Form Body", code: 50035, errors: { nonce: { _errors: [{ code: "BASE_TYPE_MAX_LENGTH" }] } } });
+    }
+
     if (req.method === "POST" && !call.messageId) {
-      return answer(200, newMessage(call.channelId ?? `webhook:${call.token}`, content));
+      // The bot's create with an enforced nonce it used lately: the message it made then.
+      const enforced = call.kind === "channel" && nonce !== undefined && call.body.enforce_nonce === true;
+      const earlier = enforced ? nonces.get(String(nonce)) : undefined;
+      if (earlier && Date.now() - earlier.at < NONCE_WINDOW_MS) {
+        call.deduplicated = true;
+        return answer(200, messages.get(earlier.id));
+      }
+      const message = newMessage(call.channelId ?? `webhook:${call.token}`, content);
+      if (enforced) nonces.set(String(nonce), { id: message.id, at: Date.now() });
+      // Made: a test may hold the answer, as a lost connection would.
+      await gates.pass("discord", call);
+      return answer(200, message);
     }
     if (req.method === "PATCH" && call.messageId) {
       let id = call.messageId;

@@ -1,7 +1,8 @@
 // Gates let a harness see what the fakes are asked, as events, and hold one
 // chosen request mid-flight: the fake has recorded it (a post is made, an
 // append is written) but has not answered yet. The fault harness kills the
-// Worker at that moment. Without a Gates object the fakes answer at once.
+// Worker at that moment; a test holds the answer past the Worker's send
+// timeout. With no rule the fakes answer at once.
 import { EventEmitter } from "node:events";
 
 export class Gates extends EventEmitter {
@@ -9,11 +10,11 @@ export class Gates extends EventEmitter {
 
   /**
    * Holds the first request at `fake` for which `match(info)` is true, and
-   * emits "held" with { fake, info } when it arrives. It is never answered:
-   * the harness kills the Worker that is waiting for it.
+   * emits "held" with { fake, info } when it arrives. It is answered after
+   * `ms`, or never (the harness kills the Worker that is waiting for it).
    */
-  holdOnce(fake, match) {
-    this.#rules.push({ fake, match });
+  holdOnce(fake, match, ms = Infinity) {
+    this.#rules.push({ fake, match, ms });
   }
 
   /** Called by a fake for each request: emits `fake` with `info`, then holds it if a rule matches. */
@@ -21,9 +22,10 @@ export class Gates extends EventEmitter {
     this.emit(fake, info);
     const index = this.#rules.findIndex((rule) => rule.fake === fake && rule.match(info));
     if (index < 0) return;
-    this.#rules.splice(index, 1);
+    const [rule] = this.#rules.splice(index, 1);
     this.emit("held", { fake, info });
-    await new Promise(() => {});
+    // A timer that keeps no process alive: a run may end with an answer still held.
+    await new Promise((resolve) => rule.ms !== Infinity && setTimeout(resolve, rule.ms).unref());
   }
 
   /** Called by a fake when something happened that is not a request (an answer was sent). */

@@ -13,8 +13,8 @@ export async function startFakes({ gates } = {}) {
   const provider = await startModelProvider({ gates });
   const ledger = await startLedger({ gates });
   const slack = await startSlack({ gates });
-  const discord = await startDiscord();
-  const callback = await startCallbackReceiver();
+  const discord = await startDiscord({ gates });
+  const callback = await startCallbackReceiver({ gates });
   const remote = await startRemote();
   const mcp = await startMcp();
   const fakes = { provider, ledger, slack, discord, callback, remote, mcp };
@@ -46,6 +46,8 @@ export async function startFakes({ gates } = {}) {
     HARNESS_MODEL: "fake/test-model",
     FAKE_PROVIDER_KEY,
     MODEL_RETRY_BASE_SECONDS: "0",
+    // Short, so a send whose answer is held is given up (and found again) within a test.
+    SEND_TIMEOUT_SECONDS: "3",
     FAKE_PROVIDER_URL: provider.url,
     FAKE_LEDGER_URL: ledger.url,
     MOUNTS: JSON.stringify([

@@ -1,15 +1,25 @@
-// A fake Slack Web API on loopback: chat.postMessage, chat.update, auth.test,
-// oauth.v2.access, plus response_url targets. It checks bearer tokens and
-// Slack's text limit like Slack does, and records every call. Control API:
+// A fake Slack Web API on loopback: chat.postMessage, chat.update,
+// conversations.replies, conversations.history, conversations.info, users.info, views.publish,
+// auth.test, oauth.v2.access, plus response_url targets. It checks bearer
+// tokens and Slack's text limit like Slack does, keeps posted messages with
+// their metadata (served back by conversations.replies/history only with
+// include_all_metadata, as Slack does), and records every call. Control API:
 //   GET  /_control/calls?channel=&method=   recorded calls, in order
 //   POST /_control/rate-limit              {method, channel, textIncludes?, times, retryAfter}: answer 429 that many times
+//   POST /_control/hold                    {method, channel, textIncludes?, ms?}: the next such call is made (a post is posted) but answered only after ms, or never
 //   PUT  /_control/oauth/<code>             {team, teamName?, enterprise?, enterpriseName?, token, botUserId}: an OAuth code oauth.v2.access will accept
 //   GET  /_control/responses/<id>           what was POSTed to <url>/response/<id>
+//   PUT  /_control/directory              {channels?: {C…: name}, users?: {U…: {name, real_name?, display_name?}}}: what conversations.info and users.info know
+//   PUT  /_control/files/<id>/<name>        {base64, mimetype}: a file served at <url>/files-pri/<id>/<name>
+//                                          (url_private) to a known bot token only (403 without one)
+//   GET  /_control/file-fetches             [{path, token, status, bytes}]: the file downloads, in order
+//   POST /_control/revoke                   {token}: calls with it are answered token_revoked from now on
 //   GET  /_control/messages?channel=        the channel's messages as they stand now (text, thread_ts, ts, streaming)
 //   POST /_control/refuse-streaming         {channel}: chat.startStream there answers unknown_method (a workspace without streaming)
+// A response_url takes 5 posts, as Slack's does; the 6th is answered 404 expired_url.
 // chat.startStream / appendStream / stopStream: a message that grows while its
 // stream is open; chat.update refuses it until the stream is stopped.
-// A response_url takes 5 posts, as Slack's does; the 6th is answered 404 expired_url.
+import { Gates } from "./gates.mjs";
 import { listen, readBody, sendJson } from "./http.mjs";
 
 export const FAKE_SLACK_BOT_TOKEN = "xoxb-fake-single-workspace-token";
@@ -21,7 +31,7 @@ const TEXT_LIMIT = 4000;
 /** Slack's response_url can be used 5 times. */
 const RESPONSE_URL_USES = 5;
 
-export async function startSlack({ gates } = {}) {
+export async function startSlack({ gates = new Gates() } = {}) {
   const calls = [];
   const tokens = new Set([FAKE_SLACK_BOT_TOKEN]);
   const messages = new Map(); // `${channel}:${ts}` → message
@@ -29,8 +39,17 @@ export async function startSlack({ gates } = {}) {
   const rateLimits = [];
   const responses = new Map();
   const refuseStreaming = new Set();
+  const files = new Map(); // "/files-pri/<id>/<name>" → {bytes, mimetype}
+  const fileFetches = [];
+  const revoked = new Set();
+  // A message's ts is its time in microseconds, as Slack's is, kept unique.
+  let lastMicros = 0;
+  const nextTs = () => {
+    lastMicros = Math.max(lastMicros + 1, Date.now() * 1000);
+    return `${Math.floor(lastMicros / 1e6)}.${String(lastMicros % 1e6).padStart(6, "0")}`;
+  };
+  const directory = { channels: new Map(), users: new Map() };
   let seq = 0;
-  const newTs = () => `${Math.floor(Date.now() / 1000)}.${String(++seq).padStart(6, "0")}`;
 
   return listen(async (req, res) => {
     const url = new URL(req.url, "http://x");
@@ -43,6 +62,11 @@ export async function startSlack({ gates } = {}) {
     }
     if (url.pathname === "/_control/rate-limit") {
       rateLimits.push(JSON.parse(raw));
+      return sendJson(res, 200, { ok: true });
+    }
+    if (url.pathname === "/_control/hold") {
+      const { method, channel, textIncludes = "", ms } = JSON.parse(raw);
+      gates.holdOnce("slack", (c) => c.method === method && c.body.channel === channel && String(c.body.text ?? "").includes(textIncludes), ms ?? Infinity);
       return sendJson(res, 200, { ok: true });
     }
     const oauth = /^\/_control\/oauth\/(.+)$/.exec(url.pathname);
@@ -58,8 +82,34 @@ export async function startSlack({ gates } = {}) {
       refuseStreaming.add(JSON.parse(raw).channel);
       return sendJson(res, 200, { ok: true });
     }
+    if (url.pathname === "/_control/directory" && req.method === "PUT") {
+      const { channels = {}, users = {} } = JSON.parse(raw);
+      for (const [id, name] of Object.entries(channels)) directory.channels.set(id, name);
+      for (const [id, user] of Object.entries(users)) directory.users.set(id, user);
+      return sendJson(res, 200, { ok: true });
+    }
     const responseLog = /^\/_control\/responses\/(.+)$/.exec(url.pathname);
     if (responseLog) return sendJson(res, 200, responses.get(responseLog[1]) ?? []);
+    const file = /^\/_control\/files\/(.+)$/.exec(url.pathname);
+    if (file && req.method === "PUT") {
+      const { base64, mimetype } = JSON.parse(raw);
+      files.set(`/files-pri/${file[1]}`, { bytes: Buffer.from(base64, "base64"), mimetype });
+      return sendJson(res, 200, { ok: true });
+    }
+    if (url.pathname === "/_control/file-fetches") return sendJson(res, 200, fileFetches);
+    if (url.pathname === "/_control/revoke") {
+      revoked.add(JSON.parse(raw).token);
+      return sendJson(res, 200, { ok: true });
+    }
+    if (url.pathname.startsWith("/files-pri/") && req.method === "GET") {
+      const bearer = /^Bearer (.+)$/.exec(req.headers.authorization ?? "")?.[1] ?? null;
+      const served = files.get(url.pathname);
+      const status = !bearer || !tokens.has(bearer) || revoked.has(bearer) ? 403 : served ? 200 : 404;
+      fileFetches.push({ path: url.pathname, token: bearer, status, bytes: status === 200 ? served.bytes.length : 0 });
+      if (status !== 200) return sendJson(res, status, { ok: false, error: status === 403 ? "not_authed" : "file_not_found" });
+      res.writeHead(200, { "content-type": served.mimetype, "content-length": String(served.bytes.length) });
+      return res.end(served.bytes);
+    }
     const response = /^\/response\/(.+)$/.exec(url.pathname);
     if (response) {
       const used = responses.get(response[1]) ?? [];
@@ -103,23 +153,47 @@ export async function startSlack({ gates } = {}) {
       });
     }
     if (!token || !tokens.has(token)) return sendJson(res, 200, { ok: false, error: "invalid_auth" });
+    if (revoked.has(token)) return sendJson(res, 200, { ok: false, error: "token_revoked" });
     call.authorized = true;
     if (method === "auth.test") return sendJson(res, 200, { ok: true, user_id: "UFAKEBOT" });
+    if (method.startsWith("assistant.threads.")) {
+      // Assistant threads live in the app's DM; prompts are at most 4 {title, message}.
+      const where = typeof body.channel_id === "string" && body.channel_id.startsWith("D") && typeof body.thread_ts === "string";
+      const prompts = method !== "assistant.threads.setSuggestedPrompts" || (Array.isArray(body.prompts) && body.prompts.length <= 4 && body.prompts.every((p) => p.title && p.message));
+      const known = ["assistant.threads.setStatus", "assistant.threads.setTitle", "assistant.threads.setSuggestedPrompts"].includes(method);
+      return sendJson(res, 200, !known ? { ok: false, error: "unknown_method" } : where && prompts ? { ok: true } : { ok: false, error: "invalid_arguments" });
+    }
+    if (method === "views.publish") {
+      const valid = typeof body.user_id === "string" && body.view?.type === "home" && Array.isArray(body.view.blocks) && body.view.blocks.length <= 100;
+      return sendJson(res, 200, valid ? { ok: true, view: { id: `VHOME${++seq}`, type: "home" } } : { ok: false, error: "invalid_arguments" });
+    }
+    // Read methods take form arguments; Slack does not read a JSON body for them.
+    if ((method === "conversations.info" || method === "users.info") && type === "application/json") return sendJson(res, 200, { ok: false, error: "invalid_arguments" });
+    if (method === "conversations.info") {
+      const name = directory.channels.get(body.channel);
+      return sendJson(res, 200, name ? { ok: true, channel: { id: body.channel, name, is_channel: true } } : { ok: false, error: "channel_not_found" });
+    }
+    if (method === "users.info") {
+      const user = directory.users.get(body.user);
+      if (!user) return sendJson(res, 200, { ok: false, error: "user_not_found" });
+      const profile = { display_name: user.display_name ?? "", real_name: user.real_name ?? user.name };
+      return sendJson(res, 200, { ok: true, user: { id: body.user, name: user.name, real_name: profile.real_name, profile } });
+    }
     if (typeof body.channel !== "string" || body.channel === "") return sendJson(res, 200, { ok: false, error: "channel_not_found" });
     if (typeof body.text === "string" && body.text.length > TEXT_LIMIT) return sendJson(res, 200, { ok: false, error: "msg_too_long" });
     if (method === "chat.postMessage") {
-      const ts = newTs();
+      const ts = nextTs();
       messages.set(`${body.channel}:${ts}`, { ...body, ts });
       call.ts = ts;
       // Posted: a harness may hold the answer, as a crash of the sender would lose it.
-      await gates?.pass("slack", call);
+      await gates.pass("slack", call);
       return sendJson(res, 200, { ok: true, channel: body.channel, ts, message: { text: body.text, thread_ts: body.thread_ts } });
     }
     if (method === "chat.startStream") {
       if (refuseStreaming.has(body.channel)) return sendJson(res, 200, { ok: false, error: "unknown_method" });
       // Outside a DM, Slack wants to know whom the stream is for.
       if (!body.channel.startsWith("D") && (!body.recipient_team_id || !body.recipient_user_id)) return sendJson(res, 200, { ok: false, error: "invalid_arguments" });
-      const ts = newTs();
+      const ts = nextTs();
       messages.set(`${body.channel}:${ts}`, { channel: body.channel, thread_ts: body.thread_ts, ts, text: body.markdown_text ?? "", streaming: true });
       call.ts = ts;
       return sendJson(res, 200, { ok: true, channel: body.channel, ts });
@@ -138,8 +212,21 @@ export async function startSlack({ gates } = {}) {
       if (!messages.has(key)) return sendJson(res, 200, { ok: false, error: "message_not_found" });
       if (messages.get(key).streaming) return sendJson(res, 200, { ok: false, error: "cant_update_message" });
       messages.set(key, { ...messages.get(key), ...body });
-      await gates?.pass("slack", call);
+      await gates.pass("slack", call);
       return sendJson(res, 200, { ok: true, channel: body.channel, ts: body.ts, text: body.text });
+    }
+    if (method === "conversations.replies" || method === "conversations.history") {
+      // The thread's messages (replies, oldest first) or the channel's top-level ones (history,
+      // newest first) after `oldest`; metadata only when asked for.
+      // (Timestamps of one length compare as text, exactly: as numbers they would lose the microseconds.)
+      const withMetadata = String(body.include_all_metadata) === "true";
+      const inPlace = method === "conversations.replies" ? (m) => m.thread_ts === body.ts || m.ts === body.ts : (m) => !m.thread_ts || m.thread_ts === m.ts;
+      const thread = [...messages.values()]
+        .filter((m) => m.channel === body.channel && inPlace(m) && (!body.oldest || m.ts > body.oldest))
+        .sort((a, b) => (a.ts < b.ts ? -1 : 1) * (method === "conversations.history" ? -1 : 1));
+      const limit = Number(body.limit ?? 1000);
+      const page = thread.slice(0, limit).map(({ metadata, channel: _, ...m }) => ({ type: "message", ...m, ...(withMetadata && metadata ? { metadata } : {}) }));
+      return sendJson(res, 200, { ok: true, messages: page, has_more: thread.length > limit });
     }
     return sendJson(res, 200, { ok: false, error: "unknown_method" });
   });

@@ -92,8 +92,9 @@ function slackUntil(what, check, deadline) {
         resolve(value);
       }
     };
+    // The deadline moves (Infinity while the Worker restarts): it is looked at again at least every second.
     const arm = () => {
-      timer = setTimeout(() => (Date.now() >= deadline.at ? (cleanup(), reject(new Error(`no ${what} in time`))) : arm()), Math.max(0, deadline.at - Date.now()));
+      timer = setTimeout(() => (Date.now() >= deadline.at ? (cleanup(), reject(new Error(`no ${what} in time`))) : arm()), Math.min(1000, Math.max(0, deadline.at - Date.now())));
     };
     const cleanup = () => {
       clearTimeout(timer);

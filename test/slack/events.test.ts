@@ -228,6 +228,9 @@ describe("POST /slack/events", () => {
     const broadcastTs = newTs();
     await postEvent(messageEnvelope({ team, channel, ts: broadcastTs, thread_ts: ts, text: "and this", event: { subtype: "thread_broadcast" } }));
     const view = await settled(team, AGENT, conversationOf(team, channel, ts));
-    expect(view.transcript.filter((e) => e.role === "user").map((e) => e.text)).toEqual(["look at this\n(shared files: graph.png)", "and this"]);
+    expect(view.transcript.filter((e) => e.role === "user").map((e) => e.text)).toEqual([
+      "look at this\n\n[file graph.png (application/octet-stream, 0 bytes), not shown: a kind of file the agent cannot read]",
+      "and this",
+    ]);
   });
 });

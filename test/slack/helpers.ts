@@ -2,6 +2,7 @@
 // (computed here independently of the bridge), recorded fixtures replayed into
 // fresh channels, and the fake Slack Web API's control API.
 import { env } from "cloudflare:workers";
+import { expect } from "vitest";
 import { waitFor, worker } from "../support.ts";
 
 const testEnv = env as unknown as Record<string, string>;
@@ -106,7 +107,16 @@ export const conversationOf = (team: string, channel: string, threadTs: string) 
 export interface SlackCall {
   method: string;
   token: string | null;
-  body: { channel?: string; text?: string; thread_ts?: string; ts?: string; blocks?: { type: string; elements?: { action_id?: string; value?: string }[] }[] };
+  body: {
+    channel?: string;
+    text?: string;
+    thread_ts?: string;
+    ts?: string;
+    blocks?: { type: string; elements?: { action_id?: string; value?: string }[] }[];
+    metadata?: { event_type: string; event_payload: Record<string, unknown> };
+    include_all_metadata?: string;
+    oldest?: string;
+  };
   ts?: string;
   /** When the fake received it (its own clock). */
   at: number;
@@ -153,6 +163,11 @@ export async function rateLimit(rule: { method: string; channel: string; textInc
   await fetch(`${testEnv.FAKE_SLACK_URL}/_control/rate-limit`, { method: "POST", body: JSON.stringify(rule) });
 }
 
+/** The next such call is made (a post is posted) but answered only after `ms`, or never. */
+export async function holdSlack(rule: { method: string; channel: string; textIncludes?: string; ms?: number }): Promise<void> {
+  await fetch(`${testEnv.FAKE_SLACK_URL}/_control/hold`, { method: "POST", body: JSON.stringify(rule) });
+}
+
 export async function grantOauthCode(code: string, grant: { team?: string; teamName?: string; enterprise?: string; enterpriseName?: string; isEnterpriseInstall?: boolean; token: string; botUserId: string }): Promise<void> {
   await fetch(`${testEnv.FAKE_SLACK_URL}/_control/oauth/${code}`, { method: "PUT", body: JSON.stringify(grant) });
 }
@@ -163,3 +178,22 @@ export async function responsesTo(id: string): Promise<{ text: string; response_
 
 export const responseUrl = (id: string) => `${testEnv.FAKE_SLACK_URL}/response/${id}`;
 export const fakeSlackEnv = testEnv;
+
+/** Runs the browser side of an install: /slack/install, then Slack's redirect to the callback with `code`. */
+export async function install(code: string): Promise<Response> {
+  const start = await worker("/slack/install", { redirect: "manual" });
+  expect(start.status).toBe(302);
+  const location = new URL(start.headers.get("location")!);
+  const cookie = start.headers.get("set-cookie")!.split(";")[0]!;
+  return worker(`/slack/oauth/callback?code=${code}&state=${encodeURIComponent(location.searchParams.get("state")!)}`, { headers: { cookie } });
+}
+
+/** Installs the app in a workspace through OAuth; returns the bot token Slack granted it. */
+export async function installWorkspace(grant: { team?: string; teamName?: string; enterprise?: string; enterpriseName?: string; isEnterpriseInstall?: boolean }): Promise<string> {
+  const token = `xoxb-${slackId("")}`;
+  const code = slackId("code");
+  await grantOauthCode(code, { ...grant, token, botUserId: "UFAKEBOT" });
+  const res = await install(code);
+  expect(res.status).toBe(200);
+  return token;
+}

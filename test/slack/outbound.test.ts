@@ -1,5 +1,7 @@
 // Delivery to Slack: 429 Retry-After (acceptance 7), long replies split in
-// order (acceptance 8), Markdown → mrkdwn.
+// order (acceptance 8), Markdown → mrkdwn, a post whose answer was lost found
+// again instead of posted twice, and a held post holding up only its own
+// conversation (issue 9).
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { decisionValue } from "../../approvals/index.ts";
@@ -8,7 +10,7 @@ import { slackOutbound } from "../../bridges/slack/outbound.ts";
 import { SLACK_TEXT_LIMIT, splitForSlack, toMrkdwn } from "../../bridges/slack/mrkdwn.ts";
 import { rows } from "../agents.ts";
 import { script, unique, waitFor } from "../support.ts";
-import { AGENT, messageEnvelope, newTs, postEvent, rateLimit, slackCalls, slackId, statusFinal, threadMessages } from "./helpers.ts";
+import { AGENT, holdSlack, messageEnvelope, newTs, postEvent, rateLimit, slackCalls, slackId, statusFinal, threadMessages } from "./helpers.ts";
 
 describe("Markdown → Slack mrkdwn", () => {
   it("renders emphasis, links, headings and bullets, and leaves code alone", () => {
@@ -39,7 +41,16 @@ describe("Markdown → Slack mrkdwn", () => {
   });
 
   it("escapes Slack's control characters so model text cannot ping a channel", () => {
-    expect(toMrkdwn("<!channel> look <@U123>")).toBe("&lt;!channel&gt; look &lt;@U123&gt;");
+    expect(toMrkdwn("<!channel> <!here> <!subteam^S123> look <@U123 & co> <#nope>")).toBe(
+      "&lt;!channel&gt; &lt;!here&gt; &lt;!subteam^S123&gt; look &lt;@U123 &amp; co&gt; &lt;#nope&gt;",
+    );
+  });
+
+  it("keeps the model's well-formed channel links and mentions as links (labels escaped), in prose only", () => {
+    expect(toMrkdwn("see <#C00FAKECHAN2>, <#C0ABC|general & more> and ask <@U0ANA|Ana> or <@W123>")).toBe(
+      "see <#C00FAKECHAN2>, <#C0ABC|general &amp; more> and ask <@U0ANA|Ana> or <@W123>",
+    );
+    expect(toMrkdwn("`<#C00FAKECHAN2>`")).toBe("`&lt;#C00FAKECHAN2&gt;`");
   });
 
   it("splits at line boundaries within the limit, and closes and reopens a code block cut in two", () => {
@@ -77,6 +88,7 @@ describe("Slack outbound", () => {
       address: { platform: "slack", target: { channel, thread_ts: "1.000001" } },
       message: { kind: "reply", text: "hello" },
       idempotencyKey: "k",
+      createdAt: Date.now(),
     });
     expect(result).toEqual({ ok: false, error: "chat.postMessage: rate limited", retryAfterMs: 7000 });
   });
@@ -88,6 +100,7 @@ describe("Slack outbound", () => {
       address: { platform: "slack", target: { channel: "", thread_ts: "1.000001" } },
       message: { kind: "reply", text: "hello" },
       idempotencyKey: "k",
+      createdAt: Date.now(),
     });
     expect(result).toEqual({ ok: false, error: "chat.postMessage: channel_not_found", permanent: true });
   });
@@ -106,7 +119,7 @@ describe("Slack outbound", () => {
       expiresAt: Date.now() + 3_600_000,
       actions: { approve: decisionValue(team, AGENT, "h1", true), deny: decisionValue(team, AGENT, "h1", false) },
     };
-    const base = { route, conversation: "c", address: { platform: "slack" as const, target: { channel, thread_ts: "1.000001" } }, idempotencyKey: "k" };
+    const base = { route, conversation: "c", address: { platform: "slack" as const, target: { channel, thread_ts: "1.000001" } }, idempotencyKey: "k", createdAt: Date.now() };
     const posted = await slackOutbound.deliver(env, { ...base, message: { kind: "card", card: pending } });
     expect(posted).toMatchObject({ ok: true, ref: expect.any(String) });
     const decided = { ...pending, state: "denied" as const, title: "Denied: ledger__append", decidedBy: "UPERSON1", actions: undefined };
@@ -146,6 +159,8 @@ describe("Slack outbound", () => {
     expect(attempts.map((c) => c.limited === true)).toEqual([true, false]);
     expect(attempts[1]!.at - attempts[0]!.at).toBeGreaterThanOrEqual(2000); // Slack's own clock: the second try waited it out
     expect((await threadMessages(channel)).map((m) => [m.body.text, m.body.thread_ts])).toEqual([["worth the wait", ts]]);
+    // A 429 posted nothing: the retry does not read the thread back first.
+    expect(await slackCalls(channel, "conversations.replies")).toEqual([]);
   });
 
   // Acceptance 8
@@ -167,5 +182,71 @@ describe("Slack outbound", () => {
       expect(m.body.text!.length).toBeLessThanOrEqual(SLACK_TEXT_LIMIT);
     }
     expect(messages.map((m) => m.body.text).join("\n")).toBe(reply);
+  });
+});
+
+/** The test env's SEND_TIMEOUT_SECONDS (test/fakes/index.mjs). */
+const SEND_TIMEOUT_MS = Number((env as unknown as Record<string, string>).SEND_TIMEOUT_SECONDS) * 1000;
+
+describe("a Slack post whose answer is lost", () => {
+  it("is given up after the send timeout, then found in the thread by its key: one message, not two", async () => {
+    const s = unique("lost");
+    await script(s, [{ text: "said once" }]);
+    const team = slackId("T");
+    const channel = slackId("C");
+    const ts = newTs();
+    // Slack makes the post and never answers it.
+    await holdSlack({ method: "chat.postMessage", channel, textIncludes: "said once" });
+    await postEvent(messageEnvelope({ team, channel, ts, text: `[s:${s}] once` }));
+    await statusFinal(channel, "Done.");
+
+    const posts = (await threadMessages(channel)).filter((m) => m.body.text === "said once");
+    expect(posts).toHaveLength(1);
+    expect(posts[0]!.body.metadata).toEqual({ event_type: "antiproton_outbox", event_payload: { key: expect.stringMatching(/^[0-9a-f]{64}:\d+$/) } });
+    // The row's next claim read the thread back, with metadata, once the first had timed out (Slack's clock).
+    const [read] = await slackCalls(channel, "conversations.replies");
+    expect(read).toBeDefined();
+    expect(read!.body).toMatchObject({ ts, include_all_metadata: "true" });
+    expect(read!.at - posts[0]!.at).toBeGreaterThanOrEqual(SEND_TIMEOUT_MS);
+  });
+
+  it("a DM's top-level reply is looked for in the channel's history: one message, not two", async () => {
+    const s = unique("lost-dm");
+    await script(s, [{ text: "said once in the DM" }]);
+    const dm = slackId("D");
+    await holdSlack({ method: "chat.postMessage", channel: dm, textIncludes: "said once in the DM" });
+    await postEvent(messageEnvelope({ team: slackId("T"), channel: dm, ts: newTs(), text: `[s:${s}] once`, mention: false, event: { channel_type: "im" } }));
+    await statusFinal(dm, "Done.");
+    const [read] = await slackCalls(dm, "conversations.history");
+    expect(read?.body).toMatchObject({ channel: dm, include_all_metadata: "true" });
+    // Posted once, top-level (no thread): the read found it.
+    const posts = (await slackCalls(dm, "chat.postMessage")).filter((c) => c.body.text === "said once in the DM");
+    expect(posts).toHaveLength(1);
+    expect(posts[0]!.body.thread_ts).toBeUndefined();
+  });
+
+  // Issue 9, acceptance 1
+  it("a post Slack holds for 20 s holds up only its conversation: a DM in the same workspace is answered within 3 s", async () => {
+    const team = slackId("T");
+    const held = slackId("C");
+    const dm = slackId("D");
+    await holdSlack({ method: "chat.postMessage", channel: held, ms: 20_000 });
+    await postEvent(messageEnvelope({ team, channel: held, ts: newTs(), text: "the held one" }));
+    await waitFor("the held post", async () => (await slackCalls(held, "chat.postMessage")).length > 0);
+
+    // A Slack ts is when the message was sent; the fake records when it got the reply.
+    const sent = (Date.now() / 1000).toFixed(6);
+    await postEvent(messageEnvelope({ team, channel: dm, ts: sent, text: "quick one", mention: false, event: { channel_type: "im" } }));
+    const [reply] = await waitFor("the DM's reply", async () => {
+      const replies = await threadMessages(dm);
+      return replies.length > 0 && replies;
+    });
+    expect(reply!.body.text).toBe("ok: quick one");
+    expect(reply!.at - Number(sent) * 1000).toBeLessThanOrEqual(3000);
+
+    // The held conversation goes on once its post is found again: one status message, one reply.
+    await statusFinal(held, "Done.");
+    expect((await slackCalls(held, "chat.postMessage")).filter((c) => c.body.blocks)).toHaveLength(1);
+    expect((await threadMessages(held)).map((m) => m.body.text)).toEqual(["ok: the held one"]);
   });
 });

@@ -173,4 +173,23 @@ describe("a turn in a Slack thread", () => {
       expect.stringMatching(/^Sorry, this turn failed: .*context too large for this model/),
     ]);
   });
+
+  it("paces a busy turn's status updates: at least 1 s apart by Slack's own clock, coalesced, ending with the final state", async () => {
+    const team = slackId("T");
+    const channel = slackId("C");
+    const ts = newTs();
+    const s = unique("busy");
+    // Eight tool rounds in quick succession, each a status change ("… using `clock__now`"), then the answer.
+    await script(s, [...Array.from({ length: 8 }, () => ({ toolCalls: [{ name: "clock__now", arguments: {} }] })), { text: "It is late." }]);
+    await postEvent(messageEnvelope({ team, channel, ts, text: `what time is it? [s:${s}]` }));
+    const done = await statusFinal(channel, "Done.");
+    expect(await providerRequests(s)).toHaveLength(9);
+
+    const changes = (await slackCalls(channel)).filter((c) => c.body.blocks && !c.limited);
+    expect(changes.at(-1)).toEqual(done);
+    expect(changes.slice(1).every((c) => c.method === "chat.update")).toBe(true);
+    expect(changes.some((c) => c.body.text?.includes("using `clock__now`"))).toBe(true);
+    const gaps = changes.slice(1).map((c, i) => c.at - changes[i]!.at);
+    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(1000);
+  });
 });

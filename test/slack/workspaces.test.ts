@@ -4,25 +4,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { controlPlane, listAgents } from "../../runtime/index.ts";
 import { getConversation, waitFor, worker } from "../support.ts";
-import { AGENT, conversationOf, grantOauthCode, messageEnvelope, newTs, postEvent, slackId, statusFinal, threadMessages } from "./helpers.ts";
-
-/** Runs the browser side of an install: /slack/install, then Slack's redirect to the callback with `code`. */
-async function install(code: string): Promise<Response> {
-  const start = await worker("/slack/install", { redirect: "manual" });
-  expect(start.status).toBe(302);
-  const location = new URL(start.headers.get("location")!);
-  const cookie = start.headers.get("set-cookie")!.split(";")[0]!;
-  return worker(`/slack/oauth/callback?code=${code}&state=${encodeURIComponent(location.searchParams.get("state")!)}`, { headers: { cookie } });
-}
-
-async function installWorkspace(grant: { team?: string; teamName?: string; enterprise?: string; enterpriseName?: string; isEnterpriseInstall?: boolean }): Promise<string> {
-  const token = `xoxb-${slackId("")}`;
-  const code = slackId("code");
-  await grantOauthCode(code, { ...grant, token, botUserId: "UFAKEBOT" });
-  const res = await install(code);
-  expect(res.status).toBe(200);
-  return token;
-}
+import { AGENT, conversationOf, grantOauthCode, installWorkspace, messageEnvelope, newTs, postEvent, slackId, statusFinal, threadMessages } from "./helpers.ts";
 
 describe("Slack workspaces", () => {
   it("/slack/install sends the person to Slack's consent page with the bot scopes", async () => {

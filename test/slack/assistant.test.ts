@@ -1,0 +1,101 @@
+// Slack's assistant surface without streaming: a started thread gets the
+// agent's suggested prompts; the channel the person looks at reaches the model
+// as a note; the working state shows with assistant.threads.setStatus instead
+// of a status message; the thread is titled after its first message.
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { providerRequests, script, settled, unique, waitFor, withVars } from "../support.ts";
+import { AGENT, messageEnvelope, newTs, postEvent, slackCalls, slackId, threadMessages } from "./helpers.ts";
+
+const FAKE_SLACK_URL = (env as unknown as Record<string, string>).FAKE_SLACK_URL!;
+
+interface Call {
+  method: string;
+  body: { channel_id?: string; thread_ts?: string; status?: string; title?: string; prompts?: { title: string; message: string }[] };
+}
+
+async function assistantCalls(dm: string, method: string): Promise<Call[]> {
+  const calls: Call[] = await (await fetch(`${FAKE_SLACK_URL}/_control/calls?method=${method}`)).json();
+  return calls.filter((c) => c.body.channel_id === dm);
+}
+
+/** An assistant thread event as Slack sends it (Events API, event_callback). */
+function threadEvent(type: "assistant_thread_started" | "assistant_thread_context_changed", o: { team: string; user: string; dm: string; threadTs: string; looking?: string }) {
+  return {
+    token: "verification-token",
+    team_id: o.team,
+    api_app_id: "AFAKEAPP",
+    type: "event_callback",
+    event_id: slackId("Ev"),
+    event_time: Math.floor(Date.now() / 1000),
+    authorizations: [{ enterprise_id: null, team_id: o.team, user_id: "UFAKEBOT", is_bot: true, is_enterprise_install: false }],
+    event: {
+      type,
+      assistant_thread: { user_id: o.user, context: o.looking ? { channel_id: o.looking, team_id: o.team, enterprise_id: null } : {}, channel_id: o.dm, thread_ts: o.threadTs },
+      event_ts: newTs(),
+    },
+  };
+}
+
+const directory = (channels: Record<string, string>) => fetch(`${FAKE_SLACK_URL}/_control/directory`, { method: "PUT", body: JSON.stringify({ channels }) });
+
+describe("Slack assistant threads", () => {
+  it("started: suggested prompts; a message: the channel looked at as a note, status under the input, a title, the reply in the thread", async () => {
+    const prompts = [{ title: "Plan my day", message: "Plan my day from my calendar." }];
+    await withVars({ SLACK_ASSISTANT: "true", SLACK_SUGGESTED_PROMPTS: JSON.stringify(prompts) }, async () => {
+      const team = slackId("T");
+      const user = slackId("U");
+      const dm = slackId("D");
+      const threadTs = newTs();
+      const looking = slackId("C");
+      await directory({ [looking]: "launch-plan" });
+      expect((await postEvent(threadEvent("assistant_thread_started", { team, user, dm, threadTs, looking }))).status).toBe(200);
+      const [set] = await waitFor("suggested prompts", async () => {
+        const calls = await assistantCalls(dm, "assistant.threads.setSuggestedPrompts");
+        return calls.length > 0 && calls;
+      });
+      expect(set!.body).toMatchObject({ thread_ts: threadTs, prompts });
+
+      const s = unique("assist");
+      await script(s, [{ text: "Here is the plan." }]);
+      const text = `[s:${s}] what is happening in the launch?`;
+      await postEvent(messageEnvelope({ team, channel: dm, ts: newTs(), thread_ts: threadTs, text, user, mention: false, event: { channel_type: "im" } }));
+      const view = await settled(team, AGENT, `${team}:${dm}:${threadTs}`);
+      expect(view.transcript.at(-1)!.text).toBe("Here is the plan.");
+      // The model read where the person is looking, with the channel's name.
+      const asked = JSON.stringify((await providerRequests(s))[0]!.body.messages);
+      expect(asked).toContain(`The person is looking at the channel <#${looking}|launch-plan> in Slack.`);
+
+      const replies = await waitFor("the reply", async () => {
+        const found = await threadMessages(dm);
+        return found.length > 0 && found;
+      });
+      expect(replies.map((r) => [r.body.text, r.body.thread_ts])).toEqual([["Here is the plan.", threadTs]]);
+      const statuses = await waitFor("the status cleared", async () => {
+        const calls = await assistantCalls(dm, "assistant.threads.setStatus");
+        return calls.at(-1)?.body.status === "" && calls;
+      });
+      expect(statuses.map((c) => [c.body.thread_ts, c.body.status])).toEqual([
+        [threadTs, "is thinking…"],
+        [threadTs, ""],
+      ]);
+      // No status message with a Stop button in an assistant thread.
+      expect((await slackCalls(dm)).filter((c) => c.body.blocks)).toEqual([]);
+      const titles = await waitFor("the title", async () => {
+        const calls = await assistantCalls(dm, "assistant.threads.setTitle");
+        return calls.length > 0 && calls;
+      });
+      expect(titles.map((c) => c.body.title)).toEqual([text]);
+
+      // A second message: no new title; the channel changed: the model reads it next.
+      const other = slackId("C");
+      await directory({ [other]: "design" });
+      await postEvent(threadEvent("assistant_thread_context_changed", { team, user, dm, threadTs, looking: other }));
+      await postEvent(messageEnvelope({ team, channel: dm, ts: newTs(), thread_ts: threadTs, text: `[s:${s}] and now?`, user, mention: false, event: { channel_type: "im" } }));
+      await waitFor("the second answer", async () => (await providerRequests(s)).length === 2);
+      expect(JSON.stringify((await providerRequests(s))[1]!.body.messages)).toContain(`The person is looking at the channel <#${other}|design> in Slack.`);
+      await settled(team, AGENT, `${team}:${dm}:${threadTs}`);
+      expect(await assistantCalls(dm, "assistant.threads.setTitle")).toHaveLength(1);
+    });
+  });
+});
