@@ -66,6 +66,17 @@ describe("a reply streamed into a Slack thread", () => {
     expect(await replies(channel)).toMatchObject([{ ts: start.ts, text: REPLY, streaming: false }]);
   });
 
+  it("in a DM's own view (no thread) is streamed there: one message, holding the whole reply", async () => {
+    const s = unique("dm");
+    await script(s, [slowly(REPLY, 6, 150)]);
+    const [team, dm] = [slackId("T"), slackId("D")];
+    await postEvent(messageEnvelope({ team, channel: dm, ts: newTs(), text: `[s:${s}] tell me`, mention: false, event: { channel_type: "im" } }));
+    await statusFinal(dm, "Done.");
+    const [start] = await slackCalls(dm, "chat.startStream");
+    expect(start!.body.thread_ts).toBeUndefined();
+    expect(await replies(dm)).toMatchObject([{ ts: start!.ts, text: REPLY, streaming: false }]);
+  });
+
   it("is not streamed when it comes within a second: posted once, as before", async () => {
     const { channel } = await ask(unique("quick"));
     await statusFinal(channel, "Done.");
