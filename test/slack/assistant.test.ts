@@ -99,3 +99,35 @@ describe("Slack assistant threads", () => {
     });
   });
 });
+
+describe("Slack assistant threads, streamed", () => {
+  // Issue 17, acceptance 1: the whole path in one thread.
+  it("a replayed assistant_thread_started sets prompts; a message sets status and title and its answer is streamed: one reply message", async () => {
+    const prompts = [{ title: "Summarise", message: "Summarise this channel." }];
+    await withVars({ SLACK_ASSISTANT: "true", SLACK_SUGGESTED_PROMPTS: JSON.stringify(prompts) }, async () => {
+      const [team, user, dm, threadTs] = [slackId("T"), slackId("U"), slackId("D"), newTs()];
+      await postEvent(threadEvent("assistant_thread_started", { team, user, dm, threadTs }));
+      await waitFor("suggested prompts", async () => (await assistantCalls(dm, "assistant.threads.setSuggestedPrompts")).length > 0);
+
+      const s = unique("assist-stream");
+      const reply = "Streamed into the assistant thread, a few words at a time, to the end.";
+      await script(s, [{ text: reply, argumentChunk: 6, chunkDelayMs: 150 }]);
+      await postEvent(messageEnvelope({ team, channel: dm, ts: newTs(), thread_ts: threadTs, text: `[s:${s}] stream it`, user, mention: false, event: { channel_type: "im" } }));
+      await settled(team, AGENT, `${team}:${dm}:${threadTs}`);
+
+      await waitFor("the status cleared", async () => (await assistantCalls(dm, "assistant.threads.setStatus")).at(-1)?.body.status === "");
+      expect((await assistantCalls(dm, "assistant.threads.setStatus"))[0]!.body).toMatchObject({ thread_ts: threadTs, status: "is thinking…" });
+      await waitFor("the title", async () => (await assistantCalls(dm, "assistant.threads.setTitle")).length === 1);
+      const streamed = await waitFor("the stream stopped", async () => {
+        const calls = (await slackCalls(dm)).filter((c) => c.method.endsWith("Stream"));
+        return calls.at(-1)?.method === "chat.stopStream" && calls;
+      });
+      expect(streamed[0]!.method).toBe("chat.startStream");
+      expect(streamed[0]!.body).toMatchObject({ channel: dm, thread_ts: threadTs });
+      expect(streamed.slice(1, -1).every((c) => c.method === "chat.appendStream")).toBe(true);
+      expect(streamed.map((c) => (c.body as { markdown_text?: string }).markdown_text ?? "").join("")).toBe(reply);
+      // Exactly one reply message: no post besides the stream's own.
+      expect((await slackCalls(dm, "chat.postMessage")).filter((c) => c.body.thread_ts === threadTs)).toEqual([]);
+    });
+  });
+});
