@@ -2,13 +2,13 @@
 //
 // It keeps the RPC surface and wires the parts together: the conversation
 // store, inbound (the durable write of what people send), the turn state
-// machine, model jobs, the tool-call journal, the
-// approvals glue, the outbox and the scheduler. `submit` is a durable write
+// machine, model jobs, the tool-call journal, the approvals glue, the outbox,
+// the scheduler and the pass (runtime/pass.ts). `submit` is a durable write
 // that returns at once and arms an alarm for "now"; the alarm runs one pass.
 import { DurableObject } from "cloudflare:workers";
 import { cardFor, Holds, type Card, type Person } from "../approvals/index.ts";
 import { ConfigError, secretNamed } from "../lib/config.ts";
-import { Gateway, MountError, type ToolOutput } from "../plugins/index.ts";
+import { Gateway, type ToolOutput } from "../plugins/index.ts";
 import { ApprovalFlow } from "./approval-flow.ts";
 import { AGENT_HANDLERS, BusyTime, measureHandlers, type TurnBusy } from "./busy-time.ts";
 import type { ChatEvent, ConversationStatus, DeliveryResult, OutboxDelivery, Platform, ReplyAddress, Route, StreamShown, SubmitResult } from "./chat.ts";
@@ -18,12 +18,13 @@ import { Conversations } from "./conversations.ts";
 import type { RuntimeDeps } from "./deps.ts";
 import { Identity } from "./identity.ts";
 import { Inbound } from "./inbound.ts";
-import { Effects, type EffectRow } from "./effects.ts";
+import { Effects } from "./effects.ts";
 import { streamKey, type ModelClaim } from "./model-job.ts";
 import type { ProviderCall } from "./models/index.ts";
 import { ModelJobs, type Settled } from "./model-jobs.ts";
 import { MountSessions } from "./mount-sessions.ts";
 import { Outbox } from "./outbox.ts";
+import { Pass } from "./pass.ts";
 import { Scheduler } from "./scheduler.ts";
 import { modelFrom, mountsFrom, NO_SETTINGS, SettingsCopy, type SettingsText } from "./settings.ts";
 import { ScriptCalls, type ScriptAnswer, type ScriptCall } from "./script-calls.ts";
@@ -53,10 +54,6 @@ export interface ConversationView {
 /** A provider call that failed this many times in a row fails its turn. */
 const MAX_MODEL_RETRIES = 3;
 const MAX_RETRY_DELAY_SECONDS = 300;
-/** Every so often a pass advances every running conversation, not only the marked ones. */
-const SWEEP_MS = 60_000;
-/** Busy time per turn and hour is kept this long in the object (the ledger keeps the hours). */
-const BUSY_KEPT_MS = 35 * 24 * 3_600_000;
 
 export class AgentObject extends DurableObject<Env> {
   private readonly sql: SqlStorage;
@@ -75,7 +72,7 @@ export class AgentObject extends DurableObject<Env> {
   private readonly identity: Identity;
   private readonly scripts: ScriptCalls;
   private readonly inbound: Inbound;
-  private lastSweep = 0;
+  private readonly pass: Pass;
   /** Measures every handler (measureHandlers below). */
   readonly busyTime: BusyTime;
 
@@ -105,9 +102,26 @@ export class AgentObject extends DurableObject<Env> {
     this.tools.hold = (pass, conv, key, call) => this.approvals.hold(pass, conv, key, call);
     this.scheduler = new Scheduler(
       ctx.storage,
-      () => this.onePass(),
+      async () => {
+        const route = this.identity.route();
+        if (route) await this.pass.run(route);
+      },
       () => [this.store.anyMarked() || this.approvals.hasWork() ? Date.now() : null, this.effects.nextDue()],
     );
+    this.pass = new Pass({
+      storage: ctx.storage,
+      queue: () => this.env.EFFECT_QUEUE,
+      store: this.store,
+      effects: this.effects,
+      jobs: this.jobs,
+      tools: this.tools,
+      toolLists: this.toolLists,
+      outbox: this.outbox,
+      turns: this.turns,
+      approvals: this.approvals,
+      busyTime: this.busyTime,
+      context: (route) => this.passContext(route),
+    });
     this.scripts = new ScriptCalls(ctx.storage, this.store, this.tools, this.approvals.holds, this.sessions, () => this.scheduler.wake());
     this.inbound = new Inbound(this.store, this.turns, this.jobs, this.approvals, (conv, status) =>
       statusText(this.sql, { conv, status, openJobs: this.jobs.openCount(), pendingHolds: this.approvals.holds.pending().length, gateway: () => this.gateway() }),
@@ -325,84 +339,7 @@ export class AgentObject extends DurableObject<Env> {
     this.settings.apply(settings);
   }
 
-  // ---- the pass ------------------------------------------------------------------
-
-  private async onePass(): Promise<void> {
-    const route = this.identity.route();
-    if (!route) return;
-    const pass = await this.passContextOrFailTurns(route);
-    if (pass) {
-      this.toolLists.request(pass.gateway);
-      await this.approvals.performApproved(pass);
-      for (const id of this.dueConversations()) await this.busyTime.measure(id, "part", () => this.advanceOrFail(pass, id));
-    }
-    const exhausted = await this.effects.send(this.env.EFFECT_QUEUE, route);
-    if (exhausted.length > 0) this.ctx.storage.transactionSync(() => exhausted.forEach((effect) => this.giveUp(route, effect)));
-  }
-
-  /** Only conversations an event, a reply or a decision reached; every running one now and then, for safety. */
-  private dueConversations(): string[] {
-    const marked = this.store.takeMarked();
-    if (Date.now() - this.lastSweep < SWEEP_MS) return marked;
-    this.lastSweep = Date.now();
-    this.jobs.prune();
-    this.busyTime.prune(BUSY_KEPT_MS);
-    return [...new Set([...marked, ...this.store.runningIds()])];
-  }
-
-  /** An effect whose leases all ran out: its owner ends it with a sentence the person sees. */
-  private giveUp(route: Route, effect: EffectRow): void {
-    switch (effect.kind) {
-      case "model": {
-        const job = this.jobs.get(effect.id);
-        if (job?.status === "pending") this.turns.settle(job, { kind: "failed", error: "the model provider did not answer in time. Please try again in a moment." });
-        return;
-      }
-      case "send":
-        return this.outbox.giveUp(Number(effect.id));
-      case "tool":
-        return this.tools.giveUp(effect.id);
-      case "hold":
-        return this.approvals.giveUp(route, effect.id);
-      case "mount":
-        return this.toolLists.giveUp(effect.id);
-      case "typing":
-        return; // nobody waits for it; the next model call shows it again
-    }
-  }
-
-  /**
-   * A mount or model configuration that cannot work fails the running turns
-   * (and the approved holds) with the reason, rather than retrying forever.
-   */
-  private async passContextOrFailTurns(route: Route): Promise<PassContext | null> {
-    try {
-      return this.passContext(route);
-    } catch (err) {
-      if (!(err instanceof MountError || err instanceof ConfigError)) throw err;
-      const reason = `configuration error: ${err.message}`;
-      this.ctx.storage.transactionSync(() => {
-        this.turns.failRunning(reason);
-        this.approvals.refuseApproved(route, reason);
-      });
-      return null;
-    }
-  }
-
-  /**
-   * One conversation's failure (a bad config value, a row SQLite refuses) ends
-   * that turn with the reason; it neither stops the others nor loops the alarm.
-   */
-  private async advanceOrFail(pass: PassContext, id: string): Promise<void> {
-    try {
-      await this.turns.advance(pass, id);
-    } catch (err) {
-      console.error(`conversation ${id}: the pass failed`, err);
-      const conv = this.store.get(id);
-      const reason = err instanceof ConfigError ? `configuration error: ${err.message}` : `internal error: ${err instanceof Error ? err.message : String(err)}`;
-      if (conv?.status === "running") this.ctx.storage.transactionSync(() => this.turns.end(conv, "failed", reason));
-    }
-  }
+  // ---- what a pass knows (runtime/pass.ts runs it) -------------------------------
 
   /** Mounts and model as they are now, from the agent's own copy of its settings. */
   private passContext(route: Route): PassContext {
