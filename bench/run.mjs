@@ -12,6 +12,9 @@
 //          conversations, and with BENCH_HISTORY past conversations vs fresh
 import { spawn } from "node:child_process";
 import { createHmac } from "node:crypto";
+import { writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { listen, sendJson } from "../test/fakes/http.mjs";
 import { FAKE_PROVIDER_KEY, startModelProvider } from "../test/fakes/model-provider.mjs";
@@ -43,6 +46,7 @@ const SLACK_SECRET = "bench-slack-signing-secret";
 const TEAM = "TBENCH";
 const BOT = "UBENCHBOT";
 const run = Date.now().toString(36);
+const LOG = join(tmpdir(), `antiproton-bench-${run}.log`);
 
 // ---- the outside world, on loopback -------------------------------------------
 
@@ -70,13 +74,24 @@ const worker = await startWorker({
       { alias: "api", plugin: "http", config: { allowedHosts: [new URL(tool.url).host] } },
       { alias: "clock", plugin: "clock" },
     ]),
-    // 2,000 conversations held at the provider at once (load) outlast the default 30 s lease.
-    EFFECT_LEASE_SECONDS: "600",
     SLACK_SIGNING_SECRET: SLACK_SECRET,
     SLACK_BOT_TOKEN: FAKE_SLACK_BOT_TOKEN,
     SLACK_API_BASE_URL: `${slack.url}/api`,
   },
 });
+
+// A run stopped from outside (Ctrl-C, a timeout) takes wrangler dev and workerd with it.
+for (const signal of ["SIGINT", "SIGTERM"]) {
+  process.once(signal, async () => {
+    writeFileSync(LOG, worker.output());
+    await worker.stop();
+    process.exit(130);
+  });
+}
+
+// wrangler dev's own log, kept on disk as the run goes (a run cut short keeps it).
+const saveLog = setInterval(() => writeFileSync(LOG, worker.output()), 5_000);
+saveLog.unref();
 
 // ---- helpers -------------------------------------------------------------------
 
@@ -274,7 +289,10 @@ async function fleetSection() {
       const v = await view(agents[i].tenant, agents[i].agent, "c").catch(() => null);
       if (v && v.status !== "running" && v.status !== "waiting_model" && lastAssistant(v)) answered.set(i, { v, at: lastAssistant(v).at });
     });
-    if (answered.size < FLEET) await sleep(500);
+    if (answered.size < FLEET) {
+      console.error(`  fleet: ${answered.size} of ${FLEET} answered after ${((Date.now() - start) / 1000).toFixed(0)} s`);
+      await sleep(500);
+    }
   }
   const { max } = await control("/concurrency");
   const right = [...answered].filter(([i, { v }]) => v.status === "idle" && lastAssistant(v).text === `ok: ${agents[i].text}`).length;
@@ -385,7 +403,12 @@ try {
     print();
   }
   print(`total ${((Date.now() - began) / 1000).toFixed(0)} s`);
+} catch (err) {
+  console.error(`wrangler dev's last words:\n${worker.output().slice(-4000)}`);
+  throw err;
 } finally {
+  writeFileSync(LOG, worker.output());
+  console.log(`wrangler dev's log: ${LOG}`);
   await worker.stop();
   await Promise.all([provider.close(), slack.close(), tool.close()]);
 }
