@@ -100,10 +100,30 @@ async function expectStatus(res, status) {
   return res.json().catch(() => null);
 }
 
+/**
+ * wrangler dev's proxy answers 503 "Your worker restarted mid-request" (retry-after: 0) when
+ * its connection to workerd drops under load, and retries only GET and HEAD itself. A client
+ * sends the same request again, as Slack does with an event; the Agents API's Idempotency-Key
+ * and Slack's message ts make the second copy collapse into the first. Counted in the output.
+ */
+const retried = { count: 0 };
+async function resending(send) {
+  for (let attempt = 1; ; attempt++) {
+    const res = await send();
+    if (res.status !== 503 || attempt === 5) return res;
+    retried.count++;
+    await res.arrayBuffer();
+    await sleep(200 * attempt);
+  }
+}
+
 const api = (path, init = {}) =>
   fetch(`${worker.url}/v1${path}`, { ...init, headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json", ...init.headers } });
-const post = async (tenant, agent, conversation, text) =>
-  expectStatus(await api(`/tenants/${tenant}/agents/${agent}/messages`, { method: "POST", body: JSON.stringify({ text, conversation }) }), 202);
+const post = async (tenant, agent, conversation, text) => {
+  const key = crypto.randomUUID();
+  const send = () => api(`/tenants/${tenant}/agents/${agent}/messages`, { method: "POST", headers: { "idempotency-key": key }, body: JSON.stringify({ text, conversation }) });
+  return expectStatus(await resending(send), 202);
+};
 const view = async (tenant, agent, conversation) =>
   expectStatus(await api(`/tenants/${tenant}/agents/${agent}/conversations/${encodeURIComponent(conversation)}`), 200);
 const control = (path, method = "GET", body) => fetch(`${provider.url}/_control${path}`, { method, body: body && JSON.stringify(body) }).then((r) => r.json());
@@ -140,11 +160,13 @@ function slackRequest(url, { channel, ts: messageTs, threadTs, text }) {
     event: { type: "app_mention", user: "UBENCH", text: `<@${BOT}> ${text}`, ts: messageTs, ...(threadTs ? { thread_ts: threadTs } : {}), channel, event_ts: messageTs },
   });
   const signature = `v0=${createHmac("sha256", SLACK_SECRET).update(`v0:${now}:${body}`).digest("hex")}`;
-  return fetch(`${url}/slack/events`, {
-    method: "POST",
-    headers: { "content-type": "application/json", "x-slack-request-timestamp": String(now), "x-slack-signature": signature },
-    body,
-  });
+  const send = () =>
+    fetch(`${url}/slack/events`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-slack-request-timestamp": String(now), "x-slack-signature": signature },
+      body,
+    });
+  return resending(send);
 }
 
 const out = [];
@@ -278,20 +300,21 @@ async function fleetSection() {
   }
   await control("/concurrency", "POST");
   const start = Date.now();
-  const sent = await pool(FLEET, 32, async (i) => post(agents[i].tenant, agents[i].agent, "c", agents[i].text).then(() => true, () => false));
+  const sent = await pool(FLEET, 16, async (i) => post(agents[i].tenant, agents[i].agent, "c", agents[i].text).then(() => true, () => false));
   const accepted = Date.now();
   const answered = new Map();
   const deadline = Date.now() + 15 * 60_000;
   while (answered.size < FLEET && Date.now() < deadline) {
-    const waiting = agents.map((a, i) => i).filter((i) => !answered.has(i));
-    await pool(waiting.length, 16, async (k) => {
+    const waiting = agents.map((a, i) => i).filter((i) => sent[i] && !answered.has(i));
+    if (waiting.length === 0) break;
+    await pool(waiting.length, 8, async (k) => {
       const i = waiting[k];
       const v = await view(agents[i].tenant, agents[i].agent, "c").catch(() => null);
       if (v && v.status !== "running" && v.status !== "waiting_model" && lastAssistant(v)) answered.set(i, { v, at: lastAssistant(v).at });
     });
     if (answered.size < FLEET) {
       console.error(`  fleet: ${answered.size} of ${FLEET} answered after ${((Date.now() - start) / 1000).toFixed(0)} s`);
-      await sleep(500);
+      await sleep(1000);
     }
   }
   const { max } = await control("/concurrency");
@@ -391,6 +414,12 @@ async function loadSection() {
 
 // ---- run ------------------------------------------------------------------------
 
+const sectionRetries = () => {
+  const n = retried.count;
+  retried.count = 0;
+  return n;
+};
+
 const sections = { busy: busySection, ack: ackSection, fleet: fleetSection, idle: idleSection, load: loadSection };
 const began = Date.now();
 try {
@@ -399,7 +428,7 @@ try {
     if (!ONLY.includes(name)) continue;
     const t = Date.now();
     await sections[name]();
-    print(`  (${name}: ${((Date.now() - t) / 1000).toFixed(0)} s)`);
+    print(`  (${name}: ${((Date.now() - t) / 1000).toFixed(0)} s; requests sent again after wrangler dev's 503 "worker restarted mid-request": ${sectionRetries()})`);
     print();
   }
   print(`total ${((Date.now() - began) / 1000).toFixed(0)} s`);
