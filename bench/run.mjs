@@ -34,11 +34,11 @@ const SLACK_MS = num("BENCH_SLACK_MS", 150);
 const BUSY_TURNS = num("BENCH_BUSY_TURNS", 10);
 const ACK_N = num("BENCH_ACK", 200);
 const ACK_CONCURRENCY = 16;
-const FLEET = num("BENCH_FLEET", 1000);
+const FLEET = num("BENCH_FLEET", 300);
 const FLEET_MODEL_MS = 200;
 const IDLE_S = num("BENCH_IDLE_S", 60);
-const RUNNING = num("BENCH_RUNNING", 2000);
-const HISTORY = num("BENCH_HISTORY", 2000);
+const RUNNING = num("BENCH_RUNNING", 500);
+const HISTORY = num("BENCH_HISTORY", 1000);
 const PROBES = num("BENCH_PROBES", 10);
 
 const ADMIN = "bench-admin-token";
@@ -298,15 +298,23 @@ async function fleetSection() {
     await settled(`fleetbase${run}`, `solo${i}`, "c");
     single.push(Date.now() - start);
   }
+  // The fleet's messages name one scenario, so the provider's record says when every call has come in.
+  const sid = `fleet${run}`;
+  await putScenario(sid, [{ delayMs: FLEET_MODEL_MS, text: "fleet answer" }]);
   await control("/concurrency", "POST");
   const start = Date.now();
-  const sent = await pool(FLEET, 16, async (i) => post(agents[i].tenant, agents[i].agent, "c", agents[i].text).then(() => true, () => false));
+  const sent = await pool(FLEET, 16, async (i) => post(agents[i].tenant, agents[i].agent, "c", `[s:${sid}] ${agents[i].text}`).then(() => true, () => false));
   const accepted = Date.now();
-  const answered = new Map();
+  const calls = async () => (await control(`/scenarios/${sid}/requests`)).length;
   const deadline = Date.now() + 15 * 60_000;
-  while (answered.size < FLEET && Date.now() < deadline) {
+  for (let seen = 0; (seen = await calls()) < sent.filter(Boolean).length && Date.now() < deadline; ) {
+    console.error(`  fleet: the provider has had ${seen} of ${FLEET} calls after ${((Date.now() - start) / 1000).toFixed(0)} s`);
+    await sleep(2000);
+  }
+  // Then each conversation is read until its answer is in (a call answered is reported back within moments).
+  const answered = new Map();
+  while (answered.size < sent.filter(Boolean).length && Date.now() < deadline) {
     const waiting = agents.map((a, i) => i).filter((i) => sent[i] && !answered.has(i));
-    if (waiting.length === 0) break;
     await pool(waiting.length, 8, async (k) => {
       const i = waiting[k];
       const v = await view(agents[i].tenant, agents[i].agent, "c").catch(() => null);
@@ -318,7 +326,7 @@ async function fleetSection() {
     }
   }
   const { max } = await control("/concurrency");
-  const right = [...answered].filter(([i, { v }]) => v.status === "idle" && lastAssistant(v).text === `ok: ${agents[i].text}`).length;
+  const right = [...answered].filter(([i, { v }]) => v.status === "idle" && lastAssistant(v).text === "fleet answer" && v.transcript[0].text.endsWith(agents[i].text)).length;
   const end = Math.max(...[...answered.values()].map((a) => a.at));
   const seconds = (end - start) / 1000;
   const singleS = summary(single);
