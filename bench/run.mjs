@@ -147,8 +147,8 @@ const nextTs = () => {
   return `${Math.floor(ts / 1_000_000)}.${String(ts % 1_000_000).padStart(6, "0")}`;
 };
 
-/** A signed Events API app_mention, as Slack sends it. */
-function slackRequest(url, { channel, ts: messageTs, threadTs, text }) {
+/** A signed Events API app_mention (or, `mention: false`, a channel message not for the agent), as Slack sends it. */
+function slackRequest(url, { channel, ts: messageTs, threadTs, text, mention = true }) {
   const now = Math.floor(Date.now() / 1000);
   const body = JSON.stringify({
     type: "event_callback",
@@ -157,7 +157,7 @@ function slackRequest(url, { channel, ts: messageTs, threadTs, text }) {
     event_id: `Ev${run}${messageTs.replace(".", "")}`,
     event_time: now,
     authorizations: [{ team_id: TEAM, user_id: BOT, is_bot: true, is_enterprise_install: false }],
-    event: { type: "app_mention", user: "UBENCH", text: `<@${BOT}> ${text}`, ts: messageTs, ...(threadTs ? { thread_ts: threadTs } : {}), channel, event_ts: messageTs },
+    event: { type: mention ? "app_mention" : "message", channel_type: "channel", user: "UBENCH", text: mention ? `<@${BOT}> ${text}` : text, ts: messageTs, ...(threadTs ? { thread_ts: threadTs } : {}), channel, event_ts: messageTs },
   });
   const signature = `v0=${createHmac("sha256", SLACK_SECRET).update(`v0:${now}:${body}`).digest("hex")}`;
   const send = () =>
@@ -222,7 +222,7 @@ async function busySection() {
     factors.push(ratio(turnBusy + outside, turnBusy));
   }
   const share = summary(shares);
-  const factor = summary(factors);
+  const factor = summary(factors, { higherIsBetter: true });
   print(`busy: a ${BUSY_TURNS}-turn Slack conversation; per turn two ${MODEL_MS} ms model calls, two http tool calls of ${TOOL_MS} ms, Slack answering in ${SLACK_MS} ms`);
   print(row("turn wall clock (event POST → last Slack answer)", summary(walls), "ms"));
   print(row("object busy time per turn (runtime's busyByTurn)", summary(busy), "ms"));
@@ -259,8 +259,8 @@ async function ackSection() {
   await control("/unscripted", "PUT", { delayMs: 0 });
   const bolt = await startBolt();
   try {
-    const event = (url) => async () => {
-      const res = await slackRequest(url, { channel: `CACK${run.toUpperCase()}`, ts: nextTs(), text: "hello" });
+    const event = (url, mention = true) => async () => {
+      const res = await slackRequest(url, { channel: `CACK${run.toUpperCase()}`, ts: nextTs(), text: "hello", mention });
       if (res.status !== 200) throw new Error(`${url}: ack ${res.status} ${await res.text()}`);
       await res.arrayBuffer();
     };
@@ -271,6 +271,7 @@ async function ackSection() {
     });
     const boltAck = await latencies(event(bolt.url));
     const ours = await latencies(event(worker.url));
+    const verifyOnly = await latencies(event(worker.url, false));
     print(`ack: signed event_callback (app_mention) on loopback, ${ACK_N} sequential and ${ACK_N} at concurrency ${ACK_CONCURRENCY}; ours accepts each durably (a new turn per event)`);
     for (const mode of ["sequential", "concurrent"]) {
       const label = mode === "sequential" ? "sequential" : `concurrency ${ACK_CONCURRENCY}`;
@@ -278,6 +279,7 @@ async function ackSection() {
       print(row(`floor: bare Worker GET /, ${label}`, floor[mode], "ms"));
       print(row(`baseline: @slack/bolt HTTPReceiver ack, ${label}`, boltAck[mode], "ms", `${(boltAck[mode].median / floor[mode].median).toFixed(2)}× floor`));
       print(row(`ours: /slack/events ack, ${label}`, ours[mode], "ms", `${r(ours[mode], boltAck[mode])}; ${(ours[mode].median / floor[mode].median).toFixed(2)}× floor`));
+      print(row(`ours, a message not for the agent (verify only)`, verifyOnly[mode], "ms", `${r(verifyOnly[mode], boltAck[mode])}; ${(verifyOnly[mode].median / floor[mode].median).toFixed(2)}× floor`));
     }
   } finally {
     bolt.stop();
