@@ -131,7 +131,7 @@ const putScenario = (id, steps, by = "order") => control(`/scenarios/${id}`, "PU
 const lastAssistant = (v) => v.transcript.findLast((e) => e.role === "assistant");
 
 /** Waits until the conversation's turn `turn` has ended and its reply is in the transcript. */
-const settled = (tenant, agent, conversation, turn = 1, timeoutMs = 120_000) =>
+const settled = (tenant, agent, conversation, turn = 1, timeoutMs = 300_000) =>
   until(
     `${conversation} to answer turn ${turn}`,
     async () => {
@@ -148,15 +148,15 @@ const nextTs = () => {
 };
 
 /** A signed Events API app_mention (or, `mention: false`, a channel message not for the agent), as Slack sends it. */
-function slackRequest(url, { channel, ts: messageTs, threadTs, text, mention = true }) {
+function slackRequest(url, { channel, ts: messageTs, threadTs, text, mention = true, team = TEAM }) {
   const now = Math.floor(Date.now() / 1000);
   const body = JSON.stringify({
     type: "event_callback",
-    team_id: TEAM,
+    team_id: team,
     api_app_id: "ABENCH",
     event_id: `Ev${run}${messageTs.replace(".", "")}`,
     event_time: now,
-    authorizations: [{ team_id: TEAM, user_id: BOT, is_bot: true, is_enterprise_install: false }],
+    authorizations: [{ team_id: team, user_id: BOT, is_bot: true, is_enterprise_install: false }],
     event: { type: mention ? "app_mention" : "message", channel_type: "channel", user: "UBENCH", text: mention ? `<@${BOT}> ${text}` : text, ts: messageTs, ...(threadTs ? { thread_ts: threadTs } : {}), channel, event_ts: messageTs },
   });
   const signature = `v0=${createHmac("sha256", SLACK_SECRET).update(`v0:${now}:${body}`).digest("hex")}`;
@@ -256,11 +256,15 @@ async function latencies(request) {
 }
 
 async function ackSection() {
-  await control("/unscripted", "PUT", { delayMs: 0 });
+  const sid = `ack${run}`;
+  await putScenario(sid, [{ text: "ack answer" }]);
   const bolt = await startBolt();
   try {
+    // Spread over ACK_CONCURRENCY workspaces (one agent object each), every event a new thread and a turn.
+    let sent = 0;
     const event = (url, mention = true) => async () => {
-      const res = await slackRequest(url, { channel: `CACK${run.toUpperCase()}`, ts: nextTs(), text: "hello", mention });
+      const team = `TACK${sent++ % ACK_CONCURRENCY}`;
+      const res = await slackRequest(url, { team, channel: `CACK${run.toUpperCase()}`, ts: nextTs(), text: `[s:${sid}] hello`, mention });
       if (res.status !== 200) throw new Error(`${url}: ack ${res.status} ${await res.text()}`);
       await res.arrayBuffer();
     };
@@ -271,7 +275,10 @@ async function ackSection() {
     });
     const boltAck = await latencies(event(bolt.url));
     const ours = await latencies(event(worker.url));
+    const turns = sent;
     const verifyOnly = await latencies(event(worker.url, false));
+    // The turns the events started run on; the next section starts once their model calls are in.
+    await until("the ack turns' model calls", async () => (await control(`/scenarios/${sid}/requests`)).length >= turns, 10 * 60_000);
     print(`ack: signed event_callback (app_mention) on loopback, ${ACK_N} sequential and ${ACK_N} at concurrency ${ACK_CONCURRENCY}; ours accepts each durably (a new turn per event)`);
     for (const mode of ["sequential", "concurrent"]) {
       const label = mode === "sequential" ? "sequential" : `concurrency ${ACK_CONCURRENCY}`;
