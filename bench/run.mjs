@@ -274,8 +274,9 @@ async function ackSection() {
       await res.arrayBuffer();
     });
     const boltAck = await latencies(event(bolt.url));
+    const boltEvents = sent;
     const ours = await latencies(event(worker.url));
-    const turns = sent;
+    const turns = sent - boltEvents;
     const verifyOnly = await latencies(event(worker.url, false));
     // The turns the events started run on; the next section starts once their model calls are in.
     await until("the ack turns' model calls", async () => (await control(`/scenarios/${sid}/requests`)).length >= turns, 10 * 60_000);
