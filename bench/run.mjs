@@ -46,7 +46,7 @@ const SLACK_SECRET = "bench-slack-signing-secret";
 const TEAM = "TBENCH";
 const BOT = "UBENCHBOT";
 const run = Date.now().toString(36);
-const LOG = join(tmpdir(), `antiproton-bench-${run}.log`);
+let LOG = join(tmpdir(), `antiproton-bench-${run}.log`);
 
 // ---- the outside world, on loopback -------------------------------------------
 
@@ -63,22 +63,26 @@ const tool = await listen(async (req, res) => {
   sendJson(res, 200, { ok: true, path: req.url });
 });
 
-const worker = await startWorker({
-  cwd: new URL("..", import.meta.url).pathname,
-  vars: {
-    ADMIN_TOKEN: ADMIN,
-    MODEL_PROVIDERS: JSON.stringify([{ id: "fake", baseUrl: `${provider.url}/v1`, auth: { secret: "FAKE_PROVIDER_KEY" } }]),
-    HARNESS_MODEL: "fake/test-model",
-    FAKE_PROVIDER_KEY,
-    MOUNTS: JSON.stringify([
-      { alias: "api", plugin: "http", config: { allowedHosts: [new URL(tool.url).host] } },
-      { alias: "clock", plugin: "clock" },
-    ]),
-    SLACK_SIGNING_SECRET: SLACK_SECRET,
-    SLACK_BOT_TOKEN: FAKE_SLACK_BOT_TOKEN,
-    SLACK_API_BASE_URL: `${slack.url}/api`,
-  },
-});
+const startBenchWorker = (extra = {}) =>
+  startWorker({
+    cwd: new URL("..", import.meta.url).pathname,
+    vars: {
+      ADMIN_TOKEN: ADMIN,
+      MODEL_PROVIDERS: JSON.stringify([{ id: "fake", baseUrl: `${provider.url}/v1`, auth: { secret: "FAKE_PROVIDER_KEY" } }]),
+      HARNESS_MODEL: "fake/test-model",
+      FAKE_PROVIDER_KEY,
+      MOUNTS: JSON.stringify([
+        { alias: "api", plugin: "http", config: { allowedHosts: [new URL(tool.url).host] } },
+        { alias: "clock", plugin: "clock" },
+      ]),
+      SLACK_SIGNING_SECRET: SLACK_SECRET,
+      SLACK_BOT_TOKEN: FAKE_SLACK_BOT_TOKEN,
+      SLACK_API_BASE_URL: `${slack.url}/api`,
+      ...extra,
+    },
+  });
+/** The `wrangler dev` the requests go to (the load section starts its own). */
+let worker = await startBenchWorker();
 
 // A run stopped from outside (Ctrl-C, a timeout) takes wrangler dev and workerd with it.
 for (const signal of ["SIGINT", "SIGTERM"]) {
@@ -392,6 +396,12 @@ async function probe(tenant, agent, tag) {
 }
 
 async function loadSection() {
+  // Its own wrangler dev, with a lease longer than the held calls (the default 30 s would
+  // send each held call's effect again, and fail its turn after three leases).
+  writeFileSync(LOG, worker.output());
+  await worker.stop();
+  LOG = join(tmpdir(), `antiproton-bench-${run}-load.log`);
+  worker = await startBenchWorker({ EFFECT_LEASE_SECONDS: "600" });
   await control("/unscripted", "PUT", { delayMs: 0 });
   const tenant = `load${run}`;
   const held = `held${run}`;
