@@ -8,6 +8,8 @@
 //   fleet  BENCH_FLEET agents in BENCH_FLEET/10 tenants, one message each
 //   idle   alarms and invocations in the 60 s after everything settled
 //   ack    Slack event ack vs a minimal @slack/bolt app, and a bare Worker request
+//   stream a 2,000-word answer streamed into Slack vs a short one: the object's
+//          busy time per turn does not grow with the chunks
 //   load   one object: a reply's busy time with 10 vs BENCH_RUNNING running
 //          conversations, and with BENCH_HISTORY past conversations vs fresh
 import { spawn } from "node:child_process";
@@ -25,7 +27,7 @@ import { pool, row, summary, timed, unionLength } from "./stats.mjs";
 
 const num = (name, fallback) => Number(process.env[name] ?? fallback);
 // ack leaves a backlog of turns (one per event) behind it: it runs after idle, and load starts its own wrangler dev.
-const SECTIONS = ["busy", "fleet", "idle", "ack", "load"];
+const SECTIONS = ["busy", "stream", "fleet", "idle", "ack", "load"];
 const ONLY = process.env.BENCH_ONLY ? process.env.BENCH_ONLY.split(",").map((s) => s.trim()) : SECTIONS;
 for (const s of ONLY) if (!SECTIONS.includes(s)) throw new Error(`BENCH_ONLY: unknown section ${s} (known: ${SECTIONS.join(", ")})`);
 
@@ -41,6 +43,7 @@ const IDLE_S = num("BENCH_IDLE_S", 60);
 const RUNNING = num("BENCH_RUNNING", 500);
 const HISTORY = num("BENCH_HISTORY", 1000);
 const PROBES = num("BENCH_PROBES", 10);
+const STREAM_ROUNDS = num("BENCH_STREAM_ROUNDS", 5);
 
 const ADMIN = "bench-admin-token";
 const SLACK_SECRET = "bench-slack-signing-secret";
@@ -234,6 +237,35 @@ async function busySection() {
   print(row("baseline: the turn awaited inside the object", summary(awaited), "ms"));
   print(row("object busy, share of the turn", share, "%", undefined, { text: "≤ 2 % (median)", met: share.median <= 2 }));
   print(row("awaited baseline ÷ object busy", factor, "x", undefined, { text: "≥ 50× (median)", met: factor.median >= 50 }));
+}
+
+// ---- stream: busy time of a long streamed answer vs a short one --------------------
+
+async function streamSection() {
+  // About 2,000 tokens, written 20 characters at a time, 10 ms apart: ~600 chunks over ~6 s.
+  const long = Array.from({ length: 2000 }, (_, i) => `w${i % 97}`).join(" ");
+  const kinds = { short: { text: "A short answer." }, streamed: { text: long, argumentChunk: 20, chunkDelayMs: 10 } };
+  const busy = { short: [], streamed: [] };
+  const appends = [];
+  for (let i = 0; i < STREAM_ROUNDS; i++) {
+    for (const [name, step] of Object.entries(kinds)) {
+      const sid = `stream${name}${run}${i}`;
+      await putScenario(sid, [step], "position");
+      const channel = `CSTREAM${run.toUpperCase()}${i}`;
+      const threadTs = nextTs();
+      await expectStatus(await slackRequest(worker.url, { channel, ts: threadTs, text: `[s:${sid}] go` }), 200);
+      await settled(TEAM, "assistant", `${TEAM}:${channel}:${threadTs}`);
+      await sleep(500); // the reply's finishing send and its report
+      const v = await view(TEAM, "assistant", `${TEAM}:${channel}:${threadTs}`);
+      busy[name].push(v.busyByTurn.find((t) => t.turn === 1).busyMs);
+      if (name === "streamed") appends.push((await fetch(`${slack.url}/_control/calls?channel=${channel}&method=chat.appendStream`).then((r) => r.json())).length);
+    }
+  }
+  const [short, streamed] = [summary(busy.short), summary(busy.streamed)];
+  print(`stream: a ~2,000-token answer streamed into a Slack thread (${long.length} characters in ~${Math.ceil(long.length / 20)} chunks) vs a one-line answer, ${STREAM_ROUNDS} each`);
+  print(row("Slack appendStream calls per streamed answer", summary(appends), ""));
+  print(row("object busy per turn, short answer", short, "ms"));
+  print(row("object busy per turn, streamed answer", streamed, "ms", `${ratio(streamed.median, short.median).toFixed(2)}×`, { text: "within 1.5× (median)", met: streamed.median <= 1.5 * short.median }));
 }
 
 // ---- 2. ack: Slack event ack vs @slack/bolt, and a bare request -------------------
@@ -448,7 +480,7 @@ const sectionRetries = () => {
   return n;
 };
 
-const sections = { busy: busySection, ack: ackSection, fleet: fleetSection, idle: idleSection, load: loadSection };
+const sections = { busy: busySection, stream: streamSection, ack: ackSection, fleet: fleetSection, idle: idleSection, load: loadSection };
 const began = Date.now();
 try {
   print(`antiproton bench — wrangler dev on loopback, fakes for Slack and the provider; ${new Date().toISOString()}; sections: ${ONLY.join(", ")}`);

@@ -25,26 +25,8 @@ export async function readBody(c: Context, rules: BodyRules): Promise<string> {
   }
   const declared = Number(c.req.header("content-length") ?? "0");
   if (declared > rules.maxBytes) throw new HttpError(413, `body is ${declared} bytes; the limit is ${rules.maxBytes}`);
-  const reader = c.req.raw.body?.getReader();
-  if (!reader) return "";
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > rules.maxBytes) {
-      await reader.cancel();
-      throw new HttpError(413, `body exceeds the limit of ${rules.maxBytes} bytes`);
-    }
-    chunks.push(value);
-  }
-  const bytes = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
+  if (!c.req.raw.body) return "";
+  const bytes = await readAtMost(c.req.raw.body, rules.maxBytes, () => new HttpError(413, `body exceeds the limit of ${rules.maxBytes} bytes`));
   try {
     return new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
   } catch {
@@ -84,4 +66,28 @@ export async function hmacHex(key: string, message: string): Promise<string> {
   const cryptoKey = await crypto.subtle.importKey("raw", encoder.encode(key), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
   const mac = new Uint8Array(await crypto.subtle.sign("HMAC", cryptoKey, encoder.encode(message)));
   return Array.from(mac, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** A stream's bytes, at most `maxBytes` of them: past that it is cancelled and `tooLarge()` thrown (it is never read whole). */
+export async function readAtMost(stream: ReadableStream<Uint8Array>, maxBytes: number, tooLarge: () => Error): Promise<Uint8Array> {
+  const reader = stream.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel();
+      throw tooLarge();
+    }
+    chunks.push(value);
+  }
+  const bytes = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return bytes;
 }

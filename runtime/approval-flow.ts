@@ -81,7 +81,9 @@ export class ApprovalFlow {
     if (!hold) return { notice: "There is no approval with that id." };
     const card = () => cardFor(this.holds.get(hold.id)!, route.tenant, route.agent);
     if (hold.status !== "pending") {
-      return { notice: `Already decided: ${hold.status}${hold.decided_by ? ` by ${hold.decided_by}` : ""}.`, card: card() };
+      // A hold being performed is, to the person clicking, approved.
+      const decided = hold.status === "running" ? "approved" : hold.status;
+      return { notice: `Already decided: ${decided}${hold.decided_by ? ` by ${hold.decided_by}` : ""}.`, card: card() };
     }
     // Permission first: a stranger's click must not even expire a hold (expiry wakes the agent).
     if (!this.mayDecide(route, hold, event.user)) {

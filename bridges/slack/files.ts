@@ -4,6 +4,7 @@
 // within 3 s, so every fetch has a size cap and all of them one deadline.
 // Text becomes text for the model, an image an image (for models that take
 // images; pi-ai names it to the others), anything else is named with why.
+import { readAtMost } from "../../lib/http.ts";
 import type { Attachment } from "../../runtime/index.ts";
 import { apiBaseUrl } from "./config.ts";
 
@@ -84,24 +85,5 @@ async function download(url: URL, token: string, max: number, signal: AbortSigna
     await res.body?.cancel();
     throw new Error(`HTTP ${res.status}`);
   }
-  const chunks: Uint8Array[] = [];
-  let length = 0;
-  const reader = res.body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    length += value.length;
-    if (length > max) {
-      await reader.cancel();
-      throw new Error(`larger than ${max / 1024} KiB`);
-    }
-    chunks.push(value);
-  }
-  const body = new Uint8Array(length);
-  let at = 0;
-  for (const chunk of chunks) {
-    body.set(chunk, at);
-    at += chunk.length;
-  }
-  return body;
+  return readAtMost(res.body, max, () => new Error(`larger than ${max / 1024} KiB`));
 }
