@@ -242,9 +242,9 @@ async function busySection() {
 // ---- stream: busy time of a long streamed answer vs a short one --------------------
 
 async function streamSection() {
-  // About 2,000 tokens, written 20 characters at a time, 10 ms apart: ~600 chunks over ~6 s.
+  // About 2,000 tokens, written 20 characters at a time, 20 ms apart: ~390 chunks over ~8 s.
   const long = Array.from({ length: 2000 }, (_, i) => `w${i % 97}`).join(" ");
-  const kinds = { short: { text: "A short answer." }, streamed: { text: long, argumentChunk: 20, chunkDelayMs: 10 } };
+  const kinds = { short: { text: "A short answer." }, streamed: { text: long, argumentChunk: 20, chunkDelayMs: 20 } };
   const busy = { short: [], streamed: [] };
   const appends = [];
   for (let i = 0; i < STREAM_ROUNDS; i++) {
