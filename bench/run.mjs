@@ -11,7 +11,8 @@
 //   stream a 2,000-word answer streamed into Slack vs a short one: the object's
 //          busy time per turn does not grow with the chunks
 //   load   one object: a reply's busy time with 10 vs BENCH_RUNNING running
-//          conversations, and with BENCH_HISTORY past conversations vs fresh
+//          conversations, and with BENCH_PAST past conversations vs fresh
+//          (BENCH_HISTORY seeded through the API, the rest copied: bench/amplify.mjs)
 import { spawn } from "node:child_process";
 import { createHmac } from "node:crypto";
 import { rmSync, writeFileSync } from "node:fs";
