@@ -83,7 +83,8 @@ export interface SubmitResult {
 export type OutboundMessage =
   | { kind: "reply"; text: string }
   /** The visible working state of a turn, posted once and then updated in place. */
-  | { kind: "status"; state: "working" | "done" | "stopped" | "failed"; text: string }
+  /** `waitingFor`: a turn done with calls still held names them (a bridge may show it as a state). */
+  | { kind: "status"; state: "working" | "done" | "stopped" | "failed"; text: string; waitingFor?: string[] }
   /** Something the person must know that the model did not say (a failed turn). */
   | { kind: "notice"; text: string }
   /** An approval card, posted once and then updated in place (ref) as the hold is decided. */

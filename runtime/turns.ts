@@ -118,6 +118,12 @@ export class Turns {
     this.post(conv.id, { kind: "status", state: "working", text: "Working on it…" });
   }
 
+  /** The calls of the conversation still waiting for a person's decision, if any. */
+  private heldCalls(conversation: string): { waitingFor?: string[] } {
+    const tools = this.approvals.holds.pending(conversation).map((hold) => hold.tool);
+    return tools.length > 0 ? { waitingFor: tools } : {};
+  }
+
   /** `text`: the reply of a turn done, what a compaction did, or a failure's notice in place of the usual one. */
   end(conv: ConversationRow, outcome: TurnOutcome, error?: string, text?: string): void {
     this.conversations.append(conv.id, conv.turn, "turn_end", { outcome, error });
@@ -127,7 +133,7 @@ export class Turns {
       case "done":
         // A reply streamed as it was written was finished when its job settled.
         if (!this.replyStreamed(conv)) this.post(conv.id, { kind: "reply", text: text?.trim() ? text : "(The model finished without saying anything.)" });
-        this.post(conv.id, { kind: "status", state: "done", text: "Done." });
+        this.post(conv.id, { kind: "status", state: "done", text: "Done.", ...this.heldCalls(conv.id) });
         break;
       case "stopped":
         this.post(conv.id, { kind: "status", state: "stopped", text: "Stopped." });

@@ -10,7 +10,7 @@
 // the channel's history for a DM's top-level reply), and a message found
 // there is the row sent: no second post.
 import type { KnownBlock, MessageMetadata } from "@slack/types";
-import type { ChatOutbound, DeliveryResult, OutboxDelivery } from "../../runtime/index.ts";
+import type { ChatOutbound, DeliveryResult, OutboundMessage, OutboxDelivery } from "../../runtime/index.ts";
 import { clip } from "../shared/text.ts";
 import { isAssistantThread, setStatus } from "./assistant.ts";
 import { cardBlocks, cardFallback } from "./card.ts";
@@ -61,7 +61,7 @@ async function deliver(env: Env, delivery: OutboxDelivery): Promise<DeliveryResu
     case "status": {
       // An assistant thread shows the working state under its input instead (cleared once the turn ends).
       if (thread_ts !== undefined && isAssistantThread(delivery.address.target)) {
-        const set = await setStatus(env, token, channel, thread_ts, message.state === "working" ? "is thinking…" : "");
+        const set = await setStatus(env, token, channel, thread_ts, assistantStatus(message));
         return set.ok ? { ok: true } : set;
       }
       const text = clip(toMrkdwn(message.text), STATUS_LIMIT);
@@ -71,6 +71,12 @@ async function deliver(env: Env, delivery: OutboxDelivery): Promise<DeliveryResu
     case "card":
       return postOrUpdate(env, token, delivery, { ...thread, text: cardFallback(message.card), blocks: cardBlocks(message.card) });
   }
+}
+
+/** The line under an assistant thread's input: thinking while the turn works, then what it waits for, or nothing. */
+function assistantStatus(message: Extract<OutboundMessage, { kind: "status" }>): string {
+  if (message.state === "working") return "is thinking…";
+  return message.waitingFor ? `is waiting for approval of ${message.waitingFor.join(", ")}…` : "";
 }
 
 /** Posts a message meant to change in place, or updates it once it has a ref (chat.update takes no thread_ts; it is idempotent). */

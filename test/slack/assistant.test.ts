@@ -131,3 +131,21 @@ describe("Slack assistant threads, streamed", () => {
     });
   });
 });
+
+describe("Slack assistant threads, a held call", () => {
+  it("a turn that ends with a call held for approval leaves 'is waiting for approval of …' under the input", async () => {
+    await withVars({ SLACK_ASSISTANT: "true" }, async () => {
+      const [team, user, dm, threadTs] = [slackId("T"), slackId("U"), slackId("D"), newTs()];
+      const s = unique("assist-held");
+      await script(s, [{ toolCalls: [{ name: "vault__append", arguments: { entry: unique("entry") } }] }, { text: "I asked for approval." }]);
+      await postEvent(messageEnvelope({ team, channel: dm, ts: newTs(), thread_ts: threadTs, text: `[s:${s}] record it`, user, mention: false, event: { channel_type: "im" } }));
+      await settled(team, AGENT, `${team}:${dm}:${threadTs}`);
+      const statuses = await waitFor("the waiting status", async () => {
+        const calls = await assistantCalls(dm, "assistant.threads.setStatus");
+        return calls.at(-1)?.body.status?.startsWith("is waiting") && calls;
+      });
+      expect(statuses.at(-1)!.body).toMatchObject({ thread_ts: threadTs, status: "is waiting for approval of vault__append…" });
+      expect(new Set(statuses.slice(0, -1).map((c) => c.body.status))).toEqual(new Set(["is thinking…"]));
+    });
+  });
+});
