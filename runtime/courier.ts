@@ -114,7 +114,7 @@ export class Courier extends DurableObject<Env> {
         if (!address) return;
         const typing = outboundFor(this.deps, address.platform)?.typing;
         const result: DeliveryResult = typing
-          ? await withTimeout(typing(this.env, address), sendTimeoutMs(this.env)).catch((err) => ({ ok: false as const, error: errorText(err) }))
+          ? await this.platformCall(() => typing(this.env, address))
           : { ok: false, error: `no typing indicator for platform ${address.platform}` };
         // A lost indicator is not worth a retry: the next one is due in seconds.
         if (!result.ok) console.warn(`typing in ${address.platform} failed: ${result.error}`);
@@ -187,8 +187,13 @@ export class Courier extends DurableObject<Env> {
   private async deliver(delivery: OutboxDelivery): Promise<DeliveryResult> {
     const outbound = outboundFor(this.deps, delivery.address.platform);
     if (!outbound) return { ok: false, error: `no bridge for platform ${delivery.address.platform}`, permanent: true };
+    return this.platformCall(() => outbound.deliver(this.env, delivery));
+  }
+
+  /** A call to a chat platform, given up after SEND_TIMEOUT_SECONDS; a missing setting fails for good. */
+  private async platformCall(call: () => Promise<DeliveryResult>): Promise<DeliveryResult> {
     try {
-      return await withTimeout(outbound.deliver(this.env, delivery), sendTimeoutMs(this.env));
+      return await withTimeout(call(), sendTimeoutMs(this.env));
     } catch (err) {
       if (err instanceof ConfigError) return { ok: false, error: `not configured: ${err.message}`, permanent: true };
       return { ok: false, error: errorText(err) };
@@ -214,8 +219,14 @@ export class Courier extends DurableObject<Env> {
   }
 }
 
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  return Promise.race([promise, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms))]);
+/** The timer is cleared once the call answers: a pending one would keep the courier awake for nothing. */
+async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 function errorText(err: unknown): string {

@@ -217,8 +217,7 @@ async function withdraw(env: Env, envelope: Callback): Promise<SlackAnswer> {
     botUsers = revoked.data.tokens.bot ?? [];
     if (botUsers.length === 0) return { ok: true };
   }
-  const auth = envelope.authorizations?.[0];
-  const tenant = tenantOf(auth?.team_id ?? envelope.team_id, auth?.enterprise_id ?? envelope.enterprise_id, auth?.is_enterprise_install === true);
+  const tenant = tenantOfEnvelope(envelope);
   const route = routeFor(env, tenant);
   if (!(await withdrawInstallation(env, tenant, botUsers))) return { ok: true };
   const why = envelope.event.type === "app_uninstalled" ? "the app was uninstalled" : "its bot token was revoked";
