@@ -3,25 +3,6 @@
 // most once; expired lazily, so no timer is armed while the agent is idle.
 import { z } from "zod";
 
-export const HOLDS_SCHEMA = `
-  CREATE TABLE holds (
-    id TEXT PRIMARY KEY,
-    conversation TEXT NOT NULL,
-    call_key TEXT NOT NULL UNIQUE,
-    tool TEXT NOT NULL,
-    args TEXT NOT NULL,
-    requested_by TEXT NOT NULL,
-    requester TEXT,
-    status TEXT NOT NULL,
-    created_at INTEGER NOT NULL,
-    expires_at INTEGER NOT NULL,
-    decided_by TEXT,
-    decided_at INTEGER,
-    outcome TEXT
-  );
-  CREATE INDEX holds_by_status ON holds (status, conversation);
-`;
-
 /** running = approved and being performed; an eviction mid-call finds it so. */
 /** performed/failed: the call was made, and answered with a result or an error. */
 export type HoldStatus = "pending" | "approved" | "running" | "denied" | "expired" | "performed" | "failed" | "refused" | "unknown";

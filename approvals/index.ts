@@ -1,3 +1,3 @@
 // The approvals folder's public interface: holds, who may decide, and the card model.
-export { HOLDS_SCHEMA, Holds, approversSchema, mayDecide, type HoldRow, type HoldStatus, type Person, type SettledStatus } from "./holds.ts";
+export { Holds, approversSchema, mayDecide, type HoldRow, type HoldStatus, type Person, type SettledStatus } from "./holds.ts";
 export { cardFor, cardText, decisionValue, parseDecisionValue, type Card, type CardState } from "./card.ts";

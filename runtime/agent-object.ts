@@ -17,6 +17,7 @@ import { controlPlane } from "./control-plane.ts";
 import { Conversations } from "./conversations.ts";
 import type { RuntimeDeps } from "./deps.ts";
 import { Identity } from "./identity.ts";
+import { dayStart } from "./ledger.ts";
 import { Inbound } from "./inbound.ts";
 import { Effects } from "./effects.ts";
 import { streamKey, type ModelClaim } from "./model-job.ts";
@@ -33,7 +34,8 @@ import { systemPrompt } from "./system-prompt.ts";
 import { ToolCalls, type ToolReport, type ToolWork } from "./tool-calls.ts";
 import { ToolLists, type MountReport, type MountWork } from "./tool-lists.ts";
 import { transcript, type TranscriptEntry } from "./transcript.ts";
-import { Turns, type PassContext } from "./turns.ts";
+import type { PassContext } from "./pass-context.ts";
+import { Turns } from "./turns.ts";
 import { Typing } from "./typing.ts";
 import { changeMark, conversationPage, pendingApprovals, type ConversationPage, type ConversationQuery, type PendingApproval } from "./views.ts";
 
@@ -91,15 +93,17 @@ export class AgentObject extends DurableObject<Env> {
     this.sessions = new MountSessions(this.sql);
     this.settings = new SettingsCopy(this.sql);
     this.jobs = new ModelJobs(ctx.storage, id, env.LARGE_VALUES, this.effects);
-    this.tools = new ToolCalls(ctx.storage, this.store, this.effects, this.sessions);
+    // The approvals glue and the turn machine call each other: each is handed the other's few verbs.
+    this.tools = new ToolCalls(ctx.storage, this.store, this.effects, this.sessions, (pass, conv, key, call) => this.approvals.hold(pass, conv, key, call));
     this.toolLists = new ToolLists(this.store, this.effects, this.sessions);
     this.outbox = new Outbox(ctx.storage, id, deps, this.effects);
     const holds = new Holds(this.sql);
     this.typing = new Typing(this.effects, this.store, holds, deps);
-    this.turns = new Turns(ctx.storage, this.store, this.jobs, this.tools, this.outbox, this.typing);
-    this.approvals = new ApprovalFlow(ctx.storage, env, holds, this.store, this.tools, this.effects, this.sessions, this.turns);
-    this.turns.approvals = this.approvals;
-    this.tools.hold = (pass, conv, key, call) => this.approvals.hold(pass, conv, key, call);
+    this.approvals = new ApprovalFlow(ctx.storage, env, holds, this.store, this.tools, this.effects, this.sessions, {
+      notify: (conversation, text) => this.turns.notify(conversation, text),
+      post: (conversation, message, refKey) => this.turns.post(conversation, message, refKey),
+    });
+    this.turns = new Turns(ctx.storage, this.store, this.jobs, this.tools, this.outbox, this.typing, this.approvals);
     this.scheduler = new Scheduler(
       ctx.storage,
       async () => {
@@ -124,7 +128,14 @@ export class AgentObject extends DurableObject<Env> {
     });
     this.scripts = new ScriptCalls(ctx.storage, this.store, this.tools, this.approvals.holds, this.sessions, () => this.scheduler.wake());
     this.inbound = new Inbound(this.store, this.turns, this.jobs, this.approvals, (conv, status) =>
-      statusText(this.sql, { conv, status, openJobs: this.jobs.openCount(), pendingHolds: this.approvals.holds.pending().length, gateway: () => this.gateway() }),
+      statusText({
+        conv,
+        status,
+        openJobs: this.jobs.openCount(),
+        pendingHolds: this.approvals.holds.pending().length,
+        today: { ...this.jobs.usageSince(conv.id, dayStart(Date.now())), busyMs: this.busyTime.ofConversationSince(conv.id, dayStart(Date.now())) },
+        gateway: () => this.gateway(),
+      }),
     );
   }
 

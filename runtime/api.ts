@@ -7,7 +7,7 @@ import { ConfigError } from "../lib/config.ts";
 import { adminToken, deploymentModel, modelProviders } from "./config.ts";
 import { modelPickSchema, pickProblem, type ModelPick } from "./models/index.ts";
 import { controlPlane } from "./control-plane.ts";
-import { agentStub } from "./ingress.ts";
+import { agentStub } from "./agent-stub.ts";
 import { modelFrom, mountList, mountsFrom, parseSettings, type SettingKind } from "./settings.ts";
 import type { Route } from "./chat.ts";
 import { Gateway, MountError, policyWarnings, type Mount, type Plugin } from "../plugins/index.ts";

@@ -4,15 +4,16 @@
 // steps. Either way the agent is told and the card shows the outcome.
 import type { ToolCall, ToolResultMessage } from "@mariozechner/pi-ai";
 import { cardFor, Holds, mayDecide, type Card, type HoldRow, type Person, type SettledStatus } from "../approvals/index.ts";
+import { clip } from "../lib/text.ts";
 import type { CallScope, GatewayResult } from "../plugins/index.ts";
 import { audienceOf } from "./audience.ts";
-import type { ChatEvent, ChatUser, Route } from "./chat.ts";
+import type { ChatEvent, ChatUser, OutboundMessage, Route } from "./chat.ts";
 import { approvalTtlMs, approversFor } from "./config.ts";
 import type { Conversations, ConversationRow } from "./conversations.ts";
 import type { Effects } from "./effects.ts";
 import type { MountSessions } from "./mount-sessions.ts";
 import { toolResult, type ToolCalls, type ToolReport, type ToolWork } from "./tool-calls.ts";
-import { truncate, type PassContext, type Turns } from "./turns.ts";
+import type { PassContext } from "./pass-context.ts";
 
 const OUTCOME_PREFIX: Record<SettledStatus, string> = {
   performed: "Performed",
@@ -23,6 +24,14 @@ const OUTCOME_PREFIX: Record<SettledStatus, string> = {
 
 export type Decision = { notice: string; card?: Card; decided?: boolean };
 
+/** What the approvals glue asks of the turn machine (the object hands it its Turns). */
+export interface TurnNotices {
+  /** The agent is told at its next step; an idle agent is woken to carry on. */
+  notify(conversation: string, text: string): void;
+  /** A message to the conversation's chat, written in the caller's transaction. */
+  post(conversation: string, message: OutboundMessage, refKey?: string): void;
+}
+
 export class ApprovalFlow {
   constructor(
     private readonly storage: DurableObjectStorage,
@@ -32,7 +41,7 @@ export class ApprovalFlow {
     private readonly tools: ToolCalls,
     private readonly effects: Effects,
     private readonly sessions: MountSessions,
-    private readonly turns: Turns,
+    private readonly turns: TurnNotices,
   ) {}
 
   /** An approval call becomes a hold and a card; the model is told it is paused, and its turn goes on. */
@@ -192,7 +201,7 @@ export class ApprovalFlow {
   private settleWith(route: Route, hold: HoldRow, result: GatewayResult): void {
     const status: SettledStatus =
       result.disposition === "performed" ? (result.isError ? "failed" : "performed") : result.disposition === "unknown" ? "unknown" : "refused";
-    this.settle(route, hold, status, `${OUTCOME_PREFIX[status]}: ${truncate(result.text, 600)}`);
+    this.settle(route, hold, status, `${OUTCOME_PREFIX[status]}: ${clip(result.text, 600)}`);
   }
 
   /** Approved holds that can never be performed (a configuration that cannot work) are refused with the reason. */

@@ -15,19 +15,6 @@
 // queue, RPC), not during pure computation, so busy time is wall time spent
 // waiting inside handlers plus whatever the platform's clock shows of CPU.
 
-export const BUSY_SCHEMA = `
-  CREATE TABLE busy_turns (
-    conversation TEXT NOT NULL,
-    turn INTEGER NOT NULL,
-    busy_ms REAL NOT NULL,
-    handlers INTEGER NOT NULL,
-    at INTEGER NOT NULL,
-    PRIMARY KEY (conversation, turn)
-  );
-  -- shipped_ms: how much of the hour was handed to a courier for the ledger.
-  CREATE TABLE busy_hours (hour INTEGER PRIMARY KEY, busy_ms REAL NOT NULL, passes INTEGER NOT NULL, handlers INTEGER NOT NULL, shipped_ms REAL NOT NULL DEFAULT 0);
-`;
-
 export const HOUR_MS = 3_600_000;
 
 export interface TurnBusy {
@@ -95,6 +82,11 @@ export class BusyTime {
       .exec<{ turn: number; busy_ms: number; handlers: number }>("SELECT turn, busy_ms, handlers FROM busy_turns WHERE conversation = ? ORDER BY turn", conversation)
       .toArray()
       .map((r) => ({ turn: r.turn, busyMs: round(r.busy_ms), handlers: r.handlers }));
+  }
+
+  /** A conversation's busy time in turns last counted to since `since` (ms). */
+  ofConversationSince(conversation: string, since: number): number {
+    return this.sql()?.exec<{ busy: number }>("SELECT COALESCE(SUM(busy_ms), 0) AS busy FROM busy_turns WHERE conversation = ? AND at >= ?", conversation, since).one().busy ?? 0;
   }
 
   /**

@@ -13,6 +13,7 @@
 import type { Message } from "@mariozechner/pi-ai";
 import type { ModelPick, ModelSettings } from "./models/index.ts";
 import type { ModelRequest } from "./model-job.ts";
+import { clip } from "../lib/text.ts";
 import { isMessageRow, messageOf, shownRows, textOf, type CompactionData, type CompactionTrigger, type HandoverData, type LogRow } from "./transcript.ts";
 
 /** A request estimated above this share of the context window is compacted first. */
@@ -158,8 +159,10 @@ export function planCompaction(settings: Pick<ModelSettings, "contextWindow">, r
   };
 }
 
-function clip(text: string, max: number): string {
-  return text.length > max ? `${text.slice(0, max)} [… ${text.length - max} characters cut]` : text;
+/** Cut hard for the summariser, saying how much was cut. */
+function cutForSummary(text: string, max: number): string {
+  const kept = clip(text, max, "");
+  return kept === text ? text : `${kept} [… ${text.length - kept.length} characters cut]`;
 }
 
 /** One message as a line of the transcript the summariser reads; tool output cut hard. */
@@ -167,13 +170,13 @@ function transcriptLine(row: LogRow): string {
   const message = messageOf(row);
   switch (message.role) {
     case "user":
-      return `[${row.type === "marker" ? "runtime note" : "person"}] ${clip(textOf(message.content), MESSAGE_CHARS)}`;
+      return `[${row.type === "marker" ? "runtime note" : "person"}] ${cutForSummary(textOf(message.content), MESSAGE_CHARS)}`;
     case "toolResult":
-      return `[tool result ${message.toolName}${message.isError ? ", error" : ""}] ${clip(textOf(message.content), TOOL_CHARS)}`;
+      return `[tool result ${message.toolName}${message.isError ? ", error" : ""}] ${cutForSummary(textOf(message.content), TOOL_CHARS)}`;
     case "assistant": {
       const text = textOf(message.content);
-      const calls = message.content.flatMap((c) => (c.type === "toolCall" ? [`[assistant calls ${c.name}] ${clip(JSON.stringify(c.arguments), TOOL_CHARS)}`] : []));
-      return [...(text ? [`[assistant] ${clip(text, MESSAGE_CHARS)}`] : []), ...calls].join("\n");
+      const calls = message.content.flatMap((c) => (c.type === "toolCall" ? [`[assistant calls ${c.name}] ${cutForSummary(JSON.stringify(c.arguments), TOOL_CHARS)}`] : []));
+      return [...(text ? [`[assistant] ${cutForSummary(text, MESSAGE_CHARS)}`] : []), ...calls].join("\n");
     }
   }
 }

@@ -107,3 +107,17 @@ export function controlPlane(env: Env): DurableObjectStub<ControlPlane> {
   const namespace = env.CONTROL as DurableObjectNamespace<ControlPlane>;
   return namespace.get(namespace.idFromName("control"));
 }
+
+// ---- the directory, for callers outside the control plane ----
+
+export function recordAgent(env: Env, entry: DirectoryEntry): Promise<void> {
+  return controlPlane(env).recordAgent(entry);
+}
+
+export function listTenants(env: Env): Promise<TenantListing[]> {
+  return controlPlane(env).tenants();
+}
+
+export function listAgents(env: Env, tenant?: string): Promise<AgentListing[]> {
+  return controlPlane(env).agents(tenant);
+}

@@ -15,13 +15,13 @@ import type { DeliveryResult, OutboxDelivery, Route, StreamTarget } from "./chat
 import { modelChoice, sendTimeoutMs } from "./config.ts";
 import { outboundFor, type RuntimeDeps } from "./deps.ts";
 import type { EffectMessage } from "./effects.ts";
-import { agentStub } from "./ingress.ts";
+import { agentStub } from "./agent-stub.ts";
 import type { ModelClaim, ModelRequest } from "./model-job.ts";
 import { callModel, type ProviderCall } from "./models/index.ts";
 import { countBusy, countUsage, spendRefusal } from "./metering.ts";
 import { sessionCopy } from "./mount-sessions.ts";
 import { ReplyStream } from "./reply-stream.ts";
-import { ScriptCaller } from "./script-calls.ts";
+import { ScriptCaller } from "./script-caller.ts";
 import type { ToolReport, ToolWork } from "./tool-calls.ts";
 import { textOf } from "./transcript.ts";
 import type { MountReport, MountWork } from "./tool-lists.ts";

@@ -4,7 +4,6 @@
 // gives it its settings, runtime/settings.ts) and by a Slack install (which
 // knows the workspace's name).
 import type { Platform, Route } from "./chat.ts";
-import { controlPlane } from "./control-plane.ts";
 
 export const DIRECTORY_SCHEMA = `CREATE TABLE IF NOT EXISTS directory (
   tenant TEXT NOT NULL,
@@ -75,18 +74,4 @@ export function agentListing(sql: SqlStorage, tenant?: string): AgentListing[] {
           tenant,
         );
   return rows.toArray().map((row) => ({ tenant: row.tenant, agent: row.agent, platform: row.platform, displayName: row.display_name, firstSeen: row.first_seen }));
-}
-
-// ---- callers outside the control plane -------------------------------------
-
-export function recordAgent(env: Env, entry: DirectoryEntry): Promise<void> {
-  return controlPlane(env).recordAgent(entry);
-}
-
-export function listTenants(env: Env): Promise<TenantListing[]> {
-  return controlPlane(env).tenants();
-}
-
-export function listAgents(env: Env, tenant?: string): Promise<AgentListing[]> {
-  return controlPlane(env).agents(tenant);
 }

@@ -18,22 +18,6 @@ export interface EffectMessage extends Route {
   lane: string;
 }
 
-export const EFFECTS_SCHEMA = `
-  CREATE TABLE effects (
-    kind TEXT NOT NULL,
-    id TEXT NOT NULL,
-    conversation TEXT NOT NULL,
-    -- waiting: to be sent at due_at; sent: on the queue, lease until due_at; claimed: a courier works on it, lease until due_at
-    state TEXT NOT NULL,
-    due_at INTEGER NOT NULL,
-    leases INTEGER NOT NULL DEFAULT 0,
-    claims INTEGER NOT NULL DEFAULT 0,
-    retries INTEGER NOT NULL DEFAULT 0,
-    PRIMARY KEY (kind, id)
-  );
-  CREATE INDEX effects_due ON effects (due_at);
-`;
-
 /** Leases that may run out before an effect is given up. */
 export const MAX_LEASES = 3;
 

@@ -1,10 +1,11 @@
 // How a bridge (or the Agents API) reaches an agent: validate the route, find
 // the object, submit the event.
-import type { AgentObject, ConversationView } from "./agent-object.ts";
+import type { ConversationView } from "./agent-object.ts";
+import { agentStub } from "./agent-stub.ts";
 import type { ChatEvent, Route, SubmitResult } from "./chat.ts";
 import { ConfigError } from "../lib/config.ts";
 import { HttpError } from "../lib/http.ts";
-import { tenantDayLine } from "./status.ts";
+import { tenantDayLine } from "./usage-read.ts";
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 /** What a conversation id may be, whichever bridge chose it. */
@@ -15,11 +16,6 @@ export function parseRoute(tenant: string, agent: string): Route {
   if (!NAME.test(tenant)) throw new HttpError(400, `invalid tenant "${tenant}": use letters, digits, . _ - (max 128)`);
   if (!NAME.test(agent)) throw new HttpError(400, `invalid agent "${agent}": use letters, digits, . _ - (max 128)`);
   return { tenant, agent };
-}
-
-export function agentStub(env: Env, route: Route): DurableObjectStub<AgentObject> {
-  const namespace = env.AGENT as DurableObjectNamespace<AgentObject>;
-  return namespace.get(namespace.idFromName(`${route.tenant}:${route.agent}`));
 }
 
 /** A conversation as the Agents API and the console show it: 400 for a bad id, 404 for an unknown one. */

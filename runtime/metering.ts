@@ -8,7 +8,10 @@ import type { HourBusy } from "./busy-time.ts";
 import type { Route } from "./chat.ts";
 import { dailySpendLimit, platformDailySpendLimit } from "./config.ts";
 import { dayStart, ledgerStub, type LedgerReading, type TenantLimit } from "./ledger.ts";
-import { usageRow, type ModelChoice } from "./models/index.ts";
+import { usageRow } from "./models/usage.ts";
+
+/** Who pays for a call: nobody (the local model), the operator, or the tenant with its own key (a model choice says). */
+export type Payer = { kind: "local" } | { kind: "provider"; byok?: boolean };
 
 /** A reading older than this is read again before a call is let through. */
 export const READING_MAX_AGE_MS = 30_000;
@@ -23,7 +26,7 @@ const readings = new Map<string, { reading: LedgerReading; at: number }>();
 const unpriced = new Set<string>();
 
 /** The sentence a refused call fails its turn with, or null when the call may go. */
-export async function spendRefusal(env: Env, route: Route, choice: ModelChoice): Promise<string | null> {
+export async function spendRefusal(env: Env, route: Route, choice: Payer): Promise<string | null> {
   // The local model costs nothing; a tenant's own key is not the operator's money.
   if (choice.kind !== "provider" || choice.byok) return null;
   const tenant = await reading(env, route.tenant);
@@ -55,7 +58,7 @@ function usd(n: number): string {
  * the operator's key, the platform's. The call is paid for already: a ledger
  * that cannot be reached is logged, never a reason to call again.
  */
-export async function countUsage(env: Env, route: Route, job: string, choice: ModelChoice, message: AssistantMessage): Promise<void> {
+export async function countUsage(env: Env, route: Route, job: string, choice: Payer, message: AssistantMessage): Promise<void> {
   const usage = usageRow(message);
   const byok = choice.kind === "provider" && choice.byok === true;
   const tokens = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens + usage.output_tokens;

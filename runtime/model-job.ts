@@ -5,7 +5,7 @@ import type { Message } from "@mariozechner/pi-ai";
 import type { ModelTool } from "../plugins/index.ts";
 import type { HourBusy } from "./busy-time.ts";
 import type { StreamTarget } from "./chat.ts";
-import type { ModelPick } from "./models/index.ts";
+import type { ModelPick } from "./models/types.ts";
 
 export interface ModelRequest {
   /** The model chosen for this call (deployment, tenant or agent), resolved by the courier. */

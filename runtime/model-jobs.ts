@@ -30,6 +30,9 @@ export type Settled =
   /** `tooLong`: the provider refused the request as too long for the model (a compaction may help). */
   | { kind: "failed"; error: string; tooLong?: boolean; /** Told to the person as it is, not as a failure's reason. */ verbatim?: boolean };
 
+/** Model calls and their usage, summed over jobs. */
+export type JobUsage = { calls: number; input: number; cached: number; output: number; cost: number };
+
 export class ModelJobs {
   private readonly sql: SqlStorage;
 
@@ -53,6 +56,17 @@ export class ModelJobs {
 
   openCount(): number {
     return this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM model_jobs WHERE status = 'pending'").one().n;
+  }
+
+  /** A conversation's calls since `since` (ms), by the jobs that came back with a reply. */
+  usageSince(conversation: string, since: number): JobUsage {
+    return this.sql
+      .exec<JobUsage>(
+        "SELECT COUNT(model) AS calls, COALESCE(SUM(input_tokens), 0) AS input, COALESCE(SUM(cache_read_tokens), 0) AS cached, COALESCE(SUM(output_tokens), 0) AS output, COALESCE(SUM(cost), 0) AS cost FROM model_jobs WHERE conversation = ? AND created_at >= ? AND model IS NOT NULL",
+        conversation,
+        since,
+      )
+      .one();
   }
 
   /** The turn's latest chat job that came back with a reply (the one its last assistant message came from). */

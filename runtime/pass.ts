@@ -15,7 +15,8 @@ import type { ModelJobs } from "./model-jobs.ts";
 import type { Outbox } from "./outbox.ts";
 import type { ToolCalls } from "./tool-calls.ts";
 import type { ToolLists } from "./tool-lists.ts";
-import type { PassContext, Turns } from "./turns.ts";
+import type { PassContext } from "./pass-context.ts";
+import type { Turns } from "./turns.ts";
 
 /** Every so often a pass advances every running conversation, not only the marked ones. */
 const SWEEP_MS = 60_000;

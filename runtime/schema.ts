@@ -2,10 +2,6 @@
 // kept in `meta.schema_version`, so an object created by an older deploy is
 // brought forward the first time a newer one wakes it.
 
-import { HOLDS_SCHEMA } from "../approvals/index.ts";
-import { BUSY_SCHEMA } from "./busy-time.ts";
-import { EFFECTS_SCHEMA } from "./effects.ts";
-
 const MIGRATIONS: string[] = [
   `
   CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -112,11 +108,53 @@ const MIGRATIONS: string[] = [
 
   -- Per-mount plugin session state.
   CREATE TABLE mount_sessions (alias TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (alias, key));
-  ${HOLDS_SCHEMA}
-  ${EFFECTS_SCHEMA}
+
+  -- Calls held for a person's decision (approvals/holds.ts).
+  CREATE TABLE holds (
+    id TEXT PRIMARY KEY,
+    conversation TEXT NOT NULL,
+    call_key TEXT NOT NULL UNIQUE,
+    tool TEXT NOT NULL,
+    args TEXT NOT NULL,
+    requested_by TEXT NOT NULL,
+    requester TEXT,
+    status TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    decided_by TEXT,
+    decided_at INTEGER,
+    outcome TEXT
+  );
+  CREATE INDEX holds_by_status ON holds (status, conversation);
+
+  -- What must happen off the object, next to the row it belongs to (runtime/effects.ts).
+  CREATE TABLE effects (
+    kind TEXT NOT NULL,
+    id TEXT NOT NULL,
+    conversation TEXT NOT NULL,
+    -- waiting: to be sent at due_at; sent: on the queue, lease until due_at; claimed: a courier works on it, lease until due_at
+    state TEXT NOT NULL,
+    due_at INTEGER NOT NULL,
+    leases INTEGER NOT NULL DEFAULT 0,
+    claims INTEGER NOT NULL DEFAULT 0,
+    retries INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (kind, id)
+  );
+  CREATE INDEX effects_due ON effects (due_at);
   `,
   // Object busy time per turn and per hour (runtime/busy-time.ts).
-  BUSY_SCHEMA,
+  `
+  CREATE TABLE busy_turns (
+    conversation TEXT NOT NULL,
+    turn INTEGER NOT NULL,
+    busy_ms REAL NOT NULL,
+    handlers INTEGER NOT NULL,
+    at INTEGER NOT NULL,
+    PRIMARY KEY (conversation, turn)
+  );
+  -- shipped_ms: how much of the hour was handed to a courier for the ledger.
+  CREATE TABLE busy_hours (hour INTEGER PRIMARY KEY, busy_ms REAL NOT NULL, passes INTEGER NOT NULL, handlers INTEGER NOT NULL, shipped_ms REAL NOT NULL DEFAULT 0);
+  `,
   // A streamed reply's message: what it shows, as its courier last reported (runtime/reply-stream.ts).
   `ALTER TABLE message_refs ADD COLUMN shown TEXT;`,
 ];

@@ -1,5 +1,5 @@
-// Code mode: the tool calls a script makes, between the courier running the
-// script and the agent's object. The courier numbers a script's calls in the
+// Code mode, the object's side: the tool calls a script makes, between the
+// courier running the script (runtime/script-caller.ts) and the agent's object. The courier numbers a script's calls in the
 // order it makes them and asks the object about each (`scriptCall`); the
 // object decides it with the mounts as they are now, under the same policy as
 // a direct call, and journals it under a child key of the script's own call
@@ -14,14 +14,11 @@
 import type { ToolCall, ToolResultMessage } from "@mariozechner/pi-ai";
 import { z } from "zod";
 import type { Holds } from "../approvals/index.ts";
-import type { ToolCaller, ToolOutput } from "../plugins/index.ts";
-import type { AgentObject } from "./agent-object.ts";
-import type { Route } from "./chat.ts";
+import type { ToolOutput } from "../plugins/index.ts";
 import type { Conversations, ConversationRow } from "./conversations.ts";
-import { agentStub } from "./ingress.ts";
 import type { MountSessions } from "./mount-sessions.ts";
 import { callScope, toolResult, type ToolCalls, type ToolReport, type ToolWork } from "./tool-calls.ts";
-import type { PassContext } from "./turns.ts";
+import type { PassContext } from "./pass-context.ts";
 import { textOf } from "./transcript.ts";
 
 /** The object's answer to one call of a script: the call's result, or the work for the courier to perform. */
@@ -155,54 +152,4 @@ function recorded(result: ToolResultMessage): Extract<ScriptAnswer, { kind: "ans
 
 function refused(text: string): ScriptAnswer {
   return answered(text, true);
-}
-
-/**
- * The courier's side, handed to a script through the gateway: numbers the
- * script's calls, asks the object about each, performs those handed back and
- * reports them. If the object cannot be reached, the script is stopped and its
- * task tried again later (`unreachable`), where the re-run gets recorded answers.
- */
-export class ScriptCaller {
-  private readonly route: Route;
-  unreachable: unknown = null;
-
-  constructor(
-    private readonly env: Env,
-    route: Route,
-    private readonly perform: (work: ToolWork) => Promise<ToolReport>,
-  ) {
-    this.route = { tenant: route.tenant, agent: route.agent };
-  }
-
-  /** The caller for one script, the one whose own call has journal key `parentKey`. */
-  forScript(parentKey: string): ToolCaller {
-    let made = 0;
-    return {
-      call: (alias, tool, args) => {
-        // Numbered now, synchronously, in the order the script makes its calls.
-        const n = ++made;
-        return this.ask({ parentKey, n, alias, tool, args }).catch((err: unknown) => {
-          this.unreachable ??= err;
-          throw err;
-        });
-      },
-    };
-  }
-
-  private async ask(request: ScriptCall): Promise<ToolOutput> {
-    // RPC's types drop union members that hold `unknown` (arguments, session values): they are plain JSON here.
-    const answer = (await this.agent().scriptCall(this.route, request)) as ScriptAnswer;
-    if (answer.kind === "answer") return answer.output;
-    const report = await this.perform(answer.work);
-    const key = answer.work.scope.callKey;
-    // The outcome is in hand: a report that fails because the object was reset meanwhile is made once more on a fresh stub.
-    return this.agent()
-      .scriptResult(this.route, key, report)
-      .catch(() => this.agent().scriptResult(this.route, key, report));
-  }
-
-  private agent(): DurableObjectStub<AgentObject> {
-    return agentStub(this.env, this.route);
-  }
 }

@@ -4,6 +4,7 @@
 // compaction, because providers cache a request's prefix: the documents are
 // written down in the log when the conversation starts (and after each
 // compaction), and a later change reaches the model as a note instead.
+import { clip } from "../lib/text.ts";
 import type { Standing } from "../plugins/index.ts";
 import type { Route } from "./chat.ts";
 import type { ModelChoice } from "./models/index.ts";
@@ -75,10 +76,9 @@ export function standingNotes(known: Map<string, string[]>, docs: Standing[]): M
 function changeText({ alias, added, removed }: StandingChange): string {
   // Removals first: a revised line reads as its old text, then its new one.
   const lines = [...removed.map((line) => `- ${line}`), ...added.map((line) => `+ ${line}`)];
-  const clipped = (line: string) => (line.length > NOTE_LINE_CHARS ? `${line.slice(0, NOTE_LINE_CHARS)}…` : line);
   const more = lines.length > NOTE_LINES ? [`(and ${lines.length - NOTE_LINES} more changes)`] : [];
   return (
     `The notes of mount "${alias}" changed since this conversation's instructions were written (they still show the notes as they were):\n` +
-    [...lines.slice(0, NOTE_LINES).map(clipped), ...more].join("\n")
+    [...lines.slice(0, NOTE_LINES).map((line) => clip(line, NOTE_LINE_CHARS)), ...more].join("\n")
   );
 }

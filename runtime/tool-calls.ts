@@ -10,7 +10,7 @@ import type { Conversations, ConversationRow } from "./conversations.ts";
 import type { Effects } from "./effects.ts";
 import type { MountSessions } from "./mount-sessions.ts";
 import { isMessageRow } from "./transcript.ts";
-import type { PassContext } from "./turns.ts";
+import type { PassContext } from "./pass-context.ts";
 
 /** What a courier needs to perform a call: the mount as it is now (policy included), never a secret value. */
 export interface ToolWork {
@@ -36,14 +36,13 @@ export interface ToolReport {
 type JournalRow = { key: string; conversation: string; turn: number; name: string; call: string; status: "started" | "done"; result: string | null };
 
 export class ToolCalls {
-  /** Holds a call whose policy says approval (the approvals glue, set once it exists). */
-  hold!: (pass: PassContext, conv: ConversationRow, key: string, call: ToolCall) => ToolResultMessage;
-
   constructor(
     private readonly storage: DurableObjectStorage,
     private readonly conversations: Conversations,
     private readonly effects: Effects,
     private readonly sessions: MountSessions,
+    /** Holds a call whose policy says approval (the approvals glue). */
+    readonly hold: (pass: PassContext, conv: ConversationRow, key: string, call: ToolCall) => ToolResultMessage,
   ) {}
 
   row(key: string): JournalRow | undefined {

@@ -4,9 +4,9 @@
 // stopped, failed, compacted or (a compaction that failed) unchanged.
 // `advance` moves one conversation until it must wait; it never waits for the model.
 import type { AssistantMessage, UserMessage } from "@mariozechner/pi-ai";
-import type { Gateway } from "../plugins/index.ts";
+import { clip } from "../lib/text.ts";
 import type { ApprovalFlow } from "./approval-flow.ts";
-import type { Attachment, ChatUser, OutboundMessage, Route, StreamTarget } from "./chat.ts";
+import type { Attachment, ChatUser, OutboundMessage, StreamTarget } from "./chat.ts";
 import { audienceOf } from "./audience.ts";
 import {
   compactionRequest,
@@ -19,11 +19,11 @@ import {
   startedCompaction,
   type CompactionPlan,
 } from "./compaction.ts";
-import type { ModelChoice, ModelPick } from "./models/index.ts";
 import type { Conversations, ConversationRow, InboxItem } from "./conversations.ts";
 import { streamKey, type ModelRequest } from "./model-job.ts";
 import type { JobPurpose, JobRow, ModelJobs, Settled } from "./model-jobs.ts";
 import type { Outbox } from "./outbox.ts";
+import type { PassContext } from "./pass-context.ts";
 import { toolCalls, type ToolCalls } from "./tool-calls.ts";
 import type { Typing } from "./typing.ts";
 import { standingNotes, standingState, withStanding } from "./system-prompt.ts";
@@ -34,21 +34,7 @@ const INTERRUPT_NOTE =
 
 export type TurnOutcome = "done" | "stopped" | "failed" | "compacted" | "unchanged";
 
-/** What a pass knows while it advances conversations. */
-export interface PassContext {
-  route: Route;
-  gateway: Gateway;
-  /** The model chosen for this agent, as the jobs carry it, and resolved. */
-  pick: ModelPick;
-  model: ModelChoice;
-  /** The agent's instructions (the standing documents follow them, per conversation). */
-  systemPrompt: string;
-}
-
 export class Turns {
-  /** Set once the approval flow exists (it notifies turns, and turns hold calls through it). */
-  approvals!: ApprovalFlow;
-
   constructor(
     private readonly storage: DurableObjectStorage,
     private readonly conversations: Conversations,
@@ -56,6 +42,7 @@ export class Turns {
     private readonly tools: ToolCalls,
     private readonly outbox: Outbox,
     private readonly typing: Typing,
+    private readonly approvals: ApprovalFlow,
   ) {}
 
   // ---- events from people ------------------------------------------------------
@@ -141,13 +128,13 @@ export class Turns {
         break;
       case "failed":
         this.post(conv.id, { kind: "status", state: "failed", text: "Failed." });
-        this.post(conv.id, { kind: "notice", text: text ?? `Sorry, this turn failed: ${truncate(error ?? "no reason given", 1000)}` });
+        this.post(conv.id, { kind: "notice", text: text ?? `Sorry, this turn failed: ${clip(error ?? "no reason given", 1000)}` });
         break;
       case "compacted":
         this.post(conv.id, { kind: "notice", text: text ?? "The conversation so far was compacted into a summary." });
         break;
       case "unchanged":
-        this.post(conv.id, { kind: "notice", text: `Compaction failed (${truncate(error ?? "no reason given", 1000)}); the conversation is as it was.` });
+        this.post(conv.id, { kind: "notice", text: `Compaction failed (${clip(error ?? "no reason given", 1000)}); the conversation is as it was.` });
         break;
     }
     // What arrived while a turn that ended early was running starts the next turn, so nothing waits unanswered.
@@ -375,7 +362,3 @@ function userMessage(text: string, attachments: Attachment[] = []): UserMessage 
 }
 
 const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? "" : "s"}`;
-
-export function truncate(text: string, max: number): string {
-  return text.length > max ? `${text.slice(0, max)}…` : text;
-}

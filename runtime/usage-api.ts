@@ -1,12 +1,13 @@
 // The usage ledger through the Agents API: a tenant's usage and busy time per
-// hour, and its daily spend limit (runtime/ledger.ts, runtime/metering.ts).
+// hour, and its daily spend limit (runtime/usage-read.ts, runtime/metering.ts).
 import type { Hono } from "hono";
 import { z } from "zod";
 import { HttpError, parseJson, readBody } from "../lib/http.ts";
 import { platformDailySpendLimit } from "./config.ts";
 import { parseRoute } from "./ingress.ts";
-import { DAY_MS, dayStart, ledgerStub, tenantLimitSchema, type LedgerReading, type TokenCounts, type UsageReport } from "./ledger.ts";
+import { DAY_MS, dayStart, ledgerStub, tenantLimitSchema } from "./ledger.ts";
 import { effectiveLimit, forgetReading } from "./metering.ts";
+import { readUsage, totalsOf } from "./usage-read.ts";
 
 /** The longest range one request may ask for. */
 const MAX_RANGE_DAYS = 400;
@@ -21,41 +22,6 @@ const rangeQuery = z
   .transform(({ from, to }) => ({ from: from ?? dayStart(Date.now()), to: to ?? Date.now() }))
   .refine(({ from, to }) => from < to, "from must be before to")
   .refine(({ from, to }) => to - from <= MAX_RANGE_DAYS * DAY_MS, `the range may be at most ${MAX_RANGE_DAYS} days`);
-
-export interface UsageTotals extends TokenCounts {
-  /** Of costUsd, what was paid with the tenant's own key. */
-  byokCostUsd: number;
-  busyMs: number;
-}
-
-/** Sums a report's rows. */
-export function totalsOf(report: UsageReport): UsageTotals {
-  const totals: UsageTotals = { calls: 0, inputTokens: 0, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: 0, costUsd: 0, byokCostUsd: 0, busyMs: 0 };
-  for (const row of report.usage) {
-    totals.calls += row.calls;
-    totals.inputTokens += row.inputTokens;
-    totals.cachedInputTokens += row.cachedInputTokens;
-    totals.cacheWriteTokens += row.cacheWriteTokens;
-    totals.outputTokens += row.outputTokens;
-    totals.costUsd += row.costUsd;
-    if (row.byok) totals.byokCostUsd += row.costUsd;
-  }
-  for (const row of report.busy) totals.busyMs += row.busyMs;
-  return totals;
-}
-
-export interface UsageRead {
-  report: UsageReport;
-  reading: LedgerReading;
-  effective: { dailyUsd: number | null; exempt: boolean };
-}
-
-/** A tenant's usage in [from, to), with today's reading and the limit that applies: what the console shows. */
-export async function readUsage(env: Env, tenant: string, from: number, to: number): Promise<UsageRead> {
-  const ledger = ledgerStub(env, tenant);
-  const [report, reading] = await Promise.all([ledger.report(from, to), ledger.reading()]);
-  return { report, reading, effective: effectiveLimit(env, reading.limit) };
-}
 
 export function usageRoutes(api: Hono<{ Bindings: Env }>): void {
   api.get("/tenants/:tenant/usage", async (c) => {

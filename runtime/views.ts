@@ -2,6 +2,7 @@
 // newest first, paged and searched; pending approvals; and a cheap mark that
 // changes whenever anything a watcher sees has changed. Plain functions over
 // the object's SqlStorage; the AgentObject exposes them as thin RPC methods.
+import { clip } from "../lib/text.ts";
 import { cardFor, type Card, type HoldRow } from "../approvals/index.ts";
 import type { ConversationStatus, Route } from "./chat.ts";
 import type { ConversationRow } from "./conversations.ts";
@@ -67,11 +68,6 @@ function likePattern(text: string): string {
   return `%${text.replace(/[\\%_]/g, (ch) => `\\${ch}`)}%`;
 }
 
-function clip(text: string, max: number): string {
-  const flat = text.replace(/\s+/g, " ").trim();
-  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
-}
-
 export function conversationPage(sql: SqlStorage, query: ConversationQuery): ConversationPage {
   const where: string[] = [];
   const args: SqlStorageValue[] = [];
@@ -112,7 +108,7 @@ function summary(row: SummaryRow): ConversationSummary {
     state: conversationState(status, row.pending_holds),
     turn: row.turn,
     startedBy: starter.name ?? starter.id,
-    preview: row.first_message ? clip(textOf((JSON.parse(row.first_message) as UserData).message.content), PREVIEW_CHARS) : "",
+    preview: row.first_message ? clip(textOf((JSON.parse(row.first_message) as UserData).message.content).replace(/\s+/g, " ").trim(), PREVIEW_CHARS) : "",
     error: row.error,
     usage: { inputTokens: row.input_tokens, outputTokens: row.output_tokens, cost: row.cost },
     createdAt: row.created_at,

@@ -3,7 +3,7 @@
 // refuses a request 301 s old (Slack events, Discord interactions, webhook).
 import { describe, expect, it } from "vitest";
 import { freshTimestamp, MAX_SKEW_SECONDS } from "../bridges/shared/timestamp.ts";
-import { clip, splitText } from "../bridges/shared/text.ts";
+import { clip, splitText } from "../lib/text.ts";
 import { discordOutbound } from "../bridges/discord/outbound.ts";
 import { slackOutbound } from "../bridges/slack/outbound.ts";
 import { webhookOutbound } from "../bridges/webhook/outbound.ts";

@@ -6,7 +6,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { courierStub } from "../runtime/courier.ts";
 import { ledgerStub, type UsageRowOut } from "../runtime/ledger.ts";
-import type { UsageTotals } from "../runtime/usage-api.ts";
+import type { UsageTotals } from "../runtime/usage-read.ts";
 import { limitSentence } from "../runtime/metering.ts";
 import { modelProviders } from "../runtime/config.ts";
 import { modelSettings } from "../runtime/models/table.ts";

@@ -304,7 +304,8 @@ describe("Inbound", () => {
     const jobs = new ModelJobs(storage, "obj", undefined as unknown as R2Bucket, effects);
     const outbox = new Outbox(storage, "obj", { outbounds: [], plugins: [] }, effects);
     const typing = new Typing(effects, store, new Holds(storage.sql), { outbounds: [], plugins: [] });
-    const turns = new Turns(storage, store, jobs, new ToolCalls(storage, store, effects, new MountSessions(storage.sql)), outbox, typing);
+    const tools = new ToolCalls(storage, store, effects, new MountSessions(storage.sql), () => { throw new Error("no holds here"); });
+    const turns = new Turns(storage, store, jobs, tools, outbox, typing, undefined as never);
     return { store, accept: new Inbound(store, turns, jobs, undefined as never, (_conv, status) => `status: ${status}`) };
   }
   const event = (id: string, fields: object) => ({ id, conversation: "c1", user: USER, ...fields }) as Parameters<Inbound["accept"]>[1];

@@ -2,7 +2,7 @@
 // possible, Approve and Deny buttons whose custom_id is the card's decision value.
 import type { ButtonStyle, ComponentType, RESTPostAPIChannelMessageJSONBody } from "discord-api-types/v10";
 import { cardText, type Card } from "../../approvals/index.ts";
-import { clip } from "../shared/text.ts";
+import { clip } from "../../lib/text.ts";
 
 // Typed as discord-api-types' enum members (types only: nothing is bundled).
 const ACTION_ROW: ComponentType.ActionRow = 1;

@@ -8,7 +8,7 @@ import type { APIMessage, RESTPostAPIChannelMessageJSONBody, RESTRateLimit } fro
 import { baseUrlFrom, secretNamed } from "../../lib/config.ts";
 import { hmacHex } from "../../lib/http.ts";
 import { sendTimeoutMs, type ChatOutbound, type DeliveryResult, type OutboundMessage, type OutboxDelivery, type ReplyAddress, type Route, type StreamTarget } from "../../runtime/index.ts";
-import { clip, splitText } from "../shared/text.ts";
+import { clip, splitText } from "../../lib/text.ts";
 import { snowflake, targetSchema } from "./address.ts";
 import { cardMessage, DISCORD_MESSAGE_LIMIT, type DiscordMessageBody } from "./card.ts";
 

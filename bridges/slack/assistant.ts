@@ -6,7 +6,7 @@
 import { z } from "zod";
 import { parseJsonVar } from "../../lib/config.ts";
 import type { ReplyAddress } from "../../runtime/index.ts";
-import { clip } from "../shared/text.ts";
+import { clip } from "../../lib/text.ts";
 import { botTokenFor } from "./installations.ts";
 import { callSlack, type SlackResult } from "./web-api.ts";
 

@@ -3,7 +3,7 @@
 // values (approvals' decisionValue) say what they decide.
 import type { ActionsBlock, KnownBlock } from "@slack/types";
 import { cardText, type Card } from "../../approvals/index.ts";
-import { clip } from "../shared/text.ts";
+import { clip } from "../../lib/text.ts";
 import { SLACK_TEXT_LIMIT, toMrkdwn } from "./mrkdwn.ts";
 
 const APPROVE_ACTION = "antiproton_approve";

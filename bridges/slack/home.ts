@@ -4,7 +4,7 @@
 // person's own, so it is built for them each time.
 import type { KnownBlock } from "@slack/types";
 import { agentStub, type PendingApproval, type Route } from "../../runtime/index.ts";
-import { clip } from "../shared/text.ts";
+import { clip } from "../../lib/text.ts";
 import { routeFor } from "./config.ts";
 import { botTokenFor } from "./installations.ts";
 import { toMrkdwn } from "./mrkdwn.ts";

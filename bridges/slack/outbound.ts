@@ -11,7 +11,7 @@
 // there is the row sent: no second post.
 import type { KnownBlock, MessageMetadata } from "@slack/types";
 import type { ChatOutbound, DeliveryResult, OutboundMessage, OutboxDelivery } from "../../runtime/index.ts";
-import { clip } from "../shared/text.ts";
+import { clip } from "../../lib/text.ts";
 import { isAssistantThread, setStatus } from "./assistant.ts";
 import { cardBlocks, cardFallback } from "./card.ts";
 import { botTokenFor } from "./installations.ts";

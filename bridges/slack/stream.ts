@@ -7,7 +7,7 @@
 // or edits the message to the whole first part of the reply, or does nothing
 // when the message already shows it.
 import type { DeliveryResult, Route, StreamTarget } from "../../runtime/index.ts";
-import { clip } from "../shared/text.ts";
+import { clip } from "../../lib/text.ts";
 import { botTokenFor } from "./installations.ts";
 import { SLACK_TEXT_LIMIT, toMrkdwn } from "./mrkdwn.ts";
 import { callSlack, type SlackResult } from "./web-api.ts";

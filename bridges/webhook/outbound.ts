@@ -3,7 +3,7 @@
 // the row, so a receiver that saw a first attempt can tell the retry apart.
 import { sendTimeoutMs, type ChatOutbound, type DeliveryResult, type OutboxDelivery } from "../../runtime/index.ts";
 import { signatureHeaders } from "../shared/signed-request.ts";
-import { clip, splitText } from "../shared/text.ts";
+import { clip, splitText } from "../../lib/text.ts";
 import { callbackFor } from "./callbacks.ts";
 import { cardJson } from "./card.ts";
 import { webhookSecret } from "./verify.ts";

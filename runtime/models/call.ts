@@ -11,7 +11,7 @@ import { ConfigError, secretNamed } from "../../lib/config.ts";
 import type { ModelRequest } from "../model-job.ts";
 import { textOf } from "../transcript.ts";
 import { localModel } from "./local-model.ts";
-import type { ModelApi, ModelChoice, ProviderConfig } from "./providers.ts";
+import type { ModelApi, ModelChoice, ProviderConfig } from "./types.ts";
 
 export type ProviderCall =
   | { kind: "reply"; message: AssistantMessage }

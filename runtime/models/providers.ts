@@ -2,11 +2,8 @@
 // (`<provider>/<model>`) resolved against those providers and the model table.
 import { z } from "zod";
 import { ConfigError, httpsOrLoopbackUrl } from "../../lib/config.ts";
-import { DEFAULT_MODEL_SETTINGS, knownModel, modelSettings, type ModelSettings } from "./table.ts";
-
-/** The wire protocols spoken, each through its own pi-ai entry. */
-const MODEL_APIS = ["openai-completions", "openai-responses", "anthropic-messages", "google-generative-ai"] as const;
-export type ModelApi = (typeof MODEL_APIS)[number];
+import { DEFAULT_MODEL_SETTINGS, knownModel, modelSettings } from "./table.ts";
+import { MODEL_APIS, type ModelChoice, type ModelPick, type ProviderConfig, type SettingsOverride } from "./types.ts";
 
 /** Overrides of the model table, provider-wide or for one model. */
 const settingsOverride = z.object({
@@ -23,8 +20,7 @@ const settingsOverride = z.object({
     .strict()
     .optional(),
   images: z.boolean().optional(),
-});
-export type SettingsOverride = z.infer<typeof settingsOverride>;
+}) satisfies z.ZodType<SettingsOverride>;
 
 export const providerSchema = z.object({
   id: z.string().regex(/^[A-Za-z0-9._-]+$/, "provider id: letters, digits, . _ -"),
@@ -40,12 +36,7 @@ export const providerSchema = z.object({
     .optional(),
   ...settingsOverride.shape,
   models: z.record(z.string(), settingsOverride.strict()).default({}),
-});
-export type ProviderConfig = z.infer<typeof providerSchema>;
-
-export type ModelChoice =
-  | { kind: "local"; settings: ModelSettings }
-  | { kind: "provider"; provider: ProviderConfig; model: string; settings: ModelSettings; /** Paid with the tenant's own key. */ byok?: boolean };
+}) satisfies z.ZodType<ProviderConfig>;
 
 /**
  * Which model an agent uses: `<provider>/<model>` (or `local`), and for a
@@ -58,8 +49,7 @@ export const modelPickSchema = z
     model: z.string().min(1).max(200),
     secret: z.string().regex(/^[A-Z][A-Z0-9_]*$/, "secret names a Worker secret (UPPER_SNAKE_CASE), never a key").optional(),
   })
-  .strict();
-export type ModelPick = z.infer<typeof modelPickSchema>;
+  .strict() satisfies z.ZodType<ModelPick>;
 
 /** `<provider>/<model>` (the model id may itself contain slashes); `local` → the built-in offline model. */
 export function chooseModel(providers: ProviderConfig[], spec: string, name: string): ModelChoice {

@@ -7,30 +7,7 @@ import type { Api, Model } from "@mariozechner/pi-ai";
 // provider (6.1 MiB instead of 2.3). Each provider entry already bundles this
 // module, so importing it by path adds nothing to the Worker.
 import { getModel } from "../../node_modules/@mariozechner/pi-ai/dist/models.js";
-import type { ModelApi, ProviderConfig, SettingsOverride } from "./providers.ts";
-
-/** USD per million tokens. */
-export interface ModelCost {
-  input: number;
-  output: number;
-  cacheRead: number;
-  cacheWrite: number;
-}
-
-/** One row of the model table. Plain JSON. */
-export interface ModelSettings {
-  contextWindow: number;
-  maxTokens: number;
-  cost: ModelCost;
-  images: boolean;
-  /**
-   * Registry facts pi-ai needs to call the model correctly (a reasoning model,
-   * how pi-ai turns its reasoning off, the API's quirks). Not overridable.
-   */
-  reasoning: boolean;
-  thinkingLevelMap?: Model<Api>["thinkingLevelMap"];
-  compat?: Model<Api>["compat"];
-}
+import type { ModelApi, ModelSettings, ProviderConfig, SettingsOverride } from "./types.ts";
 
 /**
  * An unknown model. A window set too large makes an over-long request fail at

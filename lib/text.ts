@@ -1,6 +1,8 @@
-// The one rule for fitting text to a platform's limit. Each bridge names its
-// own limit (Slack 4,000 per message, Discord 2,000, the webhook 32,000);
-// replies are split into several messages, anything else is clipped.
+// The one rule for cutting text to a length: never inside a surrogate pair (an
+// emoji stays whole or goes whole), and a cut text says that it was cut. Each
+// caller names its own limit (Slack 4,000 per message, Discord 2,000, a tool's
+// output for the summariser 400…); replies are split into several messages,
+// anything else is clipped.
 
 const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff;
 
@@ -9,9 +11,9 @@ function safeCut(text: string, at: number): number {
   return isHighSurrogate(text.charCodeAt(at - 1)) ? at - 1 : at;
 }
 
-/** `text` within `limit` UTF-16 units, ending in "…" when it had to be cut. */
-export function clip(text: string, limit: number): string {
-  return text.length <= limit ? text : `${text.slice(0, safeCut(text, limit - 1))}…`;
+/** `text` within `limit` UTF-16 units; cut, it ends in `marker`, which counts within the limit. */
+export function clip(text: string, limit: number, marker = "…"): string {
+  return text.length <= limit ? text : `${text.slice(0, safeCut(text, Math.max(0, limit - marker.length)))}${marker}`;
 }
 
 /**
