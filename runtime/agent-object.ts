@@ -7,22 +7,21 @@
 // that returns at once and arms an alarm for "now"; the alarm runs one pass.
 import { DurableObject } from "cloudflare:workers";
 import { cardFor, Holds, type Card, type Person } from "../approvals/index.ts";
-import { ConfigError, secretNamed } from "../lib/config.ts";
+import { secretNamed } from "../lib/config.ts";
 import { Gateway, type ToolOutput } from "../plugins/index.ts";
 import { ApprovalFlow } from "./approval-flow.ts";
 import { AGENT_HANDLERS, BusyTime, measureHandlers, type TurnBusy } from "./busy-time.ts";
-import type { ChatEvent, ConversationStatus, DeliveryResult, OutboxDelivery, Platform, ReplyAddress, Route, StreamShown, SubmitResult } from "./chat.ts";
-import { leaseSeconds, modelChoice, retryBaseSeconds, streamReplies } from "./config.ts";
+import type { ChatEvent, ConversationStatus, Platform, Route, StreamShown, SubmitResult } from "./chat.ts";
+import { Claims, type EffectReport, type EffectWork } from "./claims.ts";
+import { leaseSeconds, modelChoice } from "./config.ts";
 import { controlPlane } from "./control-plane.ts";
 import { Conversations } from "./conversations.ts";
 import type { RuntimeDeps } from "./deps.ts";
 import { Identity } from "./identity.ts";
 import { dayStart } from "./ledger.ts";
 import { Inbound } from "./inbound.ts";
-import { Effects } from "./effects.ts";
-import { streamKey, type ModelClaim } from "./model-job.ts";
-import type { ProviderCall } from "./models/index.ts";
-import { ModelJobs, type Settled } from "./model-jobs.ts";
+import { Effects, type EffectKind } from "./effects.ts";
+import { ModelJobs } from "./model-jobs.ts";
 import { MountSessions } from "./mount-sessions.ts";
 import { Outbox } from "./outbox.ts";
 import { Pass } from "./pass.ts";
@@ -31,8 +30,8 @@ import { modelFrom, mountsFrom, NO_SETTINGS, SettingsCopy, type SettingsText } f
 import { ScriptCalls, type ScriptAnswer, type ScriptCall } from "./script-calls.ts";
 import { statusText } from "./status.ts";
 import { systemPrompt } from "./system-prompt.ts";
-import { ToolCalls, type ToolReport, type ToolWork } from "./tool-calls.ts";
-import { ToolLists, type MountReport, type MountWork } from "./tool-lists.ts";
+import { ToolCalls, type ToolReport } from "./tool-calls.ts";
+import { ToolLists } from "./tool-lists.ts";
 import { transcript, type TranscriptEntry } from "./transcript.ts";
 import type { PassContext } from "./pass-context.ts";
 import { Turns } from "./turns.ts";
@@ -53,10 +52,6 @@ export interface ConversationView {
   holds: Card[];
 }
 
-/** A provider call that failed this many times in a row fails its turn. */
-const MAX_MODEL_RETRIES = 3;
-const MAX_RETRY_DELAY_SECONDS = 300;
-
 export class AgentObject extends DurableObject<Env> {
   private readonly sql: SqlStorage;
   private readonly store: Conversations;
@@ -75,6 +70,7 @@ export class AgentObject extends DurableObject<Env> {
   private readonly scripts: ScriptCalls;
   private readonly inbound: Inbound;
   private readonly pass: Pass;
+  private readonly claims: Claims;
   /** Measures every handler (measureHandlers below). */
   readonly busyTime: BusyTime;
 
@@ -125,6 +121,22 @@ export class AgentObject extends DurableObject<Env> {
       approvals: this.approvals,
       busyTime: this.busyTime,
       context: (route) => this.passContext(route),
+    });
+    this.claims = new Claims({
+      storage: ctx.storage,
+      env,
+      effects: this.effects,
+      jobs: this.jobs,
+      turns: this.turns,
+      outbox: this.outbox,
+      typing: this.typing,
+      tools: this.tools,
+      approvals: this.approvals,
+      toolLists: this.toolLists,
+      busyTime: this.busyTime,
+      wake: () => this.scheduler.wake(),
+      context: (route) => this.passContext(route),
+      gateway: () => this.gateway(),
     });
     this.scripts = new ScriptCalls(ctx.storage, this.store, this.tools, this.approvals.holds, this.sessions, () => this.scheduler.wake());
     this.inbound = new Inbound(this.store, this.turns, this.jobs, this.approvals, (conv, status) =>
@@ -177,147 +189,43 @@ export class AgentObject extends DurableObject<Env> {
     return this.store.list(prefix, 100).map((conv) => ({ id: conv.id, status: this.inbound.statusOf(conv), updatedAt: conv.updated_at }));
   }
 
-  // Couriers claim effects (which starts their lease) and report back; a claim
-  // of something no longer wanted is null, and a second report changes nothing.
+  // ---- the effect protocol (runtime/claims.ts): a courier claims an effect, performs it, reports ----
 
-  /** A courier's claim of a model job: its request, and the object's busy time for the ledger (runtime/metering.ts). */
-  async modelJob(route: Route, jobId: string): Promise<ModelClaim | null> {
+  async claim(route: Route, kind: EffectKind, id: string): Promise<EffectWork[EffectKind] | null> {
     this.identity.claim(route);
-    const found = await this.jobs.claim(jobId);
-    if (found && "lost" in found) {
-      // Without its request the job can never run: fail the turn rather than leave it waiting.
-      await this.settleJob(jobId, { kind: "failed", error: "the stored model request was lost; please send your message again" });
-      return null;
-    }
-    if (!found) return null;
-    let stream: boolean;
-    try {
-      stream = streamReplies(this.env);
-    } catch (err) {
-      if (!(err instanceof ConfigError)) throw err;
-      await this.settleJob(jobId, { kind: "failed", error: `configuration error: ${err.message}` });
-      return null;
-    }
-    const target = stream ? this.ctx.storage.transactionSync(() => this.turns.streamTarget(this.jobs.get(jobId)!)) : undefined;
-    return { request: found.request, busy: this.busyTime.toShip(), ...(target ? { stream: target } : {}) };
+    return this.claims.claim(route, kind, id);
   }
 
-  /** A courier opened the message it streams a job's reply to (or its ref changed): the outbox finishes it later. */
-  async modelStreamed(route: Route, jobId: string, shown: StreamShown): Promise<void> {
+  /** A model job's courier opened the message it streams the reply to (or its ref changed). */
+  async progress(route: Route, jobId: string, shown: StreamShown): Promise<void> {
     this.identity.claim(route);
-    if (this.jobs.get(jobId)) this.outbox.recordStream(streamKey(jobId), shown);
+    this.claims.progress(jobId, shown);
   }
 
-  /** A provider call's outcome: a reply or a refusal settles the job; a failure worth retrying is retried, a few times. */
-  async modelResult(route: Route, jobId: string, call: ProviderCall, shown?: StreamShown): Promise<boolean> {
+  async report(route: Route, kind: EffectKind, id: string, outcome: EffectReport[EffectKind]): Promise<boolean> {
     this.identity.claim(route);
-    // The message its reply was streamed to: the outbox finishes it when the job settles (or now, for a stopped turn's).
-    const streamed = shown && this.jobs.get(jobId);
-    if (streamed) {
-      this.ctx.storage.transactionSync(() => {
-        this.outbox.recordStream(streamKey(jobId), shown);
-        if (streamed.status === "discarded") this.turns.finishStream(streamed, shown.shown);
-      });
-      if (streamed.status === "discarded") await this.scheduler.wake();
-    }
-    // A late reply to a stopped turn was paid for all the same: its usage is kept with its job.
-    if (call.kind === "reply") this.jobs.recordUsage(jobId, call.message);
-    if (call.kind === "reply") return this.settleJob(jobId, { kind: "reply", message: call.message });
-    if (call.kind === "refused") return this.settleJob(jobId, { kind: "failed", error: call.error, tooLong: call.tooLong, verbatim: call.verbatim });
-    const attempt = (this.effects.get("model", jobId)?.retries ?? 0) + 1;
-    if (this.jobs.get(jobId)?.status !== "pending") return false;
-    if (attempt > MAX_MODEL_RETRIES) {
-      return this.settleJob(jobId, { kind: "failed", error: `the model provider did not answer after ${attempt} attempts (${call.error}). Please try again in a moment.` });
-    }
-    // The provider's own word on when to come back wins over the backoff.
-    const delaySeconds = Math.min(MAX_RETRY_DELAY_SECONDS, call.retryAfterSeconds ?? retryBaseSeconds(this.env) * 2 ** (attempt - 1));
-    console.warn(`model job ${jobId} attempt ${attempt} failed (${call.error}); retrying in ${delaySeconds}s`);
-    this.effects.retryAt("model", jobId, Date.now() + delaySeconds * 1000);
-    await this.scheduler.wake();
-    return true;
+    return this.claims.report(route, kind, id, outcome);
   }
 
-  private async settleJob(jobId: string, settled: Settled): Promise<boolean> {
-    const job = this.jobs.get(jobId);
-    if (!job || job.status !== "pending") return false;
-    this.ctx.storage.transactionSync(() => this.turns.settle(job, settled));
-    await this.scheduler.wake();
-    await this.jobs.dropLargeRequest(job);
-    return true;
+  // Code mode, the same verbs: the courier running a script claims each of its
+  // tool calls (runtime/script-calls.ts) and reports those it was handed to perform.
+
+  /** A script's call, decided with the mounts as they are now: its answer, or the work to perform. */
+  async claimScriptCall(route: Route, call: ScriptCall): Promise<ScriptAnswer> {
+    this.identity.claim(route);
+    return this.scripts.call(this.passContext(route), call);
   }
 
-  /** A courier's claim of a chat message to send. */
-  async outboxClaim(route: Route, id: number): Promise<OutboxDelivery | null> {
+  /** The result of a script's call the courier performed: what the journal now holds. */
+  async reportScriptCall(route: Route, key: string, report: ToolReport): Promise<ToolOutput> {
     this.identity.claim(route);
-    return this.ctx.storage.transactionSync(() => this.outbox.claim(route, id));
-  }
-
-  /** The platform's answer for a sent message. */
-  async outboxResult(route: Route, id: number, result: DeliveryResult): Promise<void> {
-    this.identity.claim(route);
-    this.ctx.storage.transactionSync(() => this.outbox.settle(id, result));
-    await this.scheduler.wake();
+    return this.ctx.storage.transactionSync(() => this.scripts.report(key, report));
   }
 
   /** A bridge's word that nothing can be delivered to `platform` any more (its app was uninstalled): the unsent rows fail. */
   async dropDeliveries(route: Route, platform: Platform, reason: string): Promise<number> {
     if (!this.identity.owns(route)) return 0;
     return this.ctx.storage.transactionSync(() => this.outbox.failPending(platform, reason));
-  }
-
-  /** A courier's claim of a typing indicator to show: where, or null once the turn no longer works. */
-  async typingClaim(route: Route, conversation: string): Promise<ReplyAddress | null> {
-    this.identity.claim(route);
-    return this.ctx.storage.transactionSync(() => this.typing.claim(conversation));
-  }
-
-  /** The indicator was shown (or not): the next is scheduled while the turn works. */
-  async typingResult(route: Route, conversation: string): Promise<void> {
-    this.identity.claim(route);
-    this.ctx.storage.transactionSync(() => this.typing.report(conversation));
-    await this.scheduler.wake();
-  }
-
-  /** A courier's claim of a tool call (or an approved hold): the work, under the mount's policy as it is now. */
-  async toolClaim(route: Route, kind: "tool" | "hold", id: string): Promise<ToolWork | null> {
-    this.identity.claim(route);
-    const pass = this.passContext(route);
-    const work = this.ctx.storage.transactionSync(() => (kind === "tool" ? this.tools.claim(pass, id) : this.approvals.claim(pass, id)));
-    if (!work) await this.scheduler.wake();
-    return work;
-  }
-
-  async toolResult(route: Route, kind: "tool" | "hold", id: string, report: ToolReport): Promise<void> {
-    this.identity.claim(route);
-    this.ctx.storage.transactionSync(() => (kind === "tool" ? this.tools.report(id, report) : this.approvals.report(route, id, report)));
-    await this.scheduler.wake();
-  }
-
-  /** A courier's claim of a mount's tool list fetch: the mount as it is now. */
-  async mountClaim(route: Route, alias: string): Promise<MountWork | null> {
-    this.identity.claim(route);
-    return this.ctx.storage.transactionSync(() => this.toolLists.claim(this.gateway(), alias));
-  }
-
-  async mountResult(route: Route, alias: string, report: MountReport): Promise<void> {
-    this.identity.claim(route);
-    this.ctx.storage.transactionSync(() => this.toolLists.report(alias, report));
-    await this.scheduler.wake();
-  }
-
-  // Code mode: the courier running a script asks about each of its tool calls
-  // (runtime/script-calls.ts), and reports those it was handed to perform.
-
-  /** A script's call, decided with the mounts as they are now: its answer, or the work to perform. */
-  async scriptCall(route: Route, call: ScriptCall): Promise<ScriptAnswer> {
-    this.identity.claim(route);
-    return this.scripts.call(this.passContext(route), call);
-  }
-
-  /** The result of a script's call the courier performed: what the journal now holds. */
-  async scriptResult(route: Route, key: string, report: ToolReport): Promise<ToolOutput> {
-    this.identity.claim(route);
-    return this.ctx.storage.transactionSync(() => this.scripts.report(key, report));
   }
 
   override async alarm(): Promise<void> {

@@ -180,11 +180,12 @@ export class ApprovalFlow {
   }
 
   /** A courier's result for a hold; a second report changes nothing. */
-  report(route: Route, id: string, report: ToolReport): void {
+  report(route: Route, id: string, report: ToolReport): boolean {
     const hold = this.holds.get(id);
-    if (hold?.status !== "running") return;
+    if (hold?.status !== "running") return false;
     this.sessions.replace(report.alias, report.session);
     this.settleWith(route, hold, report.result);
+    return true;
   }
 
   /** A hold whose couriers never answered: its outcome is unknown, and it is not performed again. */

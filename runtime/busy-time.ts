@@ -154,7 +154,6 @@ type Handler = (...args: never[]) => Promise<unknown>;
 /** Says which conversation a handler's call is about, from its arguments (undefined: none, or not known). */
 type Attribution = (busy: BusyTime, ...args: never[]) => string | undefined;
 
-const ofEffect = (kind: string) => (busy: BusyTime, _route: unknown, id: string | number) => busy.conversationOf(kind, String(id));
 const ofToolCall = (busy: BusyTime, key: string) => busy.conversationOfCall(key);
 
 /**
@@ -167,19 +166,11 @@ export const AGENT_HANDLERS: Record<string, Attribution> = {
   submit: (_busy, _route: unknown, event: { conversation: string }) => event.conversation,
   conversation: () => undefined,
   conversations: () => undefined,
-  modelJob: ofEffect("model"),
-  modelStreamed: ofEffect("model"),
-  modelResult: ofEffect("model"),
-  outboxClaim: ofEffect("send"),
-  outboxResult: ofEffect("send"),
-  typingClaim: ofEffect("typing"),
-  typingResult: ofEffect("typing"),
-  toolClaim: (busy, _route: unknown, kind: string, id: string) => busy.conversationOf(kind, id),
-  toolResult: (busy, _route: unknown, kind: string, id: string) => busy.conversationOf(kind, id),
-  mountClaim: () => undefined,
-  mountResult: () => undefined,
-  scriptCall: (busy, _route: unknown, call: { parentKey: string }) => ofToolCall(busy, call.parentKey),
-  scriptResult: (busy, _route: unknown, key: string) => ofToolCall(busy, key),
+  claim: (busy, _route: unknown, kind: string, id: string) => busy.conversationOf(kind, id),
+  progress: (busy, _route: unknown, id: string) => busy.conversationOf("model", id),
+  report: (busy, _route: unknown, kind: string, id: string) => busy.conversationOf(kind, id),
+  claimScriptCall: (busy, _route: unknown, call: { parentKey: string }) => ofToolCall(busy, call.parentKey),
+  reportScriptCall: (busy, _route: unknown, key: string) => ofToolCall(busy, key),
   conversationList: () => undefined,
   pendingHolds: () => undefined,
   changes: () => undefined,

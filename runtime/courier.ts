@@ -10,13 +10,13 @@ import { DurableObject } from "cloudflare:workers";
 import { z } from "zod";
 import { ConfigError, secretNamed } from "../lib/config.ts";
 import { Gateway, type CallScope, type GatewayDeps, type Mount, type SessionState } from "../plugins/index.ts";
-import type { AgentObject } from "./agent-object.ts";
 import type { DeliveryResult, OutboxDelivery, Route, StreamTarget } from "./chat.ts";
 import { modelChoice, sendTimeoutMs } from "./config.ts";
 import { outboundFor, type RuntimeDeps } from "./deps.ts";
-import type { EffectMessage } from "./effects.ts";
+import type { EffectReport, EffectWork } from "./claims.ts";
+import type { EffectKind, EffectMessage } from "./effects.ts";
 import { agentStub } from "./agent-stub.ts";
-import type { ModelClaim, ModelRequest } from "./model-job.ts";
+import type { ModelRequest } from "./model-job.ts";
 import { callModel, type ProviderCall } from "./models/index.ts";
 import { countBusy, countUsage, spendRefusal } from "./metering.ts";
 import { sessionCopy } from "./mount-sessions.ts";
@@ -91,53 +91,54 @@ export class Courier extends DurableObject<Env> {
   }
 
   private async perform(effect: EffectMessage): Promise<void> {
-    const agent = agentStub(this.env, effect);
     switch (effect.kind) {
       case "model": {
-        // RPC's type of a nested Message[] gives up (never): the claim is what modelJob returns.
-        const claim = (await agent.modelJob(effect, effect.id)) as ModelClaim | null;
+        const claim = await this.claim(effect, "model");
         if (!claim) return;
         const stream = this.replyStream(effect, claim.stream);
         // The object's busy time goes to the ledger while the provider works.
         const [, call] = await Promise.all([countBusy(this.env, effect, claim.busy), this.callModel(effect, claim.request, stream)]);
         const shown = await stream?.finish(call.kind === "reply" ? textOf(call.message.content) : undefined);
-        return this.report(effect, (stub) => stub.modelResult(effect, effect.id, call, shown));
+        return this.report(effect, "model", { call, ...(shown ? { shown } : {}) });
       }
       case "send": {
-        const delivery = await agent.outboxClaim(effect, Number(effect.id));
+        const delivery = await this.claim(effect, "send");
         if (!delivery) return;
-        const result = await this.deliver(delivery);
-        return this.report(effect, (stub) => stub.outboxResult(effect, Number(effect.id), result));
+        return this.report(effect, "send", await this.deliver(delivery));
       }
       case "typing": {
-        const address = await agent.typingClaim(effect, effect.id);
+        const address = await this.claim(effect, "typing");
         if (!address) return;
         const typing = outboundFor(this.deps, address.platform)?.typing;
         const result: DeliveryResult = typing
           ? await this.platformCall(() => typing(this.env, address))
           : { ok: false, error: `no typing indicator for platform ${address.platform}` };
-        // A lost indicator is not worth a retry: the next one is due in seconds.
         if (!result.ok) console.warn(`typing in ${address.platform} failed: ${result.error}`);
-        return this.report(effect, (stub) => stub.typingResult(effect, effect.id));
+        return this.report(effect, "typing", null);
       }
       case "tool":
       case "hold": {
-        const work = await agent.toolClaim(effect, effect.kind, effect.id);
+        const work = await this.claim(effect, effect.kind);
         if (!work) return;
         // A script's own tool calls (code mode) are performed here too, each one handed over by the object.
         const scripts = new ScriptCaller(this.env, effect, (child) => this.runTool(child));
         const report = await this.runTool(work, scripts);
         // The script was stopped because the object could not be reached: try the task again (its re-run gets recorded answers).
         if (scripts.unreachable) throw scripts.unreachable;
-        return this.report(effect, (stub) => stub.toolResult(effect, effect.kind as "tool" | "hold", effect.id, report));
+        return this.report(effect, effect.kind, report);
       }
       case "mount": {
-        const work = await agent.mountClaim(effect, effect.id);
+        const work = await this.claim(effect, "mount");
         if (!work) return;
-        const report = await this.fetchTools(effect, work);
-        return this.report(effect, (stub) => stub.mountResult(effect, effect.id, report));
+        return this.report(effect, "mount", await this.fetchTools(effect, work));
       }
     }
+  }
+
+  /** The effect's work as the object holds it now (its lease starts), or null when it is no longer wanted. */
+  private async claim<K extends EffectKind>(effect: EffectMessage, kind: K): Promise<EffectWork[K] | null> {
+    // RPC's types flatten a method generic in its kind (and give up on nested Message[]): the object answers per kind.
+    return (await agentStub(this.env, effect).claim(effect, kind, effect.id)) as EffectWork[K] | null;
   }
 
   /**
@@ -146,8 +147,8 @@ export class Courier extends DurableObject<Env> {
    * redeployed) broke that stub for good, and a failed report retries the
    * task, which would do the work again.
    */
-  private async report(effect: EffectMessage, send: (stub: DurableObjectStub<AgentObject>) => Promise<unknown>): Promise<void> {
-    await send(agentStub(this.env, effect));
+  private async report<K extends EffectKind>(effect: EffectMessage, kind: K, outcome: EffectReport[K]): Promise<void> {
+    await agentStub(this.env, effect).report(effect, kind, effect.id, outcome);
   }
 
   /**
@@ -175,7 +176,7 @@ export class Courier extends DurableObject<Env> {
     if (!target || !outbound?.stream) return undefined;
     const streamer = { split: outbound.split, stream: outbound.stream };
     return new ReplyStream(this.env, effect, streamer, target, async (shown) => {
-      await agentStub(this.env, effect).modelStreamed(effect, effect.id, shown);
+      await agentStub(this.env, effect).progress(effect, effect.id, shown);
     });
   }
 

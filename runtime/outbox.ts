@@ -139,22 +139,27 @@ export class Outbox {
     };
   }
 
-  /** The platform's answer for a row: sent (the next row goes), retried later, or given up. */
-  settle(id: number, result: DeliveryResult): void {
+  /** The platform's answer for a row: sent (the next row goes), retried later, or given up; false when the row was settled already. */
+  settle(id: number, result: DeliveryResult): boolean {
     const row = this.sql.exec<Row>("SELECT * FROM outbox WHERE id = ?", id).toArray()[0];
-    if (!row || row.status !== "pending") return;
+    if (!row || row.status !== "pending") return false;
     const attempts = row.attempts + 1;
     if (result.ok) {
       this.sql.exec("UPDATE outbox SET status = 'sent', attempts = ?, ref = ?, sent_at = ? WHERE id = ?", attempts, result.ref ?? null, Date.now(), id);
       if (row.ref_key && result.ref) this.sql.exec("INSERT OR IGNORE INTO message_refs (ref_key, ref) VALUES (?, ?)", row.ref_key, result.ref);
-      return this.finish(row);
+      this.finish(row);
+      return true;
     }
     this.sql.exec("UPDATE outbox SET attempts = ?, error = ? WHERE id = ?", attempts, result.error, id);
-    if (result.permanent === true || attempts >= MAX_ATTEMPTS) return this.fail(row, result.error);
+    if (result.permanent === true || attempts >= MAX_ATTEMPTS) {
+      this.fail(row, result.error);
+      return true;
+    }
     // A rate limit is a refusal: nothing was posted, so it leaves the next claim no doubt to clear up (no read-back).
     if (result.retryAfterMs !== undefined) this.effects.refused("send", String(id));
     const delay = result.retryAfterMs ?? Math.min(60_000, 1000 * 2 ** (attempts - 1));
     this.effects.retryAt("send", String(id), Date.now() + delay);
+    return true;
   }
 
   /** A row whose couriers never answered (its leases ran out) is given up, and the next one goes. */

@@ -43,14 +43,14 @@ export class ScriptCaller {
 
   private async ask(request: ScriptCall): Promise<ToolOutput> {
     // RPC's types drop union members that hold `unknown` (arguments, session values): they are plain JSON here.
-    const answer = (await this.agent().scriptCall(this.route, request)) as ScriptAnswer;
+    const answer = (await this.agent().claimScriptCall(this.route, request)) as ScriptAnswer;
     if (answer.kind === "answer") return answer.output;
     const report = await this.perform(answer.work);
     const key = answer.work.scope.callKey;
     // The outcome is in hand: a report that fails because the object was reset meanwhile is made once more on a fresh stub.
     return this.agent()
-      .scriptResult(this.route, key, report)
-      .catch(() => this.agent().scriptResult(this.route, key, report));
+      .reportScriptCall(this.route, key, report)
+      .catch(() => this.agent().reportScriptCall(this.route, key, report));
   }
 
   private agent(): DurableObjectStub<AgentObject> {

@@ -149,11 +149,12 @@ export class ToolCalls {
   }
 
   /** A courier's result for a call; a second report of one call changes nothing. */
-  report(key: string, report: ToolReport): void {
+  report(key: string, report: ToolReport): boolean {
     const row = this.row(key);
-    if (row?.status !== "started") return;
+    if (row?.status !== "started") return false;
     this.sessions.replace(report.alias, report.session);
     this.answer(row, report.result);
+    return true;
   }
 
   /** A call whose couriers never answered: its outcome is unknown, and it is not made again. */

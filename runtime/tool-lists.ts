@@ -46,11 +46,12 @@ export class ToolLists {
   }
 
   /** A courier's result; a second report of one fetch changes nothing. */
-  report(alias: string, report: MountReport): void {
-    if (!this.effects.get("mount", alias)) return;
+  report(alias: string, report: MountReport): boolean {
+    if (!this.effects.get("mount", alias)) return false;
     this.sessions.replace(alias, report.session);
     this.effects.done("mount", alias);
     this.wakeRunning();
+    return true;
   }
 
   /** A fetch whose couriers never answered is a failure, tried again later like any other. */

@@ -43,10 +43,11 @@ export class Typing {
   }
 
   /** Shown (or not: a lost indicator is not retried): the next one is due before it fades. */
-  report(conversation: string): void {
-    if (!this.effects.get("typing", conversation)) return;
+  report(conversation: string): boolean {
+    if (!this.effects.get("typing", conversation)) return false;
     if (this.wanted(conversation)) this.effects.retryAt("typing", conversation, Date.now() + TYPING_REFRESH_MS);
     else this.stop(conversation);
+    return true;
   }
 
   private wanted(conversation: string): boolean {

@@ -231,17 +231,17 @@ describe("the object's side of a script's call", () => {
   it("refuses a call whose script is not running, a malformed one, and a report of a call that is not a script's", async () => {
     const route = { tenant: T, agent: A };
     const stub = agent(T, A);
-    expect(await stub.scriptCall(route, { parentKey: "nobody:1:x", n: 1, alias: "ledger", tool: "append", args: { entry: "x" } })).toEqual({
+    expect(await stub.claimScriptCall(route, { parentKey: "nobody:1:x", n: 1, alias: "ledger", tool: "append", args: { entry: "x" } })).toEqual({
       kind: "answer",
       output: { text: "Not performed: the script's own call is not known.", isError: true },
     });
-    const malformed = await stub.scriptCall(route, { parentKey: "nobody:1:x", n: 0, alias: "ledger", tool: "append", args: {} });
+    const malformed = await stub.claimScriptCall(route, { parentKey: "nobody:1:x", n: 0, alias: "ledger", tool: "append", args: {} });
     expect(malformed).toMatchObject({ kind: "answer", output: { isError: true, text: expect.stringMatching(/^Not performed: a malformed tool call/) } });
-    // A direct call (no "/<n>" child key) is reported through toolResult, which also ends its effect.
+    // A direct call (no "/<n>" child key) is reported through report, which also ends its effect.
     const { s } = await turn("1");
     const [direct] = await journal(s);
     const report = { result: { text: "forged", disposition: "performed" as const }, alias: "ledger", session: {} };
-    expect(await stub.scriptResult(route, direct!.key, report)).toEqual({ text: "Not recorded: there is no such call of a script.", isError: true });
+    expect(await stub.reportScriptCall(route, direct!.key, report)).toEqual({ text: "Not recorded: there is no such call of a script.", isError: true });
     expect((await rows<{ result: string }>(T, A, "SELECT result FROM tool_calls WHERE key = ?", direct!.key))[0]!.result).not.toContain("forged");
   });
 });

@@ -1,7 +1,7 @@
 // The Discord bridge: interactions (slash commands, buttons) from Discord, channel
 // messages from the gateway connector, replies through the REST API.
 import { Hono } from "hono";
-import type { ChatBridge } from "../index.ts";
+import type { ChatBridge } from "../shared/bridge.ts";
 import { handleGatewayMessage, handleInteraction } from "./ingress.ts";
 import { discordOutbound } from "./outbound.ts";
 

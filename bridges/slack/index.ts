@@ -2,7 +2,7 @@
 // the Socket Mode connector's forward route, OAuth install, and the outbound.
 import { Hono } from "hono";
 import { HttpError, parseJson } from "../../lib/http.ts";
-import type { ChatBridge } from "../index.ts";
+import type { ChatBridge } from "../shared/bridge.ts";
 import { handleCommand, handleEvent, handleInteraction, type Defer } from "./ingress.ts";
 import { callback, install } from "./oauth.ts";
 import { slackOutbound } from "./outbound.ts";

@@ -5,7 +5,7 @@ import { Hono, type Context } from "hono";
 import { z } from "zod";
 import { HttpError, parseJson, readBody } from "../../lib/http.ts";
 import { listAgents, parseRoute } from "../../runtime/index.ts";
-import type { ChatBridge } from "../index.ts";
+import type { ChatBridge } from "../shared/bridge.ts";
 import { callbackFor, registerCallback, registrationSchema, unregisterCallback } from "./callbacks.ts";
 import { DEFAULT_AGENT, handleEvent } from "./ingress.ts";
 import { webhookOutbound } from "./outbound.ts";
