@@ -10,7 +10,7 @@
 import type { Context } from "hono";
 import { deleteCookie, getSignedCookie, setSignedCookie } from "hono/cookie";
 import { z } from "zod";
-import { parseJsonVar } from "../lib/config.ts";
+import { sessionHours } from "./config.ts";
 import { hmacHex, isHttpsOrLoopback, safeEqual } from "../lib/http.ts";
 import { adminToken, controlPlane } from "../runtime/index.ts";
 
@@ -30,10 +30,6 @@ export type ConsoleEnv = {
 export type Ctx = Context<ConsoleEnv>;
 
 const storedSession = z.object({ expiresAt: z.number() });
-
-export function sessionHours(env: Env): number {
-  return parseJsonVar("CONSOLE_SESSION_HOURS", env.CONSOLE_SESSION_HOURS, z.number().positive().max(24 * 30), "12");
-}
 
 function cookieKey(env: Env): Promise<string> {
   return hmacHex(adminToken(env), "antiproton-console-cookie");

@@ -20,6 +20,11 @@ export function parseJsonVar<T>(name: string, raw: string | undefined, schema: z
   return parsed.data;
 }
 
+/** A boolean variable: `true` or `false`; empty or unset reads as `fallback`. */
+export function booleanVar(name: string, raw: string | undefined, fallback: boolean): boolean {
+  return parseJsonVar(name, raw, z.boolean(), String(fallback));
+}
+
 /** A Worker secret by name; secrets are not part of the generated Env type. */
 export function secretNamed(env: Env, name: string): string | undefined {
   const value = (env as unknown as Record<string, unknown>)[name];

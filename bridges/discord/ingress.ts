@@ -14,15 +14,14 @@ import type {
 import type { Context } from "hono";
 import { z } from "zod";
 import { parseDecisionValue } from "../../approvals/index.ts";
-import { secretNamed } from "../../lib/config.ts";
 import { HttpError, parseJson } from "../../lib/http.ts";
 import { parseRoute, submitEvent, type ChatCommand, type ChatUser, type Route } from "../../runtime/index.ts";
 import { conversationId } from "../shared/ids.ts";
 import { discordAddress, interactionToken, snowflake } from "./address.ts";
 import { cardMessage } from "./card.ts";
+import { agentName, applicationId } from "./config.ts";
 import { readGatewayBody, readInteractionBody } from "./verify.ts";
 
-const DEFAULT_AGENT = "assistant";
 
 // Discord's numbers, each typed as its discord-api-types enum member, so a wrong
 // one does not compile (the package is imported for types only: nothing is bundled).
@@ -41,7 +40,7 @@ const userSchema = z.object({ id: snowflake, username: z.string().optional(), gl
 type DiscordUser = z.infer<typeof userSchema>;
 
 function discordRoute(env: Env, guildId: string | undefined | null, user: DiscordUser): Route {
-  return parseRoute(guildId ? guildId : `dm-${user.id}`, env.DISCORD_AGENT?.trim() || DEFAULT_AGENT);
+  return parseRoute(guildId ? guildId : `dm-${user.id}`, agentName(env));
 }
 
 const chatUser = (user: DiscordUser): ChatUser => ({ platform: "discord", id: user.id, name: user.global_name ?? user.username });
@@ -66,7 +65,7 @@ export async function handleGatewayMessage(c: Context<{ Bindings: Env }>): Promi
   const message = parsed.data;
   // The agent never answers a bot, itself included, nor a webhook's post.
   if (message.author.bot || message.webhook_id) return c.json({ ignored: "the author is a bot" });
-  const text = withoutBotMention(message.content, secretNamed(c.env, "DISCORD_APPLICATION_ID")).trim();
+  const text = withoutBotMention(message.content, applicationId(c.env)).trim();
   if (text === "") return c.json({ ignored: "no text" });
 
   const route = discordRoute(c.env, message.guild_id, message.author);

@@ -5,14 +5,13 @@
 // row sent again (its first answer lost) gets back the message Discord already
 // made instead of a second one.
 import type { APIMessage, RESTPostAPIChannelMessageJSONBody, RESTRateLimit } from "discord-api-types/v10";
-import { baseUrlFrom, secretNamed } from "../../lib/config.ts";
 import { hmacHex } from "../../lib/http.ts";
 import { sendTimeoutMs, type ChatOutbound, type DeliveryResult, type OutboundMessage, type OutboxDelivery, type ReplyAddress, type Route, type StreamTarget } from "../../runtime/index.ts";
 import { clip, splitText } from "../../lib/text.ts";
 import { snowflake, targetSchema } from "./address.ts";
+import { apiBaseUrl, botToken } from "./config.ts";
 import { cardMessage, DISCORD_MESSAGE_LIMIT, type DiscordMessageBody } from "./card.ts";
 
-const DEFAULT_API_BASE_URL = "https://discord.com/api/v10";
 /** Interaction tokens live 15 minutes; stop using one a minute early. */
 const INTERACTION_TOKEN_TTL_MS = 14 * 60_000;
 const USER_AGENT = "DiscordBot (https://github.com/antiproton, 0.1.0)";
@@ -71,11 +70,11 @@ async function withNonce(body: DiscordMessageBody, idempotencyKey: string): Prom
 async function send(env: Env, call: Call, message?: CreateBody): Promise<Response | DeliveryResult> {
   const headers: Record<string, string> = { "content-type": "application/json", "user-agent": USER_AGENT };
   if (call.bot) {
-    const token = secretNamed(env, "DISCORD_BOT_TOKEN");
+    const token = botToken(env);
     if (!token) return { ok: false, error: "DISCORD_BOT_TOKEN is not configured" };
     headers.authorization = `Bot ${token}`;
   }
-  const base = baseUrlFrom("DISCORD_API_BASE_URL", env.DISCORD_API_BASE_URL, DEFAULT_API_BASE_URL);
+  const base = apiBaseUrl(env);
   // allowed_mentions: the agent's text never pings anyone (@everyone included).
   const body = message && JSON.stringify({ ...message, allowed_mentions: { parse: [] } } satisfies RESTPostAPIChannelMessageJSONBody);
   // An awaited fetch to Discord can hang (discord-api-docs#7936): it is given up with the send, and the outbox retries.

@@ -3,32 +3,14 @@
 // what the person is looking at reaches the model as a note; the working
 // state shows with assistant.threads.setStatus under the input rather than as
 // a status message; the thread is titled after its first message.
-import { z } from "zod";
-import { parseJsonVar } from "../../lib/config.ts";
 import type { ReplyAddress } from "../../runtime/index.ts";
 import { clip } from "../../lib/text.ts";
+import { suggestedPrompts } from "./config.ts";
 import { botTokenFor } from "./installations.ts";
 import { callSlack, type SlackResult } from "./web-api.ts";
 
 /** Slack shows at most 4 suggested prompts. */
-const promptsSchema = z.array(z.object({ title: z.string().min(1).max(75), message: z.string().min(1).max(2000) })).max(4);
-export type SuggestedPrompt = z.infer<typeof promptsSchema>[number];
-
-const DEFAULT_PROMPTS: SuggestedPrompt[] = [
-  { title: "What can you do?", message: "What can you do for me, and which tools do you have?" },
-  { title: "Summarise this channel", message: "Summarise the channel I am looking at." },
-];
 const TITLE_LIMIT = 60;
-
-/** The deployment's Slack app has the assistant view: its DM threads are assistant threads (SLACK_ASSISTANT). */
-export function assistantEnabled(env: Env): boolean {
-  return env.SLACK_ASSISTANT === "true";
-}
-
-/** SLACK_SUGGESTED_PROMPTS: a JSON array of up to 4 {title, message}; empty → two general ones. */
-export function suggestedPrompts(env: Env): SuggestedPrompt[] {
-  return env.SLACK_SUGGESTED_PROMPTS?.trim() ? parseJsonVar("SLACK_SUGGESTED_PROMPTS", env.SLACK_SUGGESTED_PROMPTS, promptsSchema, "[]") : DEFAULT_PROMPTS;
-}
 
 /** An assistant thread, as the reply address of its conversation names it. */
 export const isAssistantThread = (target: ReplyAddress["target"]) => target.assistant === true;

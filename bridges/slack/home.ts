@@ -5,7 +5,7 @@
 import type { KnownBlock } from "@slack/types";
 import { agentStub, type PendingApproval, type Route } from "../../runtime/index.ts";
 import { clip } from "../../lib/text.ts";
-import { routeFor } from "./config.ts";
+import { homeDescription, routeFor } from "./config.ts";
 import { botTokenFor } from "./installations.ts";
 import { toMrkdwn } from "./mrkdwn.ts";
 import { callSlack } from "./web-api.ts";
@@ -17,8 +17,7 @@ const ARGUMENTS_SHOWN = 500;
 
 /** What the agent is for: SLACK_HOME_DESCRIPTION, else a sentence naming it. */
 export function agentDescription(env: Env, route: Route): string {
-  const custom = env.SLACK_HOME_DESCRIPTION?.trim();
-  return custom || `*${route.agent}* is an AI agent that works in this workspace: it answers in channels where it is mentioned and in direct messages, uses its tools, and asks before risky calls.`;
+  return homeDescription(env) ?? `*${route.agent}* is an AI agent that works in this workspace: it answers in channels where it is mentioned and in direct messages, uses its tools, and asks before risky calls.`;
 }
 
 const section = (mrkdwn: string): KnownBlock => ({ type: "section", text: { type: "mrkdwn", text: clip(mrkdwn, SECTION_LIMIT) } });

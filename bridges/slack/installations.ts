@@ -5,9 +5,8 @@
 // A workspace that uninstalls the app (or revokes its bot token) keeps only a
 // note that it did: its token is deleted, and SLACK_BOT_TOKEN does not serve it
 // either, until it installs the app again.
-import { secretNamed } from "../../lib/config.ts";
 import { controlPlane } from "../../runtime/index.ts";
-import { oauthEnabled, requiredSecret } from "./config.ts";
+import { oauthEnabled, singleBotToken, tokenEncryptionKey } from "./config.ts";
 
 const NAMESPACE = "slack-installations";
 const encoder = new TextEncoder();
@@ -35,7 +34,7 @@ interface Withdrawn {
 const isWithdrawn = (stored: StoredInstallation | Withdrawn): stored is Withdrawn => "withdrawnAt" in stored;
 
 async function tokenKey(env: Env): Promise<CryptoKey> {
-  const secret = requiredSecret(env, "SLACK_TOKEN_ENCRYPTION_KEY", "it encrypts the bot tokens of installed workspaces");
+  const secret = tokenEncryptionKey(env);
   const material = await crypto.subtle.importKey("raw", encoder.encode(secret), "HKDF", false, ["deriveKey"]);
   return crypto.subtle.deriveKey(
     { name: "HKDF", hash: "SHA-256", salt: new Uint8Array(), info: encoder.encode("antiproton/slack/bot-token") },
@@ -83,7 +82,7 @@ export async function botTokenFor(env: Env, tenant: string): Promise<string | nu
     const stored = await storedFor(env, tenant);
     if (stored) return isWithdrawn(stored) ? null : unseal(env, stored);
   }
-  return secretNamed(env, "SLACK_BOT_TOKEN") ?? null;
+  return singleBotToken(env);
 }
 
 /**

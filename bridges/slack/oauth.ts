@@ -8,7 +8,7 @@ import { getCookie, setCookie } from "hono/cookie";
 import { z } from "zod";
 import { hmacHex, HttpError, safeEqual } from "../../lib/http.ts";
 import { recordAgent } from "../../runtime/index.ts";
-import { oauthEnabled, requiredSecret, routeFor } from "./config.ts";
+import { clientId, clientSecret, oauthEnabled, oauthRedirectUrl, routeFor } from "./config.ts";
 import { saveInstallation } from "./installations.ts";
 import { callSlack } from "./web-api.ts";
 
@@ -19,12 +19,8 @@ const STATE_COOKIE = "slack_oauth_state";
 /** Slack's authorization codes live 10 minutes; so does our state. */
 const STATE_TTL_SECONDS = 600;
 
-function clientSecret(env: Env): string {
-  return requiredSecret(env, "SLACK_CLIENT_SECRET", "it exchanges OAuth codes for bot tokens");
-}
-
 function redirectUri(c: Context<{ Bindings: Env }>): string {
-  return c.env.SLACK_OAUTH_REDIRECT_URL || `${new URL(c.req.url).origin}/slack/oauth/callback`;
+  return oauthRedirectUrl(c.env, new URL(c.req.url).origin);
 }
 
 function mac(env: Env, text: string): Promise<string> {
@@ -33,7 +29,7 @@ function mac(env: Env, text: string): Promise<string> {
 
 function requireOauth(env: Env): string {
   if (!oauthEnabled(env)) throw new HttpError(404, "multi-workspace install is off: set SLACK_CLIENT_ID (docs/slack.md)");
-  return env.SLACK_CLIENT_ID;
+  return clientId(env);
 }
 
 export async function install(c: Context<{ Bindings: Env }>): Promise<Response> {

@@ -6,7 +6,7 @@ import type { Context } from "hono";
 import { HttpError, readBody, type BodyRules } from "../../lib/http.ts";
 import { hmacMatches, readSignedBody } from "../shared/signed-request.ts";
 import { freshTimestamp } from "../shared/timestamp.ts";
-import { requiredSecret, signingSecret } from "./config.ts";
+import { signingSecret, socketForwardSecret } from "./config.ts";
 
 /** True when `signature` (v0=<hex>) signs `raw` sent at `timestamp`; the timestamp's freshness is checked apart. */
 export async function verifySlackSignature(secret: string, timestamp: string, raw: string, signature: string): Promise<boolean> {
@@ -27,6 +27,6 @@ export async function readSlackBody(c: Context<{ Bindings: Env }>, rules: BodyRu
 
 /** The raw body the Socket Mode connector (socket-mode.mjs) forwarded, signed with SLACK_SOCKET_FORWARD_SECRET. */
 export function readForwardBody(c: Context<{ Bindings: Env }>, rules: BodyRules): Promise<string> {
-  const secret = requiredSecret(c.env, "SLACK_SOCKET_FORWARD_SECRET", "it verifies requests from the Socket Mode connector");
+  const secret = socketForwardSecret(c.env);
   return readSignedBody(c, secret, rules);
 }

@@ -7,7 +7,8 @@ import { HttpError, parseJson, readBody } from "../../lib/http.ts";
 import { listAgents, parseRoute } from "../../runtime/index.ts";
 import type { ChatBridge } from "../shared/bridge.ts";
 import { callbackFor, registerCallback, registrationSchema, unregisterCallback } from "./callbacks.ts";
-import { DEFAULT_AGENT, handleEvent } from "./ingress.ts";
+import { DEFAULT_AGENT } from "./config.ts";
+import { handleEvent } from "./ingress.ts";
 import { webhookOutbound } from "./outbound.ts";
 
 const routes = new Hono<{ Bindings: Env }>();

@@ -9,10 +9,10 @@ import { CONVERSATION_ID, parseRoute, submitEvent, type ChatEvent } from "../../
 import { textId } from "../shared/ids.ts";
 import { callbackFor } from "./callbacks.ts";
 import { cardJson } from "./card.ts";
+import { defaultAgent } from "./config.ts";
 import { WEBHOOK_TEXT_LIMIT } from "./outbound.ts";
 import { readWebhookBody } from "./verify.ts";
 
-export const DEFAULT_AGENT = "assistant";
 
 const base = {
   /** Must equal the URL's tenant: it is inside the signed body, so a signed event cannot be replayed to another tenant. */
@@ -63,7 +63,7 @@ export async function handleEvent(c: Context<{ Bindings: Env }>): Promise<Respon
   if (!parsed.success) throw new HttpError(422, z.prettifyError(parsed.error));
   const tenant = c.req.param("tenant") ?? "";
   if (parsed.data.tenant !== tenant) throw new HttpError(403, `the signed event is for tenant "${parsed.data.tenant}", not "${tenant}"`);
-  const route = parseRoute(tenant, parsed.data.agent ?? (c.env.WEBHOOK_AGENT?.trim() || DEFAULT_AGENT));
+  const route = parseRoute(tenant, parsed.data.agent ?? defaultAgent(c.env));
   // Replies would have nowhere to go: refuse before anything is written.
   if (!(await callbackFor(c.env, tenant))) throw new HttpError(409, `no callback_url registered for tenant "${tenant}"`);
   const { card, ...result } = await submitEvent(c.env, route, chatEvent(parsed.data, tenant));

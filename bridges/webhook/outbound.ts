@@ -6,7 +6,7 @@ import { signatureHeaders } from "../shared/signed-request.ts";
 import { clip, splitText } from "../../lib/text.ts";
 import { callbackFor } from "./callbacks.ts";
 import { cardJson } from "./card.ts";
-import { webhookSecret } from "./verify.ts";
+import { webhookSecret } from "./config.ts";
 
 /** A message we send is at most as long as one we accept. */
 export const WEBHOOK_TEXT_LIMIT = 32_000;

@@ -2,15 +2,11 @@
 // request signature (bridges/shared/signed-request.ts); we sign our callbacks
 // the same way.
 import type { Context } from "hono";
-import { secretNamed } from "../../lib/config.ts";
 import { HttpError } from "../../lib/http.ts";
 import { readSignedBody } from "../shared/signed-request.ts";
+import { webhookSecret } from "./config.ts";
 
 const MAX_BODY_BYTES = 64 * 1024;
-
-export function webhookSecret(env: Env): string | undefined {
-  return secretNamed(env, "WEBHOOK_SECRET");
-}
 
 /** The raw body of an event the peer signed: 401 unless the signature holds and is fresh; 415/413 by the body rules. */
 export function readWebhookBody(c: Context<{ Bindings: Env }>): Promise<string> {
