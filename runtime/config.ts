@@ -5,7 +5,7 @@ import { approversSchema } from "../approvals/index.ts";
 import { ConfigError, parseJsonVar, secretNamed } from "../lib/config.ts";
 import { HttpError } from "../lib/http.ts";
 import { ownValue } from "../lib/own.ts";
-import { SEND_LEASE_MS } from "./effects.ts";
+import { SEND_LEASE_MS } from "./effects/effects.ts";
 import { resolvePick, providerSchema, type ModelChoice, type ModelPick, type ProviderConfig } from "./models/index.ts";
 
 const providerList = z.array(providerSchema).refine((list) => new Set(list.map((p) => p.id)).size === list.length, "provider ids must be unique");

@@ -4,10 +4,10 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import { courierStub } from "../runtime/courier.ts";
-import { ledgerStub, type UsageRowOut } from "../runtime/ledger.ts";
-import type { UsageTotals } from "../runtime/usage-read.ts";
-import { limitSentence } from "../runtime/metering.ts";
+import { courierStub } from "../runtime/courier/courier.ts";
+import { ledgerStub, type UsageRowOut } from "../runtime/metering/ledger.ts";
+import type { UsageTotals } from "../runtime/metering/usage-read.ts";
+import { limitSentence } from "../runtime/metering/spend.ts";
 import { modelProviders } from "../runtime/config.ts";
 import { modelSettings } from "../runtime/models/table.ts";
 import { evict, rows } from "./agents.ts";

@@ -8,8 +8,8 @@ import { streamOpenAIResponses } from "@mariozechner/pi-ai/openai-responses";
 // pi-ai's own patterns for each provider's "too long" wording, by path: its root entry bundles every provider.
 import { isContextOverflow } from "../../node_modules/@mariozechner/pi-ai/dist/utils/overflow.js";
 import { ConfigError, secretNamed } from "../../lib/config.ts";
-import type { ModelRequest } from "../model-job.ts";
-import { textOf } from "../transcript.ts";
+import type { ModelRequest } from "./request.ts";
+import { textOf } from "../store/transcript.ts";
 import { localModel } from "./local-model.ts";
 import type { ModelApi, ModelChoice, ProviderConfig } from "./types.ts";
 

@@ -2,8 +2,8 @@
 // a whole turn (a tool call, and a call held for approval) before configuring
 // a provider.
 import type { AssistantMessage, ToolCall } from "@mariozechner/pi-ai";
-import type { ModelRequest } from "../model-job.ts";
-import { RUNTIME_NOTE_PREFIX, textOf } from "../transcript.ts";
+import type { ModelRequest } from "./request.ts";
+import { RUNTIME_NOTE_PREFIX, textOf } from "../store/transcript.ts";
 
 const ZERO_USAGE = {
   input: 0,

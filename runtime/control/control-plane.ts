@@ -1,0 +1,123 @@
+// The control plane: one Durable Object (named "control") holding settings that
+// are not one agent's: Slack installations, webhook callback URLs, per-tenant
+// overrides, the directory of tenants and agents. Values are JSON; anything
+// secret is encrypted by its owner before it is stored here.
+import { DurableObject } from "cloudflare:workers";
+import type { Route } from "../chat.ts";
+import { agentListing, DIRECTORY_SCHEMA, recordEntry, tenantListing, type AgentListing, type DirectoryEntry, type TenantListing } from "./directory.ts";
+import { settingKey, type SettingKind, type SettingsText } from "./settings.ts";
+
+/** Each tenant's settings version, in the settings table under this namespace. */
+const VERSIONS = "settings-version";
+
+export class ControlPlane extends DurableObject<Env> {
+  private readonly sql: SqlStorage;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.sql = ctx.storage.sql;
+    this.sql.exec(
+      "CREATE TABLE IF NOT EXISTS settings (namespace TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, updated_at INTEGER NOT NULL, PRIMARY KEY (namespace, key))",
+    );
+    this.sql.exec(DIRECTORY_SCHEMA);
+  }
+
+  async get<T = unknown>(namespace: string, key: string): Promise<T | null> {
+    return this.read<T>(namespace, key);
+  }
+
+  private read<T>(namespace: string, key: string): T | null {
+    const row = this.sql.exec<{ value: string }>("SELECT value FROM settings WHERE namespace = ? AND key = ?", namespace, key).toArray()[0];
+    return row ? (JSON.parse(row.value) as T) : null;
+  }
+
+  async put(namespace: string, key: string, value: unknown): Promise<void> {
+    this.sql.exec(
+      "INSERT INTO settings (namespace, key, value, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+      namespace,
+      key,
+      JSON.stringify(value),
+      Date.now(),
+    );
+  }
+
+  async delete(namespace: string, key: string): Promise<boolean> {
+    return this.sql.exec("DELETE FROM settings WHERE namespace = ? AND key = ?", namespace, key).rowsWritten > 0;
+  }
+
+  async list<T = unknown>(namespace: string): Promise<{ key: string; value: T }[]> {
+    return this.sql
+      .exec<{ key: string; value: string }>("SELECT key, value FROM settings WHERE namespace = ? ORDER BY key", namespace)
+      .toArray()
+      .map((r) => ({ key: r.key, value: JSON.parse(r.value) as T }));
+  }
+
+  // ---- per-tenant and per-agent settings (runtime/settings.ts) ----
+
+  /** An agent's first event: it is listed in the directory, and takes its copy of the settings, in one step. */
+  async register(entry: DirectoryEntry): Promise<SettingsText> {
+    recordEntry(this.sql, entry, Date.now());
+    return this.settingsOf(entry);
+  }
+
+  async settingsFor(route: Route): Promise<SettingsText> {
+    return this.settingsOf(route);
+  }
+
+  /**
+   * Sets (or with null, removes) a tenant's or an agent's setting and returns
+   * what each affected agent listed in the directory must now hold; the caller
+   * pushes it. Registration and change happen one at a time here, so an agent
+   * registering meanwhile either is a target or reads the new value.
+   */
+  async changeSetting(kind: SettingKind, route: Route, scope: "tenant" | "agent", value: unknown): Promise<{ route: Route; settings: SettingsText }[]> {
+    const key = settingKey(route, scope);
+    if (value === null) this.sql.exec("DELETE FROM settings WHERE namespace = ? AND key = ?", kind, key);
+    else await this.put(kind, key, value);
+    const version = (this.read<number>(VERSIONS, route.tenant) ?? 0) + 1;
+    await this.put(VERSIONS, route.tenant, version);
+    const agents = agentListing(this.sql, route.tenant).filter((a) => scope === "tenant" || a.agent === route.agent);
+    return agents.map((a) => ({ route: { tenant: a.tenant, agent: a.agent }, settings: this.settingsOf(a) }));
+  }
+
+  private settingsOf(route: Route): SettingsText {
+    return JSON.stringify({
+      version: this.read<number>(VERSIONS, route.tenant) ?? 0,
+      mounts: { tenant: this.read("mounts", settingKey(route, "tenant")), agent: this.read("mounts", settingKey(route, "agent")) },
+      models: { tenant: this.read("models", settingKey(route, "tenant")), agent: this.read("models", settingKey(route, "agent")) },
+    });
+  }
+
+  // ---- the directory (runtime/directory.ts) ----
+
+  async recordAgent(entry: DirectoryEntry): Promise<void> {
+    recordEntry(this.sql, entry, Date.now());
+  }
+
+  async tenants(): Promise<TenantListing[]> {
+    return tenantListing(this.sql);
+  }
+
+  async agents(tenant?: string): Promise<AgentListing[]> {
+    return agentListing(this.sql, tenant);
+  }
+}
+
+export function controlPlane(env: Env): DurableObjectStub<ControlPlane> {
+  const namespace = env.CONTROL as DurableObjectNamespace<ControlPlane>;
+  return namespace.get(namespace.idFromName("control"));
+}
+
+// ---- the directory, for callers outside the control plane ----
+
+export function recordAgent(env: Env, entry: DirectoryEntry): Promise<void> {
+  return controlPlane(env).recordAgent(entry);
+}
+
+export function listTenants(env: Env): Promise<TenantListing[]> {
+  return controlPlane(env).tenants();
+}
+
+export function listAgents(env: Env, tenant?: string): Promise<AgentListing[]> {
+  return controlPlane(env).agents(tenant);
+}

@@ -1,0 +1,77 @@
+// The directory: which tenants and agents exist, for the console's navigation
+// and for pushing settings to a tenant's agents. A table in the control plane,
+// written when an agent object first takes an event (in the same call that
+// gives it its settings, runtime/settings.ts) and by a Slack install (which
+// knows the workspace's name).
+import type { Platform, Route } from "../chat.ts";
+
+export const DIRECTORY_SCHEMA = `CREATE TABLE IF NOT EXISTS directory (
+  tenant TEXT NOT NULL,
+  agent TEXT NOT NULL,
+  platform TEXT,
+  display_name TEXT,
+  first_seen INTEGER NOT NULL,
+  PRIMARY KEY (tenant, agent)
+)`;
+
+export interface DirectoryEntry extends Route {
+  platform?: Platform;
+  /** The tenant's name on its platform (a Slack workspace's name), where known. */
+  displayName?: string;
+}
+
+export interface TenantListing {
+  tenant: string;
+  /** Platforms its agents were first reached from, in order of first use. */
+  platforms: string[];
+  displayName: string | null;
+  agents: number;
+  firstSeen: number;
+}
+
+export interface AgentListing extends Route {
+  platform: string | null;
+  displayName: string | null;
+  firstSeen: number;
+}
+
+/** The first platform seen stays; a later name replaces an earlier one (a workspace renamed and reinstalled). */
+export function recordEntry(sql: SqlStorage, entry: DirectoryEntry, now: number): void {
+  sql.exec(
+    `INSERT INTO directory (tenant, agent, platform, display_name, first_seen) VALUES (?, ?, ?, ?, ?)
+     ON CONFLICT (tenant, agent) DO UPDATE SET platform = COALESCE(directory.platform, excluded.platform), display_name = COALESCE(excluded.display_name, directory.display_name)`,
+    entry.tenant,
+    entry.agent,
+    entry.platform ?? null,
+    entry.displayName ?? null,
+    now,
+  );
+}
+
+export function tenantListing(sql: SqlStorage): TenantListing[] {
+  return sql
+    .exec<{ tenant: string; platforms: string | null; display_name: string | null; agents: number; first_seen: number }>(
+      `SELECT tenant, group_concat(platform, ' ') AS platforms, MAX(display_name) AS display_name, COUNT(*) AS agents, MIN(first_seen) AS first_seen
+       FROM (SELECT * FROM directory ORDER BY first_seen) GROUP BY tenant ORDER BY MIN(first_seen) DESC, tenant`,
+    )
+    .toArray()
+    .map((row) => ({
+      tenant: row.tenant,
+      platforms: [...new Set((row.platforms ?? "").split(" ").filter(Boolean))],
+      displayName: row.display_name,
+      agents: row.agents,
+      firstSeen: row.first_seen,
+    }));
+}
+
+/** One tenant's agents, or every agent when `tenant` is omitted. */
+export function agentListing(sql: SqlStorage, tenant?: string): AgentListing[] {
+  const rows =
+    tenant === undefined
+      ? sql.exec<{ tenant: string; agent: string; platform: string | null; display_name: string | null; first_seen: number }>("SELECT * FROM directory ORDER BY tenant, agent")
+      : sql.exec<{ tenant: string; agent: string; platform: string | null; display_name: string | null; first_seen: number }>(
+          "SELECT * FROM directory WHERE tenant = ? ORDER BY agent",
+          tenant,
+        );
+  return rows.toArray().map((row) => ({ tenant: row.tenant, agent: row.agent, platform: row.platform, displayName: row.display_name, firstSeen: row.first_seen }));
+}

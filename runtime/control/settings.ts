@@ -1,0 +1,92 @@
+// Per-tenant and per-agent settings (mount overrides, the model choice): kept
+// in the control plane, and copied into each agent's own object so a pass
+// reads them from its own SQLite, never from one global object. The copy is
+// taken once, when the agent first takes an event (registering it in the
+// directory in the same call), and pushed to every affected agent whenever a
+// setting changes, before the admin API answers: a `deny` set on a mount takes
+// effect before the next call it governs. Versions are per tenant and only
+// ever grow, so a late push never undoes a newer one.
+import { z } from "zod";
+import { ConfigError, parseJsonVar } from "../../lib/config.ts";
+import { mountSchema, type Mount } from "../../plugins/index.ts";
+import type { Route } from "../chat.ts";
+import { deploymentModel } from "../config.ts";
+import { modelPickSchema, type ModelPick } from "../models/index.ts";
+
+export const mountList = z.array(mountSchema);
+
+/** What can be set per tenant and per agent, by its control-plane namespace. */
+export const SETTING_KINDS = {
+  mounts: mountList,
+  models: modelPickSchema,
+} as const;
+export type SettingKind = keyof typeof SETTING_KINDS;
+
+/**
+ * One agent's view of its settings: the tenant's and its own. It travels
+ * between objects as JSON text (`SettingsText`) and is parsed, never trusted,
+ * where it is used.
+ */
+export interface AgentSettings {
+  version: number;
+  mounts: { tenant: Mount[] | null; agent: Mount[] | null };
+  models: { tenant: ModelPick | null; agent: ModelPick | null };
+}
+
+export type SettingsText = string;
+
+/** The control-plane key of a setting: the tenant, or `<tenant>/<agent>`. */
+export function settingKey(route: Route, scope: "tenant" | "agent"): string {
+  return scope === "tenant" ? route.tenant : `${route.tenant}/${route.agent}`;
+}
+
+/** `MOUNTS`, then the tenant's overrides, then the agent's: a later mount with the same alias replaces an earlier one. */
+export function mountsFrom(env: Env, settings: AgentSettings): Mount[] {
+  const byAlias = new Map<string, Mount>();
+  for (const list of [parseJsonVar("MOUNTS", env.MOUNTS, mountList, "[]"), settings.mounts.tenant ?? [], settings.mounts.agent ?? []]) {
+    for (const mount of list) byAlias.set(mount.alias, mount);
+  }
+  return [...byAlias.values()];
+}
+
+/** The agent's choice, else its tenant's, else the deployment's: the most specific wins. */
+export function modelFrom(env: Env, settings: AgentSettings): ModelPick {
+  return settings.models.agent ?? settings.models.tenant ?? deploymentModel(env);
+}
+
+const META_KEY = "settings";
+
+const settingsSchema = z.object({
+  version: z.number(),
+  mounts: z.object({ tenant: mountList.nullable(), agent: mountList.nullable() }),
+  models: z.object({ tenant: modelPickSchema.nullable(), agent: modelPickSchema.nullable() }),
+});
+
+export function parseSettings(text: SettingsText): AgentSettings {
+  const parsed = settingsSchema.safeParse(JSON.parse(text));
+  if (!parsed.success) throw new ConfigError(`stored settings are invalid: ${z.prettifyError(parsed.error)}`);
+  return parsed.data;
+}
+
+/** The agent object's copy, in its meta table. */
+export class SettingsCopy {
+  constructor(private readonly sql: SqlStorage) {}
+
+  /** Null until the agent first takes an event. */
+  get(): AgentSettings | null {
+    const row = this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = ?", META_KEY).toArray()[0];
+    return row ? parseSettings(row.value) : null;
+  }
+
+  /** Keeps `text` unless the copy is already newer; returns whether it was taken. */
+  apply(text: SettingsText): boolean {
+    const settings = parseSettings(text);
+    const current = this.get();
+    if (current && current.version > settings.version) return false;
+    this.sql.exec("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", META_KEY, JSON.stringify(settings));
+    return true;
+  }
+}
+
+/** Settings of an agent with nothing set anywhere. */
+export const NO_SETTINGS: AgentSettings = { version: 0, mounts: { tenant: null, agent: null }, models: { tenant: null, agent: null } };

@@ -1,0 +1,97 @@
+// A reply streamed to the chat while the model writes it, from the courier
+// that reads the provider's stream; the agent's object is not called per
+// chunk. The message is shown at most once a second (the first time a second
+// after the text starts, so a quick reply is never streamed at all), each time
+// with the reply so far; the last time, before the courier reports, with the
+// whole reply. Its ref goes to the object as soon as the message exists (one
+// call per job), so a re-run after a crash, and the outbox row that finishes
+// the message, find it.
+import type { ChatOutbound, Route, StreamShown, StreamTarget } from "../chat.ts";
+
+/** The least time between two updates of a streamed message (and from the first text to the first). */
+export const STREAM_INTERVAL_MS = 1_000;
+
+type Streamer = Required<Pick<ChatOutbound, "stream" | "split">>;
+
+export class ReplyStream {
+  private text = "";
+  private firstTextAt: number | null = null;
+  /** When the last update was answered: the next may start a second later. */
+  private lastAt: number | null = null;
+  private timer: ReturnType<typeof setTimeout> | null = null;
+  private running: Promise<void> | null = null;
+  private finished = false;
+
+  constructor(
+    private readonly env: Env,
+    private readonly route: Route,
+    private readonly outbound: Streamer,
+    private readonly target: StreamTarget,
+    /** Tells the object the message's ref (and what it shows) when it is opened or its ref changes. */
+    private readonly opened: (shown: StreamShown) => Promise<void>,
+  ) {}
+
+  /** The reply so far (called as the provider's stream grows). */
+  onText(text: string): void {
+    this.text = text;
+    this.firstTextAt ??= Date.now();
+    this.schedule();
+  }
+
+  /**
+   * The provider is done: the message (if one was opened, now or by an
+   * earlier attempt) is brought to the whole reply, a second after its last
+   * update. Returns what it is and shows, for the object; undefined when no
+   * message exists. `text` undefined: no reply (an error), the message is left as it is.
+   */
+  async finish(text: string | undefined): Promise<StreamShown | undefined> {
+    this.finished = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await this.running;
+    if (text !== undefined && this.target.ref) {
+      this.text = text;
+      const wait = (this.lastAt ?? 0) + STREAM_INTERVAL_MS - Date.now();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      await this.update();
+    }
+    const { ref, shown } = this.target;
+    return ref ? { ref, shown: shown ?? "" } : undefined;
+  }
+
+  private schedule(): void {
+    if (this.timer || this.running || this.finished) return;
+    const due = (this.lastAt ?? this.firstTextAt!) + STREAM_INTERVAL_MS;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.running = this.update().finally(() => {
+        this.running = null;
+        if (this.firstPart() !== (this.target.shown ?? "")) this.schedule();
+      });
+    }, Math.max(0, due - Date.now()));
+  }
+
+  private firstPart(): string {
+    return this.outbound.split(this.text)[0] ?? "";
+  }
+
+  /** One update (or the opening): best effort, the object's outbox finishes the message whatever happens here. */
+  private async update(): Promise<void> {
+    const text = this.firstPart();
+    if (text === "" || (this.target.ref && text === this.target.shown)) return;
+    try {
+      const result = await this.outbound.stream(this.env, this.route, this.target, text);
+      if (!result.ok) return console.warn(`streaming a reply: ${result.error}`);
+      const ref = result.ref ?? this.target.ref;
+      if (!ref) return;
+      const changed = ref !== this.target.ref;
+      this.target.ref = ref;
+      this.target.shown = text;
+      if (changed) await this.opened({ ref, shown: text });
+    } catch (err) {
+      console.warn(`streaming a reply failed: ${err instanceof Error ? err.message : String(err)}`);
+    } finally {
+      this.lastAt = Date.now();
+    }
+  }
+}

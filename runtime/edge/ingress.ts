@@ -1,0 +1,57 @@
+// How a bridge (or the Agents API) reaches an agent: validate the route, find
+// the object, submit the event.
+import type { ConversationView } from "../object/agent-object.ts";
+import { agentStub } from "../object/agent-stub.ts";
+import type { ChatEvent, Route, SubmitResult } from "../chat.ts";
+import { ConfigError } from "../../lib/config.ts";
+import { HttpError } from "../../lib/http.ts";
+import { tenantDayLine } from "../metering/usage-read.ts";
+
+const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+/** What a conversation id may be, whichever bridge chose it. */
+export const CONVERSATION_ID = /^[A-Za-z0-9][A-Za-z0-9:._-]{0,199}$/;
+
+/** Tenant and agent names are restricted so "tenant:agent" names exactly one object. */
+export function parseRoute(tenant: string, agent: string): Route {
+  if (!NAME.test(tenant)) throw new HttpError(400, `invalid tenant "${tenant}": use letters, digits, . _ - (max 128)`);
+  if (!NAME.test(agent)) throw new HttpError(400, `invalid agent "${agent}": use letters, digits, . _ - (max 128)`);
+  return { tenant, agent };
+}
+
+/** A conversation as the Agents API and the console show it: 400 for a bad id, 404 for an unknown one. */
+export async function readConversation(env: Env, route: Route, id: string): Promise<ConversationView> {
+  if (!CONVERSATION_ID.test(id)) throw new HttpError(400, "invalid conversation id");
+  const view = await agentStub(env, route).conversation(route, id);
+  if (!view) throw new HttpError(404, `no conversation "${id}" for agent ${route.agent} of tenant ${route.tenant}`);
+  return view;
+}
+
+export async function submitEvent(env: Env, route: Route, event: ChatEvent): Promise<SubmitResult> {
+  let result: SubmitResult;
+  try {
+    result = await agentStub(env, route).submit(route, event);
+  } catch (err) {
+    throw meaningAgain(err);
+  }
+  // `status` shows the tenant's day too, read here from its ledger rather than by the object.
+  if (event.kind === "command" && event.command === "status" && result.accepted && result.notice?.startsWith("Status:")) {
+    return { ...result, notice: `${result.notice}\n${await tenantDayLine(env, route.tenant)}` };
+  }
+  return result;
+}
+
+/**
+ * An error thrown inside the object reaches the Worker as a plain Error whose
+ * message starts with its class name. Those with a meaning for the request are
+ * made so again: a ConfigError (a malformed APPROVERS read while deciding)
+ * answers 503 naming the variable, an IdentityError (a tenant another bridge
+ * owns) 403, rather than 500.
+ */
+function meaningAgain(err: unknown): unknown {
+  if (!(err instanceof Error) || err instanceof ConfigError || err instanceof HttpError) return err;
+  const [name, ...rest] = err.message.split(": ");
+  const message = rest.join(": ");
+  if (name === "ConfigError") return new ConfigError(message);
+  if (name === "IdentityError") return new HttpError(403, message);
+  return err;
+}

@@ -1,0 +1,129 @@
+// Metering, done by the courier around each provider call (never by the agent's
+// object): the daily spend check before the call, on a ledger reading at most
+// 30 s old, and the count after it, in the tenant's ledger and (paid with the
+// operator's key) the platform's. docs/metering.md says what is counted and
+// how far a tenant can overshoot between readings.
+import type { AssistantMessage } from "@mariozechner/pi-ai";
+import type { HourBusy } from "./busy-time.ts";
+import type { Route } from "../chat.ts";
+import { dailySpendLimit, platformDailySpendLimit } from "../config.ts";
+import { dayStart, ledgerStub, type LedgerReading, type TenantLimit } from "./ledger.ts";
+import { usageRow } from "./usage.ts";
+
+/** Who pays for a call: nobody (the local model), the operator, or the tenant with its own key (a model choice says). */
+export type Payer = { kind: "local" } | { kind: "provider"; byok?: boolean };
+
+/** A reading older than this is read again before a call is let through. */
+export const READING_MAX_AGE_MS = 30_000;
+
+/**
+ * Readings per ledger ("tenant:<id>", "platform"), shared by every courier of
+ * the isolate. A count made here adds to the cached reading at once, so calls
+ * from this isolate are seen without waiting; others within 30 s.
+ */
+const readings = new Map<string, { reading: LedgerReading; at: number }>();
+/** Models already logged as having no price. */
+const unpriced = new Set<string>();
+
+/** The sentence a refused call fails its turn with, or null when the call may go. */
+export async function spendRefusal(env: Env, route: Route, choice: Payer): Promise<string | null> {
+  // The local model costs nothing; a tenant's own key is not the operator's money.
+  if (choice.kind !== "provider" || choice.byok) return null;
+  const tenant = await reading(env, route.tenant);
+  const limit = effectiveLimit(env, tenant.limit);
+  if (limit.exempt) return null;
+  if (limit.dailyUsd !== null && tenant.spentUsd >= limit.dailyUsd) return limitSentence(tenant.spentUsd, limit.dailyUsd);
+  const platformLimit = platformDailySpendLimit(env);
+  if (platformLimit === null) return null;
+  const platform = await reading(env, undefined);
+  return platform.spentUsd >= platformLimit ? limitSentence(platform.spentUsd, platformLimit) : null;
+}
+
+/** The limit that applies to a tenant: its own, else the deployment's default; none when exempt. */
+export function effectiveLimit(env: Env, own: TenantLimit | null): { dailyUsd: number | null; exempt: boolean } {
+  if (own?.exempt) return { dailyUsd: null, exempt: true };
+  return { dailyUsd: own?.dailyUsd ?? dailySpendLimit(env), exempt: false };
+}
+
+export function limitSentence(spent: number, limit: number): string {
+  return `Daily usage limit reached ($${usd(spent)} of $${usd(limit)}); resets at 00:00 UTC.`;
+}
+
+function usd(n: number): string {
+  return n === 0 || n >= 1 ? n.toFixed(2) : n.toFixed(4);
+}
+
+/**
+ * Counts a reply's usage once per job, in the tenant's ledger and, paid with
+ * the operator's key, the platform's. The call is paid for already: a ledger
+ * that cannot be reached is logged, never a reason to call again.
+ */
+export async function countUsage(env: Env, route: Route, job: string, choice: Payer, message: AssistantMessage): Promise<void> {
+  const usage = usageRow(message);
+  const byok = choice.kind === "provider" && choice.byok === true;
+  const tokens = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens + usage.output_tokens;
+  if (choice.kind === "provider" && usage.cost === 0 && tokens > 0 && !unpriced.has(usage.model)) {
+    unpriced.add(usage.model);
+    console.warn(`model ${usage.model} has no price in the model table: its calls are counted in tokens but cost nothing, and no spend limit sees them`);
+  }
+  const entry = {
+    job,
+    tenant: route.tenant,
+    agent: route.agent,
+    model: usage.model,
+    at: Date.now(),
+    byok,
+    inputTokens: usage.input_tokens,
+    cacheReadTokens: usage.cache_read_tokens,
+    cacheWriteTokens: usage.cache_write_tokens,
+    outputTokens: usage.output_tokens,
+    costUsd: usage.cost,
+  };
+  const ledgers: (string | undefined)[] = byok ? [route.tenant] : [route.tenant, undefined];
+  await Promise.all(
+    ledgers.map(async (tenant) => {
+      try {
+        const counted = await ledgerStub(env, tenant).count(entry);
+        if (counted && !byok) addToReading(tenant, usage.cost);
+      } catch (err) {
+        console.error(`the ${tenant === undefined ? "platform" : `tenant ${tenant}`} ledger could not count job ${job}`, err);
+      }
+    }),
+  );
+}
+
+/** An agent's busy time per hour, handed over with a model job's claim, into the same two ledgers. */
+export async function countBusy(env: Env, route: Route, hours: HourBusy[]): Promise<void> {
+  if (hours.length === 0) return;
+  await Promise.all(
+    [route.tenant, undefined].map((tenant) =>
+      ledgerStub(env, tenant)
+        .busy(route.tenant, route.agent, hours)
+        .catch((err) => console.error(`the ${tenant === undefined ? "platform" : `tenant ${tenant}`} ledger could not take busy time`, err)),
+    ),
+  );
+}
+
+/** Forgets a tenant's cached reading (its limit changed through this isolate). */
+export function forgetReading(tenant: string): void {
+  readings.delete(keyOf(tenant));
+}
+
+async function reading(env: Env, tenant: string | undefined): Promise<LedgerReading> {
+  const key = keyOf(tenant);
+  const cached = readings.get(key);
+  const now = Date.now();
+  if (cached && now - cached.at <= READING_MAX_AGE_MS && cached.reading.day === dayStart(now)) return cached.reading;
+  const fresh = await ledgerStub(env, tenant).reading();
+  readings.set(key, { reading: fresh, at: now });
+  return fresh;
+}
+
+function addToReading(tenant: string | undefined, cost: number): void {
+  const cached = readings.get(keyOf(tenant));
+  if (cached && cached.reading.day === dayStart(Date.now())) cached.reading.spentUsd += cost;
+}
+
+function keyOf(tenant: string | undefined): string {
+  return tenant === undefined ? "platform" : `tenant:${tenant}`;
+}

@@ -1,0 +1,146 @@
+// The model-job store: a job row is written before it leaves the object (as an
+// effect), its request kept in SQLite (or in R2 when it is too large for a
+// row), and settled once by the first outcome that reaches it; later ones
+// change nothing. Settled jobs are pruned after a day.
+import type { AssistantMessage } from "@mariozechner/pi-ai";
+import { usageRow } from "./index.ts";
+import type { Effects } from "../effects/effects.ts";
+import type { ModelRequest } from "./request.ts";
+
+/** Requests larger than this go to R2; SQLite rows are capped at 2 MB. */
+export const LARGE_REQUEST_BYTES = 1 << 20;
+/** Settled jobs are kept this long (the ledger keeps their usage), then pruned. */
+const KEEP_SETTLED_MS = 24 * 3_600_000;
+
+export type JobPurpose = "chat" | "compact";
+
+export type JobRow = {
+  id: string;
+  conversation: string;
+  turn: number;
+  purpose: JobPurpose;
+  status: "pending" | "done" | "discarded" | "failed";
+  request: string | null;
+  large_key: string | null;
+};
+
+/** What a settled job means for its turn. */
+export type Settled =
+  | { kind: "reply"; message: AssistantMessage }
+  /** `tooLong`: the provider refused the request as too long for the model (a compaction may help). */
+  | { kind: "failed"; error: string; tooLong?: boolean; /** Told to the person as it is, not as a failure's reason. */ verbatim?: boolean };
+
+/** Model calls and their usage, summed over jobs. */
+export type JobUsage = { calls: number; input: number; cached: number; output: number; cost: number };
+
+export class ModelJobs {
+  private readonly sql: SqlStorage;
+
+  constructor(
+    storage: DurableObjectStorage,
+    private readonly objectId: string,
+    private readonly largeValues: R2Bucket,
+    private readonly effects: Effects,
+  ) {
+    this.sql = storage.sql;
+  }
+
+  get(id: string): JobRow | undefined {
+    return this.sql.exec<JobRow>("SELECT * FROM model_jobs WHERE id = ?", id).toArray()[0];
+  }
+
+  /** True while the conversation waits for the model. */
+  isOpen(conversation: string): boolean {
+    return this.sql.exec("SELECT 1 FROM model_jobs WHERE conversation = ? AND status = 'pending' LIMIT 1", conversation).toArray().length > 0;
+  }
+
+  openCount(): number {
+    return this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM model_jobs WHERE status = 'pending'").one().n;
+  }
+
+  /** A conversation's calls since `since` (ms), by the jobs that came back with a reply. */
+  usageSince(conversation: string, since: number): JobUsage {
+    return this.sql
+      .exec<JobUsage>(
+        "SELECT COUNT(model) AS calls, COALESCE(SUM(input_tokens), 0) AS input, COALESCE(SUM(cache_read_tokens), 0) AS cached, COALESCE(SUM(output_tokens), 0) AS output, COALESCE(SUM(cost), 0) AS cost FROM model_jobs WHERE conversation = ? AND created_at >= ? AND model IS NOT NULL",
+        conversation,
+        since,
+      )
+      .one();
+  }
+
+  /** The turn's latest chat job that came back with a reply (the one its last assistant message came from). */
+  lastReply(conversation: string, turn: number): string | undefined {
+    return this.sql
+      .exec<{ id: string }>("SELECT id FROM model_jobs WHERE conversation = ? AND turn = ? AND purpose = 'chat' AND status = 'done' ORDER BY rowid DESC LIMIT 1", conversation, turn)
+      .toArray()[0]?.id;
+  }
+
+  /** A fresh job id; ids are never reused, so a late outcome can only reach its own job. */
+  newId(conversation: string, turn: number, purpose: JobPurpose): string {
+    return `${conversation}:${turn}:${crypto.randomUUID().slice(0, 8)}:${purpose}`;
+  }
+
+  /** Stores a request in R2 first when it is too large for a row; returns its key, or null when it fits. */
+  async spill(id: string, body: string): Promise<string | null> {
+    if (new TextEncoder().encode(body).byteLength <= LARGE_REQUEST_BYTES) return null;
+    const key = `model-requests/${this.objectId}/${encodeURIComponent(id)}`;
+    await this.largeValues.put(key, body);
+    return key;
+  }
+
+  /** Writes the job row (`body` is the serialised request, unless spilled to `largeKey`) and its effect. */
+  create(id: string, conversation: string, turn: number, purpose: JobPurpose, body: string, largeKey: string | null): void {
+    this.sql.exec(
+      "INSERT INTO model_jobs (id, conversation, turn, purpose, status, request, large_key, created_at) VALUES (?, ?, ?, ?, 'pending', ?, ?, ?)",
+      id,
+      conversation,
+      turn,
+      purpose,
+      largeKey ? null : body,
+      largeKey,
+      Date.now(),
+    );
+    this.effects.add("model", id, conversation);
+  }
+
+  /**
+   * A courier's claim: the request of a pending job (the lease starts), null
+   * when it is no longer wanted, or `lost` when its spilled request is gone.
+   */
+  async claim(id: string): Promise<{ request: ModelRequest } | { lost: true } | null> {
+    const job = this.get(id);
+    if (!job || job.status !== "pending" || !this.effects.claim("model", id)) return null;
+    if (!job.large_key) return { request: JSON.parse(job.request!) as ModelRequest };
+    const object = await this.largeValues.get(job.large_key);
+    return object ? { request: (await object.json()) as ModelRequest } : { lost: true };
+  }
+
+  /** Settles a pending job (once); the caller decides what it means for the turn. */
+  settle(job: JobRow, settled: Settled): void {
+    this.sql.exec("UPDATE model_jobs SET status = ?, settled_at = ?, request = NULL WHERE id = ?", settled.kind === "failed" ? "failed" : "done", Date.now(), job.id);
+    this.effects.done("model", job.id);
+  }
+
+  /** What a reply's call used, kept with its job once: a reply reported again adds nothing. */
+  recordUsage(id: string, message: AssistantMessage): void {
+    const usage = usageRow(message);
+    const columns = Object.keys(usage).map((column) => `${column} = ?`).join(", ");
+    this.sql.exec(`UPDATE model_jobs SET ${columns} WHERE id = ? AND model IS NULL`, ...Object.values(usage), id);
+  }
+
+  /** Removes a settled job's large request; cleanup only, so a failure is logged, never thrown. */
+  async dropLargeRequest(job: JobRow): Promise<void> {
+    if (job.large_key) await this.largeValues.delete(job.large_key).catch((err) => console.warn(`could not delete ${job.large_key}`, err));
+  }
+
+  /** An interrupted turn's open jobs: a late reply for them is dropped. */
+  discardOpen(conversation: string): void {
+    this.sql.exec("UPDATE model_jobs SET status = 'discarded', settled_at = ? WHERE conversation = ? AND status = 'pending'", Date.now(), conversation);
+    this.effects.dropConversation("model", conversation);
+  }
+
+  prune(): void {
+    this.sql.exec("DELETE FROM model_jobs WHERE status != 'pending' AND settled_at < ?", Date.now() - KEEP_SETTLED_MS);
+  }
+}

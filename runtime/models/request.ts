@@ -1,0 +1,30 @@
+// ModelJob: the named interface between the object and whoever calls the
+// provider (a courier): the request it reads; the outcome it reports is a
+// ProviderCall (runtime/models).
+import type { Message } from "@mariozechner/pi-ai";
+import type { ModelTool } from "../../plugins/index.ts";
+import type { HourBusy } from "../metering/busy-time.ts";
+import type { StreamTarget } from "../chat.ts";
+import type { ModelPick } from "./types.ts";
+
+export interface ModelRequest {
+  /** The model chosen for this call (deployment, tenant or agent), resolved by the courier. */
+  model: ModelPick;
+  systemPrompt: string;
+  messages: Message[];
+  tools: ModelTool[];
+}
+
+/**
+ * A courier's claim of a job: the request, the object's busy time per hour for
+ * the ledger, and where to stream the reply's text (when streaming is on and
+ * the platform can).
+ */
+export interface ModelClaim {
+  request: ModelRequest;
+  busy: HourBusy[];
+  stream?: StreamTarget;
+}
+
+/** The outbox's ref key of the message a job's reply is streamed to. */
+export const streamKey = (jobId: string) => `reply:${jobId}`;

@@ -1,0 +1,280 @@
+// AgentObject: one Durable Object per (tenant, agent), with its own SQLite.
+//
+// It keeps the RPC surface and wires the parts together: the conversation
+// store, inbound (the durable write of what people send), the turn state
+// machine, model jobs, the tool-call journal, the approvals glue, the outbox,
+// the scheduler and the pass (runtime/pass.ts). `submit` is a durable write
+// that returns at once and arms an alarm for "now"; the alarm runs one pass.
+import { DurableObject } from "cloudflare:workers";
+import { cardFor, Holds, type Card, type Person } from "../../approvals/index.ts";
+import { secretNamed } from "../../lib/config.ts";
+import { Gateway, type ToolOutput } from "../../plugins/index.ts";
+import { ApprovalFlow } from "../tools/approval-flow.ts";
+import { AGENT_HANDLERS, BusyTime, measureHandlers, type TurnBusy } from "../metering/busy-time.ts";
+import type { ChatEvent, ConversationStatus, Platform, Route, StreamShown, SubmitResult } from "../chat.ts";
+import { Claims, type EffectReport, type EffectWork } from "./claims.ts";
+import { leaseSeconds, modelChoice } from "../config.ts";
+import { controlPlane } from "../control/control-plane.ts";
+import { Conversations } from "../store/conversations.ts";
+import type { RuntimeDeps } from "../deps.ts";
+import { Identity } from "./identity.ts";
+import { dayStart } from "../metering/ledger.ts";
+import { Inbound } from "./inbound.ts";
+import { Effects, type EffectKind } from "../effects/effects.ts";
+import { ModelJobs } from "../models/jobs.ts";
+import { MountSessions } from "../tools/mount-sessions.ts";
+import { Outbox } from "../effects/outbox.ts";
+import { Pass } from "./pass.ts";
+import { Scheduler } from "./scheduler.ts";
+import { modelFrom, mountsFrom, NO_SETTINGS, SettingsCopy, type SettingsText } from "../control/settings.ts";
+import { ScriptCalls, type ScriptAnswer, type ScriptCall } from "../tools/script-calls.ts";
+import { statusText } from "./status.ts";
+import { systemPrompt } from "../turns/system-prompt.ts";
+import { ToolCalls, type ToolReport } from "../tools/tool-calls.ts";
+import { ToolLists } from "../tools/tool-lists.ts";
+import { transcript, type TranscriptEntry } from "../store/transcript.ts";
+import type { PassContext } from "../pass-context.ts";
+import { Turns } from "../turns/turns.ts";
+import { Typing } from "../effects/typing.ts";
+import { changeMark, conversationPage, pendingApprovals, type ConversationPage, type ConversationQuery, type PendingApproval } from "./views.ts";
+
+export interface ConversationView {
+  id: string;
+  status: ConversationStatus;
+  turn: number;
+  error: string | null;
+  usage: { inputTokens: number; outputTokens: number; cost: number };
+  /** The object's busy time on this conversation (runtime/busy-time.ts), in all and per turn. */
+  busyMs: number;
+  busyByTurn: TurnBusy[];
+  transcript: TranscriptEntry[];
+  /** Approval cards of this conversation, oldest first. */
+  holds: Card[];
+}
+
+export class AgentObject extends DurableObject<Env> {
+  private readonly sql: SqlStorage;
+  private readonly store: Conversations;
+  private readonly effects: Effects;
+  private readonly jobs: ModelJobs;
+  private readonly tools: ToolCalls;
+  private readonly toolLists: ToolLists;
+  private readonly sessions: MountSessions;
+  private readonly settings: SettingsCopy;
+  private readonly outbox: Outbox;
+  private readonly typing: Typing;
+  private readonly turns: Turns;
+  private readonly approvals: ApprovalFlow;
+  private readonly scheduler: Scheduler;
+  private readonly identity: Identity;
+  private readonly scripts: ScriptCalls;
+  private readonly inbound: Inbound;
+  private readonly pass: Pass;
+  private readonly claims: Claims;
+  /** Measures every handler (measureHandlers below). */
+  readonly busyTime: BusyTime;
+
+  constructor(
+    ctx: DurableObjectState,
+    env: Env,
+    private readonly deps: RuntimeDeps,
+  ) {
+    super(ctx, env);
+    this.sql = ctx.storage.sql;
+    this.identity = new Identity(ctx.storage);
+    this.busyTime = new BusyTime(() => (this.identity.ready() ? this.sql : null));
+    const id = ctx.id.toString();
+    this.store = new Conversations(this.sql);
+    this.effects = new Effects(this.sql, leaseSeconds(env) * 1000);
+    this.sessions = new MountSessions(this.sql);
+    this.settings = new SettingsCopy(this.sql);
+    this.jobs = new ModelJobs(ctx.storage, id, env.LARGE_VALUES, this.effects);
+    // The approvals glue and the turn machine call each other: each is handed the other's few verbs.
+    this.tools = new ToolCalls(ctx.storage, this.store, this.effects, this.sessions, (pass, conv, key, call) => this.approvals.hold(pass, conv, key, call));
+    this.toolLists = new ToolLists(this.store, this.effects, this.sessions);
+    this.outbox = new Outbox(ctx.storage, id, deps, this.effects);
+    const holds = new Holds(this.sql);
+    this.typing = new Typing(this.effects, this.store, holds, deps);
+    this.approvals = new ApprovalFlow(ctx.storage, env, holds, this.store, this.tools, this.effects, this.sessions, {
+      notify: (conversation, text) => this.turns.notify(conversation, text),
+      post: (conversation, message, refKey) => this.turns.post(conversation, message, refKey),
+    });
+    this.turns = new Turns(ctx.storage, this.store, this.jobs, this.tools, this.outbox, this.typing, this.approvals);
+    this.scheduler = new Scheduler(
+      ctx.storage,
+      async () => {
+        const route = this.identity.route();
+        if (route) await this.pass.run(route);
+      },
+      () => [this.store.anyMarked() || this.approvals.hasWork() ? Date.now() : null, this.effects.nextDue()],
+    );
+    this.pass = new Pass({
+      storage: ctx.storage,
+      queue: () => this.env.EFFECT_QUEUE,
+      store: this.store,
+      effects: this.effects,
+      jobs: this.jobs,
+      tools: this.tools,
+      toolLists: this.toolLists,
+      outbox: this.outbox,
+      turns: this.turns,
+      approvals: this.approvals,
+      busyTime: this.busyTime,
+      context: (route) => this.passContext(route),
+    });
+    this.claims = new Claims({
+      storage: ctx.storage,
+      env,
+      effects: this.effects,
+      jobs: this.jobs,
+      turns: this.turns,
+      outbox: this.outbox,
+      typing: this.typing,
+      tools: this.tools,
+      approvals: this.approvals,
+      toolLists: this.toolLists,
+      busyTime: this.busyTime,
+      wake: () => this.scheduler.wake(),
+      context: (route) => this.passContext(route),
+      gateway: () => this.gateway(),
+    });
+    this.scripts = new ScriptCalls(ctx.storage, this.store, this.tools, this.approvals.holds, this.sessions, () => this.scheduler.wake());
+    this.inbound = new Inbound(this.store, this.turns, this.jobs, this.approvals, (conv, status) =>
+      statusText({
+        conv,
+        status,
+        openJobs: this.jobs.openCount(),
+        pendingHolds: this.approvals.holds.pending().length,
+        today: { ...this.jobs.usageSince(conv.id, dayStart(Date.now())), busyMs: this.busyTime.ofConversationSince(conv.id, dayStart(Date.now())) },
+        gateway: () => this.gateway(),
+      }),
+    );
+  }
+
+  // ---- RPC surface -------------------------------------------------------
+
+  /** A durable write, then an alarm for "now". Never waits for the model or a platform. */
+  async submit(route: Route, event: ChatEvent): Promise<SubmitResult> {
+    this.identity.claim(route);
+    this.identity.checkBridge(route, event.user.platform);
+    // Its first event lists the agent in the directory and gives it its copy of the
+    // settings: the one call to the control plane in the object's life.
+    if (this.settings.get() === null) this.settings.apply(await controlPlane(this.env).register({ ...route, platform: event.user.platform }));
+    const result = this.ctx.storage.transactionSync(() => this.inbound.accept(route, event));
+    if (result.accepted) await this.scheduler.wake();
+    return result;
+  }
+
+  async conversation(route: Route, id: string): Promise<ConversationView | null> {
+    if (!this.identity.owns(route)) return null;
+    const conv = this.store.get(id);
+    if (!conv) return null;
+    const busyByTurn = this.busyTime.ofConversation(id);
+    return {
+      id,
+      status: this.inbound.statusOf(conv),
+      turn: conv.turn,
+      error: conv.error,
+      usage: { inputTokens: conv.input_tokens, outputTokens: conv.output_tokens, cost: conv.cost },
+      busyMs: busyByTurn.reduce((sum, t) => sum + t.busyMs, 0),
+      busyByTurn,
+      transcript: transcript(this.store.log(id)),
+      holds: this.approvals.holds.ofConversation(id).map((hold) => cardFor(hold, route.tenant, route.agent)),
+    };
+  }
+
+  /** Conversations whose id starts with `prefix` (a bridge finds a channel's threads this way). */
+  async conversations(route: Route, prefix = ""): Promise<{ id: string; status: ConversationStatus; updatedAt: number }[]> {
+    if (!this.identity.owns(route)) return [];
+    return this.store.list(prefix, 100).map((conv) => ({ id: conv.id, status: this.inbound.statusOf(conv), updatedAt: conv.updated_at }));
+  }
+
+  // ---- the effect protocol (runtime/claims.ts): a courier claims an effect, performs it, reports ----
+
+  async claim(route: Route, kind: EffectKind, id: string): Promise<EffectWork[EffectKind] | null> {
+    this.identity.claim(route);
+    return this.claims.claim(route, kind, id);
+  }
+
+  /** A model job's courier opened the message it streams the reply to (or its ref changed). */
+  async progress(route: Route, jobId: string, shown: StreamShown): Promise<void> {
+    this.identity.claim(route);
+    this.claims.progress(jobId, shown);
+  }
+
+  async report(route: Route, kind: EffectKind, id: string, outcome: EffectReport[EffectKind]): Promise<boolean> {
+    this.identity.claim(route);
+    return this.claims.report(route, kind, id, outcome);
+  }
+
+  // Code mode, the same verbs: the courier running a script claims each of its
+  // tool calls (runtime/script-calls.ts) and reports those it was handed to perform.
+
+  /** A script's call, decided with the mounts as they are now: its answer, or the work to perform. */
+  async claimScriptCall(route: Route, call: ScriptCall): Promise<ScriptAnswer> {
+    this.identity.claim(route);
+    return this.scripts.call(this.passContext(route), call);
+  }
+
+  /** The result of a script's call the courier performed: what the journal now holds. */
+  async reportScriptCall(route: Route, key: string, report: ToolReport): Promise<ToolOutput> {
+    this.identity.claim(route);
+    return this.ctx.storage.transactionSync(() => this.scripts.report(key, report));
+  }
+
+  /** A bridge's word that nothing can be delivered to `platform` any more (its app was uninstalled): the unsent rows fail. */
+  async dropDeliveries(route: Route, platform: Platform, reason: string): Promise<number> {
+    if (!this.identity.owns(route)) return 0;
+    return this.ctx.storage.transactionSync(() => this.outbox.failPending(platform, reason));
+  }
+
+  override async alarm(): Promise<void> {
+    await this.scheduler.drive();
+  }
+
+  // ---- RPC for watchers (the console): queries live in runtime/views.ts ----
+
+  /** Conversations newest first, a page at a time, optionally matching a search. */
+  async conversationList(route: Route, query: ConversationQuery): Promise<ConversationPage> {
+    if (!this.identity.owns(route)) return { conversations: [] };
+    return conversationPage(this.sql, query);
+  }
+
+  /** Holds waiting for a decision, oldest first; with `decider`, only those that person may decide. */
+  async pendingHolds(route: Route, decider?: Person): Promise<PendingApproval[]> {
+    if (!this.identity.owns(route)) return [];
+    return pendingApprovals(this.sql, route, decider && ((hold) => this.approvals.mayDecide(route, hold, decider)));
+  }
+
+  /** Changes whenever what a watcher of the conversation (or, without one, the agent) sees changes. */
+  async changes(route: Route, conversation?: string): Promise<string> {
+    if (!this.identity.owns(route)) return "";
+    return changeMark(this.sql, conversation);
+  }
+
+  /** The control plane's push of this agent's settings after a change (runtime/settings.ts). */
+  async applySettings(route: Route, settings: SettingsText): Promise<void> {
+    this.identity.claim(route);
+    this.settings.apply(settings);
+  }
+
+  // ---- what a pass knows (runtime/pass.ts runs it) -------------------------------
+
+  /** Mounts and model as they are now, from the agent's own copy of its settings. */
+  private passContext(route: Route): PassContext {
+    const settings = this.settings.get() ?? NO_SETTINGS;
+    const pick = modelFrom(this.env, settings);
+    const model = modelChoice(this.env, pick);
+    return { route, gateway: this.gateway(settings), pick, model, systemPrompt: systemPrompt(this.env, route, model) };
+  }
+
+  /** Secrets resolve only for plugins that run in the object; a courier resolves its own. */
+  private gateway(settings = this.settings.get() ?? NO_SETTINGS): Gateway {
+    return new Gateway(mountsFrom(this.env, settings), this.deps.plugins, {
+      secret: (name) => secretNamed(this.env, name),
+      session: (alias) => this.sessions.state(alias),
+    });
+  }
+}
+
+measureHandlers(AgentObject.prototype, AGENT_HANDLERS);

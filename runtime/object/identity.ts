@@ -1,0 +1,76 @@
+// Who an agent object is: it records its (tenant, agent) on first use and
+// refuses any other (invariant 4), and the bridge of its first chat event, to
+// which its tenant then belongs. Its schema is created by that first write, so
+// a read of an object never used writes nothing.
+import type { Platform, Route } from "../chat.ts";
+import { hasSchema, migrate } from "../store/schema.ts";
+
+export class IdentityError extends Error {
+  override name = "IdentityError";
+}
+
+/** The chat bridges, each owning the tenants it first brought (the Agents API and the console own none). */
+const BRIDGES: ReadonlySet<Platform> = new Set(["slack", "discord", "webhook"]);
+
+export class Identity {
+  /** No schema yet: the first write (claim) creates it. */
+  private fresh: boolean;
+
+  constructor(private readonly storage: DurableObjectStorage) {
+    this.fresh = !hasSchema(storage);
+    if (!this.fresh) migrate(storage);
+  }
+
+  /** Whether the object has its schema (it was written once). */
+  ready(): boolean {
+    return !this.fresh;
+  }
+
+  /** Records the route on first use; refuses any other. */
+  claim(route: Route): void {
+    if (this.fresh) {
+      migrate(this.storage);
+      this.fresh = false;
+    }
+    const known = this.route();
+    if (!known) {
+      this.storage.sql.exec("INSERT INTO meta (key, value) VALUES ('tenant', ?), ('agent', ?)", route.tenant, route.agent);
+    } else if (known.tenant !== route.tenant || known.agent !== route.agent) {
+      throw new IdentityError(
+        `this object belongs to tenant "${known.tenant}" agent "${known.agent}"; refused a request for tenant "${route.tenant}" agent "${route.agent}"`,
+      );
+    }
+  }
+
+  /**
+   * Tenants are namespaced by the bridge that owns them: the first chat event
+   * records its bridge, and no other bridge may address the agent's
+   * conversations afterwards (a webhook tenant named like a Slack workspace
+   * cannot reach that workspace's threads). The operator's own ways in (the
+   * Agents API, the console) may address any.
+   */
+  checkBridge(route: Route, platform: Platform): void {
+    if (!BRIDGES.has(platform)) return;
+    const owner = this.storage.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'bridge'").toArray()[0]?.value;
+    if (owner === undefined) this.storage.sql.exec("INSERT INTO meta (key, value) VALUES ('bridge', ?)", platform);
+    else if (owner !== platform) {
+      throw new IdentityError(`tenant "${route.tenant}" belongs to the ${owner} bridge; a ${platform} event cannot address it`);
+    }
+  }
+
+  /** A read's check: refuses another identity as claim does, but an object with none yet has nothing to show and records nothing. */
+  owns(route: Route): boolean {
+    const own = this.route();
+    if (own === null) return false;
+    if (own.tenant !== route.tenant || own.agent !== route.agent) this.claim(route); // throws IdentityError
+    return true;
+  }
+
+  route(): Route | null {
+    if (this.fresh) return null;
+    const rows = this.storage.sql.exec<{ key: string; value: string }>("SELECT key, value FROM meta WHERE key IN ('tenant', 'agent')").toArray();
+    const tenant = rows.find((r) => r.key === "tenant")?.value;
+    const agent = rows.find((r) => r.key === "agent")?.value;
+    return tenant !== undefined && agent !== undefined ? { tenant, agent } : null;
+  }
+}

@@ -1,0 +1,128 @@
+// The pass: what one alarm does. It advances the conversations an event, a
+// reply or a decision reached (every running one now and then, for safety),
+// performs approved holds, sends due effects to the queue in one batch, and
+// has the owner of each effect whose leases ran out end it with a sentence.
+// It never awaits the network; a failure in one conversation ends that turn
+// only.
+import { ConfigError } from "../../lib/config.ts";
+import { MountError } from "../../plugins/index.ts";
+import type { ApprovalFlow } from "../tools/approval-flow.ts";
+import type { BusyTime } from "../metering/busy-time.ts";
+import type { Route } from "../chat.ts";
+import type { Conversations } from "../store/conversations.ts";
+import type { EffectMessage, EffectRow, Effects } from "../effects/effects.ts";
+import type { ModelJobs } from "../models/jobs.ts";
+import type { Outbox } from "../effects/outbox.ts";
+import type { ToolCalls } from "../tools/tool-calls.ts";
+import type { ToolLists } from "../tools/tool-lists.ts";
+import type { PassContext } from "../pass-context.ts";
+import type { Turns } from "../turns/turns.ts";
+
+/** Every so often a pass advances every running conversation, not only the marked ones. */
+const SWEEP_MS = 60_000;
+/** Busy time per turn and hour is kept this long in the object (the ledger keeps the hours). */
+const BUSY_KEPT_MS = 35 * 24 * 3_600_000;
+
+/** The parts a pass moves, as the object wires them. */
+export interface PassParts {
+  storage: DurableObjectStorage;
+  /** Read at each pass: the binding is the object's env's (tests swap it to watch what a pass sends). */
+  queue: () => Queue<EffectMessage>;
+  store: Conversations;
+  effects: Effects;
+  jobs: ModelJobs;
+  tools: ToolCalls;
+  toolLists: ToolLists;
+  outbox: Outbox;
+  turns: Turns;
+  approvals: ApprovalFlow;
+  busyTime: BusyTime;
+  /** Mounts and model as they are now (throws on a configuration that cannot work). */
+  context: (route: Route) => PassContext;
+}
+
+export class Pass {
+  private lastSweep = 0;
+
+  constructor(private readonly parts: PassParts) {}
+
+  async run(route: Route): Promise<void> {
+    const { effects, toolLists, approvals, busyTime, storage, queue } = this.parts;
+    const pass = this.contextOrFailTurns(route);
+    if (pass) {
+      toolLists.request(pass.gateway);
+      await approvals.performApproved(pass);
+      for (const id of this.dueConversations()) await busyTime.measure(id, "part", () => this.advanceOrFail(pass, id));
+    }
+    const exhausted = await effects.send(queue(), route);
+    if (exhausted.length > 0) storage.transactionSync(() => exhausted.forEach((effect) => this.giveUp(route, effect)));
+  }
+
+  /** Only conversations an event, a reply or a decision reached; every running one now and then, for safety. */
+  private dueConversations(): string[] {
+    const { store, jobs, busyTime } = this.parts;
+    const marked = store.takeMarked();
+    if (Date.now() - this.lastSweep < SWEEP_MS) return marked;
+    this.lastSweep = Date.now();
+    jobs.prune();
+    busyTime.prune(BUSY_KEPT_MS);
+    return [...new Set([...marked, ...store.runningIds()])];
+  }
+
+  /** An effect whose leases all ran out: its owner ends it with a sentence the person sees. */
+  private giveUp(route: Route, effect: EffectRow): void {
+    const { jobs, turns, outbox, tools, approvals, toolLists } = this.parts;
+    switch (effect.kind) {
+      case "model": {
+        const job = jobs.get(effect.id);
+        if (job?.status === "pending") turns.settle(job, { kind: "failed", error: "the model provider did not answer in time. Please try again in a moment." });
+        return;
+      }
+      case "send":
+        return outbox.giveUp(Number(effect.id));
+      case "tool":
+        return tools.giveUp(effect.id);
+      case "hold":
+        return approvals.giveUp(route, effect.id);
+      case "mount":
+        return toolLists.giveUp(effect.id);
+      case "typing":
+        return; // nobody waits for it; the next model call shows it again
+    }
+  }
+
+  /**
+   * A mount or model configuration that cannot work fails the running turns
+   * (and the approved holds) with the reason, rather than retrying forever.
+   */
+  private contextOrFailTurns(route: Route): PassContext | null {
+    const { context, storage, turns, approvals } = this.parts;
+    try {
+      return context(route);
+    } catch (err) {
+      if (!(err instanceof MountError || err instanceof ConfigError)) throw err;
+      const reason = `configuration error: ${err.message}`;
+      storage.transactionSync(() => {
+        turns.failRunning(reason);
+        approvals.refuseApproved(route, reason);
+      });
+      return null;
+    }
+  }
+
+  /**
+   * One conversation's failure (a bad config value, a row SQLite refuses) ends
+   * that turn with the reason; it neither stops the others nor loops the alarm.
+   */
+  private async advanceOrFail(pass: PassContext, id: string): Promise<void> {
+    const { turns, store, storage } = this.parts;
+    try {
+      await turns.advance(pass, id);
+    } catch (err) {
+      console.error(`conversation ${id}: the pass failed`, err);
+      const conv = store.get(id);
+      const reason = err instanceof ConfigError ? `configuration error: ${err.message}` : `internal error: ${err instanceof Error ? err.message : String(err)}`;
+      if (conv?.status === "running") storage.transactionSync(() => turns.end(conv, "failed", reason));
+    }
+  }
+}

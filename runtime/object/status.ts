@@ -1,0 +1,39 @@
+// What `status` answers in chat: the conversation's state, its usage today
+// (from the object's own job rows) and, added at the ingress, the tenant's day
+// from its ledger (runtime/usage-read.ts; the object never reads another object).
+import { policyWarnings, type Gateway } from "../../plugins/index.ts";
+import type { ConversationStatus } from "../chat.ts";
+import type { ConversationRow } from "../store/conversations.ts";
+import type { JobUsage } from "../models/jobs.ts";
+import { tokensText } from "../metering/usage-read.ts";
+
+export interface StatusFacts {
+  conv: ConversationRow;
+  status: ConversationStatus;
+  openJobs: number;
+  pendingHolds: number;
+  /** The conversation's day (UTC) so far: its model jobs' usage and the object's busy time on it. */
+  today: JobUsage & { busyMs: number };
+  /** The mounts as they are; one that cannot be read is itself worth a warning. */
+  gateway: () => Gateway;
+}
+
+export function statusText(f: StatusFacts): string {
+  const { conv } = f;
+  let gateway: Gateway | null;
+  try {
+    gateway = f.gateway();
+  } catch {
+    gateway = null;
+  }
+  const d = f.today;
+  const today = `${d.calls} model calls, ${tokensText(d.input, d.cached, d.output)}, $${d.cost.toFixed(4)}, object busy ${Math.round(d.busyMs)} ms`;
+  const total = `${conv.input_tokens} tokens in, ${conv.output_tokens} out, $${conv.cost.toFixed(4)}`;
+  const error = conv.status === "failed" && conv.error ? ` Last error: ${conv.error}` : "";
+  const warnings = gateway ? policyWarnings(gateway.mountsUnderPolicy()).map((w) => `\nWarning: ${w}.`) : ["\nWarning: the mounts could not be read."];
+  const tools = gateway ? gateway.toolNotes().map((note) => `\n${note}`) : [];
+  return (
+    `Status: ${f.status} (turn ${conv.turn}). Open model jobs for this agent: ${f.openJobs}. ` +
+    `Calls waiting for approval: ${f.pendingHolds}. This conversation today (UTC): ${today}; in all: ${total}.${error}${warnings.join("")}${tools.join("")}`
+  );
+}

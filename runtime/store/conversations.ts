@@ -1,0 +1,161 @@
+// The conversation store: the conversations projection, the append-only log a
+// conversation is folded from, the inbox of messages waiting for the running
+// turn's next model call, and the ids of every inbound event accepted.
+import type { ChatUser, ReplyAddress } from "../chat.ts";
+import type { LogRow, LogType, UserData } from "./transcript.ts";
+
+export type ConversationRow = {
+  id: string;
+  status: "idle" | "running" | "failed";
+  turn: number;
+  reply_to: string | null;
+  started_by: string;
+  error: string | null;
+  input_tokens: number;
+  output_tokens: number;
+  cost: number;
+  created_at: number;
+  updated_at: number;
+};
+
+/** What waits in the inbox: a person's message (steering) or a runtime note. */
+export type InboxItem = { type: "user"; data: UserData } | { type: "marker"; data: { text: string } };
+
+/** Who started a turn: a person, or the runtime (a decided hold wakes the agent); a compaction has a purpose instead. */
+export type TurnStart = { by: ChatUser | { runtime: true } } | { purpose: "compact" };
+
+export class Conversations {
+  constructor(private readonly sql: SqlStorage) {}
+
+  get(id: string): ConversationRow | undefined {
+    return this.sql.exec<ConversationRow>("SELECT * FROM conversations WHERE id = ?", id).toArray()[0];
+  }
+
+  create(id: string, startedBy: ChatUser, now: number): ConversationRow {
+    this.sql.exec(
+      "INSERT INTO conversations (id, status, turn, started_by, created_at, updated_at) VALUES (?, 'idle', 0, ?, ?, ?)",
+      id,
+      JSON.stringify(startedBy),
+      now,
+      now,
+    );
+    return this.get(id)!;
+  }
+
+  /** Conversations whose id starts with `prefix`, most recently updated first. */
+  list(prefix: string, limit: number): ConversationRow[] {
+    return this.sql
+      .exec<ConversationRow>("SELECT * FROM conversations WHERE substr(id, 1, ?) = ? ORDER BY updated_at DESC LIMIT ?", prefix.length, prefix, limit)
+      .toArray();
+  }
+
+  /** An event, a reply or a decision reached it: the next pass advances it. */
+  markForPass(id: string): void {
+    this.sql.exec("UPDATE conversations SET pass_due = 1 WHERE id = ?", id);
+  }
+
+  /** The conversations the next pass must advance; taking them clears their mark. */
+  takeMarked(): string[] {
+    const ids = this.sql.exec<{ id: string }>("SELECT id FROM conversations WHERE pass_due = 1").toArray().map((r) => r.id);
+    this.sql.exec("UPDATE conversations SET pass_due = 0 WHERE pass_due = 1");
+    return ids;
+  }
+
+  anyMarked(): boolean {
+    return this.sql.exec("SELECT 1 FROM conversations WHERE pass_due = 1 LIMIT 1").toArray().length > 0;
+  }
+
+  runningIds(): string[] {
+    return this.sql.exec<{ id: string }>("SELECT id FROM conversations WHERE status = 'running'").toArray().map((r) => r.id);
+  }
+
+  replyAddress(conv: ConversationRow): ReplyAddress | null {
+    return conv.reply_to ? (JSON.parse(conv.reply_to) as ReplyAddress) : null;
+  }
+
+  setReplyTo(id: string, address: ReplyAddress): void {
+    this.sql.exec("UPDATE conversations SET reply_to = ? WHERE id = ?", JSON.stringify(address), id);
+  }
+
+  /** Opens turn `turn + 1` and returns its number. */
+  beginTurn(conv: ConversationRow, start: TurnStart): number {
+    const turn = conv.turn + 1;
+    this.sql.exec("UPDATE conversations SET status = 'running', turn = ?, error = NULL, pass_due = 1, updated_at = ? WHERE id = ?", turn, Date.now(), conv.id);
+    this.append(conv.id, turn, "turn_start", start);
+    return turn;
+  }
+
+  finishTurn(id: string, status: "idle" | "failed", error: string | null): void {
+    this.sql.exec("UPDATE conversations SET status = ?, error = ?, updated_at = ? WHERE id = ?", status, error, Date.now(), id);
+  }
+
+  addUsage(id: string, inputTokens: number, outputTokens: number, cost: number): void {
+    this.sql.exec(
+      "UPDATE conversations SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, cost = cost + ?, updated_at = ? WHERE id = ?",
+      inputTokens,
+      outputTokens,
+      cost,
+      Date.now(),
+      id,
+    );
+  }
+
+  /** True while `conv`'s turn is the conversation's running turn. */
+  stillRunning(conv: ConversationRow): boolean {
+    const now = this.get(conv.id);
+    return now?.status === "running" && now.turn === conv.turn;
+  }
+
+  // ---- the log ----------------------------------------------------------------
+
+  append(conversation: string, turn: number, type: LogType, data: unknown): void {
+    this.sql.exec("INSERT INTO log (conversation, turn, type, data, at) VALUES (?, ?, ?, ?, ?)", conversation, turn, type, JSON.stringify(data), Date.now());
+  }
+
+  log(conversation: string): LogRow[] {
+    return this.sql.exec<LogRow>("SELECT * FROM log WHERE conversation = ? ORDER BY seq", conversation).toArray();
+  }
+
+  /** The first log row of `conv`'s current turn: where it starts, and how. */
+  turnStart(conv: ConversationRow): { seq: number; start: TurnStart } {
+    const row = this.sql
+      .exec<{ seq: number; data: string }>("SELECT seq, data FROM log WHERE conversation = ? AND turn = ? AND type = 'turn_start'", conv.id, conv.turn)
+      .one();
+    return { seq: row.seq, start: JSON.parse(row.data) as TurnStart };
+  }
+
+  // ---- the inbox ----------------------------------------------------------------
+
+  queue(conversation: string, item: InboxItem): void {
+    this.sql.exec("INSERT INTO inbox (conversation, type, data, at) VALUES (?, ?, ?, ?)", conversation, item.type, JSON.stringify(item.data), Date.now());
+  }
+
+  /** Everything waiting, oldest first, removed from the inbox. */
+  drain(conversation: string): InboxItem[] {
+    const items = this.sql
+      .exec<{ type: InboxItem["type"]; data: string }>("SELECT type, data FROM inbox WHERE conversation = ? ORDER BY seq", conversation)
+      .toArray()
+      .map((row) => ({ type: row.type, data: JSON.parse(row.data) }) as InboxItem);
+    this.sql.exec("DELETE FROM inbox WHERE conversation = ?", conversation);
+    return items;
+  }
+
+  /** The oldest waiting item, removed from the inbox. */
+  takeFirst(conversation: string): InboxItem | undefined {
+    const row = this.sql
+      .exec<{ seq: number; type: InboxItem["type"]; data: string }>("SELECT seq, type, data FROM inbox WHERE conversation = ? ORDER BY seq LIMIT 1", conversation)
+      .toArray()[0];
+    if (!row) return undefined;
+    this.sql.exec("DELETE FROM inbox WHERE seq = ?", row.seq);
+    return { type: row.type, data: JSON.parse(row.data) } as InboxItem;
+  }
+
+  // ---- inbound event ids ----------------------------------------------------------
+
+  /** Records an inbound event id; false when it was seen before (a platform retry). */
+  recordInbound(eventId: string, conversation: string, kind: string): boolean {
+    if (this.sql.exec("SELECT 1 FROM inbound WHERE event_id = ?", eventId).toArray().length > 0) return false;
+    this.sql.exec("INSERT INTO inbound (event_id, conversation, kind, at) VALUES (?, ?, ?, ?)", eventId, conversation, kind, Date.now());
+    return true;
+  }
+}

@@ -1,0 +1,211 @@
+// Tool calls: one journal row per call, written before the call is made, so a
+// call found started after an eviction is a replay (invariant 8). Calls of a
+// plugin that runs in the object are made in the pass; any other call is an
+// effect a courier performs off the object, with the mount's secret resolved
+// there, and its result comes back as an event, like a model reply.
+import type { AssistantMessage, ToolCall, ToolResultMessage } from "@mariozechner/pi-ai";
+import type { CallScope, GatewayResult, Mount } from "../../plugins/index.ts";
+import { audienceOf } from "../store/audience.ts";
+import type { Conversations, ConversationRow } from "../store/conversations.ts";
+import type { Effects } from "../effects/effects.ts";
+import type { MountSessions } from "./mount-sessions.ts";
+import { isMessageRow } from "../store/transcript.ts";
+import type { PassContext } from "../pass-context.ts";
+
+/** What a courier needs to perform a call: the mount as it is now (policy included), never a secret value. */
+export interface ToolWork {
+  mount: Mount;
+  tool: string;
+  args: unknown;
+  scope: CallScope;
+  /** An earlier attempt may have performed it: the gateway's replay rule answers. */
+  replay: boolean;
+  /** A person signed it (a held call). */
+  approved: boolean;
+  /** The mount's session state; the courier returns it, changed or not. */
+  session: Record<string, unknown>;
+}
+
+export interface ToolReport {
+  result: GatewayResult;
+  /** The mount whose session state comes back. */
+  alias: string;
+  session: Record<string, unknown>;
+}
+
+type JournalRow = { key: string; conversation: string; turn: number; name: string; call: string; status: "started" | "done"; result: string | null };
+
+export class ToolCalls {
+  constructor(
+    private readonly storage: DurableObjectStorage,
+    private readonly conversations: Conversations,
+    private readonly effects: Effects,
+    private readonly sessions: MountSessions,
+    /** Holds a call whose policy says approval (the approvals glue). */
+    readonly hold: (pass: PassContext, conv: ConversationRow, key: string, call: ToolCall) => ToolResultMessage,
+  ) {}
+
+  row(key: string): JournalRow | undefined {
+    return this.storage.sql.exec<JournalRow>("SELECT * FROM tool_calls WHERE key = ?", key).toArray()[0];
+  }
+
+  /** The stored result of a finished call. */
+  result(key: string): ToolResultMessage | undefined {
+    const row = this.row(key);
+    return row?.status === "done" ? (JSON.parse(row.result!) as ToolResultMessage) : undefined;
+  }
+
+  /**
+   * Performs an assistant message's calls in order, one at a time: a call in
+   * a courier makes the turn wait ("waiting") until its result comes back.
+   * Returns "done" once every call has a result, appended to the log together.
+   */
+  async run(pass: PassContext, conv: ConversationRow, assistantSeq: number, calls: ToolCall[]): Promise<"done" | "waiting" | "stopped"> {
+    const results: ToolResultMessage[] = [];
+    for (const call of calls) {
+      const key = toolCallKey(conv.id, assistantSeq, call);
+      const row = this.row(key);
+      if (row?.status === "done") {
+        results.push(JSON.parse(row.result!) as ToolResultMessage);
+        continue;
+      }
+      if (row) return "waiting"; // its courier has not answered yet
+      if (pass.gateway.policy(call.name) === "approval") {
+        results.push(this.storage.transactionSync(() => this.hold(pass, conv, key, call)));
+        continue;
+      }
+      if (pass.gateway.runsIn(call.name) === "courier") {
+        this.storage.transactionSync(() => {
+          this.start(key, conv, call);
+          this.effects.add("tool", key, conv.id);
+        });
+        return "waiting";
+      }
+      // In the object (or unknown: the gateway answers that at once). Started first: an eviction mid-call is a replay.
+      const replay = this.row(key) !== undefined;
+      if (!replay) this.start(key, conv, call);
+      const output = await pass.gateway.call(call.name, call.arguments, callScope(pass, conv, key), { replay });
+      const result = toolResult(call, output);
+      this.finish(key, result);
+      results.push(result);
+      if (!this.conversations.stillRunning(conv)) return "stopped"; // interrupted while the tool ran
+    }
+    this.storage.transactionSync(() => {
+      for (const result of results) this.conversations.append(conv.id, conv.turn, "tool_result", result);
+    });
+    return "done";
+  }
+
+  /** Written before a call is made: found started after an eviction, the call is a replay. */
+  start(key: string, conv: ConversationRow, call: ToolCall): void {
+    this.storage.sql.exec(
+      "INSERT INTO tool_calls (key, conversation, turn, name, call, status, started_at) VALUES (?, ?, ?, ?, ?, 'started', ?)",
+      key,
+      conv.id,
+      conv.turn,
+      call.name,
+      JSON.stringify(call),
+      Date.now(),
+    );
+  }
+
+  finish(key: string, result: ToolResultMessage): void {
+    this.storage.sql.exec("UPDATE tool_calls SET status = 'done', result = ?, done_at = ? WHERE key = ?", JSON.stringify(result), Date.now(), key);
+  }
+
+  /** A call answered without being performed (held, or refused before it ran). */
+  record(key: string, conv: ConversationRow, call: ToolCall, result: ToolResultMessage): void {
+    this.start(key, conv, call);
+    this.finish(key, result);
+  }
+
+  /** A courier's claim of a call: the work, or null when it must not be performed (any more). */
+  claim(pass: PassContext, key: string): ToolWork | null {
+    const row = this.row(key);
+    if (row?.status !== "started") return null;
+    const claim = this.effects.claim("tool", key);
+    if (!claim) return null;
+    const call = JSON.parse(row.call) as ToolCall;
+    const conv = this.conversations.get(row.conversation)!;
+    // A stopped turn's remaining calls are not performed.
+    if (conv.status !== "running" || conv.turn !== row.turn) {
+      this.answer(row, { text: "Not performed: the turn was stopped.", isError: true });
+      return null;
+    }
+    const mount = pass.gateway.mountOf(call.name);
+    if (!mount) {
+      this.answer(row, { text: `Not performed: ${call.name} is no longer mounted.`, isError: true });
+      return null;
+    }
+    return {
+      mount,
+      tool: call.name,
+      args: call.arguments,
+      scope: callScope(pass, conv, key),
+      replay: claim.earlierClaims > 0,
+      approved: false,
+      session: this.sessions.snapshot(mount.alias),
+    };
+  }
+
+  /** A courier's result for a call; a second report of one call changes nothing. */
+  report(key: string, report: ToolReport): boolean {
+    const row = this.row(key);
+    if (row?.status !== "started") return false;
+    this.sessions.replace(report.alias, report.session);
+    this.answer(row, report.result);
+    return true;
+  }
+
+  /** A call whose couriers never answered: its outcome is unknown, and it is not made again. */
+  giveUp(key: string): void {
+    const row = this.row(key);
+    if (row?.status === "started") this.answer(row, { text: "The tool did not answer in time: its outcome is unknown. Check before trying again.", isError: true });
+  }
+
+  private answer(row: JournalRow, output: { text: string; isError?: boolean }): void {
+    this.finish(row.key, toolResult(JSON.parse(row.call) as ToolCall, output));
+    this.effects.done("tool", row.key);
+    this.conversations.markForPass(row.conversation);
+  }
+
+  /** A provider rejects an assistant tool call without a result, so a stopped batch gets results. */
+  closeOpen(conv: ConversationRow): void {
+    const last = this.conversations.log(conv.id).filter(isMessageRow).at(-1);
+    if (!last || last.type !== "assistant") return;
+    for (const call of toolCalls(JSON.parse(last.data) as AssistantMessage)) {
+      const key = toolCallKey(conv.id, last.seq, call);
+      const row = this.row(key);
+      // A courier call still on the queue will never be performed: its claim is refused.
+      const underway = row?.status === "started" && (this.effects.get("tool", key)?.claims ?? 1) > 0;
+      const result =
+        this.result(key) ??
+        toolResult(call, { text: underway ? "Interrupted while running: the outcome is unknown." : "Not performed: the turn was stopped.", isError: true });
+      this.conversations.append(conv.id, conv.turn, "tool_result", result);
+    }
+  }
+}
+
+export function callScope(pass: PassContext, conv: ConversationRow, key: string): CallScope {
+  return { ...pass.route, conversation: conv.id, callKey: key, audience: audienceOf(pass.route, conv) };
+}
+
+/** Tool call ids may repeat across turns, so the key includes the assistant message's log position. */
+export function toolCallKey(conversation: string, assistantSeq: number, call: ToolCall): string {
+  return `${conversation}:${assistantSeq}:${call.id}`;
+}
+
+export function toolCalls(message: AssistantMessage): ToolCall[] {
+  return message.content.filter((c): c is ToolCall => c.type === "toolCall");
+}
+
+export function toolResult(call: ToolCall, output: { text: string; isError?: boolean }): ToolResultMessage {
+  return {
+    role: "toolResult",
+    toolCallId: call.id,
+    toolName: call.name,
+    content: [{ type: "text", text: output.text }],
+    isError: output.isError === true,
+    timestamp: Date.now(),
+  };
+}

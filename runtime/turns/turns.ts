@@ -1,0 +1,364 @@
+// The turn state machine. A turn starts with a person's message (or a runtime
+// note), alternates model calls and tool calls, takes steering before each
+// model call, compacts on the way when a request would not fit, and ends done,
+// stopped, failed, compacted or (a compaction that failed) unchanged.
+// `advance` moves one conversation until it must wait; it never waits for the model.
+import type { AssistantMessage, UserMessage } from "@mariozechner/pi-ai";
+import { clip } from "../../lib/text.ts";
+import type { ApprovalFlow } from "../tools/approval-flow.ts";
+import type { Attachment, ChatUser, OutboundMessage, StreamTarget } from "../chat.ts";
+import { audienceOf } from "../store/audience.ts";
+import {
+  compactionRequest,
+  compactionTrigger,
+  estimateTokens,
+  handoverSummary,
+  planCompaction,
+  refusedAgain,
+  requestChars,
+  startedCompaction,
+  type CompactionPlan,
+} from "./compaction.ts";
+import type { Conversations, ConversationRow, InboxItem } from "../store/conversations.ts";
+import { streamKey, type ModelRequest } from "../models/request.ts";
+import type { JobPurpose, JobRow, ModelJobs, Settled } from "../models/jobs.ts";
+import type { Outbox } from "../effects/outbox.ts";
+import type { PassContext } from "../pass-context.ts";
+import { toolCalls, type ToolCalls } from "../tools/tool-calls.ts";
+import type { Typing } from "../effects/typing.ts";
+import { standingNotes, standingState, withStanding } from "./system-prompt.ts";
+import { isMessageRow, modelMessages, shownRows, textOf, type CompactionData, type HandoverData, type LogRow, type UserData } from "../store/transcript.ts";
+
+const INTERRUPT_NOTE =
+  "The person stopped the previous turn. Do not continue or resume the interrupted task unless they ask for it again.";
+
+export type TurnOutcome = "done" | "stopped" | "failed" | "compacted" | "unchanged";
+
+export class Turns {
+  constructor(
+    private readonly storage: DurableObjectStorage,
+    private readonly conversations: Conversations,
+    private readonly jobs: ModelJobs,
+    private readonly tools: ToolCalls,
+    private readonly outbox: Outbox,
+    private readonly typing: Typing,
+    private readonly approvals: ApprovalFlow,
+  ) {}
+
+  // ---- events from people ------------------------------------------------------
+
+  /** A person's message: a new turn, or a steer when a turn is running. */
+  message(conv: ConversationRow, text: string, by: ChatUser, attachments: Attachment[] = []): void {
+    const running = conv.status === "running";
+    const data: UserData = { message: userMessage(text, attachments), by, steer: running };
+    // A steer waits for the next model call, or (between a reply and the turn's end) is taken by the pass.
+    if (running) {
+      this.conversations.queue(conv.id, { type: "user", data });
+      this.conversations.markForPass(conv.id);
+    }
+    else this.start(conv, { type: "user", data }, by);
+  }
+
+  /** Context for the model's next step; an idle conversation stays idle (its next turn takes it). */
+  note(conv: ConversationRow, text: string): void {
+    this.conversations.queue(conv.id, { type: "marker", data: { text } });
+    if (conv.status === "running") this.conversations.markForPass(conv.id);
+  }
+
+  /** The agent is told at its next step; an idle agent is woken to carry on. */
+  notify(conversation: string, text: string): void {
+    const conv = this.conversations.get(conversation)!;
+    if (conv.status === "running") {
+      this.conversations.queue(conversation, { type: "marker", data: { text } });
+      this.conversations.markForPass(conversation);
+    } else this.start(conv, { type: "marker", data: { text } }, { runtime: true });
+  }
+
+  /** Ends the running turn: its open jobs are discarded and a note keeps the model from resuming it. */
+  interrupt(conversation: string): string {
+    const conv = this.conversations.get(conversation)!;
+    if (conv.status !== "running") return "Nothing is running in this conversation.";
+    this.jobs.discardOpen(conversation);
+    this.tools.closeOpen(conv);
+    // Messages and notes that were waiting are kept (the model sees them next time), before the note.
+    this.drainInbox(conv);
+    this.conversations.append(conversation, conv.turn, "marker", { text: INTERRUPT_NOTE });
+    this.end(conv, "stopped");
+    return "Stopped the running turn.";
+  }
+
+  /** A person's `compact`: a turn whose only job is the summary. */
+  compact(conversation: string): string {
+    const conv = this.conversations.get(conversation)!;
+    if (conv.status === "running") return "A turn is running; stop it or wait for it before compacting.";
+    // The model (and so its window) is known only in the pass; with any window, half of what is shown is kept at most.
+    if (!planCompaction({ contextWindow: Infinity }, this.conversations.log(conversation), "person")) return "Nothing to compact yet.";
+    this.conversations.beginTurn(conv, { purpose: "compact" });
+    return "Compacting: the earlier messages are summarised into a handover; the latest stay as they are.";
+  }
+
+  // ---- turn boundaries -----------------------------------------------------------
+
+  private start(conv: ConversationRow, first: InboxItem, by: ChatUser | { runtime: true }): void {
+    const turn = this.conversations.beginTurn(conv, { by });
+    this.conversations.append(conv.id, turn, first.type, first.data);
+    this.post(conv.id, { kind: "status", state: "working", text: "Working on it…" });
+  }
+
+  /** The calls of the conversation still waiting for a person's decision, if any. */
+  private heldCalls(conversation: string): { waitingFor?: string[] } {
+    const tools = this.approvals.holds.pending(conversation).map((hold) => hold.tool);
+    return tools.length > 0 ? { waitingFor: tools } : {};
+  }
+
+  /** `text`: the reply of a turn done, what a compaction did, or a failure's notice in place of the usual one. */
+  end(conv: ConversationRow, outcome: TurnOutcome, error?: string, text?: string): void {
+    this.conversations.append(conv.id, conv.turn, "turn_end", { outcome, error });
+    this.conversations.finishTurn(conv.id, outcome === "failed" ? "failed" : "idle", error ?? null);
+    this.typing.stop(conv.id);
+    switch (outcome) {
+      case "done":
+        // A reply streamed as it was written was finished when its job settled.
+        if (!this.replyStreamed(conv)) this.post(conv.id, { kind: "reply", text: text?.trim() ? text : "(The model finished without saying anything.)" });
+        this.post(conv.id, { kind: "status", state: "done", text: "Done.", ...this.heldCalls(conv.id) });
+        break;
+      case "stopped":
+        this.post(conv.id, { kind: "status", state: "stopped", text: "Stopped." });
+        this.post(conv.id, { kind: "notice", text: "The turn was stopped." });
+        break;
+      case "failed":
+        this.post(conv.id, { kind: "status", state: "failed", text: "Failed." });
+        this.post(conv.id, { kind: "notice", text: text ?? `Sorry, this turn failed: ${clip(error ?? "no reason given", 1000)}` });
+        break;
+      case "compacted":
+        this.post(conv.id, { kind: "notice", text: text ?? "The conversation so far was compacted into a summary." });
+        break;
+      case "unchanged":
+        this.post(conv.id, { kind: "notice", text: `Compaction failed (${clip(error ?? "no reason given", 1000)}); the conversation is as it was.` });
+        break;
+    }
+    // What arrived while a turn that ended early was running starts the next turn, so nothing waits unanswered.
+    if (outcome === "failed" || outcome === "compacted" || outcome === "unchanged") {
+      const first = this.conversations.takeFirst(conv.id);
+      if (first) this.start(this.conversations.get(conv.id)!, first, first.type === "user" ? first.data.by : { runtime: true });
+    }
+  }
+
+  /** Fails every running turn with `reason` (a configuration that cannot work). */
+  failRunning(reason: string): void {
+    for (const id of this.conversations.runningIds()) this.end(this.conversations.get(id)!, "failed", reason);
+  }
+
+  /** Written in the caller's transaction; sent by the pass. A turn's status is updated in place. */
+  post(conversation: string, message: OutboundMessage, refKey?: string): void {
+    const conv = this.conversations.get(conversation)!;
+    const address = this.conversations.replyAddress(conv);
+    if (!address) return; // the Agents API reads the transcript instead
+    const key = refKey ?? (message.kind === "status" ? `status:${conversation}:${conv.turn}` : null);
+    this.outbox.post(conversation, address, message, key);
+  }
+
+  // ---- model replies ---------------------------------------------------------------
+
+  // ---- streamed replies (runtime/reply-stream.ts) ----------------------------------
+
+  /** Where a chat job's courier streams its reply: the conversation's chat, when its platform can. */
+  streamTarget(job: JobRow): StreamTarget | undefined {
+    const conv = this.conversations.get(job.conversation);
+    const address = conv && this.conversations.replyAddress(conv);
+    if (job.purpose !== "chat" || !address || !this.outbox.canStream(address)) return undefined;
+    const { start } = this.conversations.turnStart(conv);
+    const recipient = "by" in start && "platform" in start.by ? start.by : undefined;
+    // A job run again after its courier was cut short finds the message the first run opened; what that
+    // message shows is not known (the first courier may have added to it after it reported), so it is replaced.
+    const known = this.outbox.refOf(streamKey(job.id));
+    return { address, ...(recipient ? { recipient } : {}), ...(known ? { ref: known.ref } : {}) };
+  }
+
+  /**
+   * The outbox finishes a job's streamed message (if one was opened) with
+   * `text`: a reply finishes it whole, never beside a second copy; a failed or
+   * stopped job's keeps what it showed, completed rather than left streaming.
+   */
+  finishStream(job: JobRow, text: string): void {
+    if (this.outbox.refOf(streamKey(job.id))) this.post(job.conversation, { kind: "reply", text }, streamKey(job.id));
+  }
+
+  private replyStreamed(conv: ConversationRow): boolean {
+    const job = this.jobs.lastReply(conv.id, conv.turn);
+    return job !== undefined && this.outbox.refOf(streamKey(job)) !== undefined;
+  }
+
+  /** A job's outcome reaches its turn, if the turn still waits for it. */
+  settle(job: JobRow, settled: Settled): void {
+    this.jobs.settle(job, settled);
+    this.finishStream(job, settled.kind === "reply" ? textOf(settled.message.content) : (this.outbox.refOf(streamKey(job.id))?.shown ?? ""));
+    const conv = this.conversations.get(job.conversation)!;
+    if (conv.status !== "running" || conv.turn !== job.turn) return;
+    if (job.purpose === "compact") return this.settleCompaction(conv, settled);
+    if (settled.kind === "failed") {
+      if (!settled.tooLong) return this.end(conv, "failed", settled.error, settled.verbatim ? settled.error : undefined);
+      // Too long for the model: one compaction is forced, then the call is made again; refused again, the turn fails.
+      if (refusedAgain(this.conversations.log(conv.id))) {
+        return this.end(conv, "failed", `the conversation is too long for the model even after compaction (${settled.error})`);
+      }
+      this.conversations.append(conv.id, conv.turn, "compaction", { event: "refused", error: settled.error } satisfies CompactionData);
+      return this.conversations.markForPass(conv.id);
+    }
+    this.conversations.markForPass(conv.id);
+    this.addUsage(conv, settled.message);
+    this.conversations.append(conv.id, conv.turn, "assistant", settled.message);
+    const calls = toolCalls(settled.message);
+    if (calls.length > 0) this.post(conv.id, { kind: "status", state: "working", text: `Working on it… using ${calls.map((c) => `\`${c.name}\``).join(", ")}` });
+  }
+
+  /**
+   * A summary's outcome: a handover in place of the messages before the kept
+   * tail. A failed summary changes nothing the model is shown: a person's
+   * compaction ends unchanged, one forced by the provider fails its turn, and
+   * one made on the way lets the turn go on as it was.
+   */
+  private settleCompaction(conv: ConversationRow, settled: Settled): void {
+    const rows = this.conversations.log(conv.id);
+    const started = startedCompaction(rows)!;
+    const asked = "purpose" in this.conversations.turnStart(conv).start;
+    const reply = settled.kind === "reply" ? textOf(settled.message.content).trim() : "";
+    if (settled.kind === "reply") this.addUsage(conv, settled.message);
+    if (reply === "") {
+      const error = settled.kind === "failed" ? settled.error : "the summary came back empty";
+      this.conversations.append(conv.id, conv.turn, "compaction", { event: "failed", error } satisfies CompactionData);
+      if (asked) return this.end(conv, "unchanged", error);
+      if (started.trigger === "refused") return this.end(conv, "failed", `the conversation no longer fits the model's context window, and summarising it failed (${error})`);
+      return this.conversations.markForPass(conv.id);
+    }
+    const previous = shownRows(rows).handover;
+    const summary = handoverSummary(reply, previous ? (JSON.parse(previous.data) as HandoverData).summary : null);
+    const { trigger, keepFrom, summarised, kept } = started;
+    this.conversations.append(conv.id, conv.turn, "handover", { summary, keepFrom, trigger, summarised, kept } satisfies HandoverData);
+    if (asked) return this.end(conv, "compacted", undefined, `Compacted: ${count(summarised, "message")} summarised into a handover${kept ? `; the last ${count(kept, "message")} kept as written` : ""}.`);
+    this.conversations.markForPass(conv.id);
+  }
+
+  private addUsage(conv: ConversationRow, message: AssistantMessage): void {
+    const usage = message.usage;
+    this.conversations.addUsage(conv.id, usage.input + usage.cacheRead + usage.cacheWrite, usage.output, usage.cost.total);
+  }
+
+  // ---- advancing ---------------------------------------------------------------------
+
+  /** Advances one conversation until it must wait. */
+  async advance(pass: PassContext, id: string): Promise<void> {
+    for (;;) {
+      const conv = this.conversations.get(id);
+      if (!conv || conv.status !== "running") return;
+      if (this.jobs.isOpen(id)) return; // waiting for the model
+      const { seq: startSeq, start } = this.conversations.turnStart(conv);
+      if ("purpose" in start) {
+        const plan = planCompaction(pass.model.settings, this.conversations.log(id), "person");
+        if (!plan) return this.storage.transactionSync(() => this.end(conv, "unchanged", "there is nothing to compact yet"));
+        return this.startCompaction(pass, conv, plan);
+      }
+      const last = this.conversations.log(id).filter(isMessageRow).at(-1);
+      if (last?.type === "assistant") {
+        const message = JSON.parse(last.data) as AssistantMessage;
+        const calls = toolCalls(message);
+        if (calls.length > 0) {
+          if ((await this.tools.run(pass, conv, last.seq, calls)) !== "done") return;
+          continue;
+        }
+        const steered = this.storage.transactionSync(() => this.drainInbox(conv));
+        if (steered) continue;
+        this.storage.transactionSync(() => this.end(conv, "done", undefined, textOf(message.content)));
+        return;
+      }
+      // Steering and runtime notes (expired holds among them) reach the model before its next call.
+      this.storage.transactionSync(() => {
+        this.approvals.expireDue(pass.route, id);
+        this.drainInbox(conv);
+        this.noteStanding(pass, conv, startSeq);
+      });
+      // A mount's first tool list is on its way: the model is asked once it can see those tools (or the fetch failed).
+      if (pass.gateway.awaitingToolLists()) return;
+      const rows = this.conversations.log(id);
+      const request: ModelRequest = { model: pass.pick, systemPrompt: this.systemPromptOf(pass, conv, rows), messages: modelMessages(rows), tools: pass.gateway.tools() };
+      const body = JSON.stringify(request);
+      const trigger = compactionTrigger(pass.model.settings, estimateTokens(requestChars(body, request.messages), rows), rows);
+      const plan = trigger && planCompaction(pass.model.settings, rows, trigger);
+      if (plan) return this.startCompaction(pass, conv, plan);
+      if (trigger === "refused") {
+        const refusal = rows.findLast((row) => row.type === "compaction")!;
+        const error = (JSON.parse(refusal.data) as { error: string }).error;
+        return this.storage.transactionSync(() => this.end(conv, "failed", `the latest messages alone are too long for the model (${error})`));
+      }
+      return this.createJob(conv, "chat", body);
+    }
+  }
+
+  private startCompaction(pass: PassContext, conv: ConversationRow, plan: CompactionPlan): Promise<void> {
+    const { trigger, keepFrom, earlier, kept } = plan;
+    const started: CompactionData = { event: "started", trigger, keepFrom, summarised: earlier.length, kept };
+    return this.createJob(conv, "compact", JSON.stringify(compactionRequest(pass.pick, pass.model.settings, plan)), () =>
+      this.conversations.append(conv.id, conv.turn, "compaction", started),
+    );
+  }
+
+  /**
+   * The standing documents (memory) are written down for the system prompt
+   * when the conversation starts and after each compaction; before a turn's
+   * first model call, what changed since reaches the model as a note.
+   */
+  private noteStanding(pass: PassContext, conv: ConversationRow, startSeq: number): void {
+    const docs = pass.gateway.standing(audienceOf(pass.route, conv));
+    if (docs.length === 0) return;
+    const rows = this.conversations.log(conv.id);
+    const { snapshot, known } = standingState(rows);
+    if (!snapshot) {
+      this.conversations.append(conv.id, conv.turn, "standing", { documents: Object.fromEntries(docs.map((d) => [d.alias, d.lines])) });
+      return;
+    }
+    if (rows.some((row) => row.type === "assistant" && row.seq > startSeq)) return;
+    for (const note of standingNotes(known, docs)) this.conversations.append(conv.id, conv.turn, "marker", note);
+  }
+
+  private systemPromptOf(pass: PassContext, conv: ConversationRow, rows: LogRow[]): string {
+    return withStanding(pass.systemPrompt, standingState(rows).snapshot, pass.gateway.standing(audienceOf(pass.route, conv)));
+  }
+
+  private drainInbox(conv: ConversationRow): boolean {
+    const items = this.conversations.drain(conv.id);
+    for (const item of items) this.conversations.append(conv.id, conv.turn, item.type, item.data);
+    return items.length > 0;
+  }
+
+  /** The job row is written before it is dispatched (with `record`, in one transaction); a large request goes to R2 first. */
+  private async createJob(conv: ConversationRow, purpose: JobPurpose, body: string, record?: () => void): Promise<void> {
+    const id = this.jobs.newId(conv.id, conv.turn, purpose);
+    const largeKey = await this.jobs.spill(id, body);
+    // The turn may have been stopped (or another job made) while R2 was written.
+    if (largeKey && (!this.conversations.stillRunning(conv) || this.jobs.isOpen(conv.id))) return;
+    this.storage.transactionSync(() => {
+      this.jobs.create(id, conv.id, conv.turn, purpose, body, largeKey);
+      this.typing.start(conv);
+      record?.();
+    });
+  }
+}
+
+/** The person's words, then each shared file: its text, or the image itself after its name, or its name and why it is not shown. */
+function userMessage(text: string, attachments: Attachment[] = []): UserMessage {
+  if (attachments.length === 0) return { role: "user", content: text, timestamp: Date.now() };
+  const content: UserMessage["content"] = text ? [{ type: "text", text }] : [];
+  const say = (line: string) => content.push({ type: "text", text: content.length > 0 ? `\n\n${line}` : line });
+  for (const file of attachments) {
+    const label = `${file.name} (${file.mimeType}, ${file.bytes} bytes)`;
+    if (file.kind === "text") say(`<file name="${file.name}" type="${file.mimeType}">\n${file.text}\n</file>`);
+    if (file.kind === "named") say(`[file ${label}, not shown: ${file.note}]`);
+    if (file.kind === "image") {
+      say(`[image ${label}]`);
+      content.push({ type: "image", data: file.data, mimeType: file.mimeType });
+    }
+  }
+  return { role: "user", content, timestamp: Date.now() };
+}
+
+const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? "" : "s"}`;
