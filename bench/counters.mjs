@@ -1,6 +1,6 @@
 // What `wrangler dev` keeps on disk, read from outside while it runs (read-only):
 // the alarms workerd has armed (each class's metadata.sqlite, table _cf_ALARM)
-// and the counters every AgentObject keeps itself (runtime/busy-time.ts:
+// and the counters every AgentObject keeps itself (runtime/metering/busy-time.ts:
 // busy_hours.passes counts alarm passes, busy_hours.handlers every handler
 // call, passes included). Node 20 has no SQLite module, so python3's reads it.
 import { execFileSync } from "node:child_process";

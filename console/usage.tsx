@@ -1,9 +1,8 @@
-// A tenant's usage, from its ledger (runtime/ledger.ts): today and the last 30
+// A tenant's usage, from its ledger (runtime/metering/ledger.ts): today and the last 30
 // days, tokens (with the cached share), cost and the agents' object busy time,
 // as a table and small inline SVG bar charts (no script, no style attribute:
 // the CSP allows neither).
-import type { UsageRead, UsageReport, UsageTotals } from "../runtime/index.ts";
-import { totalsOf } from "../runtime/index.ts";
+import { type UsageRead, type UsageReport, type UsageTotals, totalsOf } from "../runtime/index.ts";
 import { usd } from "./layout.tsx";
 
 const DAY_MS = 86_400_000;

@@ -14,7 +14,7 @@ export interface SessionState {
 
 /**
  * Who can read a conversation: one person in a direct message, or anyone in
- * the workspace's channels (runtime/audience.ts decides, per platform).
+ * the workspace's channels (runtime/store/audience.ts decides, per platform).
  */
 export type Audience = { kind: "dm"; person: string } | { kind: "channel" };
 

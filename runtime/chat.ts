@@ -1,6 +1,8 @@
 // The named interface between bridges and the runtime: what comes in (ChatEvent)
-// and what goes out (OutboundMessage through a ChatOutbound).
+// and what goes out (OutboundMessage through a ChatOutbound), and what the
+// Worker entry hands the runtime rather than the runtime importing it.
 import type { Card } from "../approvals/index.ts";
+import type { Plugin } from "../plugins/index.ts";
 
 export type Platform = "slack" | "discord" | "webhook" | "api" | "console";
 
@@ -119,7 +121,7 @@ export type DeliveryResult =
   | { ok: false; error: string; retryAfterMs?: number; permanent?: boolean };
 
 /**
- * Where a courier streams a reply while the model writes it (runtime/reply-stream.ts).
+ * Where a courier streams a reply while the model writes it (runtime/courier/reply-stream.ts).
  * The object's outbox finishes the message afterwards: a reply row whose ref is
  * the streamed message's.
  */
@@ -154,7 +156,7 @@ export interface ChatOutbound {
   /**
    * Shows that the agent is at work in the conversation (Discord's typing
    * indicator), where the platform has such a thing; it fades by itself, and
-   * the runtime renews it while the turn works (runtime/typing.ts).
+   * the runtime renews it while the turn works (runtime/effects/typing.ts).
    */
   typing?(env: Env, address: ReplyAddress): Promise<DeliveryResult>;
   /**
@@ -164,4 +166,14 @@ export interface ChatOutbound {
    * Finishing it is `deliver`'s, for a reply row with that ref.
    */
   stream?(env: Env, route: Route, target: StreamTarget, text: string): Promise<DeliveryResult>;
+}
+
+/** Each bridge's outbound (the runtime imports no bridge) and the plugins a mount may name. */
+export interface RuntimeDeps {
+  outbounds: readonly ChatOutbound[];
+  plugins: readonly Plugin[];
+}
+
+export function outboundFor(deps: RuntimeDeps, platform: Platform): ChatOutbound | undefined {
+  return deps.outbounds.find((o) => o.platform === platform);
 }

@@ -1,4 +1,5 @@
-// The runtime's public interface for the other folders (bridges, console) and the Worker entry.
+// The runtime's door for the other folders (bridges, console) and the Worker
+// entry: the chat contract, and from each room what lies outside it needs.
 export type {
   Attachment,
   ChatCommand,
@@ -12,19 +13,13 @@ export type {
   Platform,
   ReplyAddress,
   Route,
+  RuntimeDeps,
   StreamTarget,
   SubmitResult,
 } from "./chat.ts";
-export { CONVERSATION_ID, parseRoute, readConversation, submitEvent } from "./edge/ingress.ts";
-export { agentStub } from "./object/agent-stub.ts";
-export type { ConversationView } from "./object/agent-object.ts";
-export { conversationState, type ConversationPage, type ConversationQuery, type ConversationState, type ConversationSummary, type PageCursor, type PendingApproval } from "./object/views.ts";
-export type { AgentListing, DirectoryEntry, TenantListing } from "./control/directory.ts";
-export { adminToken, sendTimeoutMs } from "./config.ts";
-export { controlPlane, ControlPlane, listAgents, listTenants, recordAgent } from "./control/control-plane.ts";
-export { AgentObject } from "./object/agent-object.ts";
-export { agentsApi } from "./edge/api.ts";
-export { consumeQueue, Courier } from "./courier/courier.ts";
-export { Ledger, type UsageReport } from "./metering/ledger.ts";
-export { readUsage, totalsOf, type UsageRead, type UsageTotals } from "./metering/usage-read.ts";
-export type { RuntimeDeps } from "./deps.ts";
+export { AgentObject, agentStub, conversationState, type ConversationPage, type ConversationQuery, type ConversationState, type ConversationSummary, type ConversationView, type PageCursor, type PendingApproval } from "./object/index.ts";
+export { consumeQueue, Courier } from "./courier/index.ts";
+export { adminToken, agentsApi, CONVERSATION_ID, parseRoute, readConversation, submitEvent } from "./edge/index.ts";
+export { controlPlane, ControlPlane, listAgents, listTenants, recordAgent, type AgentListing, type DirectoryEntry, type TenantListing } from "./control/index.ts";
+export { Ledger, readUsage, totalsOf, type UsageRead, type UsageReport, type UsageTotals } from "./metering/index.ts";
+export { sendTimeoutMs } from "./effects/index.ts";

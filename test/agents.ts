@@ -1,9 +1,9 @@
 // Reaching the real AgentObject from a test: stubs, eviction, and its tables.
 import { env } from "cloudflare:workers";
 import { listDurableObjectIds, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
-import type { AgentObject } from "../runtime/object/agent-object.ts";
-import { courierStub } from "../runtime/courier/courier.ts";
-import type { EffectKind } from "../runtime/effects/effects.ts";
+import type { AgentObject } from "../runtime/object/index.ts";
+import { courierStub } from "../runtime/courier/index.ts";
+import type { EffectKind } from "../runtime/effects/index.ts";
 
 export function agent(tenant: string, name: string): DurableObjectStub<AgentObject> {
   const ns = env.AGENT as DurableObjectNamespace<AgentObject>;

@@ -5,7 +5,7 @@ import { env } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { controlPlane, listAgents, listTenants } from "../runtime/index.ts";
-import type { ControlPlane } from "../runtime/control/control-plane.ts";
+import type { ControlPlane } from "../runtime/control/index.ts";
 import { postMessage, settled, unique } from "./support.ts";
 
 const A = "helper";

@@ -14,7 +14,7 @@ import { createExecutionContext, listDurableObjectIds, runInDurableObject, waitO
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { decisionValue } from "../approvals/index.ts";
 import { signatureHeaders } from "../bridges/shared/signed-request.ts";
-import type { AgentObject } from "../runtime/object/agent-object.ts";
+import type { AgentObject } from "../runtime/object/index.ts";
 import { tablesOf } from "./agents.ts";
 import { ed25519 } from "./discord-helpers.ts";
 import { slackSignature } from "./slack/helpers.ts";

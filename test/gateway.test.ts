@@ -3,7 +3,7 @@
 import { env } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { EffectMessage } from "../runtime/effects/effects.ts";
+import type { EffectMessage } from "../runtime/effects/index.ts";
 import { agent, storedText } from "./agents.ts";
 import { captureConsole, NO_LEAKS, secretLeaks } from "./leaks.ts";
 import { getConversation, postMessage, script, settled, unique, worker } from "./support.ts";

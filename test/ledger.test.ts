@@ -1,15 +1,12 @@
-// The usage ledger (runtime/ledger.ts) and daily spend limits (runtime/metering.ts):
+// The usage ledger (runtime/metering/ledger.ts) and daily spend limits (runtime/metering/spend.ts):
 // what the fake provider reports is what the ledger holds, once per job, across
 // evictions; a tenant at its limit is refused before the provider, once, in words.
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import { courierStub } from "../runtime/courier/courier.ts";
-import { ledgerStub, type UsageRowOut } from "../runtime/metering/ledger.ts";
-import type { UsageTotals } from "../runtime/metering/usage-read.ts";
-import { limitSentence } from "../runtime/metering/spend.ts";
-import { modelProviders } from "../runtime/config.ts";
-import { modelSettings } from "../runtime/models/table.ts";
+import { courierStub } from "../runtime/courier/index.ts";
+import { ledgerStub, type UsageRowOut, type UsageTotals, limitSentence } from "../runtime/metering/index.ts";
+import { modelProviders, modelSettings } from "../runtime/models/index.ts";
 import { evict, rows } from "./agents.ts";
 import { captureConsole } from "./leaks.ts";
 import { conversationOf, messageEnvelope, newTs, postEvent, slackId, statusFinal, threadMessages, AGENT } from "./slack/helpers.ts";

@@ -2,7 +2,7 @@
 // reads a held call and a runtime note (as a real model would, from their text).
 import type { Message } from "@mariozechner/pi-ai";
 import { describe, expect, it } from "vitest";
-import { localModel } from "../runtime/models/local-model.ts";
+import { localModel } from "../runtime/models/index.ts";
 
 const tools = ["clock__now", "inbox__post"].map((name) => ({ name, description: name, parameters: {} }));
 const user = (content: string): Message => ({ role: "user", content, timestamp: 0 });

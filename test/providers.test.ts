@@ -4,8 +4,7 @@
 // come back to the object. One tenant per API, each chosen through the admin API.
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { modelChoice } from "../runtime/config.ts";
-import { callModel, DEFAULT_MODEL_SETTINGS, modelSettings, providerSchema, type ModelChoice, type ModelSettings } from "../runtime/models/index.ts";
+import { modelChoice, callModel, DEFAULT_MODEL_SETTINGS, modelSettings, providerSchema, type ModelChoice, type ModelSettings } from "../runtime/models/index.ts";
 import { getModel } from "../node_modules/@mariozechner/pi-ai/dist/models.js";
 import type { AssistantMessage } from "@mariozechner/pi-ai";
 import { agent, rows } from "./agents.ts";

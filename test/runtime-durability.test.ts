@@ -4,8 +4,8 @@
 import { describe, expect, it } from "vitest";
 import { env } from "cloudflare:workers";
 import { createMessageBatch, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
-import { consumeQueue } from "../runtime/courier/courier.ts";
-import type { EffectMessage } from "../runtime/effects/effects.ts";
+import { consumeQueue } from "../runtime/courier/index.ts";
+import type { EffectMessage } from "../runtime/effects/index.ts";
 import { agent, alarmOf, courier, evict, evictCourier, fireAlarm, rows } from "./agents.ts";
 import {
   getConversation,

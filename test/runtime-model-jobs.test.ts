@@ -5,8 +5,8 @@
 import { env } from "cloudflare:workers";
 import { createExecutionContext, createMessageBatch, getQueueResult, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { consumeQueue, courierStub } from "../runtime/courier/courier.ts";
-import type { EffectMessage } from "../runtime/effects/effects.ts";
+import { consumeQueue, courierStub } from "../runtime/courier/index.ts";
+import type { EffectMessage } from "../runtime/effects/index.ts";
 import { agent, alarmOf, rows } from "./agents.ts";
 import { chooseModels, getConversation, postMessage, providerRequests, releaseProvider, script, settled, unique, waitFor, withVars } from "./support.ts";
 

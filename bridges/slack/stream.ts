@@ -1,7 +1,7 @@
 // A reply streamed into a Slack thread while the model writes it: Slack's own
 // stream (chat.startStream, chat.appendStream, chat.stopStream) where the
 // workspace has it, else one message posted and edited (chat.update), the
-// courier pacing the edits (runtime/reply-stream.ts). The ref says which:
+// courier pacing the edits (runtime/courier/reply-stream.ts). The ref says which:
 // "stream:<ts>" for a stream still open, "<ts>" for a plain message. The
 // outbox's reply row finishes the message (finishStream): it stops the stream,
 // or edits the message to the whole first part of the reply, or does nothing

@@ -52,7 +52,7 @@ export class ControlPlane extends DurableObject<Env> {
       .map((r) => ({ key: r.key, value: JSON.parse(r.value) as T }));
   }
 
-  // ---- per-tenant and per-agent settings (runtime/settings.ts) ----
+  // ---- per-tenant and per-agent settings (runtime/control/settings.ts) ----
 
   /** An agent's first event: it is listed in the directory, and takes its copy of the settings, in one step. */
   async register(entry: DirectoryEntry): Promise<SettingsText> {
@@ -88,7 +88,7 @@ export class ControlPlane extends DurableObject<Env> {
     });
   }
 
-  // ---- the directory (runtime/directory.ts) ----
+  // ---- the directory (runtime/control/directory.ts) ----
 
   async recordAgent(entry: DirectoryEntry): Promise<void> {
     recordEntry(this.sql, entry, Date.now());

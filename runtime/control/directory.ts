@@ -1,7 +1,7 @@
 // The directory: which tenants and agents exist, for the console's navigation
 // and for pushing settings to a tenant's agents. A table in the control plane,
 // written when an agent object first takes an event (in the same call that
-// gives it its settings, runtime/settings.ts) and by a Slack install (which
+// gives it its settings, runtime/control/settings.ts) and by a Slack install (which
 // knows the workspace's name).
 import type { Platform, Route } from "../chat.ts";
 

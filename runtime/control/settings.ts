@@ -7,13 +7,12 @@
 // effect before the next call it governs. Versions are per tenant and only
 // ever grow, so a late push never undoes a newer one.
 import { z } from "zod";
-import { ConfigError, parseJsonVar } from "../../lib/config.ts";
-import { mountSchema, type Mount } from "../../plugins/index.ts";
+import { ConfigError } from "../../lib/config.ts";
+import type { Mount } from "../../plugins/index.ts";
 import type { Route } from "../chat.ts";
-import { deploymentModel } from "../config.ts";
-import { modelPickSchema, type ModelPick } from "../models/index.ts";
+import { deploymentModel, modelPickSchema, type ModelPick } from "../models/index.ts";
+import { configuredMounts, mountList } from "./config.ts";
 
-export const mountList = z.array(mountSchema);
 
 /** What can be set per tenant and per agent, by its control-plane namespace. */
 export const SETTING_KINDS = {
@@ -43,7 +42,7 @@ export function settingKey(route: Route, scope: "tenant" | "agent"): string {
 /** `MOUNTS`, then the tenant's overrides, then the agent's: a later mount with the same alias replaces an earlier one. */
 export function mountsFrom(env: Env, settings: AgentSettings): Mount[] {
   const byAlias = new Map<string, Mount>();
-  for (const list of [parseJsonVar("MOUNTS", env.MOUNTS, mountList, "[]"), settings.mounts.tenant ?? [], settings.mounts.agent ?? []]) {
+  for (const list of [configuredMounts(env), settings.mounts.tenant ?? [], settings.mounts.agent ?? []]) {
     for (const mount of list) byAlias.set(mount.alias, mount);
   }
   return [...byAlias.values()];

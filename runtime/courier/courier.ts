@@ -10,21 +10,15 @@ import { DurableObject } from "cloudflare:workers";
 import { z } from "zod";
 import { ConfigError, secretNamed } from "../../lib/config.ts";
 import { Gateway, type CallScope, type GatewayDeps, type Mount, type SessionState } from "../../plugins/index.ts";
-import type { DeliveryResult, OutboxDelivery, Route, StreamTarget } from "../chat.ts";
-import { modelChoice, sendTimeoutMs } from "../config.ts";
-import { outboundFor, type RuntimeDeps } from "../deps.ts";
-import type { EffectReport, EffectWork } from "../object/claims.ts";
-import type { EffectKind, EffectMessage } from "../effects/effects.ts";
-import { agentStub } from "../object/agent-stub.ts";
-import type { ModelRequest } from "../models/request.ts";
-import { callModel, type ProviderCall } from "../models/index.ts";
-import { countBusy, countUsage, spendRefusal } from "../metering/spend.ts";
-import { sessionCopy } from "../tools/mount-sessions.ts";
+import { type DeliveryResult, type OutboxDelivery, type Route, type StreamTarget, outboundFor, type RuntimeDeps } from "../chat.ts";
+import { modelChoice, type ModelRequest, callModel, type ProviderCall } from "../models/index.ts";
+import { sendTimeoutMs, type EffectKind, type EffectMessage } from "../effects/index.ts";
+import { type EffectReport, type EffectWork, agentStub } from "../object/index.ts";
+import { countBusy, countUsage, spendRefusal } from "../metering/index.ts";
+import { sessionCopy, type ToolReport, type ToolWork, type MountReport, type MountWork } from "../tools/index.ts";
 import { ReplyStream } from "./reply-stream.ts";
 import { ScriptCaller } from "./script-caller.ts";
-import type { ToolReport, ToolWork } from "../tools/tool-calls.ts";
-import { textOf } from "../store/transcript.ts";
-import type { MountReport, MountWork } from "../tools/tool-lists.ts";
+import { textOf } from "../store/index.ts";
 
 /**
  * Armed while the courier works: a courier cut short (evicted, the process

@@ -1,12 +1,10 @@
 // Code mode, the courier's side: a script's tool calls are numbered in the
 // order it makes them and each is put to the agent's object
-// (runtime/script-calls.ts), which answers it or hands it back to perform here.
+// (runtime/tools/script-calls.ts), which answers it or hands it back to perform here.
 import type { ToolCaller, ToolOutput } from "../../plugins/index.ts";
-import type { AgentObject } from "../object/agent-object.ts";
-import { agentStub } from "../object/agent-stub.ts";
+import { type AgentObject, agentStub } from "../object/index.ts";
 import type { Route } from "../chat.ts";
-import type { ScriptAnswer, ScriptCall } from "../tools/script-calls.ts";
-import type { ToolReport, ToolWork } from "../tools/tool-calls.ts";
+import type { ScriptAnswer, ScriptCall, ToolReport, ToolWork } from "../tools/index.ts";
 
 /**
  * The courier's side, handed to a script through the gateway: numbers the

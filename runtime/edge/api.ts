@@ -4,14 +4,12 @@ import { z } from "zod";
 import { CONVERSATION_ID, parseRoute, readConversation, submitEvent } from "./ingress.ts";
 import { HttpError, parseJson, readBody, safeEqual } from "../../lib/http.ts";
 import { ConfigError } from "../../lib/config.ts";
-import { adminToken, deploymentModel, modelProviders } from "../config.ts";
-import { modelPickSchema, pickProblem, type ModelPick } from "../models/index.ts";
-import { controlPlane } from "../control/control-plane.ts";
-import { agentStub } from "../object/agent-stub.ts";
-import { modelFrom, mountList, mountsFrom, parseSettings, type SettingKind } from "../control/settings.ts";
-import type { Route } from "../chat.ts";
+import { adminToken } from "./config.ts";
+import { deploymentModel, modelProviders, modelPickSchema, pickProblem, type ModelPick } from "../models/index.ts";
+import { controlPlane, modelFrom, mountsFrom, parseSettings, type SettingKind, mountList } from "../control/index.ts";
+import { agentStub } from "../object/index.ts";
+import type { Route, RuntimeDeps } from "../chat.ts";
 import { Gateway, MountError, policyWarnings, type Mount, type Plugin } from "../../plugins/index.ts";
-import type { RuntimeDeps } from "../deps.ts";
 import { usageRoutes } from "./usage-routes.ts";
 
 

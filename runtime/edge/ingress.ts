@@ -1,11 +1,10 @@
 // How a bridge (or the Agents API) reaches an agent: validate the route, find
 // the object, submit the event.
-import type { ConversationView } from "../object/agent-object.ts";
-import { agentStub } from "../object/agent-stub.ts";
+import { type ConversationView, agentStub } from "../object/index.ts";
 import type { ChatEvent, Route, SubmitResult } from "../chat.ts";
 import { ConfigError } from "../../lib/config.ts";
 import { HttpError } from "../../lib/http.ts";
-import { tenantDayLine } from "../metering/usage-read.ts";
+import { tenantDayLine } from "../metering/index.ts";
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 /** What a conversation id may be, whichever bridge chose it. */

@@ -1,13 +1,10 @@
 // The usage ledger through the Agents API: a tenant's usage and busy time per
-// hour, and its daily spend limit (runtime/usage-read.ts, runtime/metering.ts).
+// hour, and its daily spend limit (runtime/metering/usage-read.ts, runtime/metering/spend.ts).
 import type { Hono } from "hono";
 import { z } from "zod";
 import { HttpError, parseJson, readBody } from "../../lib/http.ts";
-import { platformDailySpendLimit } from "../config.ts";
+import { platformDailySpendLimit, DAY_MS, dayStart, ledgerStub, tenantLimitSchema, effectiveLimit, forgetReading, readUsage, totalsOf } from "../metering/index.ts";
 import { parseRoute } from "./ingress.ts";
-import { DAY_MS, dayStart, ledgerStub, tenantLimitSchema } from "../metering/ledger.ts";
-import { effectiveLimit, forgetReading } from "../metering/spend.ts";
-import { readUsage, totalsOf } from "../metering/usage-read.ts";
 
 /** The longest range one request may ask for. */
 const MAX_RANGE_DAYS = 400;

@@ -4,8 +4,7 @@
 // when that one is reported sent or given up. A rate-limited row waits out the
 // platform's Retry-After; other conversations' rows do not wait for it. An
 // update of a message changed in place is paced to the platform's spacing.
-import type { DeliveryResult, OutboundMessage, OutboxDelivery, Platform, ReplyAddress, Route, StreamShown } from "../chat.ts";
-import { outboundFor, type RuntimeDeps } from "../deps.ts";
+import { type DeliveryResult, type OutboundMessage, type OutboxDelivery, type Platform, type ReplyAddress, type Route, type StreamShown, outboundFor, type RuntimeDeps } from "../chat.ts";
 import type { Effects } from "./effects.ts";
 
 const MAX_ATTEMPTS = 10;

@@ -6,9 +6,8 @@
 // send lane, so it is never shown after the reply it precedes, and it ends with
 // the turn: a claim after that finds nothing to do.
 import type { Holds } from "../../approvals/index.ts";
-import type { ReplyAddress } from "../chat.ts";
-import type { ConversationRow, Conversations } from "../store/conversations.ts";
-import { outboundFor, type RuntimeDeps } from "../deps.ts";
+import { type ReplyAddress, outboundFor, type RuntimeDeps } from "../chat.ts";
+import type { ConversationRow, Conversations } from "../store/index.ts";
 import type { Effects } from "./effects.ts";
 
 /** Discord's typing indicator lasts 10 seconds; it is renewed before it fades. */

@@ -9,7 +9,7 @@
 //   each conversation the pass advances): the handler's own time;
 // - per hour, for the object as a whole: the time during which at least one
 //   handler ran (overlapping handlers count once), with the number of passes
-//   and of RPCs. The ledger is sent these (runtime/ledger.ts).
+//   and of RPCs. The ledger is sent these (runtime/metering/ledger.ts).
 //
 // The clock is the runtime's: on workerd it advances across I/O (storage,
 // queue, RPC), not during pure computation, so busy time is wall time spent

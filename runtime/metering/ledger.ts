@@ -2,7 +2,7 @@
 // the platform ("platform", the operator's total). Each model call's tokens and
 // priced cost are counted per (tenant, agent, model, hour), once per model job
 // (a redelivered job's second report is ignored), and each agent object's busy
-// time per (tenant, agent, hour). Couriers write it (runtime/metering.ts); the
+// time per (tenant, agent, hour). Couriers write it (runtime/metering/spend.ts); the
 // Agents API, `status` and the console read it. A tenant's ledger also keeps
 // the tenant's daily spend limit, so the check before a call asks one object.
 import { DurableObject } from "cloudflare:workers";

@@ -6,7 +6,7 @@
 import type { AssistantMessage } from "@mariozechner/pi-ai";
 import type { HourBusy } from "./busy-time.ts";
 import type { Route } from "../chat.ts";
-import { dailySpendLimit, platformDailySpendLimit } from "../config.ts";
+import { dailySpendLimit, platformDailySpendLimit } from "./config.ts";
 import { dayStart, ledgerStub, type LedgerReading, type TenantLimit } from "./ledger.ts";
 import { usageRow } from "./usage.ts";
 

@@ -1,4 +1,4 @@
-// A tenant's usage read from its ledger (runtime/ledger.ts): totals over a
+// A tenant's usage read from its ledger (runtime/metering/ledger.ts): totals over a
 // range, today's reading and the limit that applies. What the Agents API's
 // usage routes, the console and `status` show.
 import { dayStart, ledgerStub, type LedgerReading, type TokenCounts, type UsageReport } from "./ledger.ts";

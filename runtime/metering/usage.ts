@@ -1,7 +1,7 @@
 // What one model call used, as the columns a model job row keeps.
 import type { AssistantMessage } from "@mariozechner/pi-ai";
 
-/** The usage columns of `model_jobs` (runtime/schema.ts). */
+/** The usage columns of `model_jobs` (runtime/store/schema.ts). */
 export interface UsageRow {
   /** `<provider>/<model>` as the reply names them. */
   model: string;

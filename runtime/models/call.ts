@@ -9,7 +9,7 @@ import { streamOpenAIResponses } from "@mariozechner/pi-ai/openai-responses";
 import { isContextOverflow } from "../../node_modules/@mariozechner/pi-ai/dist/utils/overflow.js";
 import { ConfigError, secretNamed } from "../../lib/config.ts";
 import type { ModelRequest } from "./request.ts";
-import { textOf } from "../store/transcript.ts";
+import { textOf } from "../store/index.ts";
 import { localModel } from "./local-model.ts";
 import type { ModelApi, ModelChoice, ProviderConfig } from "./types.ts";
 

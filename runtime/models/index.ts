@@ -1,6 +1,10 @@
-// Model providers: their configuration, the model table, the one provider call, and its usage.
+// The models room: provider configuration, the model table, the one provider
+// call, and the object's model jobs.
 export { callModel, type CallOptions, type ProviderCall } from "./call.ts";
+export { deploymentModel, modelChoice, modelProviders, retryBaseSeconds } from "./config.ts";
+export { type JobPurpose, type JobRow, type JobUsage, ModelJobs, type Settled } from "./jobs.ts";
+export { localModel } from "./local-model.ts";
 export { modelPickSchema, pickProblem, providerSchema, resolvePick } from "./providers.ts";
+export { type ModelClaim, type ModelRequest, streamKey } from "./request.ts";
 export { DEFAULT_MODEL_SETTINGS, modelSettings } from "./table.ts";
 export type { ModelApi, ModelChoice, ModelPick, ModelSettings, ProviderConfig } from "./types.ts";
-export { usageRow, type UsageRow } from "../metering/usage.ts";

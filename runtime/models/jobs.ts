@@ -3,8 +3,8 @@
 // row), and settled once by the first outcome that reaches it; later ones
 // change nothing. Settled jobs are pruned after a day.
 import type { AssistantMessage } from "@mariozechner/pi-ai";
-import { usageRow } from "./index.ts";
-import type { Effects } from "../effects/effects.ts";
+import { usageRow } from "../metering/index.ts";
+import type { Effects } from "../effects/index.ts";
 import type { ModelRequest } from "./request.ts";
 
 /** Requests larger than this go to R2; SQLite rows are capped at 2 MB. */

@@ -3,7 +3,7 @@
 // a provider.
 import type { AssistantMessage, ToolCall } from "@mariozechner/pi-ai";
 import type { ModelRequest } from "./request.ts";
-import { RUNTIME_NOTE_PREFIX, textOf } from "../store/transcript.ts";
+import { RUNTIME_NOTE_PREFIX, textOf } from "../store/index.ts";
 
 const ZERO_USAGE = {
   input: 0,
@@ -14,7 +14,7 @@ const ZERO_USAGE = {
   cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
 };
 
-/** How the runtime answers a call it held (runtime/agent-object.ts heldResult); read here as a model would read it. */
+/** How the runtime answers a call it held (runtime/object/agent-object.ts heldResult); read here as a model would read it. */
 const HELD = /^Held for approval\b/;
 /** "please post hello to https://…": what to send, and where. */
 const POST_REQUEST = /\bpost\s+(.+?)\s+to\s+(https?:\/\/\S+?)[.,;!?]?$/i;

@@ -3,7 +3,7 @@
 // ProviderCall (runtime/models).
 import type { Message } from "@mariozechner/pi-ai";
 import type { ModelTool } from "../../plugins/index.ts";
-import type { HourBusy } from "../metering/busy-time.ts";
+import type { HourBusy } from "../metering/index.ts";
 import type { StreamTarget } from "../chat.ts";
 import type { ModelPick } from "./types.ts";
 

@@ -3,39 +3,27 @@
 // It keeps the RPC surface and wires the parts together: the conversation
 // store, inbound (the durable write of what people send), the turn state
 // machine, model jobs, the tool-call journal, the approvals glue, the outbox,
-// the scheduler and the pass (runtime/pass.ts). `submit` is a durable write
+// the scheduler and the pass (runtime/object/pass.ts). `submit` is a durable write
 // that returns at once and arms an alarm for "now"; the alarm runs one pass.
 import { DurableObject } from "cloudflare:workers";
 import { cardFor, Holds, type Card, type Person } from "../../approvals/index.ts";
 import { secretNamed } from "../../lib/config.ts";
 import { Gateway, type ToolOutput } from "../../plugins/index.ts";
-import { ApprovalFlow } from "../tools/approval-flow.ts";
-import { AGENT_HANDLERS, BusyTime, measureHandlers, type TurnBusy } from "../metering/busy-time.ts";
-import type { ChatEvent, ConversationStatus, Platform, Route, StreamShown, SubmitResult } from "../chat.ts";
+import { ApprovalFlow, MountSessions, ScriptCalls, type ScriptAnswer, type ScriptCall, ToolCalls, type ToolReport, ToolLists } from "../tools/index.ts";
+import { AGENT_HANDLERS, BusyTime, measureHandlers, type TurnBusy, dayStart } from "../metering/index.ts";
+import type { ChatEvent, ConversationStatus, Platform, Route, StreamShown, SubmitResult, RuntimeDeps } from "../chat.ts";
 import { Claims, type EffectReport, type EffectWork } from "./claims.ts";
-import { leaseSeconds, modelChoice } from "../config.ts";
-import { controlPlane } from "../control/control-plane.ts";
-import { Conversations } from "../store/conversations.ts";
-import type { RuntimeDeps } from "../deps.ts";
+import { leaseSeconds, Effects, type EffectKind, Outbox, Typing } from "../effects/index.ts";
+import { modelChoice, ModelJobs } from "../models/index.ts";
+import { controlPlane, modelFrom, mountsFrom, NO_SETTINGS, SettingsCopy, type SettingsText } from "../control/index.ts";
+import { Conversations, transcript, type TranscriptEntry } from "../store/index.ts";
 import { Identity } from "./identity.ts";
-import { dayStart } from "../metering/ledger.ts";
 import { Inbound } from "./inbound.ts";
-import { Effects, type EffectKind } from "../effects/effects.ts";
-import { ModelJobs } from "../models/jobs.ts";
-import { MountSessions } from "../tools/mount-sessions.ts";
-import { Outbox } from "../effects/outbox.ts";
 import { Pass } from "./pass.ts";
 import { Scheduler } from "./scheduler.ts";
-import { modelFrom, mountsFrom, NO_SETTINGS, SettingsCopy, type SettingsText } from "../control/settings.ts";
-import { ScriptCalls, type ScriptAnswer, type ScriptCall } from "../tools/script-calls.ts";
 import { statusText } from "./status.ts";
-import { systemPrompt } from "../turns/system-prompt.ts";
-import { ToolCalls, type ToolReport } from "../tools/tool-calls.ts";
-import { ToolLists } from "../tools/tool-lists.ts";
-import { transcript, type TranscriptEntry } from "../store/transcript.ts";
+import { systemPrompt, Turns } from "../turns/index.ts";
 import type { PassContext } from "../pass-context.ts";
-import { Turns } from "../turns/turns.ts";
-import { Typing } from "../effects/typing.ts";
 import { changeMark, conversationPage, pendingApprovals, type ConversationPage, type ConversationQuery, type PendingApproval } from "./views.ts";
 
 export interface ConversationView {
@@ -44,7 +32,7 @@ export interface ConversationView {
   turn: number;
   error: string | null;
   usage: { inputTokens: number; outputTokens: number; cost: number };
-  /** The object's busy time on this conversation (runtime/busy-time.ts), in all and per turn. */
+  /** The object's busy time on this conversation (runtime/metering/busy-time.ts), in all and per turn. */
   busyMs: number;
   busyByTurn: TurnBusy[];
   transcript: TranscriptEntry[];
@@ -189,7 +177,7 @@ export class AgentObject extends DurableObject<Env> {
     return this.store.list(prefix, 100).map((conv) => ({ id: conv.id, status: this.inbound.statusOf(conv), updatedAt: conv.updated_at }));
   }
 
-  // ---- the effect protocol (runtime/claims.ts): a courier claims an effect, performs it, reports ----
+  // ---- the effect protocol (runtime/object/claims.ts): a courier claims an effect, performs it, reports ----
 
   async claim(route: Route, kind: EffectKind, id: string): Promise<EffectWork[EffectKind] | null> {
     this.identity.claim(route);
@@ -208,7 +196,7 @@ export class AgentObject extends DurableObject<Env> {
   }
 
   // Code mode, the same verbs: the courier running a script claims each of its
-  // tool calls (runtime/script-calls.ts) and reports those it was handed to perform.
+  // tool calls (runtime/tools/script-calls.ts) and reports those it was handed to perform.
 
   /** A script's call, decided with the mounts as they are now: its answer, or the work to perform. */
   async claimScriptCall(route: Route, call: ScriptCall): Promise<ScriptAnswer> {
@@ -232,7 +220,7 @@ export class AgentObject extends DurableObject<Env> {
     await this.scheduler.drive();
   }
 
-  // ---- RPC for watchers (the console): queries live in runtime/views.ts ----
+  // ---- RPC for watchers (the console): queries live in runtime/object/views.ts ----
 
   /** Conversations newest first, a page at a time, optionally matching a search. */
   async conversationList(route: Route, query: ConversationQuery): Promise<ConversationPage> {
@@ -252,13 +240,13 @@ export class AgentObject extends DurableObject<Env> {
     return changeMark(this.sql, conversation);
   }
 
-  /** The control plane's push of this agent's settings after a change (runtime/settings.ts). */
+  /** The control plane's push of this agent's settings after a change (runtime/control/settings.ts). */
   async applySettings(route: Route, settings: SettingsText): Promise<void> {
     this.identity.claim(route);
     this.settings.apply(settings);
   }
 
-  // ---- what a pass knows (runtime/pass.ts runs it) -------------------------------
+  // ---- what a pass knows (runtime/object/pass.ts runs it) -------------------------------
 
   /** Mounts and model as they are now, from the agent's own copy of its settings. */
   private passContext(route: Route): PassContext {

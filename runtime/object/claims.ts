@@ -7,24 +7,17 @@
 // else: retries, order, failure.
 import { ConfigError } from "../../lib/config.ts";
 import type { Gateway } from "../../plugins/index.ts";
-import type { ApprovalFlow } from "../tools/approval-flow.ts";
-import type { BusyTime } from "../metering/busy-time.ts";
+import type { ApprovalFlow, ToolCalls, ToolReport, ToolWork, MountReport, MountWork, ToolLists } from "../tools/index.ts";
+import type { BusyTime } from "../metering/index.ts";
 import type { DeliveryResult, OutboxDelivery, ReplyAddress, Route, StreamShown } from "../chat.ts";
-import { retryBaseSeconds, streamReplies } from "../config.ts";
-import type { EffectKind, Effects } from "../effects/effects.ts";
-import { streamKey, type ModelClaim } from "../models/request.ts";
-import type { ProviderCall } from "../models/index.ts";
-import type { ModelJobs, Settled } from "../models/jobs.ts";
-import type { Outbox } from "../effects/outbox.ts";
+import { retryBaseSeconds, streamKey, type ModelClaim, type ProviderCall, type ModelJobs, type Settled } from "../models/index.ts";
+import { streamReplies, type EffectKind, type Effects, type Outbox, type Typing } from "../effects/index.ts";
 import type { PassContext } from "../pass-context.ts";
-import type { ToolCalls, ToolReport, ToolWork } from "../tools/tool-calls.ts";
-import type { MountReport, MountWork, ToolLists } from "../tools/tool-lists.ts";
-import type { Turns } from "../turns/turns.ts";
-import type { Typing } from "../effects/typing.ts";
+import type { Turns } from "../turns/index.ts";
 
 /** What a claim hands the courier, by kind of effect. */
 export interface EffectWork {
-  /** The request, and the object's busy time for the ledger (runtime/metering.ts). */
+  /** The request, and the object's busy time for the ledger (runtime/metering/spend.ts). */
   model: ModelClaim;
   send: OutboxDelivery;
   typing: ReplyAddress;

@@ -3,7 +3,7 @@
 // which its tenant then belongs. Its schema is created by that first write, so
 // a read of an object never used writes nothing.
 import type { Platform, Route } from "../chat.ts";
-import { hasSchema, migrate } from "../store/schema.ts";
+import { hasSchema, migrate } from "../store/index.ts";
 
 export class IdentityError extends Error {
   override name = "IdentityError";

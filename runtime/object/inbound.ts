@@ -1,11 +1,11 @@
 // Inbound: the durable write of what people send (a message, a steer, a stop,
 // a command, a decision on a hold, a note of what they look at), deduplicated by the event's id so a
 // platform's retry is one event. It records and marks; the pass does the work.
-import type { ApprovalFlow } from "../tools/approval-flow.ts";
+import type { ApprovalFlow } from "../tools/index.ts";
 import type { ChatEvent, ConversationStatus, Route, SubmitResult } from "../chat.ts";
-import type { Conversations, ConversationRow } from "../store/conversations.ts";
-import type { ModelJobs } from "../models/jobs.ts";
-import type { Turns } from "../turns/turns.ts";
+import type { Conversations, ConversationRow } from "../store/index.ts";
+import type { ModelJobs } from "../models/index.ts";
+import type { Turns } from "../turns/index.ts";
 
 export class Inbound {
   constructor(
@@ -13,7 +13,7 @@ export class Inbound {
     private readonly turns: Turns,
     private readonly jobs: ModelJobs,
     private readonly approvals: ApprovalFlow,
-    /** The `status` command's answer (runtime/status.ts), composed by the object. */
+    /** The `status` command's answer (runtime/object/status.ts), composed by the object. */
     private readonly describe: (conv: ConversationRow, status: ConversationStatus) => string,
   ) {}
 

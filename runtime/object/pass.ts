@@ -6,17 +6,14 @@
 // only.
 import { ConfigError } from "../../lib/config.ts";
 import { MountError } from "../../plugins/index.ts";
-import type { ApprovalFlow } from "../tools/approval-flow.ts";
-import type { BusyTime } from "../metering/busy-time.ts";
+import type { ApprovalFlow, ToolCalls, ToolLists } from "../tools/index.ts";
+import type { BusyTime } from "../metering/index.ts";
 import type { Route } from "../chat.ts";
-import type { Conversations } from "../store/conversations.ts";
-import type { EffectMessage, EffectRow, Effects } from "../effects/effects.ts";
-import type { ModelJobs } from "../models/jobs.ts";
-import type { Outbox } from "../effects/outbox.ts";
-import type { ToolCalls } from "../tools/tool-calls.ts";
-import type { ToolLists } from "../tools/tool-lists.ts";
+import type { Conversations } from "../store/index.ts";
+import type { EffectMessage, EffectRow, Effects, Outbox } from "../effects/index.ts";
+import type { ModelJobs } from "../models/index.ts";
 import type { PassContext } from "../pass-context.ts";
-import type { Turns } from "../turns/turns.ts";
+import type { Turns } from "../turns/index.ts";
 
 /** Every so often a pass advances every running conversation, not only the marked ones. */
 const SWEEP_MS = 60_000;

@@ -1,11 +1,11 @@
 // What `status` answers in chat: the conversation's state, its usage today
 // (from the object's own job rows) and, added at the ingress, the tenant's day
-// from its ledger (runtime/usage-read.ts; the object never reads another object).
+// from its ledger (runtime/metering/usage-read.ts; the object never reads another object).
 import { policyWarnings, type Gateway } from "../../plugins/index.ts";
 import type { ConversationStatus } from "../chat.ts";
-import type { ConversationRow } from "../store/conversations.ts";
-import type { JobUsage } from "../models/jobs.ts";
-import { tokensText } from "../metering/usage-read.ts";
+import type { ConversationRow } from "../store/index.ts";
+import type { JobUsage } from "../models/index.ts";
+import { tokensText } from "../metering/index.ts";
 
 export interface StatusFacts {
   conv: ConversationRow;

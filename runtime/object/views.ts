@@ -5,8 +5,7 @@
 import { clip } from "../../lib/text.ts";
 import { cardFor, type Card, type HoldRow } from "../../approvals/index.ts";
 import type { ConversationStatus, Route } from "../chat.ts";
-import type { ConversationRow } from "../store/conversations.ts";
-import { textOf, type UserData } from "../store/transcript.ts";
+import { type ConversationRow, textOf, type UserData } from "../store/index.ts";
 
 /** What a person is shown: the runtime's status, and "waiting_approval" for a conversation idle behind a pending hold. */
 export type ConversationState = ConversationStatus | "waiting_approval";

@@ -63,7 +63,7 @@ const MIGRATIONS: string[] = [
     error TEXT,
     created_at INTEGER NOT NULL,
     settled_at INTEGER,
-    -- What the call used (runtime/models/usage.ts), set when its reply arrives.
+    -- What the call used (runtime/metering/usage.ts), set when its reply arrives.
     model TEXT,
     input_tokens INTEGER NOT NULL DEFAULT 0,
     cache_read_tokens INTEGER NOT NULL DEFAULT 0,
@@ -127,7 +127,7 @@ const MIGRATIONS: string[] = [
   );
   CREATE INDEX holds_by_status ON holds (status, conversation);
 
-  -- What must happen off the object, next to the row it belongs to (runtime/effects.ts).
+  -- What must happen off the object, next to the row it belongs to (runtime/effects/effects.ts).
   CREATE TABLE effects (
     kind TEXT NOT NULL,
     id TEXT NOT NULL,
@@ -142,7 +142,7 @@ const MIGRATIONS: string[] = [
   );
   CREATE INDEX effects_due ON effects (due_at);
   `,
-  // Object busy time per turn and per hour (runtime/busy-time.ts).
+  // Object busy time per turn and per hour (runtime/metering/busy-time.ts).
   `
   CREATE TABLE busy_turns (
     conversation TEXT NOT NULL,
@@ -155,7 +155,7 @@ const MIGRATIONS: string[] = [
   -- shipped_ms: how much of the hour was handed to a courier for the ledger.
   CREATE TABLE busy_hours (hour INTEGER PRIMARY KEY, busy_ms REAL NOT NULL, passes INTEGER NOT NULL, handlers INTEGER NOT NULL, shipped_ms REAL NOT NULL DEFAULT 0);
   `,
-  // A streamed reply's message: what it shows, as its courier last reported (runtime/reply-stream.ts).
+  // A streamed reply's message: what it shows, as its courier last reported (runtime/courier/reply-stream.ts).
   `ALTER TABLE message_refs ADD COLUMN shown TEXT;`,
 ];
 

@@ -1,5 +1,5 @@
 // Code mode, the object's side: the tool calls a script makes, between the
-// courier running the script (runtime/script-caller.ts) and the agent's
+// courier running the script (runtime/courier/script-caller.ts) and the agent's
 // object. The courier numbers a script's calls in the order it makes them and
 // claims each from the object (`claimScriptCall`); the
 // object decides it with the mounts as they are now, under the same policy as
@@ -16,11 +16,10 @@ import type { ToolCall, ToolResultMessage } from "@mariozechner/pi-ai";
 import { z } from "zod";
 import type { Holds } from "../../approvals/index.ts";
 import type { ToolOutput } from "../../plugins/index.ts";
-import type { Conversations, ConversationRow } from "../store/conversations.ts";
+import { type Conversations, type ConversationRow, textOf } from "../store/index.ts";
 import type { MountSessions } from "./mount-sessions.ts";
 import { callScope, toolResult, type ToolCalls, type ToolReport, type ToolWork } from "./tool-calls.ts";
 import type { PassContext } from "../pass-context.ts";
-import { textOf } from "../store/transcript.ts";
 
 /** The object's answer to one call of a script: the call's result, or the work for the courier to perform. */
 export type ScriptAnswer = { kind: "answer"; output: ToolOutput } | { kind: "perform"; work: ToolWork };

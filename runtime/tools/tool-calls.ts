@@ -5,11 +5,9 @@
 // there, and its result comes back as an event, like a model reply.
 import type { AssistantMessage, ToolCall, ToolResultMessage } from "@mariozechner/pi-ai";
 import type { CallScope, GatewayResult, Mount } from "../../plugins/index.ts";
-import { audienceOf } from "../store/audience.ts";
-import type { Conversations, ConversationRow } from "../store/conversations.ts";
-import type { Effects } from "../effects/effects.ts";
+import { audienceOf, type Conversations, type ConversationRow, isMessageRow } from "../store/index.ts";
+import type { Effects } from "../effects/index.ts";
 import type { MountSessions } from "./mount-sessions.ts";
-import { isMessageRow } from "../store/transcript.ts";
 import type { PassContext } from "../pass-context.ts";
 
 /** What a courier needs to perform a call: the mount as it is now (policy included), never a secret value. */

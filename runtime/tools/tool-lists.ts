@@ -4,8 +4,8 @@
 // is then; its report keeps the list with the mount and wakes the running
 // conversations, so a turn that waited for a first list goes on.
 import { ToolList, type Gateway, type Mount } from "../../plugins/index.ts";
-import type { Conversations } from "../store/conversations.ts";
-import type { Effects } from "../effects/effects.ts";
+import type { Conversations } from "../store/index.ts";
+import type { Effects } from "../effects/index.ts";
 import type { MountSessions } from "./mount-sessions.ts";
 
 /** What a courier needs to fetch a mount's tool list: the mount and its session state, never a secret value. */

@@ -11,10 +11,9 @@
 // model (or its start and the first), plus once more when the provider refuses
 // the result, so nothing loops.
 import type { Message } from "@mariozechner/pi-ai";
-import type { ModelPick, ModelSettings } from "../models/index.ts";
-import type { ModelRequest } from "../models/request.ts";
+import type { ModelPick, ModelSettings, ModelRequest } from "../models/index.ts";
 import { clip } from "../../lib/text.ts";
-import { isMessageRow, messageOf, shownRows, textOf, type CompactionData, type CompactionTrigger, type HandoverData, type LogRow } from "../store/transcript.ts";
+import { isMessageRow, messageOf, shownRows, textOf, type CompactionData, type CompactionTrigger, type HandoverData, type LogRow } from "../store/index.ts";
 
 /** A request estimated above this share of the context window is compacted first. */
 const WINDOW_SHARE = 0.75;

@@ -6,13 +6,14 @@
 // compaction), and a later change reaches the model as a note instead.
 import { clip } from "../../lib/text.ts";
 import type { Standing } from "../../plugins/index.ts";
+import { customSystemPrompt } from "./config.ts";
 import type { Route } from "../chat.ts";
 import type { ModelChoice } from "../models/index.ts";
-import type { LogRow, MarkerData, StandingChange, StandingData } from "../store/transcript.ts";
+import type { LogRow, MarkerData, StandingChange, StandingData } from "../store/index.ts";
 
 export function systemPrompt(env: Env, route: Route, model: ModelChoice): string {
-  const custom = (env as unknown as Record<string, unknown>).AGENT_SYSTEM_PROMPT;
-  if (typeof custom === "string" && custom.trim() !== "") return custom;
+  const custom = customSystemPrompt(env);
+  if (custom) return custom;
   const who = model.kind === "local" ? "the offline local model" : model.model;
   return (
     `You are "${route.agent}", an AI agent that works in a team chat (workspace "${route.tenant}"), running as ${who}. ` +

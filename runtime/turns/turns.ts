@@ -5,9 +5,9 @@
 // `advance` moves one conversation until it must wait; it never waits for the model.
 import type { AssistantMessage, UserMessage } from "@mariozechner/pi-ai";
 import { clip } from "../../lib/text.ts";
-import type { ApprovalFlow } from "../tools/approval-flow.ts";
+import { type ApprovalFlow, toolCalls, type ToolCalls } from "../tools/index.ts";
 import type { Attachment, ChatUser, OutboundMessage, StreamTarget } from "../chat.ts";
-import { audienceOf } from "../store/audience.ts";
+import { audienceOf, type Conversations, type ConversationRow, type InboxItem, isMessageRow, modelMessages, shownRows, textOf, type CompactionData, type HandoverData, type LogRow, type UserData } from "../store/index.ts";
 import {
   compactionRequest,
   compactionTrigger,
@@ -19,15 +19,10 @@ import {
   startedCompaction,
   type CompactionPlan,
 } from "./compaction.ts";
-import type { Conversations, ConversationRow, InboxItem } from "../store/conversations.ts";
-import { streamKey, type ModelRequest } from "../models/request.ts";
-import type { JobPurpose, JobRow, ModelJobs, Settled } from "../models/jobs.ts";
-import type { Outbox } from "../effects/outbox.ts";
+import { streamKey, type ModelRequest, type JobPurpose, type JobRow, type ModelJobs, type Settled } from "../models/index.ts";
+import type { Outbox, Typing } from "../effects/index.ts";
 import type { PassContext } from "../pass-context.ts";
-import { toolCalls, type ToolCalls } from "../tools/tool-calls.ts";
-import type { Typing } from "../effects/typing.ts";
 import { standingNotes, standingState, withStanding } from "./system-prompt.ts";
-import { isMessageRow, modelMessages, shownRows, textOf, type CompactionData, type HandoverData, type LogRow, type UserData } from "../store/transcript.ts";
 
 const INTERRUPT_NOTE =
   "The person stopped the previous turn. Do not continue or resume the interrupted task unless they ask for it again.";
@@ -160,7 +155,7 @@ export class Turns {
 
   // ---- model replies ---------------------------------------------------------------
 
-  // ---- streamed replies (runtime/reply-stream.ts) ----------------------------------
+  // ---- streamed replies (runtime/courier/reply-stream.ts) ----------------------------------
 
   /** Where a chat job's courier streams its reply: the conversation's chat, when its platform can. */
   streamTarget(job: JobRow): StreamTarget | undefined {

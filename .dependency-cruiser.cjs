@@ -1,0 +1,70 @@
+// The layout's rules, checked in `npm test` (scripts/boundaries.mjs): a
+// violation fails with the rule's name. Type-only imports count: a circle of
+// types is still a circle a reader has to untangle.
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: "no-circular",
+      comment: "No import circles, types included.",
+      severity: "error",
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: "room-door",
+      comment: "A runtime room is entered only through its index.ts.",
+      severity: "error",
+      from: { path: "^runtime/([^/]+)/" },
+      to: { path: "^runtime/[^/]+/", pathNot: ["^runtime/$1/", "^runtime/[^/]+/index\\.ts$"] },
+    },
+    {
+      name: "runtime-door",
+      comment: "Outside the runtime (bridges, console, plugins, approvals, lib, worker.ts), the runtime is entered only through runtime/index.ts.",
+      severity: "error",
+      from: { pathNot: ["^runtime/", "^test/"] },
+      to: { path: "^runtime/", pathNot: ["^runtime/index\\.ts$"] },
+    },
+    {
+      name: "tests-through-doors",
+      comment: "Tests reach a room through its door (or the runtime's), never a room's internals from outside it.",
+      severity: "error",
+      from: { path: "^test/" },
+      to: { path: "^runtime/[^/]+/", pathNot: ["^runtime/[^/]+/index\\.ts$"] },
+    },
+    {
+      name: "plugins-not-runtime",
+      comment: "Plugins know the gateway's contract, never the runtime.",
+      severity: "error",
+      from: { path: "^plugins/" },
+      to: { path: "^runtime/" },
+    },
+    {
+      name: "runtime-not-bridges-or-console",
+      comment: "The runtime is handed each bridge's outbound (RuntimeDeps); it imports no bridge and no console.",
+      severity: "error",
+      from: { path: "^runtime/" },
+      to: { path: "^(bridges|console)/" },
+    },
+    {
+      name: "lib-is-a-leaf",
+      comment: "lib/ holds helpers every folder may use: it imports nothing of the project outside lib/.",
+      severity: "error",
+      from: { path: "^lib/" },
+      to: { path: "^(runtime|bridges|console|plugins|approvals)/" },
+    },
+    {
+      name: "approvals-below-runtime",
+      comment: "Approvals (policy, holds, cards) are used by the runtime, the bridges and the console; they use none of them.",
+      severity: "error",
+      from: { path: "^approvals/" },
+      to: { path: "^(runtime|bridges|console)/" },
+    },
+  ],
+  options: {
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: "tsconfig.json" },
+    doNotFollow: { path: "node_modules" },
+    exclude: { path: "(^|/)node_modules/" },
+  },
+};

@@ -1,0 +1,7 @@
+// The control room: the control plane (one object for what is not one agent's:
+// installations, callbacks, per-tenant settings, the directory) and the
+// settings each agent keeps a copy of.
+export { mountList } from "./config.ts";
+export { ControlPlane, controlPlane, listAgents, listTenants, recordAgent } from "./control-plane.ts";
+export type { AgentListing, DirectoryEntry, TenantListing } from "./directory.ts";
+export { modelFrom, mountsFrom, NO_SETTINGS, parseSettings, type SettingKind, SettingsCopy, type SettingsText } from "./settings.ts";

@@ -1,0 +1,4 @@
+// The courier room: the small objects that do the waiting the agent's object
+// must never do (one lane per kind of effect per conversation), and the queue
+// consumer that hands them their effects.
+export { consumeQueue, Courier, courierStub } from "./courier.ts";

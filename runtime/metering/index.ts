@@ -1,0 +1,8 @@
+// The metering room: the object's busy time, the usage ledgers, the spend
+// check and the count around each provider call, and reading usage back.
+export { AGENT_HANDLERS, BusyTime, type HourBusy, measureHandlers, type TurnBusy } from "./busy-time.ts";
+export { platformDailySpendLimit } from "./config.ts";
+export { DAY_MS, dayStart, Ledger, ledgerStub, tenantLimitSchema, type UsageReport, type UsageRowOut } from "./ledger.ts";
+export { countBusy, countUsage, effectiveLimit, forgetReading, limitSentence, spendRefusal } from "./spend.ts";
+export { readUsage, tenantDayLine, tokensText, totalsOf, type UsageRead, type UsageTotals } from "./usage-read.ts";
+export { usageRow } from "./usage.ts";

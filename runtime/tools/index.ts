@@ -1,0 +1,7 @@
+// The tools room: the tool-call journal, discovered tool lists, code mode's
+// calls on the object's side, mount sessions and the approvals glue.
+export { ApprovalFlow } from "./approval-flow.ts";
+export { MountSessions, sessionCopy } from "./mount-sessions.ts";
+export { type ScriptAnswer, type ScriptCall, ScriptCalls } from "./script-calls.ts";
+export { ToolCalls, toolCalls, type ToolReport, type ToolWork } from "./tool-calls.ts";
+export { type MountReport, type MountWork, ToolLists } from "./tool-lists.ts";

@@ -1,0 +1,74 @@
+// The layout is the architecture (docs/design.md, "Rooms"): the runtime in
+// rooms of bounded size, each with a door, and every configuration variable
+// read in a config.ts. Import rules (circles, doors, who may import whom) are
+// dependency-cruiser's, run by `npm test` before this (.dependency-cruiser.cjs).
+import assert from "node:assert/strict";
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join, relative } from "node:path";
+import { test } from "node:test";
+
+const ROOT = new URL("../..", import.meta.url).pathname;
+const SOURCE_FOLDERS = ["runtime", "bridges", "console", "plugins", "approvals", "lib"];
+const MAX_TOP_FILES = 4;
+const MAX_ROOM_LINES = 1_200;
+const MAX_FILE_LINES = 400;
+
+function filesUnder(dir, ext = /\.(ts|tsx)$/) {
+  return readdirSync(join(ROOT, dir)).flatMap((name) => {
+    const path = join(dir, name);
+    if (statSync(join(ROOT, path)).isDirectory()) return filesUnder(path, ext);
+    return ext.test(name) && !/\.test\.ts$/.test(name) ? [path] : [];
+  });
+}
+const lines = (path) => readFileSync(join(ROOT, path), "utf8").split("\n").length - 1;
+
+test("runtime/ holds its rooms, each with a door, and at most four files of its own (its door and leaf contracts)", () => {
+  const entries = readdirSync(join(ROOT, "runtime"));
+  const files = entries.filter((name) => !statSync(join(ROOT, "runtime", name)).isDirectory());
+  assert.ok(files.includes("index.ts"), "runtime/index.ts is the runtime's door");
+  assert.ok(files.length <= MAX_TOP_FILES, `runtime/ has ${files.length} files directly in it (${files.join(", ")}); at most ${MAX_TOP_FILES}`);
+  const rooms = entries.filter((name) => statSync(join(ROOT, "runtime", name)).isDirectory());
+  assert.ok(rooms.length > 0);
+  for (const room of rooms) assert.ok(readdirSync(join(ROOT, "runtime", room)).includes("index.ts"), `runtime/${room} has no index.ts`);
+});
+
+test(`every room is under ${MAX_ROOM_LINES} lines and every runtime file under ${MAX_FILE_LINES}`, () => {
+  const rooms = readdirSync(join(ROOT, "runtime")).filter((name) => statSync(join(ROOT, "runtime", name)).isDirectory());
+  for (const room of rooms) {
+    const total = filesUnder(join("runtime", room)).reduce((sum, path) => sum + lines(path), 0);
+    assert.ok(total < MAX_ROOM_LINES, `runtime/${room} is ${total} lines`);
+  }
+  for (const path of filesUnder("runtime")) assert.ok(lines(path) < MAX_FILE_LINES, `${path} is ${lines(path)} lines`);
+});
+
+/** Bindings are not configuration: the Worker's objects, queues and buckets, as wrangler.jsonc names them. */
+function bindings() {
+  const text = readFileSync(join(ROOT, "wrangler.jsonc"), "utf8");
+  return new Set([...text.matchAll(/"(?:name|binding)":\s*"([A-Z][A-Z0-9_]*)"/g)].map((m) => m[1]));
+}
+
+/** Each read of a variable or a named secret outside a config.ts: `env.NAME`, `(… env …).NAME`, `secretNamed(env, "NAME")`. */
+function configReads(source, bound) {
+  const reads = [
+    ...[...source.matchAll(/\benv\)?\.([A-Z][A-Z0-9_]*)\b/g)].map((m) => m[1]),
+    ...[...source.matchAll(/\bsecretNamed\([^,()]+,\s*["'`]([A-Z][A-Z0-9_]*)["'`]/g)].map((m) => m[1]),
+    ...[...source.matchAll(/as Record<string, [^>]+>\)\.([A-Z][A-Z0-9_]*)\b/g)].map((m) => m[1]),
+  ];
+  return reads.filter((name) => !bound.has(name));
+}
+
+test("every configuration variable and named secret is read in a config.ts, nowhere else", () => {
+  const bound = bindings();
+  assert.ok(bound.has("AGENT") && bound.has("EFFECT_QUEUE"), "the bindings are read from wrangler.jsonc");
+  const found = [];
+  for (const path of [...SOURCE_FOLDERS.flatMap((dir) => filesUnder(dir)), "worker.ts"]) {
+    if (path.endsWith("/config.ts") || path === "lib/config.ts") continue;
+    for (const name of configReads(readFileSync(join(ROOT, path), "utf8"), bound)) found.push(`${relative(ROOT, join(ROOT, path))}: ${name}`);
+  }
+  assert.deepEqual(found, []);
+});
+
+test("the config-read check sees each way of reading a variable", () => {
+  const bound = new Set(["AGENT"]);
+  assert.deepEqual(configReads('c.env.SLACK_AGENT; env.AGENT; (env as unknown as Record<string, unknown>).X_Y; secretNamed(env, "TOKEN")', bound), ["SLACK_AGENT", "TOKEN", "X_Y"]);
+});
