@@ -1,8 +1,10 @@
 // MCP servers as mounts: a real server built with the official SDK
-// (test/fakes/mcp.mjs) on loopback, mounted per agent. Its tool list is
-// fetched off the object and kept with the mount; its tools are offered as
-// `<alias>__<tool>`, gated by their annotations, called through couriers, and
-// their failures reach the model as tool errors it can read.
+// (test/fakes/mcp.mjs) on loopback, mounted per agent, and the reference
+// server itself (@modelcontextprotocol/server-everything, test/fakes/everything.mjs).
+// Its tool list is fetched off the object and kept with the mount; its tools
+// are offered as `<alias>__<tool>` (but those that cannot or may not be
+// called), gated by their annotations, called through couriers; a session the
+// server lost is renewed; failures reach the model as tool errors it can read.
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { nameTools } from "../plugins/tool-names.ts";
