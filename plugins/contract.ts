@@ -79,6 +79,12 @@ export interface PluginTool<Args = any> {
   /** Held for a person even on an open mount, as the plugin's `defaultPolicy` holds a declared tool. */
   defaultPolicy?: "approval";
   /**
+   * Why the tool can never be called here (an MCP tool that runs only as a
+   * task), completing "<name> …": it is not offered, and a call is refused
+   * with this reason whatever the mount's policy says.
+   */
+  unavailable?: string;
+  /**
    * The tool calls other tools through `ctx.tools` (code mode). Given the
    * tools it may call (every mounted tool not denied, except other tools that
    * call tools) and its mount's config, returns its description for the model.

@@ -131,14 +131,28 @@ export class Gateway {
     this.redactor = new Redactor(secrets);
   }
 
-  /** What the model sees: one tool per mounted plugin tool, named `<alias>__<tool>`. */
+  /**
+   * What the model sees: one tool per mounted plugin tool, named
+   * `<alias>__<tool>`, except those it may not call (denied, or unavailable):
+   * offering them would only invite a refusal.
+   */
   tools(): ModelTool[] {
     const callable = this.callable();
-    return [...this.byName].map(([name, { mount, tool, config }]) => ({
+    return this.offered().map(([name, { mount, tool, config }]) => ({
       name,
       description: `${tool.callsTools ? tool.callsTools(callable, config) : tool.description} (mount "${mount.alias}")`,
       parameters: parametersOf(tool),
     }));
+  }
+
+  /** Every mounted tool, offered or not, with its policy as it is now: what an operator is shown. */
+  toolPolicies(): { name: string; policy: PolicyDecision }[] {
+    return [...this.byName.keys()].map((name) => ({ name, policy: this.policy(name)! }));
+  }
+
+  /** The tools the model is offered, by gateway name. */
+  private offered(): [string, Resolved][] {
+    return [...this.byName].filter(([name]) => this.policy(name) !== "deny");
   }
 
   /** The standing documents of the mounts whose plugin keeps one (memory), for this audience. */
@@ -232,15 +246,16 @@ export class Gateway {
 
   /** Sentences for `status`: each discovered list's state, and every tool renamed or left out. */
   toolNotes(): string[] {
-    const offered = (alias: string) => [...this.byName.values()].filter((r) => r.mount.alias === alias).length;
+    const offered = (alias: string) => this.offered().filter(([, r]) => r.mount.alias === alias).length;
     return [...[...this.discovered].flatMap(([alias, d]) => d.list.describe(alias, offered(alias))), ...this.namingNotes];
   }
 
-  /** The mount's policy for this tool as it is now; undefined for an unknown tool. */
+  /** The mount's policy for this tool as it is now (a tool that cannot be called is denied); undefined for an unknown tool. */
   policy(name: string): PolicyDecision | undefined {
     const found = this.byName.get(name);
     if (!found) return undefined;
     const { mount, plugin, tool } = found;
+    if (tool.unavailable !== undefined) return "deny";
     return evaluatePolicy(mount.policy, { name: tool.name, sideEffects: tool.sideEffects, pluginDefault: defaultPolicyOf(plugin, tool) });
   }
 
@@ -259,7 +274,7 @@ export class Gateway {
   /** Arguments checked before anything is held or performed. */
   validate(name: string, args: unknown): { ok: true; args: unknown } | { ok: false; output: ToolOutput } {
     const found = this.byName.get(name);
-    if (!found) return { ok: false, output: { text: `Unknown tool "${name}". Available: ${[...this.byName.keys()].join(", ") || "none"}`, isError: true } };
+    if (!found) return { ok: false, output: { text: `Unknown tool "${name}". Available: ${this.offered().map(([offered]) => offered).join(", ") || "none"}`, isError: true } };
     const parsed = found.tool.parameters.safeParse(args);
     if (!parsed.success) return { ok: false, output: { text: `Invalid arguments for ${name}: ${z.prettifyError(parsed.error)}`, isError: true } };
     return { ok: true, args: parsed.data };
@@ -305,7 +320,9 @@ export class Gateway {
 
   /** What a call refused by a `deny` policy is answered. */
   refusal(name: string): string {
-    return `Refused: the policy of mount "${this.byName.get(name)?.mount.alias}" does not allow ${name}.`;
+    const found = this.byName.get(name);
+    if (found?.tool.unavailable !== undefined) return `Refused: ${name} ${found.tool.unavailable}.`;
+    return `Refused: the policy of mount "${found?.mount.alias}" does not allow ${name}.`;
   }
 
   redact(text: string): string {

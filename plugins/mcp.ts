@@ -5,7 +5,7 @@
 // older HTTP+SSE transport where a server only has that. The server's
 // annotations set each tool's defaults: read-only tools are reads, a tool not
 // declared read-only or non-destructive waits for a person, and idempotent
-// writes may be replayed.
+// writes may be replayed. A tool that runs only as a task is not offered.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { SSEClientTransport, SseError } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -40,6 +40,8 @@ const entrySchema = z.object({
   readOnly: z.boolean(),
   destructive: z.boolean(),
   idempotent: z.boolean(),
+  /** Its `execution.taskSupport` is "required": it can only be called as a task, which this client does not do. */
+  taskOnly: z.boolean().default(false),
 });
 type Entry = z.infer<typeof entrySchema>;
 
@@ -61,6 +63,9 @@ const MAX_DESCRIPTION = 2_000;
 const MAX_SCHEMA_CHARS = 16_000;
 
 const validator = new CfWorkerJsonSchemaValidator();
+
+/** Why a tool whose `execution.taskSupport` is "required" is neither offered nor called (the SDK's client refuses such a call too). */
+const TASK_ONLY = 'runs only as an MCP task (its execution.taskSupport is "required"), which this runtime does not support';
 
 export const mcpPlugin: Plugin = {
   name: "mcp",
@@ -110,6 +115,8 @@ function entriesOf(tools: Tool[]): FetchedTools<Entry> {
     }
     const hints = tool.annotations ?? {};
     const readOnly = hints.readOnlyHint === true;
+    const taskOnly = tool.execution?.taskSupport === "required";
+    if (taskOnly) notes.push(`"${tool.name}" is not offered: it ${TASK_ONLY}.`);
     entries.push({
       name: tool.name,
       description: (tool.description ?? tool.title ?? hints.title ?? "").slice(0, MAX_DESCRIPTION),
@@ -118,6 +125,7 @@ function entriesOf(tools: Tool[]): FetchedTools<Entry> {
       // The protocol's defaults: a tool that is not read-only may be destructive unless it says it is not.
       destructive: !readOnly && hints.destructiveHint !== false,
       idempotent: hints.idempotentHint === true,
+      taskOnly,
     });
   }
   return { entries, notes };
@@ -132,6 +140,7 @@ function toolOf(entry: Entry, config: McpConfig): PluginTool<Record<string, unkn
     sideEffects: entry.readOnly ? "read" : "write",
     idempotency: entry.readOnly || entry.idempotent ? "idempotent" : "never",
     defaultPolicy: entry.destructive ? "approval" : undefined,
+    unavailable: entry.taskOnly ? TASK_ONLY : undefined,
     call: (args, ctx) => callTool(entry.name, args, config, ctx),
   };
 }
@@ -215,8 +224,10 @@ type ServerContext = Pick<ToolContext, "secret" | "session" | "toolsChanged">;
 
 /**
  * Runs `use` with a client connected to the server, reusing the session the
- * server issued before. A server that forgot it answers 404, which means it
- * handled nothing: a new session is started and the request sent once more.
+ * server issued before. A server that no longer knows it (restarted, or the
+ * session expired) handled nothing: a new session is started and the request
+ * sent once more, and the tool list is read again, since a server that went
+ * away may have come back with other tools.
  */
 async function withServer<T>(config: McpConfig, ctx: ServerContext, use: (client: Client) => Promise<T>): Promise<T> {
   const kept = ctx.session.get<Connection>(CONNECTION);
@@ -224,9 +235,21 @@ async function withServer<T>(config: McpConfig, ctx: ServerContext, use: (client
   try {
     return await connected(config, ctx, saved, use);
   } catch (err) {
-    if (saved?.sessionId === undefined || !(err instanceof StreamableHTTPError && err.code === 404)) throw err;
+    if (saved?.sessionId === undefined || !sessionUnknown(err)) throw err;
+    ctx.toolsChanged?.();
     return connected(config, ctx, { url: saved.url, transport: saved.transport }, use);
   }
+}
+
+/**
+ * The server's word that it does not know the session: the protocol's 404, or
+ * a 400 or 401 whose body names the session. Servers built like the SDK's
+ * examples, the reference server among them, answer a session they never
+ * issued (after a restart) "400 Bad Request: No valid session ID provided".
+ */
+function sessionUnknown(err: unknown): boolean {
+  if (!(err instanceof StreamableHTTPError)) return false;
+  return err.code === 404 || ((err.code === 400 || err.code === 401) && /session/i.test(err.message));
 }
 
 async function connected<T>(config: McpConfig, ctx: ServerContext, saved: Connection | undefined, use: (client: Client) => Promise<T>): Promise<T> {

@@ -1,7 +1,9 @@
 // Removes secret values, and the encodings a remote might echo them in, from
 // anything that comes back through the gateway: base64 (also of a longer text
 // such as "Bearer <secret>", at any alignment), URL and form encoding, JSON
-// string escaping (once or twice), HTML escaping and hex.
+// string escaping (once or twice) and hex; in each, any character may come as
+// an HTML character reference (`&#115;`, `&#x73;`, `&amp;`), and the whole may
+// be split across lines (wrapped base64, a value broken for display).
 
 const REDACTED = "[redacted]";
 /** Shorter values would redact ordinary words. */
@@ -44,8 +46,25 @@ function asciiJsonEscaped(text: string): string {
   return jsonEscaped(text).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }
 
-function htmlEscaped(text: string): string {
-  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;").replace(/'/g, "&#39;");
+/** The named references HTML escaping uses; any other character is matched by number. */
+const NAMED_REFERENCES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&apos;" };
+
+/** Between two characters of an encoded secret: nothing, or one line break (raw or JSON-escaped) with the blanks around it. */
+const LINE_BREAK = String.raw`(?:[ \t]*(?:\r\n|\r|\n|\\r\\n|\\n)[ \t]*)?`;
+
+/** A character as itself or as an HTML character reference: decimal or hex (either case, leading zeros), or named. */
+function characterPattern(char: string): string {
+  const code = char.codePointAt(0)!;
+  const hex = code.toString(16).replace(/[a-f]/g, (digit) => `[${digit}${digit.toUpperCase()}]`);
+  const forms = [char.replace(/[\\^$.*+?()[\]{}|/-]/g, "\\$&"), `&#0*${code};`, `&#[xX]0*${hex};`];
+  const named = NAMED_REFERENCES[char];
+  if (named) forms.push(named);
+  return `(?:${forms.join("|")})`;
+}
+
+/** Where an encoded secret may appear: each character in any of its forms, a line break allowed between any two. */
+function needlePattern(needle: string): RegExp {
+  return new RegExp([...needle].map(characterPattern).join(LINE_BREAK), "g");
 }
 
 function encodings(secret: string): string[] {
@@ -63,24 +82,41 @@ function encodings(secret: string): string[] {
     json.replaceAll("/", "\\/"),
     asciiJsonEscaped(secret),
     jsonEscaped(json),
-    htmlEscaped(secret),
     hex,
     hex.toUpperCase(),
   ];
 }
 
+interface Needle {
+  /** The length of the encoding it finds. */
+  length: number;
+  pattern: RegExp;
+}
+
+/** Each secret's needles, made once per isolate: a gateway (and its redactor) is made for every pass. */
+const needlesBySecret = new Map<string, Needle[]>();
+
+function needlesOf(secret: string): Needle[] {
+  let needles = needlesBySecret.get(secret);
+  if (!needles) {
+    needles = [...new Set(encodings(secret))].filter((n) => n.length >= MIN_LENGTH).map((n) => ({ length: n.length, pattern: needlePattern(n) }));
+    needlesBySecret.set(secret, needles);
+  }
+  return needles;
+}
+
 export class Redactor {
-  private readonly needles: string[];
+  private readonly needles: RegExp[];
 
   constructor(secrets: string[]) {
-    const all = secrets.filter((s) => s.length >= MIN_LENGTH).flatMap(encodings);
+    const needles = [...new Set(secrets)].filter((s) => s.length >= MIN_LENGTH).flatMap(needlesOf);
     // Longest first, so a value inside a longer encoding is not half-replaced.
-    this.needles = [...new Set(all)].filter((n) => n.length >= MIN_LENGTH).sort((a, b) => b.length - a.length);
+    this.needles = needles.sort((a, b) => b.length - a.length).map((n) => n.pattern);
   }
 
   redact(text: string): string {
     let out = text;
-    for (const needle of this.needles) out = out.split(needle).join(REDACTED);
+    for (const needle of this.needles) out = out.replace(needle, REDACTED);
     return out;
   }
 

@@ -6,7 +6,8 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import type { EffectMessage } from "../runtime/effects/index.ts";
 import { agent, storedText } from "./agents.ts";
 import { captureConsole, NO_LEAKS, secretLeaks } from "./leaks.ts";
-import { getConversation, postMessage, script, settled, unique, worker } from "./support.ts";
+import { Redactor } from "../plugins/redact.ts";
+import { getConversation, postMessage, providerRequests, script, settled, unique, worker } from "./support.ts";
 import { AGENT, messageEnvelope, newTs, postEvent, slackId, statusFinal, threadMessages } from "./slack/helpers.ts";
 
 const testEnv = env as unknown as Record<string, string>;
@@ -35,14 +36,20 @@ afterEach(() => vi.restoreAllMocks());
 describe("a secret used by the http plugin (canary)", () => {
   it("never appears in SQLite, queue messages, model requests, log lines or chat, even when the remote echoes it", async () => {
     forms = await echoedForms();
-    expect(forms.length).toBeGreaterThan(12);
+    expect(forms.length).toBeGreaterThan(16);
     const lines = captureConsole();
     const team = slackId("T");
     const channel = slackId("C");
     const ts = newTs();
     const s = unique("canary");
     await script(s, [
-      { toolCalls: [{ name: "api__get", arguments: { url: `${testEnv.FAKE_REMOTE_URL}/echo` } }, { name: "api__get", arguments: { url: `${testEnv.FAKE_REMOTE_URL}/page` } }] },
+      {
+        toolCalls: [
+          { name: "api__get", arguments: { url: `${testEnv.FAKE_REMOTE_URL}/echo` } },
+          { name: "api__get", arguments: { url: `${testEnv.FAKE_REMOTE_URL}/echo.txt` } },
+          { name: "api__get", arguments: { url: `${testEnv.FAKE_REMOTE_URL}/page` } },
+        ],
+      },
       { echoToolResults: true },
     ]);
     // Queue messages are captured on their way out of the (real) object.
@@ -66,6 +73,48 @@ describe("a secret used by the http plugin (canary)", () => {
     expect(await secretLeaks(forms, { tenant: team, agent: AGENT, scenario: s, channel, lines })).toEqual(NO_LEAKS);
     expect(queued.length).toBeGreaterThan(0);
     expect(leaks(JSON.stringify(queued))).toEqual([]);
+  });
+});
+
+describe("redaction", () => {
+  // The canary of the careless remote, so its characters include those every encoding changes.
+  const redactor = new Redactor([CANARY]);
+  const half = Math.floor(CANARY.length / 2);
+  const decimal = (c: string) => `&#${c.codePointAt(0)};`;
+  const hex = (c: string) => `&#x${c.codePointAt(0)!.toString(16)};`;
+
+  it("finds a secret written as HTML character references: decimal, hex in either case, with leading zeros, named, or mixed with plain characters", () => {
+    const forms = [
+      [...CANARY].map(decimal).join(""),
+      [...CANARY].map(hex).join(""),
+      [...CANARY].map((c) => `&#X${c.codePointAt(0)!.toString(16).toUpperCase()};`).join(""),
+      [...CANARY].map((c) => `&#000${c.codePointAt(0)};`).join(""),
+      // Only some characters referenced, as an encoder that escapes punctuation does; &quot; and &apos; named.
+      [...CANARY].map((c, i) => (c === '"' ? "&quot;" : c === "'" ? "&apos;" : i % 3 === 0 ? decimal(c) : i % 3 === 1 ? hex(c) : c)).join(""),
+    ];
+    for (const form of forms) expect(redactor.redact(`<p>token: ${form}</p>`), form).toBe("<p>token: [redacted]</p>");
+  });
+
+  it("finds a secret, and its encodings, split across lines: raw or JSON-escaped breaks, indented continuations, wrapped base64", () => {
+    const split = [`${CANARY.slice(0, half)}\n${CANARY.slice(half)}`, `${CANARY.slice(0, half)}\r\n    ${CANARY.slice(half)}`, `${CANARY.slice(0, 5)}\\n${CANARY.slice(5)}`];
+    for (const form of split) expect(redactor.redact(`key = ${form};`), JSON.stringify(form)).toBe("key = [redacted];");
+    // A request's headers sent as MIME base64 (76 columns): the characters only the secret decides run over a line end.
+    const dump = `GET /x HTTP/1.1\r\nHost: a.test\r\nAuthorization: Bearer ${CANARY}\r\n\r\n`;
+    const joined = btoa(dump);
+    const at = dump.indexOf(CANARY);
+    const span = joined.slice(Math.ceil((at * 4) / 3), Math.floor(((at + CANARY.length) * 4) / 3));
+    const mime = joined.replace(/.{76}(?=.)/g, "$&\r\n");
+    expect(mime).not.toContain(span);
+    const left = redactor.redact(mime).replaceAll("\r\n", "");
+    expect(left).toContain("[redacted]");
+    for (let i = 0; i + 8 <= span.length; i++) expect(left).not.toContain(span.slice(i, i + 8));
+    const hexLines = [...new TextEncoder().encode(CANARY)].map((b) => b.toString(16).padStart(2, "0")).join("").replace(/.{32}(?=.)/g, "$&\n");
+    expect(redactor.redact(hexLines)).toBe("[redacted]");
+  });
+
+  it("leaves ordinary text alone: a part of the secret, references to other characters, lines of other words", () => {
+    const ordinary = [CANARY.slice(0, half), [..."canary"].map(decimal).join(""), `${CANARY.slice(0, half)}\n\nThe end.`, "line one\nline two &#38; three"];
+    for (const text of ordinary) expect(redactor.redact(text)).toBe(text);
   });
 });
 
@@ -104,7 +153,7 @@ describe("policies", () => {
     expect(placed).toEqual([{ body: JSON.stringify({ marker }), authorized: true }]);
   });
 
-  it("a denied tool never reaches the plugin and the model is told it was refused", async () => {
+  it("a denied tool is not offered to the model, never reaches the plugin when called by name, and the model is told it was refused", async () => {
     const A = "denied";
     const entry = unique("entry");
     await worker(`/v1/tenants/policies/agents/${A}/mounts`, {
@@ -117,8 +166,18 @@ describe("policies", () => {
     await postMessage("policies", A, { text: `[s:${s}] go`, conversation: s });
     const view = await settled("policies", A, s);
     expect(view.transcript.find((e) => e.role === "tool")).toMatchObject({ isError: true, text: 'Refused: the policy of mount "ledger" does not allow ledger__append.' });
+    const requests = await providerRequests(s);
+    expect(requests).toHaveLength(2);
+    for (const { body } of requests) {
+      const offered = (body.tools as { function: { name: string } }[]).map((t) => t.function.name);
+      expect(offered).toContain("ledger__read");
+      expect(offered).not.toContain("ledger__append");
+    }
     const appends = (await (await fetch(`${testEnv.FAKE_LEDGER_URL}/appends?entry=${entry}`)).json()) as unknown[];
     expect(appends).toHaveLength(0);
+    // The operator still sees it, denied.
+    const mounts = (await (await worker(`/v1/tenants/policies/agents/${A}/mounts`, { headers: ADMIN })).json()) as { tools: { name: string; policy: string }[] };
+    expect(mounts.tools.find((t) => t.name === "ledger__append")?.policy).toBe("deny");
   });
 
   it("status warns when an ungated mount of a plugin sits beside a gated one", async () => {

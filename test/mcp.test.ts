@@ -1,8 +1,10 @@
 // MCP servers as mounts: a real server built with the official SDK
-// (test/fakes/mcp.mjs) on loopback, mounted per agent. Its tool list is
-// fetched off the object and kept with the mount; its tools are offered as
-// `<alias>__<tool>`, gated by their annotations, called through couriers, and
-// their failures reach the model as tool errors it can read.
+// (test/fakes/mcp.mjs) on loopback, mounted per agent, and the reference
+// server itself (@modelcontextprotocol/server-everything, test/fakes/everything.mjs).
+// Its tool list is fetched off the object and kept with the mount; its tools
+// are offered as `<alias>__<tool>` (but those that cannot or may not be
+// called), gated by their annotations, called through couriers; a session the
+// server lost is renewed; failures reach the model as tool errors it can read.
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { nameTools } from "../plugins/tool-names.ts";
@@ -34,6 +36,12 @@ async function serverCalls(tool: string, marker = ""): Promise<McpCall[]> {
 
 async function sessionsStarted(): Promise<{ session: string; authorization: string }[]> {
   return (await fetch(`${MCP_URL}/_control/initializations`)).json();
+}
+
+/** The fake forgets every session, as a restarted server does, answering them as `answer` says (test/fakes/mcp.mjs); `tool` is one it comes back with. */
+async function forget(answer: "400" | "404" | "401-session" | "401-token", tool?: string): Promise<void> {
+  const res = await fetch(`${MCP_URL}/_control/forget?${new URLSearchParams({ answer, ...(tool ? { tool } : {}) })}`, { method: "POST" });
+  expect(res.status).toBe(200);
 }
 
 async function serverDown(on: boolean): Promise<void> {
@@ -147,18 +155,52 @@ describe("an MCP server as a mount", () => {
     expect((await serverCalls("chart", marker))[0]!.session).toBe(started[0]!.session);
   });
 
-  it("a session the server forgot (404) is renewed and the call is made once", async () => {
-    const A = "forgetful";
+  // 400 is what the SDK's servers answer (server-everything among them: see "the reference server" below), 404 the protocol's word.
+  for (const answer of ["400", "404", "401-session"] as const) {
+    it(`a session the server forgot (answered ${answer}) is renewed and the call is made once`, async () => {
+      const A = `forgetful-${answer}`;
+      await mount(T, A, [docsMount()]);
+      await turn(A, [{ text: "listed" }]);
+      const before = (await sessionsStarted()).length;
+      await forget(answer);
+      const marker = unique("q");
+      const { view } = await turn(A, [{ toolCalls: [{ name: "docs__search", arguments: { query: marker } }] }, { text: "ok" }]);
+      expect(toolResults(view).at(-1)).toMatchObject({ text: `3 pages match "${marker}".`, isError: false });
+      const renewed = (await sessionsStarted()).slice(before);
+      expect(renewed).toHaveLength(1);
+      expect(await serverCalls("search", marker)).toEqual([expect.objectContaining({ session: renewed[0]!.session })]);
+    });
+  }
+
+  it("a 401 that does not name the session is a refusal, not a forgotten session: nothing is renewed", async () => {
+    const A = "refused";
     await mount(T, A, [docsMount()]);
     await turn(A, [{ text: "listed" }]);
     const before = (await sessionsStarted()).length;
-    await fetch(`${MCP_URL}/_control/forget`, { method: "POST" });
+    await forget("401-token");
     const marker = unique("q");
-    const { view } = await turn(A, [{ toolCalls: [{ name: "docs__search", arguments: { query: marker } }] }, { text: "ok" }]);
-    expect(toolResults(view).at(-1)).toMatchObject({ text: `3 pages match "${marker}".`, isError: false });
-    const renewed = (await sessionsStarted()).slice(before);
-    expect(renewed).toHaveLength(1);
-    expect(await serverCalls("search", marker)).toEqual([expect.objectContaining({ session: renewed[0]!.session })]);
+    const { view } = await turn(A, [{ toolCalls: [{ name: "docs__search", arguments: { query: marker } }] }, { text: "refused" }]);
+    expect(toolResults(view).at(-1)).toMatchObject({
+      isError: true,
+      text: `The MCP server at ${HOST} refused the request while calling search: Streamable HTTP error: Error POSTing to endpoint: {"error":"invalid_token","error_description":"The access token has expired"}`,
+    });
+    expect((await sessionsStarted()).slice(before)).toEqual([]);
+    expect(await serverCalls("search", marker)).toEqual([]);
+  });
+
+  it("a server that came back with another tool: the call that renews the session has the list read again", async () => {
+    const A = "returning";
+    const back = unique("back_");
+    await mount(T, A, [docsMount()]);
+    const first = await turn(A, [{ text: "listed" }]);
+    expect((await offered(first.s)).has(`docs__${back}`)).toBe(false);
+    await forget("400", back);
+    const marker = unique("q");
+    await turn(A, [{ toolCalls: [{ name: "docs__search", arguments: { query: marker } }] }, { text: "ok" }]);
+    await waitFor("the list read again", async () => (await rows<{ value: string }>(T, A, "SELECT value FROM mount_sessions WHERE alias = 'docs' AND key = 'tool_list'"))[0]?.value.includes(back));
+    const next = await turn(A, [{ toolCalls: [{ name: `docs__${back}` }] }, { text: "used it" }]);
+    expect((await offered(next.s)).has(`docs__${back}`)).toBe(true);
+    expect(toolResults(next.view).at(-1)).toMatchObject({ text: `${back} ran.`, isError: false });
   });
 
   it("a server's notice that its tools changed has the list fetched again", async () => {
@@ -295,6 +337,67 @@ describe("a server that fails", () => {
     expect(view.status).toBe("idle");
     expect([...(await offered(s)).keys()].filter((n) => n.startsWith("docs__"))).toEqual([]);
     expect(await status(T, A, conversation)).toMatch(new RegExp(`Mount "docs": its tool list could not be fetched \\(Could not reach the MCP server at ${HOST} while listing its tools: .+\\); it offers no tools\\. Next try after `));
+  });
+});
+
+describe("the reference server, @modelcontextprotocol/server-everything", () => {
+  // The npm package itself, in its Streamable HTTP mode, run as a Node process on loopback by test/fakes/everything.mjs.
+  const REFERENCE = { alias: "ref", plugin: "mcp", config: { url: E.MCP_EVERYTHING_URL! } };
+  /** Kills the server (SIGKILL) and starts it again on the same port: every session it issued is gone. */
+  async function restartReference(): Promise<void> {
+    const res = await fetch(`${E.MCP_EVERYTHING_CONTROL_URL}/_control/restart`, { method: "POST" });
+    expect(res.status, await res.clone().text()).toBe(200);
+  }
+  const sessionOf = async (name: string) =>
+    (JSON.parse((await rows<{ value: string }>(T, name, "SELECT value FROM mount_sessions WHERE alias = 'ref' AND key = 'connection'"))[0]!.value) as { sessionId: string }).sessionId;
+
+  it("offers its tools but the task-only one and the one the mount denies; a call of either by name is refused", async () => {
+    const A = "reference";
+    await mount(T, A, [{ ...REFERENCE, policy: { tools: { "get-env": "deny" } } }]);
+    const { view, s, conversation } = await turn(A, [
+      {
+        toolCalls: [
+          { name: "ref__get-sum", arguments: { a: 2, b: 3 } },
+          { name: "ref__get-env" },
+          { name: "ref__simulate-research-query", arguments: { topic: "tasks" } },
+        ],
+      },
+      { text: "Two of those were refused." },
+    ]);
+    expect(view.status).toBe("idle");
+    for (const request of [0, 1]) {
+      const tools = [...(await offered(s, request)).keys()];
+      expect(tools).toEqual(expect.arrayContaining(["ref__echo", "ref__get-sum", "ref__get-tiny-image"]));
+      expect(tools).not.toContain("ref__get-env");
+      expect(tools).not.toContain("ref__simulate-research-query");
+    }
+    expect(toolResults(view).map(({ text, isError }) => ({ text, isError }))).toEqual([
+      { text: "The sum of 2 and 3 is 5.", isError: false },
+      { text: 'Refused: the policy of mount "ref" does not allow ref__get-env.', isError: true },
+      { text: 'Refused: ref__simulate-research-query runs only as an MCP task (its execution.taskSupport is "required"), which this runtime does not support.', isError: true },
+    ]);
+    const notice = await status(T, A, conversation);
+    expect(notice).toContain('"simulate-research-query" is not offered: it runs only as an MCP task');
+    const offeredCount = [...(await offered(s)).keys()].filter((n) => n.startsWith("ref__")).length;
+    expect(notice).toContain(`Mount "ref": ${offeredCount} tools, listed at`);
+  });
+
+  it("killed and started again on the same port: the next call renews the session and returns the server's real answer", async () => {
+    const A = "survivor";
+    await mount(T, A, [REFERENCE]);
+    const before = unique("hello");
+    const first = await turn(A, [{ toolCalls: [{ name: "ref__echo", arguments: { message: before } }] }, { text: "echoed" }]);
+    expect(toolResults(first.view).at(-1)).toMatchObject({ text: `Echo: ${before}`, isError: false });
+    const oldSession = await sessionOf(A);
+
+    await restartReference();
+    const after = unique("again");
+    const second = await turn(A, [{ toolCalls: [{ name: "ref__echo", arguments: { message: after } }] }, { text: "echoed again" }]);
+    expect(second.view.status).toBe("idle");
+    expect(toolResults(second.view).at(-1)).toMatchObject({ text: `Echo: ${after}`, isError: false });
+    const newSession = await sessionOf(A);
+    expect(newSession).toMatch(/^[0-9a-f-]{36}$/);
+    expect(newSession).not.toBe(oldSession);
   });
 });
 

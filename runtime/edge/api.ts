@@ -133,7 +133,7 @@ export function agentsApi(deps: RuntimeDeps): Hono<{ Bindings: Env }> {
       if (err instanceof MountError) throw new ConfigError(err.message);
       throw err;
     }
-    return c.json({ mounts, tools: gateway.tools().map((t) => ({ name: t.name, policy: gateway.policy(t.name) })), warnings: policyWarnings(gateway.mountsUnderPolicy()) });
+    return c.json({ mounts, tools: gateway.toolPolicies(), warnings: policyWarnings(gateway.mountsUnderPolicy()) });
   });
 
   api.get("/tenants/:tenant/agents/:agent/model", async (c) => {

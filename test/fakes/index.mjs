@@ -1,8 +1,10 @@
-// Starts every loopback fake the workerd tests talk to, and names the Worker
-// bindings that point at them. Each bridge adds its fake here.
+// Starts every loopback fake the workerd tests talk to (and the reference MCP
+// server, which is real), and names the Worker bindings that point at them.
+// Each bridge adds its fake here.
 import { startLedger } from "./ledger.mjs";
 import { startCallbackReceiver, WEBHOOK_SECRET } from "./callback.mjs";
 import { DISCORD_APPLICATION_ID, DISCORD_BOT_TOKEN, DISCORD_PUBLIC_KEY, DISCORD_TEST_SIGNING_KEY, startDiscord } from "./discord.mjs";
+import { startEverything } from "./everything.mjs";
 import { MCP_API_TOKEN, startMcp } from "./mcp.mjs";
 import { FAKE_PROVIDER_KEY, startModelProvider } from "./model-provider.mjs";
 import { REMOTE_API_TOKEN, startRemote } from "./remote.mjs";
@@ -10,6 +12,8 @@ import { FAKE_SLACK_BOT_TOKEN, FAKE_SLACK_CLIENT_ID, FAKE_SLACK_CLIENT_SECRET, F
 
 /** `gates` (test/fakes/gates.mjs), when given, lets a harness watch and hold requests. */
 export async function startFakes({ gates } = {}) {
+  // A Node process that takes a second or so to start: under way while the others start.
+  const starting = startEverything();
   const provider = await startModelProvider({ gates });
   const ledger = await startLedger({ gates });
   const slack = await startSlack({ gates });
@@ -17,7 +21,8 @@ export async function startFakes({ gates } = {}) {
   const callback = await startCallbackReceiver({ gates });
   const remote = await startRemote();
   const mcp = await startMcp();
-  const fakes = { provider, ledger, slack, discord, callback, remote, mcp };
+  const everything = await starting;
+  const fakes = { provider, ledger, slack, discord, callback, remote, mcp, everything };
   const remoteHost = new URL(remote.url).host;
   const bindings = {
     ADMIN_TOKEN: "test-admin-token",
@@ -64,6 +69,8 @@ export async function startFakes({ gates } = {}) {
     FAKE_REMOTE_URL: remote.url,
     MCP_API_TOKEN,
     FAKE_MCP_URL: mcp.url,
+    MCP_EVERYTHING_URL: everything.url,
+    MCP_EVERYTHING_CONTROL_URL: everything.controlUrl,
     APPROVERS: JSON.stringify({ approvals: ["U_APPROVER", "D_APPROVER"], T_APPROVALS: ["U_APPROVER"], "424242": ["U_APPROVER", "1400000000000000042"], console_ok: ["console:admin"] }),
     SLACK_API_BASE_URL: `${slack.url}/api`,
     SLACK_SIGNING_SECRET: FAKE_SLACK_SIGNING_SECRET,

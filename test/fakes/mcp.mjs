@@ -7,7 +7,11 @@
 // and a tool that adds a tool and says the list changed. `/sse` is a second
 // server that has only the older HTTP+SSE transport. Control API under
 // /_control: the calls each tool received, forgetting every session (as a
-// restarted server does), and going down (every connection dropped).
+// restarted server does, perhaps with a new tool), and going down (every
+// connection dropped). A session it does not know is answered as the SDK's
+// reference server (@modelcontextprotocol/server-everything) answers one:
+// 400 "No valid session ID provided"; a forget can choose how the sessions it
+// forgot are answered.
 import { randomUUID } from "node:crypto";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js";
@@ -27,6 +31,18 @@ export const SLOW_TOOL_MS = 4_000;
 export const LONG_TOOL_NAME = `summarize_${"section_".repeat(7)}end`;
 const PIXEL_PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
 
+/**
+ * Answers to a session the server does not know: server-everything's (the
+ * SDK's reference server; the default), the protocol's 404, a 401 that names
+ * the session, and a 401 that does not (a refused credential, not a session).
+ */
+const STALE_ANSWERS = {
+  400: { status: 400, body: { jsonrpc: "2.0", error: { code: -32000, message: "Bad Request: No valid session ID provided" } } },
+  404: { status: 404, body: { jsonrpc: "2.0", error: { code: -32001, message: "Session not found" }, id: null } },
+  "401-session": { status: 401, body: { error: "invalid_token", error_description: "The session has expired" } },
+  "401-token": { status: 401, body: { error: "invalid_token", error_description: "The access token has expired" } },
+};
+
 const credentials = (extra) => ({ authorization: extra.requestInfo?.headers?.authorization, apiKey: extra.requestInfo?.headers?.["x-api-key"] });
 
 export async function startMcp() {
@@ -39,6 +55,8 @@ export async function startMcp() {
   /** Live sessions: id → { transport, server }. */
   const sessions = new Map();
   let down = false;
+  /** Forgotten sessions, with how each is answered: id → an entry of STALE_ANSWERS. */
+  const forgotten = new Map();
 
   const readTool = (server, name, description) => {
     // The SDK warns (on the console) about names outside the protocol's advice: these are offered on purpose.
@@ -171,11 +189,15 @@ export async function startMcp() {
       const id = req.headers["mcp-session-id"];
       if (id !== undefined) {
         const live = sessions.get(id);
-        // The protocol's answer for a session the server does not know: start a new one.
-        if (!live) return sendJson(res, 404, { jsonrpc: "2.0", error: { code: -32001, message: "Session not found" }, id: null });
+        if (!live) {
+          const answer = forgotten.get(id) ?? STALE_ANSWERS["400"];
+          return sendJson(res, answer.status, answer.body);
+        }
         return live.transport.handleRequest(req, res, body);
       }
-      if (req.method !== "POST" || !isInitializeRequest(body)) return sendJson(res, 400, { jsonrpc: "2.0", error: { code: -32000, message: "No session" }, id: null });
+      // As server-everything: a GET or DELETE needs a session; a POST without one starts a session that was never initialized.
+      if (req.method !== "POST") return sendJson(res, STALE_ANSWERS["400"].status, STALE_ANSWERS["400"].body);
+      if (!isInitializeRequest(body)) return sendJson(res, 400, { jsonrpc: "2.0", error: { code: -32000, message: "Bad Request: Server not initialized" }, id: null });
       const server = docsServer(authorization);
       const transport = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
@@ -212,6 +234,12 @@ export async function startMcp() {
     }
     if (req.method === "GET" && url.pathname === "/_control/initializations") return sendJson(res, 200, initializations);
     if (req.method === "POST" && url.pathname === "/_control/forget") {
+      const answer = STALE_ANSWERS[url.searchParams.get("answer") ?? "400"];
+      if (!answer) return sendJson(res, 400, { error: `answer is one of ${Object.keys(STALE_ANSWERS).join(", ")}` });
+      // A tool the server comes back with: no session hears of it.
+      const tool = url.searchParams.get("tool");
+      if (tool) added.add(tool);
+      for (const id of sessions.keys()) forgotten.set(id, answer);
       const live = [...sessions.values()];
       sessions.clear();
       await Promise.all(live.map(({ transport }) => transport.close()));

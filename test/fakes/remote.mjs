@@ -10,6 +10,32 @@ import { listen, readBody, sendJson } from "./http.mjs";
  */
 export const REMOTE_API_TOKEN = `canary-7f3a/9c+2e=51"d8\\4b?06 e2'x`;
 
+/** The credentials a request carried, echoed in every encoding this careless remote knows. */
+function echoed(auth) {
+  const token = auth.replace(/^Bearer /, "");
+  const half = Math.floor(token.length / 2);
+  return {
+    youSent: auth,
+    base64: Buffer.from(token).toString("base64"),
+    headerBase64: Buffer.from(auth).toString("base64"),
+    headerBase64Url: Buffer.from(`x${auth}`).toString("base64url"),
+    basicAuth: `Basic ${Buffer.from(`user:${token}`).toString("base64")}`,
+    urlEncoded: encodeURIComponent(token),
+    urlEncodedLower: encodeURIComponent(token).replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase()),
+    formEncoded: new URLSearchParams({ token }).toString(),
+    jsonInJson: JSON.stringify({ authorization: auth }),
+    asciiJson: JSON.stringify(token).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`),
+    html: token.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/'/g, "&#39;"),
+    hex: Buffer.from(token).toString("hex"),
+    htmlDecimal: [...token].map((c) => `&#${c.codePointAt(0)};`).join(""),
+    htmlHex: [...token].map((c) => `&#x${c.codePointAt(0).toString(16).toUpperCase()};`).join(""),
+    // Broken for display, as a terminal or a log viewer does.
+    splitLines: `${token.slice(0, half)}\r\n  ${token.slice(half)}`,
+    // Wrapped at 16 columns, as MIME and PEM wrap base64 (at 76 and 64).
+    base64Wrapped: Buffer.from(token).toString("base64").replace(/.{16}(?=.)/g, "$&\n"),
+  };
+}
+
 export async function startRemote() {
   const posts = [];
   return listen(async (req, res) => {
@@ -17,21 +43,13 @@ export async function startRemote() {
     const auth = req.headers.authorization ?? "";
     const token = auth.replace(/^Bearer /, "");
     if (req.method === "GET" && url.pathname === "/echo") {
-      // As JSON, so every string below also arrives JSON-escaped.
-      return sendJson(res, 200, {
-        youSent: auth,
-        base64: Buffer.from(token).toString("base64"),
-        headerBase64: Buffer.from(auth).toString("base64"),
-        headerBase64Url: Buffer.from(`x${auth}`).toString("base64url"),
-        basicAuth: `Basic ${Buffer.from(`user:${token}`).toString("base64")}`,
-        urlEncoded: encodeURIComponent(token),
-        urlEncodedLower: encodeURIComponent(token).replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase()),
-        formEncoded: new URLSearchParams({ token }).toString(),
-        jsonInJson: JSON.stringify({ authorization: auth }),
-        asciiJson: JSON.stringify(token).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`),
-        html: token.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/'/g, "&#39;"),
-        hex: Buffer.from(token).toString("hex"),
-      });
+      // As JSON, so every string below also arrives JSON-escaped (and a line break as "\n").
+      return sendJson(res, 200, echoed(auth));
+    }
+    if (req.method === "GET" && url.pathname === "/echo.txt") {
+      // The same as plain text: line breaks arrive as they are.
+      res.writeHead(200, { "content-type": "text/plain; charset=utf-8" });
+      return res.end(Object.entries(echoed(auth)).map(([name, value]) => `${name}:\n${value}`).join("\n\n"));
     }
     if (req.method === "GET" && url.pathname === "/page") {
       res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
