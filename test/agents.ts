@@ -33,7 +33,7 @@ export async function evict(tenant: string, name: string): Promise<void> {
 
 /** The courier of one lane of an agent (the lane of `kind` effects of `conversation`). */
 export function courier(tenant: string, name: string, kind: EffectKind, conversation: string) {
-  return courierStub(env, { tenant, agent: name, kind, id: "", lane: `${kind === "hold" ? "tool" : kind}:${conversation}` });
+  return courierStub(env, { tenant, agent: name, lane: `${kind === "hold" ? "tool" : kind}:${conversation}` });
 }
 
 /** Resets a courier mid-work, as a crash would; its watchdog alarm is left to resume it. */

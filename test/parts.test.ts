@@ -6,7 +6,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { ChatOutbound, OutboundMessage, RuntimeDeps } from "../runtime/chat.ts";
 import { Conversations, migrate } from "../runtime/store/index.ts";
-import { sendTimeoutMs, Effects, MAX_LEASES, SEND_LEASE_MS, type EffectMessage, Outbox, Typing, TYPING_REFRESH_MS } from "../runtime/effects/index.ts";
+import { sendTimeoutMs, Effects, SEND_LEASE_MS, type EffectMessage, type EffectRow, Outbox, type SendRun, Typing, TYPING_REFRESH_MS } from "../runtime/effects/index.ts";
 import { Inbound, Scheduler } from "../runtime/object/index.ts";
 import { MountSessions, ToolCalls } from "../runtime/tools/index.ts";
 import { ModelJobs } from "../runtime/models/index.ts";
@@ -62,90 +62,91 @@ describe("Conversations", () => {
 });
 
 describe("Effects", () => {
-  it("a waiting effect is sent once per lease; a claim starts its run lease and counts earlier claims", () =>
+  const carry = (work: unknown) => () => ({ work });
+
+  it("a waiting effect is sent once per lease, carrying its work; a claim starts its run lease and counts earlier claims", () =>
     inObject(async (storage) => {
-      const effects = new Effects(storage.sql, 30_000);
+      const effects = new Effects(storage.sql, 30_000, 3_600_000);
       const { sent, queue } = capturingQueue();
       effects.add("model", "j1", "c1");
       expect(effects.inFlight("model", "j1")).toBe(false);
-      expect(await effects.send(queue, route)).toEqual([]);
-      expect(sent).toEqual([{ ...route, kind: "model", id: "j1", lane: "model:c1" }]);
+      expect(await effects.send(queue, route, carry({ request: "{}" }))).toEqual([]);
+      expect(sent).toEqual([{ ...route, kind: "model", id: "j1", lane: "model:c1", attempt: 1, work: { request: "{}" } }]);
       expect(effects.inFlight("model", "j1")).toBe(true);
-      // Not due again until its lease runs out.
-      await effects.send(queue, route);
+      // Not due again until its lease (the queue's and the run's) runs out.
+      await effects.send(queue, route, carry({}));
       expect(sent).toHaveLength(1);
-      expect(effects.nextDue()).toBeGreaterThan(Date.now() + 20_000);
-      expect(effects.claim("model", "j1")).toEqual({ earlierClaims: 0 });
-      expect(effects.claim("model", "j1")).toEqual({ earlierClaims: 1 });
-      expect(effects.nextDue()).toBeGreaterThan(Date.now() + 100_000); // a model call's run lease
+      expect(effects.nextDue()).toBeGreaterThan(Date.now() + 200_000);
+      expect(effects.claim("model", "j1")).toEqual({ earlierClaims: 0, attempts: 1 });
+      expect(effects.claim("model", "j1")).toEqual({ earlierClaims: 1, attempts: 1 });
       effects.done("model", "j1");
       expect(effects.claim("model", "j1")).toBeNull();
       expect(effects.nextDue()).toBeNull();
     }));
 
-  it("a lease that runs out sends the effect again, same id; after the last one it is handed back, gone", () =>
+  it("a lease that runs out is no failure: the effect is sent again, same id, next attempt, until the deadline; past it, it is handed back, gone", () =>
     inObject(async (storage) => {
-      const effects = new Effects(storage.sql, 30_000);
+      const effects = new Effects(storage.sql, 30_000, 60_000);
       const { sent, queue } = capturingQueue();
       effects.add("send", "7", "c1");
-      await effects.send(queue, route);
-      for (let lease = 1; lease < MAX_LEASES; lease++) {
+      await effects.send(queue, route, carry("hi"));
+      for (let lease = 1; lease < 6; lease++) {
         storage.sql.exec("UPDATE effects SET due_at = ?", Date.now() - 1);
-        expect(await effects.send(queue, route)).toEqual([]);
+        expect(await effects.send(queue, route, carry("hi"))).toEqual([]);
       }
-      expect(sent.map((m) => m.id)).toEqual(Array(MAX_LEASES).fill("7"));
-      storage.sql.exec("UPDATE effects SET due_at = ?", Date.now() - 1);
-      const exhausted = await effects.send(queue, route);
-      expect(exhausted.map((e) => [e.kind, e.id])).toEqual([["send", "7"]]);
+      expect(sent.map((m) => [m.id, m.attempt])).toEqual([1, 2, 3, 4, 5, 6].map((n) => ["7", n]));
+      storage.sql.exec("UPDATE effects SET due_at = ?, first_sent_at = ?", Date.now() - 1, Date.now() - 60_001);
+      const givenUp = await effects.send(queue, route, carry("hi"));
+      expect(givenUp.map((e) => [e.kind, e.id])).toEqual([["send", "7"]]);
       expect(effects.get("send", "7")).toBeUndefined();
-      expect(sent).toHaveLength(MAX_LEASES);
+      expect(sent).toHaveLength(6);
+    }));
+
+  it("work too large to travel is left for the courier to claim; an effect no longer wanted ends; batches stay within the queue's size", () =>
+    inObject(async (storage) => {
+      const effects = new Effects(storage.sql, 30_000, 3_600_000);
+      const batches: EffectMessage[][] = [];
+      const queue = { sendBatch: async (batch: MessageSendRequest<EffectMessage>[]) => void batches.push(batch.map((m) => m.body)) } as unknown as Queue<EffectMessage>;
+      effects.add("model", "huge", "c1");
+      effects.add("send", "gone", "c2");
+      for (let i = 0; i < 4; i++) effects.add("send", `big${i}`, `c${i + 3}`);
+      await effects.send(queue, route, (row) => (row.id === "gone" ? null : row.id === "huge" ? { work: "x".repeat(200_000) } : { work: "y".repeat(90_000) }));
+      const all = batches.flat();
+      expect(all.find((m) => m.id === "huge")).toMatchObject({ attempt: 1 });
+      expect(all.find((m) => m.id === "huge")!.work).toBeUndefined();
+      expect(all.some((m) => m.id === "gone")).toBe(false);
+      expect(effects.get("send", "gone")).toBeUndefined();
+      expect(all.filter((m) => m.id.startsWith("big")).every((m) => typeof m.work === "string")).toBe(true);
+      for (const batch of batches) expect(new TextEncoder().encode(JSON.stringify(batch)).byteLength).toBeLessThan(256 * 1024);
+      expect(batches.length).toBeGreaterThan(1);
+    }));
+
+  it("a refusal takes its attempt back: the next send has nothing to doubt; an attempt unanswered leaves the doubt", () =>
+    inObject(async (storage) => {
+      const effects = new Effects(storage.sql, 30_000, 3_600_000);
+      const { queue } = capturingQueue();
+      const inDoubt: boolean[] = [];
+      const dispatch = (row: EffectRow) => ({ work: inDoubt.push(row.attempts > 0) });
+      effects.add("send", "1", "c1");
+      await effects.send(queue, route, dispatch);
+      effects.refused("send", "1");
+      effects.retryAt("send", "1", Date.now() - 1);
+      await effects.send(queue, route, dispatch);
+      effects.retryAt("send", "1", Date.now() - 1);
+      await effects.send(queue, route, dispatch);
+      expect(inDoubt).toEqual([false, false, true]);
     }));
 
   it("a retry waits until its time, and counts", () =>
     inObject(async (storage) => {
-      const effects = new Effects(storage.sql, 30_000);
+      const effects = new Effects(storage.sql, 30_000, 3_600_000);
       const { sent, queue } = capturingQueue();
       effects.add("model", "j1", "c1");
       const later = Date.now() + 60_000;
       expect(effects.retryAt("model", "j1", later)).toBe(1);
-      await effects.send(queue, route);
+      await effects.send(queue, route, carry({}));
       expect(sent).toEqual([]);
       expect(effects.nextDue()).toBe(later);
-    }));
-});
-
-describe("ModelJobs", () => {
-  it("a job is an effect until it is settled; its request is claimed once pending; usage is kept once", () =>
-    inObject(async (storage) => {
-      const effects = new Effects(storage.sql, 30_000);
-      const jobs = new ModelJobs(storage, "obj", undefined as unknown as R2Bucket, effects);
-      const id = jobs.newId("c1", 1, "chat");
-      const request = { model: { model: "local" }, systemPrompt: "s", messages: [], tools: [] };
-      jobs.create(id, "c1", 1, "chat", JSON.stringify(request), null);
-      expect(jobs.isOpen("c1")).toBe(true);
-      expect(effects.get("model", id)).toBeDefined();
-      expect(await jobs.claim(id)).toEqual({ request });
-      const message = { role: "assistant" as const, content: [], api: "x", provider: "p", model: "m", usage: { input: 3, output: 4, cacheRead: 5, cacheWrite: 6, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0.5 } }, stopReason: "stop" as const, timestamp: 0 };
-      jobs.recordUsage(id, message);
-      jobs.recordUsage(id, { ...message, usage: { ...message.usage, output: 999 } });
-      expect(storage.sql.exec("SELECT output_tokens, cost FROM model_jobs WHERE id = ?", id).one()).toEqual({ output_tokens: 4, cost: 0.5 });
-      jobs.settle(jobs.get(id)!, { kind: "reply", message });
-      expect(jobs.isOpen("c1")).toBe(false);
-      expect(effects.get("model", id)).toBeUndefined();
-      expect(await jobs.claim(id)).toBeNull();
-    }));
-
-  it("ids are never reused; a stopped turn's jobs are discarded with their effects", () =>
-    inObject((storage) => {
-      const effects = new Effects(storage.sql, 30_000);
-      const jobs = new ModelJobs(storage, "obj", undefined as unknown as R2Bucket, effects);
-      const ids = new Set(Array.from({ length: 50 }, () => jobs.newId("c1", 1, "chat")));
-      expect(ids.size).toBe(50);
-      const id = [...ids][0]!;
-      jobs.create(id, "c1", 1, "chat", "{}", null);
-      jobs.discardOpen("c1");
-      expect(jobs.get(id)!.status).toBe("discarded");
-      expect(effects.get("model", id)).toBeUndefined();
     }));
 });
 
@@ -157,7 +158,7 @@ describe("Typing", () => {
 
   it("renews while the turn works and waits for nobody, ends with the turn, and is never made for a platform without it", () =>
     inObject((storage) => {
-      const effects = new Effects(storage.sql, 30_000);
+      const effects = new Effects(storage.sql, 30_000, 3_600_000);
       const conversations = new Conversations(storage.sql);
       const holds = new Holds(storage.sql);
       const typing = new Typing(effects, conversations, holds, deps);
@@ -171,24 +172,23 @@ describe("Typing", () => {
       expect(effects.get("typing", "quiet")).toBeUndefined();
 
       running("c", here);
-      expect(typing.claim("c")).toEqual(here);
+      expect(typing.work("c")).toEqual(here);
       typing.report("c");
       const next = effects.get("typing", "c")!;
       expect(next.state).toBe("waiting");
       expect(next.due_at).toBeGreaterThan(Date.now() + TYPING_REFRESH_MS - 1_000);
 
       // Waiting for a person: not renewed; the next model call shows it again.
-      expect(typing.claim("c")).toEqual(here);
+      expect(typing.work("c")).toEqual(here);
       const hold = holds.create({ conversation: "c", callKey: "k", tool: "t", args: {}, requestedBy: "u", requester: null, ttlMs: 60_000 });
       typing.report("c");
       expect(effects.get("typing", "c")).toBeUndefined();
       storage.sql.exec("UPDATE holds SET status = 'approved' WHERE id = ?", hold.id);
       typing.start(conversations.get("c")!);
 
-      // The turn ends with a renewal on its way: its claim finds nothing to do.
+      // The turn ends with a renewal on its way: it finds nothing to do.
       conversations.finishTurn("c", "idle", null);
-      expect(typing.claim("c")).toBeNull();
-      expect(effects.get("typing", "c")).toBeUndefined();
+      expect(typing.work("c")).toBeNull();
     }));
 });
 
@@ -197,79 +197,103 @@ describe("Outbox", () => {
   const outbound: ChatOutbound = { platform: "slack", split: (text) => text.split("|"), deliver: async () => ({ ok: true }) };
   const deps: RuntimeDeps = { outbounds: [outbound], plugins: [] };
   const status = (text: string): OutboundMessage => ({ kind: "status", state: "working", text });
+  /** Sends the due runs as the object's pass does; returns each run's head and deliveries. */
+  async function sendDue(effects: Effects, outbox: Outbox) {
+    const { sent, queue } = capturingQueue();
+    await effects.send(queue, route, (row) => {
+      const run = outbox.run(route, Number(row.id));
+      return run && { work: run };
+    });
+    return sent.map((m) => ({ head: Number(m.id), rows: (m.work as SendRun).deliveries }));
+  }
+  const ok = { ok: true as const };
 
-  it("releases one row per conversation at a time, in order; a reply is split as the platform takes it", () =>
-    inObject((storage) => {
-      const effects = new Effects(storage.sql, 30_000);
+  it("sends a conversation's waiting rows as one run, in order, one run at a time; a reply is split as the platform takes it", () =>
+    inObject(async (storage) => {
+      const effects = new Effects(storage.sql, 30_000, 3_600_000);
       const outbox = new Outbox(storage, "obj", deps, effects);
       outbox.post("c1", address, { kind: "reply", text: "one|two" }, null);
       outbox.post("c2", address, { kind: "notice", text: "other" }, null);
-      const released = () => storage.sql.exec<{ id: string; conversation: string }>("SELECT id, conversation FROM effects WHERE kind = 'send' ORDER BY id").toArray();
-      expect(released().map((r) => r.conversation)).toEqual(["c1", "c2"]);
-      const first = outbox.claim(route, Number(released()[0]!.id))!;
-      expect(first.message).toEqual({ kind: "reply", text: "one" });
-      expect(first.uncertain).toBe(false);
-      outbox.settle(Number(released()[0]!.id), { ok: true, ref: "ts1" });
-      const next = released().find((r) => r.conversation === "c1")!;
-      expect(outbox.claim(route, Number(next.id))!.message).toEqual({ kind: "reply", text: "two" });
+      const [c1, c2] = await sendDue(effects, outbox);
+      expect(c1!.rows.map((d) => [d.conversation, d.message, d.uncertain])).toEqual([
+        ["c1", { kind: "reply", text: "one" }, false],
+        ["c1", { kind: "reply", text: "two" }, false],
+      ]);
+      expect(c2!.rows.map((d) => d.message)).toEqual([{ kind: "notice", text: "other" }]);
+      // A row written while a run is out waits for it.
+      outbox.post("c1", address, { kind: "notice", text: "three" }, null);
+      expect(await sendDue(effects, outbox)).toEqual([]);
+      expect(outbox.settle(c1!.head, c1!.rows.map((d) => ({ row: d.row, result: ok })))).toBe(true);
+      expect(outbox.settle(c1!.head, c1!.rows.map((d) => ({ row: d.row, result: ok })))).toBe(false);
+      expect((await sendDue(effects, outbox)).map((r) => r.rows.map((d) => d.message))).toEqual([[{ kind: "notice", text: "three" }]]);
     }));
 
   it("an update replaces a waiting earlier state of itself, never a row already under way", () =>
-    inObject((storage) => {
-      const effects = new Effects(storage.sql, 30_000);
+    inObject(async (storage) => {
+      const effects = new Effects(storage.sql, 30_000, 3_600_000);
       const outbox = new Outbox(storage, "obj", deps, effects);
       outbox.post("c1", address, status("working"), "status:c1:1");
       outbox.post("c1", address, status("still working"), "status:c1:1");
       expect(storage.sql.exec("SELECT COUNT(*) AS n FROM outbox").one().n).toBe(1);
-      const id = Number(storage.sql.exec<{ id: string }>("SELECT id FROM effects").one().id);
-      expect(outbox.claim(route, id)!.message).toEqual(status("still working"));
-      // Under way now: the next state is a row of its own, sent after it, with the first's ref.
+      const [under] = await sendDue(effects, outbox);
+      expect(under!.rows.map((d) => d.message)).toEqual([status("still working")]);
+      // Under way now: the next state is a row of its own, sent after it.
       outbox.post("c1", address, status("done"), "status:c1:1");
       expect(storage.sql.exec("SELECT COUNT(*) AS n FROM outbox").one().n).toBe(2);
-      expect(outbox.claim(route, id)!.uncertain).toBe(true);
-      outbox.settle(id, { ok: true, ref: "ts9" });
-      const next = Number(storage.sql.exec<{ id: string }>("SELECT id FROM effects").one().id);
-      expect(outbox.claim(route, next)).toMatchObject({ message: status("done"), ref: "ts9" });
+      // The run's lease runs out: sent again, the row it carried in doubt (it may have been posted unanswered).
+      storage.sql.exec("UPDATE effects SET due_at = ?", Date.now() - 1);
+      const [again] = await sendDue(effects, outbox);
+      expect(again!.rows.map((d) => [d.message, d.uncertain])).toEqual([
+        [status("still working"), true],
+        [status("done"), false],
+      ]);
+      outbox.settle(again!.head, [{ row: again!.rows[0]!.row, result: { ok: true, ref: "ts9" } }]);
+      expect(await sendDue(effects, outbox)).toMatchObject([{ rows: [{ message: status("done"), ref: "ts9", uncertain: false }] }]);
     }));
 
-  it("a 429 waits out Retry-After and leaves no doubt; a permanent failure gives the row up and releases the next", () =>
-    inObject((storage) => {
-      const effects = new Effects(storage.sql, 30_000);
+  it("a 429 waits out Retry-After and leaves no doubt; no answer leaves the doubt; a permanent failure gives the row up and the run goes on", () =>
+    inObject(async (storage) => {
+      const effects = new Effects(storage.sql, 30_000, 3_600_000);
       const outbox = new Outbox(storage, "obj", deps, effects);
       outbox.post("c1", address, { kind: "reply", text: "a|b" }, null);
-      const head = () => Number(storage.sql.exec<{ id: string }>("SELECT id FROM effects").one().id);
-      const first = head();
-      outbox.claim(route, first);
-      outbox.settle(first, { ok: false, error: "ratelimited", retryAfterMs: 7_000 });
-      expect(effects.get("send", String(first))).toMatchObject({ state: "waiting", retries: 1 });
+      const [first] = await sendDue(effects, outbox);
+      const [a, b] = first!.rows.map((d) => d.row);
+      outbox.settle(first!.head, [{ row: a!, result: { ok: false, error: "ratelimited", retryAfterMs: 7_000 } }]);
+      expect(effects.get("send", String(a))).toMatchObject({ state: "waiting", retries: 1 });
       expect(effects.nextDue()).toBeGreaterThan(Date.now() + 5_000);
-      // Refused, nothing was posted: the next claim has nothing to look for. A call with no answer leaves that doubt.
-      expect(outbox.claim(route, first)!.uncertain).toBe(false);
-      outbox.settle(first, { ok: false, error: "no answer within 10000 ms" });
-      expect(outbox.claim(route, first)!.uncertain).toBe(true);
-      outbox.settle(first, { ok: false, error: "channel_not_found", permanent: true });
-      expect(storage.sql.exec("SELECT status FROM outbox WHERE id = ?", first).one().status).toBe("failed");
-      expect(head()).not.toBe(first);
+      storage.sql.exec("UPDATE effects SET due_at = ?", Date.now() - 1);
+      const [second] = await sendDue(effects, outbox);
+      expect(second!.rows.map((d) => [d.row, d.uncertain])).toEqual([[a, false], [b, false]]);
+      outbox.settle(second!.head, [{ row: a!, result: { ok: false, error: "no answer within 10000 ms" } }]);
+      storage.sql.exec("UPDATE effects SET due_at = ?", Date.now() - 1);
+      const [third] = await sendDue(effects, outbox);
+      expect(third!.rows.map((d) => [d.row, d.uncertain])).toEqual([[a, true], [b, false]]);
+      outbox.settle(third!.head, [
+        { row: a!, result: { ok: false, error: "channel_not_found", permanent: true } },
+        { row: b!, result: ok },
+      ]);
+      expect(storage.sql.exec("SELECT id, status FROM outbox ORDER BY id").toArray()).toEqual([{ id: a, status: "failed" }, { id: b, status: "sent" }]);
+      expect(effects.nextDue()).toBeNull();
     }));
 
-  it("an update of a posted message waits out the platform's spacing since the conversation's last one; a later state replaces it meanwhile", () =>
-    inObject((storage) => {
+  it("a run that starts with an update of a posted message waits out the platform's spacing since the conversation's last one; a later state replaces it meanwhile", () =>
+    inObject(async (storage) => {
       const paced: RuntimeDeps = { outbounds: [{ ...outbound, updateSpacingMs: 1000 }], plugins: [] };
-      const effects = new Effects(storage.sql, 30_000);
+      const effects = new Effects(storage.sql, 30_000, 3_600_000);
       const outbox = new Outbox(storage, "obj", paced, effects);
       const due = (conversation: string) => storage.sql.exec<{ id: string; due_at: number }>("SELECT id, due_at FROM effects WHERE conversation = ?", conversation).one();
       outbox.post("c1", address, status("working"), "status:c1:1");
-      const posted = Number(due("c1").id);
       expect(due("c1").due_at).toBeLessThanOrEqual(Date.now()); // the first post goes at once
-      outbox.claim(route, posted);
-      outbox.settle(posted, { ok: true, ref: "ts1" });
-      const sentAt = storage.sql.exec<{ sent_at: number }>("SELECT sent_at FROM outbox WHERE id = ?", posted).one().sent_at;
+      const [posted] = await sendDue(effects, outbox);
+      outbox.settle(posted!.head, [{ row: posted!.rows[0]!.row, result: { ok: true, ref: "ts1" } }]);
+      const sentAt = storage.sql.exec<{ sent_at: number }>("SELECT sent_at FROM outbox WHERE id = ?", posted!.rows[0]!.row).one().sent_at;
 
       outbox.post("c1", address, status("using a"), "status:c1:1");
       outbox.post("c1", address, status("using b"), "status:c1:1");
       expect(storage.sql.exec("SELECT COUNT(*) AS n FROM outbox WHERE status = 'pending'").one().n).toBe(1);
       expect(due("c1").due_at).toBe(sentAt + 1000);
-      expect(outbox.claim(route, Number(due("c1").id))).toMatchObject({ message: status("using b"), ref: "ts1" });
+      const run = outbox.run(route, Number(due("c1").id))!;
+      expect(run).toMatchObject({ deliveries: [{ message: status("using b"), ref: "ts1" }], spacingMs: 1000, lastPacedAt: sentAt });
       // Another conversation's first post is not held by it.
       outbox.post("c2", address, status("working"), "status:c2:1");
       expect(due("c2").due_at).toBeLessThanOrEqual(Date.now());
@@ -293,7 +317,7 @@ describe("Inbound", () => {
   /** The parts accept touches, wired as the object wires them; decisions are not exercised here (approvals.test.ts). */
   function inbound(storage: DurableObjectStorage) {
     const store = new Conversations(storage.sql);
-    const effects = new Effects(storage.sql, 30_000);
+    const effects = new Effects(storage.sql, 30_000, 3_600_000);
     const jobs = new ModelJobs(storage, "obj", undefined as unknown as R2Bucket, effects);
     const outbox = new Outbox(storage, "obj", { outbounds: [], plugins: [] }, effects);
     const typing = new Typing(effects, store, new Holds(storage.sql), { outbounds: [], plugins: [] });

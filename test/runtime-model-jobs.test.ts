@@ -23,7 +23,7 @@ function runConsumer(messages: EffectMessage[], queue = "antiproton-effects", bi
   return consumeQueue(batch as MessageBatch<unknown>, { ...env, ...bindings } as Env).then(() => getQueueResult(batch, ctx));
 }
 
-const modelEffect = (jobId: string, r = route): EffectMessage => ({ ...r, kind: "model", id: jobId, lane: `model:${jobId.split(":")[0]}` });
+const modelEffect = (jobId: string, r = route): EffectMessage => ({ ...r, kind: "model", id: jobId, lane: `model:${jobId.split(":")[0]}`, attempt: 1 });
 
 describe("the object never awaits a model call", () => {
   it("a full pass of the object makes no provider request; only the courier does", async () => {
@@ -155,21 +155,28 @@ describe("leases", () => {
     expect(job!.id).toBe(sent[0]!.id);
   });
 
-  it("after three leases run out the turn fails with a sentence the person sees, and nothing stays armed", async () => {
+  it("a lease that runs out is no failure: the job is sent again until the deadline; past it the turn fails with a sentence the person sees, and nothing stays armed", async () => {
     const lost = { tenant: T, agent: "lease-out" };
     const s = unique("leaseout");
     await script(s, [{ text: "never asked" }]);
     const stub = agent(lost.tenant, lost.agent);
-    await runInDurableObject(stub, async (instance, state) => {
+    const sends = await runInDurableObject(stub, async (instance, state) => {
       // Every send is lost.
-      Object.assign(instance, { env: Object.create(env, { EFFECT_QUEUE: { value: { sendBatch: async () => undefined } } }) });
+      let sent = 0;
+      Object.assign(instance, { env: Object.create(env, { EFFECT_QUEUE: { value: { sendBatch: async (batch: unknown[]) => void (sent += batch.length) } } }) });
       await instance.submit(lost, { id: unique("ev"), kind: "message", conversation: s, text: `[s:${s}] hi`, user: { platform: "api", id: "u" } });
       await instance.alarm();
-      for (let lease = 0; lease < 3; lease++) {
+      for (let lease = 0; lease < 5; lease++) {
         state.storage.sql.exec("UPDATE effects SET due_at = ?", Date.now() - 1);
         await instance.alarm();
       }
+      expect((await instance.conversation(lost, s))!.status).toBe("waiting_model");
+      // The deadline (EFFECT_DEADLINE_MINUTES) since the first send has passed.
+      state.storage.sql.exec("UPDATE effects SET due_at = ?, first_sent_at = ?", Date.now() - 1, Date.now() - 121 * 60_000);
+      await instance.alarm();
+      return sent;
     });
+    expect(sends).toBe(6);
     const view = await getConversation(lost.tenant, lost.agent, s);
     expect(view.status).toBe("failed");
     expect(view.error).toMatch(/did not answer in time/);

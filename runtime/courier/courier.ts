@@ -2,17 +2,20 @@
 // conversation) that does the waiting the agent's object must never do. The
 // queue consumer hands it an effect and is done at once, so one slow provider
 // or platform call holds up neither the queue nor any other lane. The courier
-// keeps the effect in its own SQLite and works from its alarm, so a crash or a
-// deploy mid-call resumes it; it claims the work from the agent's object (which
-// starts the lease there), does it once, and reports back. The object decides
-// everything else: retries, order, failure.
+// keeps the effect in its own SQLite and starts on it at once, its watchdog
+// alarm armed, so a crash or a deploy mid-call resumes it. It performs the
+// work the effect carries (or claims it from the agent's object: where the
+// work must be decided as it is performed, or a resumed task, which may have
+// done it before), keeps the outcome, and reports it until the object takes
+// it: an outcome in hand is never paid for twice because a report was lost.
+// The object decides everything else: retries, order, failure.
 import { DurableObject } from "cloudflare:workers";
 import { z } from "zod";
 import { ConfigError, secretNamed } from "../../lib/config.ts";
 import { Gateway, type CallScope, type GatewayDeps, type Mount, type SessionState } from "../../plugins/index.ts";
 import { type DeliveryResult, type OutboxDelivery, type Route, type StreamTarget, outboundFor, type RuntimeDeps } from "../chat.ts";
 import { modelChoice, type ModelRequest, callModel, type ProviderCall } from "../models/index.ts";
-import { sendTimeoutMs, type EffectKind, type EffectMessage } from "../effects/index.ts";
+import { sendTimeoutMs, type EffectKind, type EffectMessage, type RunResults, type SendRun } from "../effects/index.ts";
 import { type EffectReport, type EffectWork, agentStub } from "../object/index.ts";
 import { countBusy, countUsage, spendRefusal } from "../metering/index.ts";
 import { sessionCopy, type ToolReport, type ToolWork, type MountReport, type MountWork } from "../tools/index.ts";
@@ -23,17 +26,21 @@ import { textOf } from "../store/index.ts";
 /**
  * Armed while the courier works: a courier cut short (evicted, the process
  * killed) runs its alarm again after this, and resumes the task it still holds.
- * A live alarm handler is never run twice at once, so a call that simply takes
- * longer is not disturbed.
  */
 const WATCHDOG_MS = 5_000;
 /** A courier that cannot reach the agent's object tries again after this, doubling. */
 const REPORT_RETRY_MS = 2_000;
 const MAX_REPORT_RETRY_MS = 60_000;
 
-type Task = { seq: number; body: string; failures: number };
+/** `starts`: runs that began the task (above one, an earlier run may have done it); `outcome`: the report to make, once in hand. */
+type Task = { seq: number; body: string; failures: number; starts: number; outcome: string | null };
+/** What a task's run reports: the kind's outcome, or nothing when the work was no longer wanted. */
+type Outcome = { kind: EffectKind; report: EffectReport[EffectKind] } | null;
 
 export class Courier extends DurableObject<Env> {
+  private working: Promise<void> | null = null;
+  private workAgain = false;
+
   constructor(
     ctx: DurableObjectState,
     env: Env,
@@ -46,85 +53,119 @@ export class Courier extends DurableObject<Env> {
   async take(effect: EffectMessage): Promise<void> {
     this.table();
     const inserted = this.ctx.storage.sql.exec(
-      "INSERT OR IGNORE INTO tasks (kind, id, body, failures) VALUES (?, ?, ?, 0)",
+      "INSERT OR IGNORE INTO tasks (kind, id, body, failures, starts) VALUES (?, ?, ?, 0, 0)",
       effect.kind,
       effect.id,
       JSON.stringify(effect),
     ).rowsWritten;
-    // At work already (its watchdog is armed), the running alarm takes the new task in turn.
-    if (inserted > 0 && (await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now());
+    if (inserted > 0) this.work().catch((err: unknown) => console.error("courier: work failed; its watchdog resumes it", err));
   }
 
+  /** The watchdog (or a retry's wait) ran out: resume. */
   override async alarm(): Promise<void> {
+    await this.work();
+  }
+
+  /** Works through the tasks in order, one run at a time; a task taken meanwhile is worked on by the same run. */
+  private work(): Promise<void> {
+    if (this.working) {
+      this.workAgain = true;
+      return this.working;
+    }
+    this.working = (async () => {
+      try {
+        do {
+          this.workAgain = false;
+          await this.drain();
+        } while (this.workAgain);
+      } finally {
+        this.working = null;
+      }
+    })();
+    return this.working;
+  }
+
+  private async drain(): Promise<void> {
     this.table();
+    // Written before the work starts, so a crash from here on is resumed.
     await this.ctx.storage.setAlarm(Date.now() + WATCHDOG_MS);
     const sql = this.ctx.storage.sql;
     for (;;) {
-      const task = sql.exec<Task>("SELECT seq, body, failures FROM tasks ORDER BY seq LIMIT 1").toArray()[0];
+      const task = sql.exec<Task>("SELECT seq, body, failures, starts, outcome FROM tasks ORDER BY seq LIMIT 1").toArray()[0];
       if (!task) break;
+      const effect = JSON.parse(task.body) as EffectMessage;
       try {
-        await this.perform(JSON.parse(task.body) as EffectMessage);
+        let outcome = task.outcome === null ? undefined : (JSON.parse(task.outcome) as Outcome);
+        if (outcome === undefined) {
+          sql.exec("UPDATE tasks SET starts = starts + 1 WHERE seq = ?", task.seq);
+          outcome = await this.perform(effect, task.starts > 0);
+          sql.exec("UPDATE tasks SET outcome = ? WHERE seq = ?", JSON.stringify(outcome), task.seq);
+        }
+        if (outcome) await this.report(effect, outcome.kind, outcome.report);
       } catch (err) {
         // The agent's object could not be reached: keep the task (and the lane's order) and try again later.
         const wait = Math.min(MAX_REPORT_RETRY_MS, REPORT_RETRY_MS * 2 ** task.failures);
-        console.warn(`courier: ${task.body} failed (${err instanceof Error ? err.message : String(err)}); again in ${wait} ms`);
+        console.warn(`courier: ${effect.kind} ${effect.id} failed (${err instanceof Error ? err.message : String(err)}); again in ${wait} ms`);
         sql.exec("UPDATE tasks SET failures = failures + 1 WHERE seq = ?", task.seq);
         await this.ctx.storage.setAlarm(Date.now() + wait);
         return;
       }
       sql.exec("DELETE FROM tasks WHERE seq = ?", task.seq);
     }
-    // Nothing left: a courier at rest keeps no storage at all.
+    // Nothing left: a courier at rest keeps no storage at all (its alarm included).
     await this.ctx.storage.deleteAll();
   }
 
   private table(): void {
     this.ctx.storage.sql.exec(
-      "CREATE TABLE IF NOT EXISTS tasks (seq INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, id TEXT NOT NULL, body TEXT NOT NULL, failures INTEGER NOT NULL, UNIQUE (kind, id))",
+      "CREATE TABLE IF NOT EXISTS tasks (seq INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, id TEXT NOT NULL, body TEXT NOT NULL, failures INTEGER NOT NULL, starts INTEGER NOT NULL, outcome TEXT, UNIQUE (kind, id))",
     );
   }
 
-  private async perform(effect: EffectMessage): Promise<void> {
+  /** Does the effect's work: what it carries, or (resumed, or carrying none) what the object says now. */
+  private async perform(effect: EffectMessage, resumed: boolean): Promise<Outcome> {
+    const workOf = async <K extends EffectKind>(kind: K): Promise<EffectWork[K] | null> =>
+      !resumed && effect.work !== undefined ? (effect.work as EffectWork[K]) : this.claim(effect, kind);
     switch (effect.kind) {
       case "model": {
-        const claim = await this.claim(effect, "model");
-        if (!claim) return;
-        const stream = this.replyStream(effect, claim.stream);
+        const work = await workOf("model");
+        if (!work) return null;
+        const stream = this.replyStream(effect, work.stream);
         // The object's busy time goes to the ledger while the provider works.
-        const [, call] = await Promise.all([countBusy(this.env, effect, claim.busy), this.callModel(effect, claim.request, stream)]);
+        const [, call] = await Promise.all([countBusy(this.env, effect, work.busy), this.callModel(effect, JSON.parse(work.request) as ModelRequest, stream)]);
         const shown = await stream?.finish(call.kind === "reply" ? textOf(call.message.content) : undefined);
-        return this.report(effect, "model", { call, ...(shown ? { shown } : {}) });
+        return { kind: "model", report: { call, ...(shown ? { shown } : {}) } };
       }
       case "send": {
-        const delivery = await this.claim(effect, "send");
-        if (!delivery) return;
-        return this.report(effect, "send", await this.deliver(delivery));
+        const run = await workOf("send");
+        if (!run) return null;
+        return { kind: "send", report: await this.sendRun(run) };
       }
       case "typing": {
-        const address = await this.claim(effect, "typing");
-        if (!address) return;
+        const address = await workOf("typing");
+        if (!address) return null;
         const typing = outboundFor(this.deps, address.platform)?.typing;
         const result: DeliveryResult = typing
           ? await this.platformCall(() => typing(this.env, address))
           : { ok: false, error: `no typing indicator for platform ${address.platform}` };
         if (!result.ok) console.warn(`typing in ${address.platform} failed: ${result.error}`);
-        return this.report(effect, "typing", null);
+        return { kind: "typing", report: null };
       }
       case "tool":
       case "hold": {
         const work = await this.claim(effect, effect.kind);
-        if (!work) return;
+        if (!work) return null;
         // A script's own tool calls (code mode) are performed here too, each one handed over by the object.
         const scripts = new ScriptCaller(this.env, effect, (child) => this.runTool(child));
         const report = await this.runTool(work, scripts);
         // The script was stopped because the object could not be reached: try the task again (its re-run gets recorded answers).
         if (scripts.unreachable) throw scripts.unreachable;
-        return this.report(effect, effect.kind, report);
+        return { kind: effect.kind, report };
       }
       case "mount": {
-        const work = await this.claim(effect, "mount");
-        if (!work) return;
-        return this.report(effect, "mount", await this.fetchTools(effect, work));
+        const work = await workOf("mount");
+        if (!work) return null;
+        return { kind: "mount", report: await this.fetchTools(effect, work) };
       }
     }
   }
@@ -141,7 +182,7 @@ export class Courier extends DurableObject<Env> {
    * redeployed) broke that stub for good, and a failed report retries the
    * task, which would do the work again.
    */
-  private async report<K extends EffectKind>(effect: EffectMessage, kind: K, outcome: EffectReport[K]): Promise<void> {
+  private async report(effect: EffectMessage, kind: EffectKind, outcome: EffectReport[EffectKind]): Promise<void> {
     await agentStub(this.env, effect).report(effect, kind, effect.id, outcome);
   }
 
@@ -172,6 +213,31 @@ export class Courier extends DurableObject<Env> {
     return new ReplyStream(this.env, effect, streamer, target, async (shown) => {
       await agentStub(this.env, effect).progress(effect, effect.id, shown);
     });
+  }
+
+  /**
+   * A conversation's rows, in order. An update of a message already posted
+   * waits out the platform's spacing since the last one; a message posted
+   * earlier in the run gives the later states of it their ref. The run stops
+   * at the first row to be tried again (the rows after it wait for it).
+   */
+  private async sendRun(run: SendRun): Promise<RunResults> {
+    const refs = new Map<string, string>();
+    let lastPacedAt = run.lastPacedAt;
+    const results: RunResults = [];
+    for (const { row, refKey, ...delivery } of run.deliveries) {
+      const ref = delivery.ref ?? (refKey ? refs.get(refKey) : undefined);
+      const update = refKey !== null && ref !== undefined;
+      if (update && run.spacingMs > 0 && lastPacedAt !== null) await sleep(lastPacedAt + run.spacingMs - Date.now());
+      const result = await this.deliver(ref === undefined ? delivery : { ...delivery, ref });
+      results.push({ row, result });
+      if (!result.ok && result.permanent !== true) break;
+      if (result.ok && refKey !== null) {
+        lastPacedAt = Date.now();
+        if (result.ref) refs.set(refKey, result.ref);
+      }
+    }
+    return results;
   }
 
   /**
@@ -214,6 +280,10 @@ export class Courier extends DurableObject<Env> {
   }
 }
 
+function sleep(ms: number): Promise<void> {
+  return ms > 0 ? new Promise((resolve) => setTimeout(resolve, ms)) : Promise.resolve();
+}
+
 /** The timer is cleared once the call answers: a pending one would keep the courier awake for nothing. */
 async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -228,7 +298,7 @@ function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-export function courierStub(env: Env, effect: EffectMessage): DurableObjectStub<Courier> {
+export function courierStub(env: Env, effect: Pick<EffectMessage, "tenant" | "agent" | "lane">): DurableObjectStub<Courier> {
   const namespace = env.COURIER as DurableObjectNamespace<Courier>;
   return namespace.get(namespace.idFromName(`${effect.tenant}:${effect.agent}:${effect.lane}`));
 }
@@ -239,6 +309,9 @@ const effectMessage = z.object({
   kind: z.enum(["model", "send", "tool", "hold", "mount", "typing"]),
   id: z.string(),
   lane: z.string(),
+  // A message sent before effects carried their work has no attempt: its first.
+  attempt: z.number().int().positive().default(1),
+  work: z.unknown().optional(),
 });
 
 const DEAD_LETTER_SUFFIX = "-dlq";

@@ -9,6 +9,11 @@ export function leaseSeconds(env: Env): number {
   return parseJsonVar("EFFECT_LEASE_SECONDS", env.EFFECT_LEASE_SECONDS, z.number().positive().max(3600), "30");
 }
 
+/** How long an effect whose leases keep running out is sent again before it is given up (EFFECT_DEADLINE_MINUTES, default 120). */
+export function deadlineMs(env: Env): number {
+  return parseJsonVar("EFFECT_DEADLINE_MINUTES", env.EFFECT_DEADLINE_MINUTES, z.number().positive().max(7 * 24 * 60), "120") * 60_000;
+}
+
 /** Whether replies are streamed to the chat while the model writes them (STREAM_REPLIES, default true). */
 export function streamReplies(env: Env): boolean {
   return booleanVar("STREAM_REPLIES", env.STREAM_REPLIES, true);

@@ -1,30 +1,41 @@
 // Effects: everything the object needs done off the object (a model call, a
 // chat send, a remote tool call, an approved hold performed, a mount's tool
-// list fetched, the typing indicator renewed) is a row here,
-// next to the domain row it belongs to. The pass sends due rows to the effect
-// queue in one batch; a courier claims one (the lease then runs while it
-// works) and reports back. A lease that runs out sends the effect again with
-// the same id; after a few, the effect is given up and its owner fails it
-// with a sentence the person sees. Idle means no row, so no alarm.
+// list fetched, the typing indicator renewed) is a row here, next to the
+// domain row it belongs to. The pass sends due rows to the effect queue in
+// batches, each with its work where the work can travel (the courier claims
+// it from the object otherwise, and where it must be decided when it is
+// performed); the courier reports back. A lease that runs out is not a
+// failure: the effect is sent again with the same id, for as long as the
+// deadline allows; only past it is the effect given up, and its owner fails
+// it with a sentence the person sees. Idle means no row, so no alarm.
 import type { Route } from "../chat.ts";
 
 export type EffectKind = "model" | "send" | "tool" | "hold" | "mount" | "typing";
 
-/** The queue message: ids only; the courier reads the work from the object when it claims it. */
+/** The queue message: the effect and, where it can travel, its work. */
 export interface EffectMessage extends Route {
   kind: EffectKind;
   id: string;
   /** Effects of one lane run one after another, in order; lanes run side by side. */
   lane: string;
+  /** How many times the object has sent this effect, this time included. */
+  attempt: number;
+  /** The work as the object held it when it sent the effect; absent, the courier claims it. */
+  work?: unknown;
 }
 
-/** Leases that may run out before an effect is given up. */
-export const MAX_LEASES = 3;
+/** What to send for a due effect: its work, a message the courier claims the work for, or nothing (no longer wanted: the effect ends). */
+export type Dispatch = { work: unknown } | "claim" | null;
+
+/** A queue message's body is at most 128 KB, a batch 256 KB: larger work is claimed instead, and batches are cut by size. */
+const MAX_CARRIED_BYTES = 96 * 1024;
+const MAX_BATCH_BYTES = 224 * 1024;
+const MAX_BATCH_MESSAGES = 100;
 
 /** A send's run lease; SEND_TIMEOUT_SECONDS is kept to at most half of it (config.ts). */
 export const SEND_LEASE_MS = 30_000;
 
-/** How long a courier may work on a claimed effect before it is sent again. */
+/** How long a courier may work on an effect before it is sent again. */
 const RUN_LEASE_MS: Record<EffectKind, number> = {
   // The provider call's own timeout is 120 s.
   model: 180_000,
@@ -44,8 +55,12 @@ export type EffectRow = {
   state: "waiting" | "sent" | "claimed";
   due_at: number;
   leases: number;
+  /** Claims by couriers: above 0, a courier may have started the work. */
   claims: number;
+  /** Sends of the effect, less those the far side refused before doing anything. */
+  attempts: number;
   retries: number;
+  first_sent_at: number | null;
 };
 
 export class Effects {
@@ -53,6 +68,8 @@ export class Effects {
     private readonly sql: SqlStorage,
     /** How long a sent effect may wait on the queue for a courier. */
     private readonly queueLeaseMs: number,
+    /** How long after its first send an effect whose leases keep running out is given up. */
+    private readonly deadlineMs: number,
   ) {}
 
   add(kind: EffectKind, id: string, conversation: string, at = Date.now()): void {
@@ -70,24 +87,25 @@ export class Effects {
   }
 
   /**
-   * A courier starts work: the run lease starts. Returns how many claims came
-   * before this one (a claim before may have done the work without reporting),
-   * or null when the effect is no longer wanted.
+   * A courier claims the work (it must be decided as it is performed, or it
+   * could not travel): the run lease starts. Returns how many claims came
+   * before this one (a claim before may have done the work without
+   * reporting), or null when the effect is no longer wanted.
    */
-  claim(kind: EffectKind, id: string): { earlierClaims: number } | null {
+  claim(kind: EffectKind, id: string): { earlierClaims: number; attempts: number } | null {
     const row = this.get(kind, id);
     if (!row) return null;
     this.sql.exec("UPDATE effects SET state = 'claimed', due_at = ?, claims = claims + 1 WHERE kind = ? AND id = ?", Date.now() + RUN_LEASE_MS[kind], kind, id);
-    return { earlierClaims: row.claims };
+    return { earlierClaims: row.claims, attempts: row.attempts };
   }
 
   /**
-   * The last claim is known to have done nothing (the platform refused it
-   * before doing anything: a rate limit), so a later claim need not wonder
-   * whether it did.
+   * The last attempt is known to have done nothing (the platform refused it
+   * before doing anything: a rate limit), so the next need not wonder whether
+   * it did.
    */
   refused(kind: EffectKind, id: string): void {
-    this.sql.exec("UPDATE effects SET claims = MAX(claims - 1, 0) WHERE kind = ? AND id = ?", kind, id);
+    this.sql.exec("UPDATE effects SET attempts = MAX(attempts - 1, 0), claims = MAX(claims - 1, 0) WHERE kind = ? AND id = ?", kind, id);
   }
 
   /** The effect is to be tried again at `at`; returns how many retries it has had, this one included. */
@@ -106,36 +124,62 @@ export class Effects {
   }
 
   /**
-   * Sends every due effect in one batch: waiting ones whose time has come, and
-   * sent or claimed ones whose lease ran out (again, same id). Returns the
-   * effects whose leases are exhausted: they are removed, and their owners fail them.
+   * Sends every due effect: waiting ones whose time has come, and sent or
+   * claimed ones whose lease ran out (again, same id), each with what
+   * `dispatch` says travels with it. Returns the effects past their deadline:
+   * they are removed, and their owners fail them.
    */
-  async send(queue: Queue<EffectMessage>, route: Route): Promise<EffectRow[]> {
+  async send(queue: Queue<EffectMessage>, route: Route, dispatch: (row: EffectRow) => Dispatch): Promise<EffectRow[]> {
     const now = Date.now();
     const due = this.sql.exec<EffectRow>("SELECT * FROM effects WHERE due_at <= ? ORDER BY due_at", now).toArray();
-    const exhausted = due.filter((row) => row.state !== "waiting" && row.leases + 1 >= MAX_LEASES);
-    for (const row of exhausted) this.done(row.kind, row.id);
-    const toSend = due.filter((row) => !exhausted.includes(row));
-    if (toSend.length === 0) return exhausted;
-    try {
-      // sendBatch takes at most 100 messages; the rest go on the next pass.
-      await queue.sendBatch(toSend.slice(0, 100).map((row) => ({ body: { ...route, kind: row.kind, id: row.id, lane: laneOf(row) } })));
-    } catch (err) {
-      console.error(`sending ${toSend.length} effects failed; the alarm will try again`, err);
-      return exhausted;
+    const expired = (row: EffectRow) => row.state !== "waiting" && row.first_sent_at !== null && now - row.first_sent_at >= this.deadlineMs;
+    const givenUp = due.filter(expired);
+    for (const row of givenUp) this.done(row.kind, row.id);
+    const batches: { row: EffectRow; message: EffectMessage; bytes: number }[][] = [[]];
+    for (const row of due.filter((r) => !expired(r))) {
+      const what = dispatch(row);
+      if (what === null) {
+        this.done(row.kind, row.id);
+        continue;
+      }
+      // Under way from here: what a later step of this pass changes (a status replaced) is a row of its own.
+      this.markSent(row, now);
+      const message: EffectMessage = { ...route, kind: row.kind, id: row.id, lane: laneOf(row), attempt: row.attempts + 1 };
+      const carried = typeof what === "object" ? { ...message, work: what.work } : null;
+      const carriedBytes = carried ? new TextEncoder().encode(JSON.stringify(carried)).byteLength : Infinity;
+      const entry = carriedBytes <= MAX_CARRIED_BYTES ? { row, message: carried!, bytes: carriedBytes } : { row, message, bytes: 512 };
+      const batch = batches.at(-1)!;
+      const bytes = batch.reduce((sum, e) => sum + e.bytes, 0);
+      if (batch.length === MAX_BATCH_MESSAGES || (batch.length > 0 && bytes + entry.bytes > MAX_BATCH_BYTES)) batches.push([entry]);
+      else batch.push(entry);
     }
-    for (const row of toSend.slice(0, 100)) {
-      const expired = row.state !== "waiting";
-      if (expired) console.warn(`effect ${row.kind} ${row.id}: its lease ran out (${row.leases + 1} of ${MAX_LEASES}); sent again`);
-      this.sql.exec(
-        "UPDATE effects SET state = 'sent', due_at = ?, leases = leases + ? WHERE kind = ? AND id = ?",
-        Date.now() + this.queueLeaseMs,
-        expired ? 1 : 0,
-        row.kind,
-        row.id,
-      );
+    for (const [i, batch] of batches.entries()) {
+      if (batch.length === 0) continue;
+      try {
+        await queue.sendBatch(batch.map(({ message }) => ({ body: message })));
+      } catch (err) {
+        console.error(`sending ${batch.length} effects failed; the next pass tries again`, err);
+        // Nothing of these left: they are due again at once, with the attempt taken back.
+        for (const { row } of batches.slice(i).flat()) {
+          this.sql.exec("UPDATE effects SET state = ?, due_at = ?, attempts = ?, leases = ? WHERE kind = ? AND id = ?", row.state, now, row.attempts, row.leases, row.kind, row.id);
+        }
+        return givenUp;
+      }
     }
-    return exhausted;
+    return givenUp;
+  }
+
+  private markSent(row: EffectRow, now: number): void {
+    const again = row.state !== "waiting";
+    if (again) console.warn(`effect ${row.kind} ${row.id}: its lease ran out (${row.leases + 1} times); sent again`);
+    this.sql.exec(
+      "UPDATE effects SET state = 'sent', due_at = ?, leases = leases + ?, attempts = attempts + 1, first_sent_at = COALESCE(first_sent_at, ?) WHERE kind = ? AND id = ?",
+      now + this.queueLeaseMs + RUN_LEASE_MS[row.kind],
+      again ? 1 : 0,
+      now,
+      row.kind,
+      row.id,
+    );
   }
 
   /** When the alarm must next look at effects: the earliest send time or lease end. */

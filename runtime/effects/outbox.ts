@@ -1,13 +1,34 @@
 // The outbox: chat messages written in the same transaction as the state that
-// produced them. Each conversation's rows go out in order: only its first
-// unsent row is handed to a courier (as an effect), and the next is released
-// when that one is reported sent or given up. A rate-limited row waits out the
-// platform's Retry-After; other conversations' rows do not wait for it. An
-// update of a message changed in place is paced to the platform's spacing.
+// produced them. Each conversation's rows go out in order, in runs: its first
+// unsent row is handed to a courier (as an effect) together with the rows
+// waiting behind it, and the courier sends them one after another and reports
+// them at once (a turn's reply and its final status are one hop, not two).
+// The next run is released when that one is reported. A rate-limited row
+// waits out the platform's Retry-After; other conversations' rows do not wait
+// for it. An update of a message changed in place is paced to the platform's
+// spacing: a run's first row by the object (it waits, and a later state
+// replaces it meanwhile), the rest by the courier.
 import { type DeliveryResult, type OutboundMessage, type OutboxDelivery, type Platform, type ReplyAddress, type Route, type StreamShown, outboundFor, type RuntimeDeps } from "../chat.ts";
 import type { Effects } from "./effects.ts";
 
 const MAX_ATTEMPTS = 10;
+/** Rows one courier sends in a run. */
+const MAX_RUN = 10;
+
+/** A row of a run: its delivery, which row it is, and the ref key it shares with the other states of its message. */
+export type RunDelivery = OutboxDelivery & { row: number; refKey: string | null };
+
+/** What a courier sends for a send effect: a conversation's rows in order, and its bridge's update spacing. */
+export interface SendRun {
+  deliveries: RunDelivery[];
+  /** The least time between two changes of the conversation's messages updated in place (ChatOutbound.updateSpacingMs). */
+  spacingMs: number;
+  /** When the conversation's last such message was posted or updated, if ever. */
+  lastPacedAt: number | null;
+}
+
+/** The platform's answers for a run, in order; rows after the first one held back (a rate limit, a timeout) are not in it. */
+export type RunResults = { row: number; result: DeliveryResult }[];
 
 type Row = {
   id: number;
@@ -18,6 +39,8 @@ type Row = {
   status: "pending" | "sent" | "failed";
   attempts: number;
   created_at: number;
+  /** The head of the run an earlier dispatch carried it in, while its outcome is not known: it may have been posted. */
+  run: number | null;
 };
 
 export class Outbox {
@@ -45,9 +68,9 @@ export class Outbox {
       parts.forEach((text, i) => this.insert(conversation, address, { kind: "reply", text }, i === 0 ? refKey : null));
     } else if (refKey) {
       const last = this.sql
-        .exec<{ id: number; ref_key: string | null }>("SELECT id, ref_key FROM outbox WHERE conversation = ? AND status = 'pending' ORDER BY id DESC LIMIT 1", conversation)
+        .exec<{ id: number; ref_key: string | null; run: number | null }>("SELECT id, ref_key, run FROM outbox WHERE conversation = ? AND status = 'pending' ORDER BY id DESC LIMIT 1", conversation)
         .toArray()[0];
-      if (last && last.ref_key === refKey && !this.effects.inFlight("send", String(last.id))) {
+      if (last && last.ref_key === refKey && last.run === null) {
         this.sql.exec("UPDATE outbox SET message = ? WHERE id = ?", JSON.stringify(message), last.id);
       } else {
         this.insert(conversation, address, message, refKey);
@@ -99,31 +122,42 @@ export class Outbox {
   }
 
   /**
-   * When a row may go: an update of a message already posted waits until the
-   * platform's spacing has passed since the conversation's last post or update
-   * of such a message (it stays waiting, so `post` can still replace it).
+   * When a run may go: one that starts with an update of a message already
+   * posted waits until the platform's spacing has passed since the
+   * conversation's last post or update of such a message (it stays waiting,
+   * so `post` can still replace it).
    */
   private paced(conversation: string, head: Pick<Row, "address" | "ref_key">): number {
     const now = Date.now();
     if (!head.ref_key || !this.refOf(head.ref_key)) return now;
     const spacing = outboundFor(this.deps, (JSON.parse(head.address) as ReplyAddress).platform)?.updateSpacingMs ?? 0;
-    if (spacing <= 0) return now;
-    const last = this.sql
-      .exec<{ at: number | null }>("SELECT MAX(sent_at) AS at FROM outbox WHERE conversation = ? AND status = 'sent' AND ref_key IS NOT NULL", conversation)
-      .one().at;
-    return last === null ? now : Math.max(now, last + spacing);
+    const last = this.lastPacedAt(conversation);
+    return spacing <= 0 || last === null ? now : Math.max(now, last + spacing);
+  }
+
+  private lastPacedAt(conversation: string): number | null {
+    return this.sql.exec<{ at: number | null }>("SELECT MAX(sent_at) AS at FROM outbox WHERE conversation = ? AND status = 'sent' AND ref_key IS NOT NULL", conversation).one().at;
   }
 
   /**
-   * A courier's claim of a row: what to send. `uncertain` says an earlier claim
-   * may have reached the platform without its answer reaching us, so the
-   * bridge looks for the message before sending it again.
+   * The run a send effect carries: its head row and the rows waiting behind
+   * it, or null once the head is settled. A row an earlier dispatch carried
+   * may have reached the platform without its answer reaching us
+   * (`uncertain`), so the bridge looks for the message before sending it again.
    */
-  claim(route: Route, id: number): OutboxDelivery | null {
-    const row = this.sql.exec<Row>("SELECT * FROM outbox WHERE id = ?", id).toArray()[0];
-    if (!row || row.status !== "pending") return null;
-    const claim = this.effects.claim("send", String(id));
-    if (!claim) return null;
+  run(route: Route, head: number): SendRun | null {
+    const first = this.sql.exec<Row>("SELECT * FROM outbox WHERE id = ?", head).toArray()[0];
+    if (!first || first.status !== "pending") return null;
+    const rows = this.sql
+      .exec<Row>("SELECT * FROM outbox WHERE conversation = ? AND status = 'pending' AND id >= ? ORDER BY id LIMIT ?", first.conversation, head, MAX_RUN)
+      .toArray();
+    const deliveries = rows.map((row) => ({ ...this.delivery(route, row, row.run !== null), row: row.id, refKey: row.ref_key }));
+    this.sql.exec("UPDATE outbox SET run = ? WHERE id IN (SELECT value FROM json_each(?))", head, JSON.stringify(rows.map((row) => row.id)));
+    const platform = (JSON.parse(first.address) as ReplyAddress).platform;
+    return { deliveries, spacingMs: outboundFor(this.deps, platform)?.updateSpacingMs ?? 0, lastPacedAt: this.lastPacedAt(first.conversation) };
+  }
+
+  private delivery(route: Route, row: Row, uncertain: boolean): OutboxDelivery {
     const known = row.ref_key ? this.refOf(row.ref_key) : undefined;
     return {
       route,
@@ -134,37 +168,57 @@ export class Outbox {
       createdAt: row.created_at,
       ref: known?.ref,
       ...(known?.shown !== undefined ? { shown: known.shown } : {}),
-      uncertain: claim.earlierClaims > 0,
+      uncertain,
     };
   }
 
-  /** The platform's answer for a row: sent (the next row goes), retried later, or given up; false when the row was settled already. */
-  settle(id: number, result: DeliveryResult): boolean {
-    const row = this.sql.exec<Row>("SELECT * FROM outbox WHERE id = ?", id).toArray()[0];
-    if (!row || row.status !== "pending") return false;
+  /**
+   * A run's answers: each row sent, retried later, or given up; the rows it
+   * carried but did not report wait for the next run. False when the run was
+   * settled already (a second report).
+   */
+  settle(head: number, results: RunResults): boolean {
+    if (!this.effects.get("send", String(head))) return false;
+    this.effects.done("send", String(head));
+    // Rows the run carried but the courier never tried are in no doubt.
+    this.sql.exec("UPDATE outbox SET run = NULL WHERE run = ? AND id NOT IN (SELECT value ->> 'row' FROM json_each(?))", head, JSON.stringify(results));
+    for (const { row: id, result } of results) {
+      const row = this.sql.exec<Row>("SELECT * FROM outbox WHERE id = ? AND run = ?", id, head).toArray()[0];
+      if (!row || row.status !== "pending") continue;
+      if (!this.settleRow(row, result)) return true; // held back: it goes again first
+    }
+    const conversation = this.sql.exec<{ conversation: string }>("SELECT conversation FROM outbox WHERE id = ?", head).toArray()[0]?.conversation;
+    if (conversation !== undefined) this.release(conversation);
+    return true;
+  }
+
+  /** One row's answer; false when it is to be tried again (the run stops there). */
+  private settleRow(row: Row, result: DeliveryResult): boolean {
     const attempts = row.attempts + 1;
     if (result.ok) {
-      this.sql.exec("UPDATE outbox SET status = 'sent', attempts = ?, ref = ?, sent_at = ? WHERE id = ?", attempts, result.ref ?? null, Date.now(), id);
+      this.sql.exec("UPDATE outbox SET status = 'sent', attempts = ?, ref = ?, sent_at = ?, run = NULL WHERE id = ?", attempts, result.ref ?? null, Date.now(), row.id);
       if (row.ref_key && result.ref) this.sql.exec("INSERT OR IGNORE INTO message_refs (ref_key, ref) VALUES (?, ?)", row.ref_key, result.ref);
-      this.finish(row);
       return true;
     }
-    this.sql.exec("UPDATE outbox SET attempts = ?, error = ? WHERE id = ?", attempts, result.error, id);
+    this.sql.exec("UPDATE outbox SET attempts = ?, error = ? WHERE id = ?", attempts, result.error, row.id);
     if (result.permanent === true || attempts >= MAX_ATTEMPTS) {
       this.fail(row, result.error);
       return true;
     }
-    // A rate limit is a refusal: nothing was posted, so it leaves the next claim no doubt to clear up (no read-back).
-    if (result.retryAfterMs !== undefined) this.effects.refused("send", String(id));
+    // A rate limit is a refusal: nothing was posted, so it leaves the next attempt no doubt to clear up (no read-back).
+    if (result.retryAfterMs !== undefined) this.sql.exec("UPDATE outbox SET run = NULL WHERE id = ?", row.id);
     const delay = result.retryAfterMs ?? Math.min(60_000, 1000 * 2 ** (attempts - 1));
-    this.effects.retryAt("send", String(id), Date.now() + delay);
-    return true;
+    this.effects.add("send", String(row.id), row.conversation, Date.now() + delay);
+    this.effects.retryAt("send", String(row.id), Date.now() + delay);
+    return false;
   }
 
   /** A row whose couriers never answered (its leases ran out) is given up, and the next one goes. */
   giveUp(id: number): void {
     const row = this.sql.exec<Row>("SELECT * FROM outbox WHERE id = ?", id).toArray()[0];
-    if (row?.status === "pending") this.fail(row, "the platform did not answer in time");
+    if (row?.status !== "pending") return;
+    this.fail(row, "the platform did not answer in time");
+    this.release(row.conversation);
   }
 
   /**
@@ -186,13 +240,7 @@ export class Outbox {
   }
 
   private fail(row: Row, error: string): void {
-    this.sql.exec("UPDATE outbox SET status = 'failed', error = ? WHERE id = ?", error, row.id);
+    this.sql.exec("UPDATE outbox SET status = 'failed', error = ?, run = NULL WHERE id = ?", error, row.id);
     console.error(`outbox ${row.id} to ${(JSON.parse(row.address) as ReplyAddress).platform} failed for good: ${error}`);
-    this.finish(row);
-  }
-
-  private finish(row: Row): void {
-    this.effects.done("send", String(row.id));
-    this.release(row.conversation);
   }
 }

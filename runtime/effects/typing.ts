@@ -31,14 +31,9 @@ export class Typing {
     this.effects.done("typing", conversation);
   }
 
-  /** A courier's claim: where to show typing, or null when it is no longer wanted. */
-  claim(conversation: string): ReplyAddress | null {
-    const address = this.wanted(conversation) ? this.addressOf(conversation) : null;
-    if (!address || !this.effects.claim("typing", conversation)) {
-      this.stop(conversation);
-      return null;
-    }
-    return address;
+  /** Where to show typing, or null when it is no longer wanted. */
+  work(conversation: string): ReplyAddress | null {
+    return this.wanted(conversation) ? this.addressOf(conversation) : null;
   }
 
   /** Shown (or not: a lost indicator is not retried): the next one is due before it fades. */

@@ -1,21 +1,26 @@
 // Object busy time, recorded by the runtime itself: how long the AgentObject
-// spends inside its handlers (the alarm's pass and each RPC), the time a
-// Durable Object is billed for. Each handler is wrapped once, here, on the
-// class (measureHandlers), not timed line by line.
+// spends inside its handlers (each RPC, the alarm) and its passes (which a
+// call starts in its background), the time a Durable Object is billed for.
+// Each handler is wrapped once, here, on the class (measureHandlers), and the
+// scheduler wraps each pass; nothing is timed line by line.
 //
 // Two sums are kept in the object's SQLite:
 // - per conversation turn, where a handler is about one conversation (an
 //   event, a courier's claim or report of one of its effects; inside a pass,
 //   each conversation the pass advances): the handler's own time;
 // - per hour, for the object as a whole: the time during which at least one
-//   handler ran (overlapping handlers count once), with the number of passes
-//   and of RPCs. The ledger is sent these (runtime/metering/ledger.ts).
+//   handler or pass ran (overlapping ones count once), with the number of
+//   passes and of calls into the object (RPCs and alarms). The ledger is sent
+//   these (runtime/metering/ledger.ts).
 //
 // The clock is the runtime's: on workerd it advances across I/O (storage,
 // queue, RPC), not during pure computation, so busy time is wall time spent
 // waiting inside handlers plus whatever the platform's clock shows of CPU.
 
 export const HOUR_MS = 3_600_000;
+
+/** A call into the object (an RPC, the alarm), a pass (started by a call or the alarm), or a part of a pass (one conversation). */
+type BusyKind = "call" | "pass" | "part";
 
 export interface TurnBusy {
   turn: number;
@@ -42,11 +47,12 @@ export class BusyTime {
   ) {}
 
   /**
-   * Runs a handler and records its time: to the current turn of `conversation`
+   * Runs a handler (a call into the object: an RPC or the alarm), a pass or a
+   * part of one, and records its time: to the current turn of `conversation`
    * when there is one, and to the object's hour (only the outermost of
-   * overlapping handlers: an interval is counted once).
+   * overlapping intervals is counted), with the calls and passes it saw.
    */
-  async measure<T>(conversation: string | undefined, kind: "pass" | "rpc" | "part", fn: () => Promise<T>): Promise<T> {
+  async measure<T>(conversation: string | undefined, kind: BusyKind, fn: () => Promise<T>): Promise<T> {
     const start = performance.now();
     if (this.active++ === 0) this.since = start;
     try {
@@ -132,13 +138,13 @@ function addToTurn(sql: SqlStorage, conversation: string, ms: number): void {
   );
 }
 
-function addToHour(sql: SqlStorage, ms: number, kind: "pass" | "rpc" | "part"): void {
+function addToHour(sql: SqlStorage, ms: number, kind: BusyKind): void {
   sql.exec(
     "INSERT INTO busy_hours (hour, busy_ms, passes, handlers) VALUES (?, ?, ?, ?) ON CONFLICT (hour) DO UPDATE SET busy_ms = busy_ms + excluded.busy_ms, passes = passes + excluded.passes, handlers = handlers + excluded.handlers",
     hourOf(Date.now()),
     ms,
     kind === "pass" ? 1 : 0,
-    kind === "part" ? 0 : 1,
+    kind === "call" ? 1 : 0,
   );
 }
 
@@ -188,7 +194,7 @@ export function measureHandlers(proto: { busyTime: BusyTime }, handlers: Record<
     const original = methods[name];
     if (typeof original !== "function") throw new Error(`measureHandlers: no handler ${name}`);
     const wrapped = function (this: { busyTime: BusyTime }, ...args: never[]): Promise<unknown> {
-      return this.busyTime.measure(attribute(this.busyTime, ...args), name === "alarm" ? "pass" : "rpc", () => original.apply(this, args));
+      return this.busyTime.measure(attribute(this.busyTime, ...args), "call", () => original.apply(this, args));
     };
     Object.defineProperty(proto, name, { value: wrapped, writable: true, configurable: true });
   }

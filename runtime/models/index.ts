@@ -5,6 +5,6 @@ export { deploymentModel, modelChoice, modelProviders, retryBaseSeconds } from "
 export { type JobPurpose, type JobRow, type JobUsage, ModelJobs, type Settled } from "./jobs.ts";
 export { localModel } from "./local-model.ts";
 export { modelPickSchema, pickProblem, providerSchema, resolvePick } from "./providers.ts";
-export { type ModelClaim, type ModelRequest, streamKey } from "./request.ts";
+export { type ModelRequest, type ModelWork, streamKey } from "./request.ts";
 export { DEFAULT_MODEL_SETTINGS, modelSettings } from "./table.ts";
 export type { ModelApi, ModelChoice, ModelPick, ModelSettings, ProviderConfig } from "./types.ts";

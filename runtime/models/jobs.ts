@@ -5,7 +5,6 @@
 import type { AssistantMessage } from "@mariozechner/pi-ai";
 import { usageRow } from "../metering/index.ts";
 import type { Effects } from "../effects/index.ts";
-import type { ModelRequest } from "./request.ts";
 
 /** Requests larger than this go to R2; SQLite rows are capped at 2 MB. */
 export const LARGE_REQUEST_BYTES = 1 << 20;
@@ -104,16 +103,19 @@ export class ModelJobs {
     this.effects.add("model", id, conversation);
   }
 
-  /**
-   * A courier's claim: the request of a pending job (the lease starts), null
-   * when it is no longer wanted, or `lost` when its spilled request is gone.
-   */
-  async claim(id: string): Promise<{ request: ModelRequest } | { lost: true } | null> {
+  /** A pending job's request as it travels (JSON text), or "large" when it must be read from R2 (`largeRequest`). */
+  request(id: string): string | "large" | null {
     const job = this.get(id);
-    if (!job || job.status !== "pending" || !this.effects.claim("model", id)) return null;
-    if (!job.large_key) return { request: JSON.parse(job.request!) as ModelRequest };
+    if (!job || job.status !== "pending") return null;
+    return job.large_key ? "large" : job.request!;
+  }
+
+  /** A pending job's request kept in R2, or `lost` when it is gone. */
+  async largeRequest(id: string): Promise<string | { lost: true } | null> {
+    const job = this.get(id);
+    if (!job || job.status !== "pending" || !job.large_key) return null;
     const object = await this.largeValues.get(job.large_key);
-    return object ? { request: (await object.json()) as ModelRequest } : { lost: true };
+    return object ? object.text() : { lost: true };
   }
 
   /** Settles a pending job (once); the caller decides what it means for the turn. */

@@ -16,12 +16,13 @@ export interface ModelRequest {
 }
 
 /**
- * A courier's claim of a job: the request, the object's busy time per hour for
- * the ledger, and where to stream the reply's text (when streaming is on and
- * the platform can).
+ * A model job's work for its courier: the request (a ModelRequest as JSON
+ * text, as the job row keeps it), the object's busy time per hour for the
+ * ledger, and where to stream the reply's text (when streaming is on and the
+ * platform can).
  */
-export interface ModelClaim {
-  request: ModelRequest;
+export interface ModelWork {
+  request: string;
   busy: HourBusy[];
   stream?: StreamTarget;
 }

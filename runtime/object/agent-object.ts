@@ -13,7 +13,7 @@ import { ApprovalFlow, MountSessions, ScriptCalls, type ScriptAnswer, type Scrip
 import { AGENT_HANDLERS, BusyTime, measureHandlers, type TurnBusy, dayStart } from "../metering/index.ts";
 import type { ChatEvent, ConversationStatus, Platform, Route, StreamShown, SubmitResult, RuntimeDeps } from "../chat.ts";
 import { Claims, type EffectReport, type EffectWork } from "./claims.ts";
-import { leaseSeconds, Effects, type EffectKind, Outbox, Typing } from "../effects/index.ts";
+import { deadlineMs, leaseSeconds, Effects, type EffectKind, Outbox, Typing } from "../effects/index.ts";
 import { modelChoice, ModelJobs } from "../models/index.ts";
 import { controlPlane, modelFrom, mountsFrom, NO_SETTINGS, SettingsCopy, type SettingsText } from "../control/index.ts";
 import { Conversations, transcript, type TranscriptEntry } from "../store/index.ts";
@@ -73,7 +73,7 @@ export class AgentObject extends DurableObject<Env> {
     this.busyTime = new BusyTime(() => (this.identity.ready() ? this.sql : null));
     const id = ctx.id.toString();
     this.store = new Conversations(this.sql);
-    this.effects = new Effects(this.sql, leaseSeconds(env) * 1000);
+    this.effects = new Effects(this.sql, leaseSeconds(env) * 1000, deadlineMs(env));
     this.sessions = new MountSessions(this.sql);
     this.settings = new SettingsCopy(this.sql);
     this.jobs = new ModelJobs(ctx.storage, id, env.LARGE_VALUES, this.effects);
@@ -92,7 +92,7 @@ export class AgentObject extends DurableObject<Env> {
       ctx.storage,
       async () => {
         const route = this.identity.route();
-        if (route) await this.pass.run(route);
+        if (route) await this.busyTime.measure(undefined, "pass", () => this.pass.run(route));
       },
       () => [this.store.anyMarked() || this.approvals.hasWork() ? Date.now() : null, this.effects.nextDue()],
     );
@@ -109,6 +109,7 @@ export class AgentObject extends DurableObject<Env> {
       approvals: this.approvals,
       busyTime: this.busyTime,
       context: (route) => this.passContext(route),
+      dispatch: (route, row) => this.claims.dispatch(route, row),
     });
     this.claims = new Claims({
       storage: ctx.storage,
@@ -141,7 +142,7 @@ export class AgentObject extends DurableObject<Env> {
 
   // ---- RPC surface -------------------------------------------------------
 
-  /** A durable write, then an alarm for "now". Never waits for the model or a platform. */
+  /** A durable write, then a pass starts (runtime/object/scheduler.ts). Never waits for the model or a platform. */
   async submit(route: Route, event: ChatEvent): Promise<SubmitResult> {
     this.identity.claim(route);
     this.identity.checkBridge(route, event.user.platform);
@@ -149,7 +150,7 @@ export class AgentObject extends DurableObject<Env> {
     // settings: the one call to the control plane in the object's life.
     if (this.settings.get() === null) this.settings.apply(await controlPlane(this.env).register({ ...route, platform: event.user.platform }));
     const result = this.ctx.storage.transactionSync(() => this.inbound.accept(route, event));
-    if (result.accepted) await this.scheduler.wake();
+    if (result.accepted) this.scheduler.wake();
     return result;
   }
 

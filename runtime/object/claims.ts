@@ -1,25 +1,30 @@
 // The object's side of the effect protocol, one set of verbs for every kind of
-// effect: a courier claims an effect (its lease starts) and gets the work as
-// it is now, or null when it is no longer wanted; it performs it; it reports
-// the outcome, and a report that changes nothing (a second one, a late one)
-// is answered false. A model job's courier also tells the object, once, which
+// effect. Where it can, an effect carries its work in the queue message
+// (`dispatch`), so the hot path costs the object nothing between sending it
+// and hearing the outcome. Where the work must be decided as it is performed
+// (a tool call, a held call: a stop or a deny in between wins), or it is too
+// large to travel, or a courier resumes work it was cut short on, the
+// courier claims it (its lease starts) and gets the work as it is now, or
+// null when it is no longer wanted. The courier performs it and reports the
+// outcome; a report that changes nothing (a second one, a late one) is
+// answered false. A model job's courier also tells the object, once, which
 // message it streams the reply to (progress). The object decides everything
 // else: retries, order, failure.
 import { ConfigError } from "../../lib/config.ts";
 import type { Gateway } from "../../plugins/index.ts";
 import type { ApprovalFlow, ToolCalls, ToolReport, ToolWork, MountReport, MountWork, ToolLists } from "../tools/index.ts";
 import type { BusyTime } from "../metering/index.ts";
-import type { DeliveryResult, OutboxDelivery, ReplyAddress, Route, StreamShown } from "../chat.ts";
-import { retryBaseSeconds, streamKey, type ModelClaim, type ProviderCall, type ModelJobs, type Settled } from "../models/index.ts";
-import { streamReplies, type EffectKind, type Effects, type Outbox, type Typing } from "../effects/index.ts";
+import type { ReplyAddress, Route, StreamShown } from "../chat.ts";
+import { retryBaseSeconds, streamKey, type ModelWork, type ProviderCall, type ModelJobs, type Settled } from "../models/index.ts";
+import { streamReplies, type Dispatch, type EffectKind, type EffectRow, type Effects, type Outbox, type RunResults, type SendRun, type Typing } from "../effects/index.ts";
 import type { PassContext } from "../pass-context.ts";
 import type { Turns } from "../turns/index.ts";
 
-/** What a claim hands the courier, by kind of effect. */
+/** The work a courier performs, by kind of effect: carried in the queue message, or claimed. */
 export interface EffectWork {
   /** The request, and the object's busy time for the ledger (runtime/metering/spend.ts). */
-  model: ModelClaim;
-  send: OutboxDelivery;
+  model: ModelWork;
+  send: SendRun;
   typing: ReplyAddress;
   tool: ToolWork;
   hold: ToolWork;
@@ -30,7 +35,7 @@ export interface EffectWork {
 export interface EffectReport {
   /** `shown`: the message the reply was streamed to, if one was opened. */
   model: { call: ProviderCall; shown?: StreamShown };
-  send: DeliveryResult;
+  send: RunResults;
   /** A lost indicator is not worth a retry: the next one is due in seconds. */
   typing: null;
   tool: ToolReport;
@@ -54,7 +59,7 @@ export interface ClaimParts {
   approvals: ApprovalFlow;
   toolLists: ToolLists;
   busyTime: BusyTime;
-  wake: () => Promise<void>;
+  wake: () => void;
   /** Mounts and model as they are now. */
   context: (route: Route) => PassContext;
   gateway: () => Gateway;
@@ -63,26 +68,54 @@ export interface ClaimParts {
 export class Claims {
   constructor(private readonly parts: ClaimParts) {}
 
+  /** What travels with a due effect: its work now, "claim" when it must be decided as it is performed, or null when it is no longer wanted. */
+  dispatch(route: Route, row: EffectRow): Dispatch {
+    const { outbox, typing, toolLists, gateway } = this.parts;
+    const carried = (work: EffectWork[EffectKind] | null): Dispatch => work && { work };
+    switch (row.kind) {
+      case "model":
+        return this.modelWork(row.id);
+      case "send":
+        return carried(outbox.run(route, Number(row.id)));
+      case "typing":
+        return carried(typing.work(row.id));
+      case "mount":
+        return carried(toolLists.work(gateway(), row.id));
+      case "tool":
+      case "hold":
+        return "claim";
+    }
+  }
+
   async claim(route: Route, kind: EffectKind, id: string): Promise<EffectWork[EffectKind] | null> {
-    const { storage, outbox, typing, tools, approvals, toolLists, wake, context, gateway } = this.parts;
+    const { storage, effects, outbox, typing, tools, approvals, toolLists, wake, context, gateway } = this.parts;
+    const claimed = storage.transactionSync(() => effects.claim(kind, id));
+    if (!claimed) return null;
     switch (kind) {
       case "model":
         return this.claimModel(id);
       case "send":
-        return storage.transactionSync(() => outbox.claim(route, Number(id)));
+        return storage.transactionSync(() => outbox.run(route, Number(id)));
       case "typing":
-        return storage.transactionSync(() => typing.claim(id));
+        return this.orDone(kind, id, typing.work(id));
       case "tool":
       case "hold": {
         // The work under the mount's policy as it is now.
         const pass = context(route);
-        const work = storage.transactionSync(() => (kind === "tool" ? tools.claim(pass, id) : approvals.claim(pass, id)));
-        if (!work) await wake();
+        const replay = claimed.earlierClaims > 0;
+        const work = storage.transactionSync(() => (kind === "tool" ? tools.claim(pass, id, replay) : approvals.claim(pass, id, replay)));
+        if (!work) wake();
         return work;
       }
       case "mount":
-        return storage.transactionSync(() => toolLists.claim(gateway(), id));
+        return this.orDone(kind, id, toolLists.work(gateway(), id));
     }
+  }
+
+  /** Work no longer wanted ends its effect. */
+  private orDone<T>(kind: EffectKind, id: string, work: T | null): T | null {
+    if (work === null) this.parts.effects.done(kind, id);
+    return work;
   }
 
   /** The courier opened the message it streams a job's reply to (or its ref changed): the outbox finishes it later. */
@@ -107,29 +140,46 @@ export class Claims {
           return toolLists.report(id, outcome as EffectReport["mount"]);
       }
     });
-    await wake();
+    wake();
     return taken;
   }
 
-  private async claimModel(jobId: string): Promise<ModelClaim | null> {
-    const { storage, env, jobs, turns, busyTime } = this.parts;
-    const found = await jobs.claim(jobId);
-    if (found && "lost" in found) {
+  /** A pending job's work when its request travels in the message; "claim" when it is in R2; null once it is settled. */
+  private modelWork(jobId: string): Dispatch {
+    const request = this.parts.jobs.request(jobId);
+    if (request === null) return null;
+    if (request === "large") return "claim";
+    const rest = this.modelExtras(jobId);
+    return rest && { work: { request, ...rest } };
+  }
+
+  private async claimModel(jobId: string): Promise<ModelWork | null> {
+    const { jobs } = this.parts;
+    const request = jobs.request(jobId) === "large" ? await jobs.largeRequest(jobId) : jobs.request(jobId);
+    if (request !== null && typeof request === "object") {
       // Without its request the job can never run: fail the turn rather than leave it waiting.
       await this.settleJob(jobId, { kind: "failed", error: "the stored model request was lost; please send your message again" });
       return null;
     }
-    if (!found) return null;
+    if (request === null || request === "large") return null;
+    const rest = this.modelExtras(jobId);
+    return rest && { request, ...rest };
+  }
+
+  /** The busy time for the ledger, and where to stream the reply; a configuration that cannot work fails the job (null). */
+  private modelExtras(jobId: string): Omit<ModelWork, "request"> | null {
+    const { storage, env, jobs, turns, busyTime } = this.parts;
     let stream: boolean;
     try {
       stream = streamReplies(env);
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
-      await this.settleJob(jobId, { kind: "failed", error: `configuration error: ${err.message}` });
+      const job = jobs.get(jobId)!;
+      storage.transactionSync(() => turns.settle(job, { kind: "failed", error: `configuration error: ${err.message}` }));
       return null;
     }
     const target = stream ? storage.transactionSync(() => turns.streamTarget(jobs.get(jobId)!)) : undefined;
-    return { request: found.request, busy: busyTime.toShip(), ...(target ? { stream: target } : {}) };
+    return { busy: busyTime.toShip(), ...(target ? { stream: target } : {}) };
   }
 
   /** A provider call's outcome: a reply or a refusal settles the job; a failure worth retrying is retried, a few times. */
@@ -142,7 +192,7 @@ export class Claims {
         outbox.recordStream(streamKey(jobId), shown);
         if (streamed.status === "discarded") turns.finishStream(streamed, shown.shown);
       });
-      if (streamed.status === "discarded") await wake();
+      if (streamed.status === "discarded") wake();
     }
     // A late reply to a stopped turn was paid for all the same: its usage is kept with its job.
     if (call.kind === "reply") jobs.recordUsage(jobId, call.message);
@@ -157,7 +207,7 @@ export class Claims {
     const delaySeconds = Math.min(MAX_RETRY_DELAY_SECONDS, call.retryAfterSeconds ?? retryBaseSeconds(env) * 2 ** (attempt - 1));
     console.warn(`model job ${jobId} attempt ${attempt} failed (${call.error}); retrying in ${delaySeconds}s`);
     effects.retryAt("model", jobId, Date.now() + delaySeconds * 1000);
-    await wake();
+    wake();
     return true;
   }
 
@@ -166,7 +216,7 @@ export class Claims {
     const job = jobs.get(jobId);
     if (!job || job.status !== "pending") return false;
     storage.transactionSync(() => turns.settle(job, settled));
-    await wake();
+    wake();
     await jobs.dropLargeRequest(job);
     return true;
   }

@@ -10,7 +10,7 @@ import type { ApprovalFlow, ToolCalls, ToolLists } from "../tools/index.ts";
 import type { BusyTime } from "../metering/index.ts";
 import type { Route } from "../chat.ts";
 import type { Conversations } from "../store/index.ts";
-import type { EffectMessage, EffectRow, Effects, Outbox } from "../effects/index.ts";
+import type { Dispatch, EffectMessage, EffectRow, Effects, Outbox } from "../effects/index.ts";
 import type { ModelJobs } from "../models/index.ts";
 import type { PassContext } from "../pass-context.ts";
 import type { Turns } from "../turns/index.ts";
@@ -36,6 +36,8 @@ export interface PassParts {
   busyTime: BusyTime;
   /** Mounts and model as they are now (throws on a configuration that cannot work). */
   context: (route: Route) => PassContext;
+  /** What travels with a due effect (runtime/object/claims.ts). */
+  dispatch: (route: Route, row: EffectRow) => Dispatch;
 }
 
 export class Pass {
@@ -44,14 +46,14 @@ export class Pass {
   constructor(private readonly parts: PassParts) {}
 
   async run(route: Route): Promise<void> {
-    const { effects, toolLists, approvals, busyTime, storage, queue } = this.parts;
+    const { effects, toolLists, approvals, busyTime, storage, queue, dispatch } = this.parts;
     const pass = this.contextOrFailTurns(route);
     if (pass) {
       toolLists.request(pass.gateway);
       await approvals.performApproved(pass);
       for (const id of this.dueConversations()) await busyTime.measure(id, "part", () => this.advanceOrFail(pass, id));
     }
-    const exhausted = await effects.send(queue(), route);
+    const exhausted = await effects.send(queue(), route, (row) => dispatch(route, row));
     if (exhausted.length > 0) storage.transactionSync(() => exhausted.forEach((effect) => this.giveUp(route, effect)));
   }
 

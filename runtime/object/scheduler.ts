@@ -1,7 +1,10 @@
 // The scheduler: passes run one at a time (a pass awaits tools, and events
-// arrive meanwhile), an alarm set to "now" is the durable kick, a watchdog
-// alarm armed while a pass runs re-runs a pass cut short by an eviction, and
-// after a pass the alarm is set only for work that is due: idle means nothing armed.
+// arrive meanwhile). Work that arrives (an event, a courier's report) starts a
+// pass at once, in the background of the call that brought it, rather than an
+// alarm for "now": one call into the object instead of two. The pass's first
+// act is to arm its watchdog alarm, written before that call answers, so an
+// eviction before the pass ends runs it again. After a pass the alarm is set
+// only for work that is due: idle means nothing armed.
 
 /** Armed while a pass runs, so a pass cut short by an eviction is run again. */
 export const PASS_WATCHDOG_MS = 15_000;
@@ -17,9 +20,9 @@ export class Scheduler {
     private readonly dueTimes: () => (number | null)[],
   ) {}
 
-  /** Work is pending: the alarm fires now (and survives an eviction before it does). */
-  async wake(): Promise<void> {
-    await this.storage.setAlarm(Date.now());
+  /** Work is pending: a pass starts now, in the background; its watchdog alarm is the durable kick. */
+  wake(): void {
+    this.drive().catch((err: unknown) => console.error("a pass failed; its watchdog alarm runs it again", err));
   }
 
   /** Runs a pass, or asks the running one to go round again. */

@@ -157,6 +157,13 @@ const MIGRATIONS: string[] = [
   `,
   // A streamed reply's message: what it shows, as its courier last reported (runtime/courier/reply-stream.ts).
   `ALTER TABLE message_refs ADD COLUMN shown TEXT;`,
+  // Effects carry their work (runtime/effects/effects.ts): how often each was sent, and since when.
+  `
+  ALTER TABLE effects ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE effects ADD COLUMN first_sent_at INTEGER;
+  -- Chat messages go out in runs (runtime/effects/outbox.ts): the run that carried a row while its outcome is not known.
+  ALTER TABLE outbox ADD COLUMN run INTEGER;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -156,12 +156,10 @@ export class ApprovalFlow {
     }
   }
 
-  /** A courier's claim of an approved hold: the work, with the mount as it is now. */
-  claim(pass: PassContext, id: string): ToolWork | null {
+  /** A courier's claim of an approved hold: the work, with the mount as it is now. `replay`: an earlier claim may have performed it. */
+  claim(pass: PassContext, id: string, replay: boolean): ToolWork | null {
     const hold = this.holds.get(id);
     if (hold?.status !== "running") return null;
-    const claim = this.effects.claim("hold", id);
-    if (!claim) return null;
     const mount = pass.gateway.mountOf(hold.tool);
     if (!mount) {
       this.settle(pass.route, hold, "refused", `Not performed: ${hold.tool} is no longer mounted.`);
@@ -172,7 +170,7 @@ export class ApprovalFlow {
       tool: hold.tool,
       args: JSON.parse(hold.args),
       scope: this.scope(pass.route, hold),
-      replay: claim.earlierClaims > 0,
+      replay,
       approved: true,
       session: this.sessions.snapshot(mount.alias),
     };

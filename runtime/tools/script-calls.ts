@@ -44,7 +44,7 @@ export class ScriptCalls {
     private readonly holds: Holds,
     private readonly sessions: MountSessions,
     /** A pass sends what a hold posted (its card). */
-    private readonly wake: () => Promise<void>,
+    private readonly wake: () => void,
   ) {}
 
   async call(pass: PassContext, request: ScriptCall): Promise<ScriptAnswer> {
@@ -77,7 +77,7 @@ export class ScriptCalls {
         return this.record(parent.conv, key, call, { text: gateway.refusal(name), isError: true });
       case "approval": {
         const held = this.storage.transactionSync(() => this.tools.hold(pass, parent.conv, key, call));
-        await this.wake();
+        this.wake();
         return recorded(held);
       }
     }

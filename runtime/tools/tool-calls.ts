@@ -117,12 +117,10 @@ export class ToolCalls {
     this.finish(key, result);
   }
 
-  /** A courier's claim of a call: the work, or null when it must not be performed (any more). */
-  claim(pass: PassContext, key: string): ToolWork | null {
+  /** A courier's claim of a call: the work, or null when it must not be performed (any more). `replay`: an earlier claim may have performed it. */
+  claim(pass: PassContext, key: string, replay: boolean): ToolWork | null {
     const row = this.row(key);
     if (row?.status !== "started") return null;
-    const claim = this.effects.claim("tool", key);
-    if (!claim) return null;
     const call = JSON.parse(row.call) as ToolCall;
     const conv = this.conversations.get(row.conversation)!;
     // A stopped turn's remaining calls are not performed.
@@ -140,7 +138,7 @@ export class ToolCalls {
       tool: call.name,
       args: call.arguments,
       scope: callScope(pass, conv, key),
-      replay: claim.earlierClaims > 0,
+      replay,
       approved: false,
       session: this.sessions.snapshot(mount.alias),
     };

@@ -34,15 +34,10 @@ export class ToolLists {
     for (const mount of gateway.toolListsDue(Date.now())) this.effects.add("mount", mount.alias, NO_CONVERSATION);
   }
 
-  /** A courier's claim: the mount as it is now, or null when it is no longer wanted. */
-  claim(gateway: Gateway, alias: string): MountWork | null {
-    if (!this.effects.claim("mount", alias)) return null;
+  /** The fetch's work: the mount as it is now, or null when it is no longer mounted. */
+  work(gateway: Gateway, alias: string): MountWork | null {
     const mount = gateway.mounted(alias);
-    if (!mount) {
-      this.effects.done("mount", alias);
-      return null;
-    }
-    return { mount, session: this.sessions.snapshot(alias) };
+    return mount ? { mount, session: this.sessions.snapshot(alias) } : null;
   }
 
   /** A courier's result; a second report of one fetch changes nothing. */
