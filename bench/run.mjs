@@ -7,6 +7,10 @@
 //          turn, vs the same turn awaited inside the object
 //   fleet  BENCH_FLEET agents in BENCH_FLEET/10 tenants, one message each
 //   idle   alarms and invocations in the 60 s after everything settled
+//   peer   our Slack turn vs the Vercel Chat SDK's (bench/chat-sdk-app.mjs), interleaved:
+//          event → reply beyond the floor, ack, Slack calls and CPU per turn, sequential
+//          and 16 at once; calls into the agent object per turn; a burst of BENCH_BURST
+//          app_mentions over BENCH_BURST_TEAMS workspaces sent all at once
 //   ack    Slack event ack vs a minimal @slack/bolt app, and a bare Worker request
 //   stream a 2,000-word answer streamed into Slack vs a short one: the object's
 //          busy time per turn does not grow with the chunks
@@ -24,12 +28,13 @@ import { FAKE_PROVIDER_KEY, startModelProvider } from "../test/fakes/model-provi
 import { FAKE_SLACK_BOT_TOKEN, startSlack } from "../test/fakes/slack.mjs";
 import { startWorker, until } from "../test/node/wrangler-dev.mjs";
 import { amplifyHistory } from "./amplify.mjs";
-import { objectCounters } from "./counters.mjs";
+import { armedAlarms, objectCounters } from "./counters.mjs";
+import { cpuMs, cpuOf, workerdOf } from "./proc.mjs";
 import { pool, row, summary, timed, unionLength } from "./stats.mjs";
 
 const num = (name, fallback) => Number(process.env[name] ?? fallback);
-// ack leaves a backlog of turns (one per event) behind it: it runs after idle, and load starts its own wrangler dev.
-const SECTIONS = ["busy", "stream", "fleet", "idle", "ack", "load"];
+// ack leaves a backlog of turns (one per event) behind it: it runs after idle and peer, and load starts its own wrangler dev.
+const SECTIONS = ["busy", "stream", "fleet", "idle", "peer", "ack", "load"];
 const ONLY = process.env.BENCH_ONLY ? process.env.BENCH_ONLY.split(",").map((s) => s.trim()) : SECTIONS;
 for (const s of ONLY) if (!SECTIONS.includes(s)) throw new Error(`BENCH_ONLY: unknown section ${s} (known: ${SECTIONS.join(", ")})`);
 
@@ -48,6 +53,13 @@ const HISTORY = num("BENCH_HISTORY", 1000);
 const PAST = num("BENCH_PAST", 100_000);
 const PROBES = num("BENCH_PROBES", 10);
 const STREAM_ROUNDS = num("BENCH_STREAM_ROUNDS", 5);
+const PEER_MODEL_MS = num("BENCH_PEER_MODEL_MS", 1000);
+const PEER_SEQUENTIAL = num("BENCH_PEER_SEQUENTIAL", 30);
+const PEER_CONCURRENT = num("BENCH_PEER_CONCURRENT", 256);
+const PEER_WIDTH = 16;
+const PEER_TOOL_TURNS = num("BENCH_PEER_TOOL_TURNS", 10);
+const BURST = num("BENCH_BURST", 200);
+const BURST_TEAMS = num("BENCH_BURST_TEAMS", 10);
 
 const ADMIN = "bench-admin-token";
 const SLACK_SECRET = "bench-slack-signing-secret";
@@ -59,8 +71,20 @@ let LOG = join(tmpdir(), `antiproton-bench-${run}.log`);
 // ---- the outside world, on loopback -------------------------------------------
 
 const provider = await startModelProvider();
+/** Told of each Slack write (post, update, stream) when the fake Slack answers it: (call, answeredAt). */
+const slackAnswers = new Set();
 // The fake Slack answers chat.postMessage and chat.update after SLACK_MS, as Slack's API does.
-const slack = await startSlack({ gates: { pass: (fake) => (fake === "slack" ? sleep(SLACK_MS) : undefined), tell() {} } });
+const slack = await startSlack({
+  gates: {
+    async pass(fake, call) {
+      if (fake !== "slack") return;
+      await sleep(SLACK_MS);
+      const at = Date.now();
+      for (const told of slackAnswers) told(call, at);
+    },
+    tell() {},
+  },
+});
 // The http tool's target: answers after TOOL_MS and records when each call was in hand.
 const toolCalls = [];
 const tool = await listen(async (req, res) => {
@@ -273,20 +297,269 @@ async function streamSection() {
   print(row("object busy per turn, streamed answer", streamed, "ms", `${ratio(streamed.median, short.median).toFixed(2)}×`, { text: "within 1.5× (median)", met: streamed.median <= 1.5 * short.median }));
 }
 
-// ---- 2. ack: Slack event ack vs @slack/bolt, and a bare request -------------------
+// ---- a peer app in its own Node process (bench/bolt-app.mjs, bench/chat-sdk-app.mjs) ----
 
-function startBolt() {
-  const child = spawn(process.execPath, [new URL("./bolt-app.mjs", import.meta.url).pathname, SLACK_SECRET], { stdio: ["ignore", "pipe", "inherit"] });
+/** Starts `node bench/<file> ...args` and resolves once it prints its URL; `pid` for its CPU time. */
+function startApp(file, args) {
+  const child = spawn(process.execPath, [new URL(`./${file}`, import.meta.url).pathname, ...args], { stdio: ["ignore", "pipe", "inherit"] });
   return new Promise((resolve, reject) => {
     let text = "";
     child.stdout.on("data", (d) => {
       text += d;
       const url = /ready (\S+)/.exec(text)?.[1];
-      if (url) resolve({ url, stop: () => child.kill() });
+      if (url) resolve({ url, pid: child.pid, stop: () => child.kill() });
     });
-    child.on("exit", (code) => reject(new Error(`the bolt app exited (${code})`)));
+    child.on("exit", (code) => reject(new Error(`${file} exited (${code})`)));
   });
 }
+
+// ---- peer: our Slack turn vs the Vercel Chat SDK's, interleaved ----------------------
+
+const PEER_REPLY = "bench reply ok";
+/** The least an event → reply can take: the model's delay, then one Slack call answered. */
+const PEER_FLOOR_MS = PEER_MODEL_MS + SLACK_MS;
+/** A process at rest: its CPU time moves at most one clock tick in a look. */
+const CPU_STILL_MS = 10;
+/**
+ * Issue 22's throughput goal for the burst is 2× what main did on this
+ * machine when it was set: main's figure, recorded in docs/benchmarks.md.
+ */
+const BURST_MAIN_TPS = num("BENCH_BURST_MAIN_TPS", 0);
+
+/** The text a Slack write carries (a post's or an update's text, a stream's markdown). */
+const writtenText = (call) => String(call.body.text ?? call.body.markdown_text ?? "");
+
+/** Resolves with the time Slack answered the first write into `channel` that carries the reply. */
+function replyIn(channel, timeoutMs = 600_000) {
+  let done;
+  const answered = new Promise((resolve, reject) => {
+    const told = (call, at) => {
+      if (call.body.channel === channel && writtenText(call).includes(PEER_REPLY)) done(() => resolve(at));
+    };
+    const timer = setTimeout(() => done(() => reject(new Error(`no reply in ${channel} within ${timeoutMs / 1000} s`))), timeoutMs);
+    done = (settle) => {
+      slackAnswers.delete(told);
+      clearTimeout(timer);
+      settle();
+    };
+    slackAnswers.add(told);
+  });
+  return { answered, cancel: () => done(() => {}) };
+}
+
+/** The fake Slack's calls since the last look. */
+let slackSeen = 0;
+async function slackCallsSince() {
+  const calls = await fetch(`${slack.url}/_control/calls?from=${slackSeen}`).then((r) => r.json());
+  slackSeen += calls.length;
+  return calls;
+}
+
+/** One app_mention, a new thread in a channel of its own: its ack, and its event → reply beyond the floor. */
+async function mention(system, team, channel, sid) {
+  const ts = nextTs();
+  const reply = replyIn(channel);
+  const start = Date.now();
+  const sent = performance.now();
+  const res = await slackRequest(system.url, { team, channel, ts, text: `[s:${sid}] hello` });
+  const ack = performance.now() - sent;
+  if (res.status !== 200) {
+    reply.cancel();
+    throw new Error(`${system.name}: ack ${res.status} ${await res.text()}`);
+  }
+  await res.arrayBuffer();
+  const at = await reply.answered;
+  return { ack, beyond: at - start - PEER_FLOOR_MS, reply: at, conversation: `${team}:${channel}:${ts}` };
+}
+
+/** Until `system` has nothing left to do: nothing armed (ours), and its CPU still for two looks in a row. */
+async function atRest(system) {
+  const deadline = Date.now() + 300_000;
+  let last = system.cpu().runtime;
+  for (let still = 0; still < 2; ) {
+    if (Date.now() > deadline) throw new Error(`${system.name} did not come to rest within 5 minutes`);
+    await sleep(250);
+    const now = system.cpu().runtime;
+    still = now - last <= CPU_STILL_MS && (await system.idle()) ? still + 1 : 0;
+    last = now;
+  }
+}
+
+/** Runs `work` on a system at rest and charges it what it cost until it was at rest again: CPU time and Slack calls. */
+async function charged(system, work) {
+  await slackCallsSince();
+  const before = system.cpu();
+  const result = await work();
+  await atRest(system);
+  const after = system.cpu();
+  return { result, cpu: after.runtime - before.runtime, proxyCpu: after.proxy - before.proxy, calls: await slackCallsSince() };
+}
+
+/** "chat.postMessage 2, chat.update 1": a batch's Slack calls by method, per turn. */
+const callsByMethod = (calls, turns) => {
+  const counts = new Map();
+  for (const c of calls) counts.set(c.method, (counts.get(c.method) ?? 0) + 1);
+  return [...counts].map(([m, n]) => `${m} ${Number((n / turns).toFixed(2))}`).join(", ");
+};
+
+/** The channel's messages that carry the reply, and those still showing "Working on it…". */
+async function threadState(channel) {
+  const messages = await fetch(`${slack.url}/_control/messages?channel=${channel}`).then((r) => r.json());
+  return { replies: messages.filter((m) => String(m.text ?? "").includes(PEER_REPLY)).length, working: messages.filter((m) => String(m.text ?? "").startsWith("Working on it")).length };
+}
+
+async function peerSection() {
+  const sid = `peer${run}`;
+  await putScenario(sid, [{ delayMs: PEER_MODEL_MS, text: PEER_REPLY }]);
+  const toolSid = `peertool${run}`;
+  await putScenario(toolSid, [{ delayMs: PEER_MODEL_MS, toolCalls: [{ name: "clock__now", arguments: {} }] }, { delayMs: PEER_MODEL_MS, text: PEER_REPLY }], "position");
+  // Both know the people in the events, as a workspace's Slack does (the Chat SDK looks up each author once).
+  await fetch(`${slack.url}/_control/directory`, { method: "PUT", body: JSON.stringify({ users: { UBENCH: { name: "bench" }, [BOT]: { name: "benchbot" } } }) });
+  const app = await startApp("chat-sdk-app.mjs", [SLACK_SECRET, FAKE_SLACK_BOT_TOKEN, `${slack.url}/api/`, `${provider.url}/v1`, FAKE_PROVIDER_KEY]);
+  const R = run.toUpperCase();
+  const workerd = workerdOf(worker.port);
+  const ours = {
+    name: "ours",
+    tag: "O",
+    url: worker.url,
+    cpu: () => {
+      const now = workerdOf(worker.port);
+      if (now.runtime.join() !== workerd.runtime.join()) throw new Error(`workerd restarted during the peer section (${workerd.runtime} → ${now.runtime}): its CPU time cannot be compared`);
+      return { runtime: cpuOf(now.runtime), proxy: cpuOf(now.proxy) };
+    },
+    idle: async () => (await armedAlarms(worker.persistDir)) === 0,
+  };
+  const peer = { name: "Chat SDK", tag: "P", url: app.url, cpu: () => ({ runtime: cpuMs(app.pid), proxy: 0 }), idle: async () => true };
+  const systems = [ours, peer];
+  /** Each round alternates which system goes first. */
+  const inTurn = (k) => (k % 2 === 0 ? systems : [...systems].reverse());
+  const blank = () => ({ ack: [], beyond: [], cpu: 0, proxyCpu: 0, calls: [], turns: 0 });
+  const add = (into, c, turns) => {
+    for (const t of [c.result].flat()) {
+      into.ack.push(t.ack);
+      into.beyond.push(t.beyond);
+    }
+    into.cpu += c.cpu;
+    into.proxyCpu += c.proxyCpu;
+    into.calls.push(...c.calls);
+    into.turns += turns;
+  };
+  try {
+    // Warm-up (not counted): each system's first turns compile its code and make its first objects.
+    for (const system of systems) {
+      for (let k = 0; k < 2; k++) await charged(system, () => mention(system, `TPEER${R}`, `CW${system.tag}${R}X${k}`, sid));
+    }
+    // What each costs at rest, per second: the looks that find a system at rest are charged to its batches too.
+    const restMs = {};
+    for (const system of systems) {
+      const before = system.cpu().runtime;
+      await sleep(5_000);
+      restMs[system.name] = (system.cpu().runtime - before) / 5;
+    }
+    const handlersBefore = objectCounters(worker.persistDir).handlers;
+    const sequential = { ours: blank(), peer: blank() };
+    const oursConversations = [];
+    for (let k = 0; k < PEER_SEQUENTIAL; k++) {
+      for (const system of inTurn(k)) {
+        const c = await charged(system, () => mention(system, `TPEER${R}`, `CS${system.tag}${R}X${k}`, sid));
+        add(sequential[system === ours ? "ours" : "peer"], c, 1);
+        if (system === ours) oursConversations.push(c.result.conversation);
+      }
+    }
+    const handlersPlain = objectCounters(worker.persistDir).handlers;
+    const toolConversations = [];
+    const tool = blank();
+    for (let k = 0; k < PEER_TOOL_TURNS; k++) {
+      const c = await charged(ours, () => mention(ours, `TPEER${R}`, `CT${R}X${k}`, toolSid));
+      add(tool, c, 1);
+      toolConversations.push(c.result.conversation);
+    }
+    const handlersTool = objectCounters(worker.persistDir).handlers;
+    // The runtime's own attribution of those calls to the turns (busyByTurn), read after the counts (a read is a call too).
+    const attributed = async (conversations) =>
+      summary(await Promise.all(conversations.map(async (id) => (await view(`TPEER${R}`, "assistant", id)).busyByTurn.find((t) => t.turn === 1)?.handlers ?? 0)));
+
+    const concurrent = { ours: blank(), peer: blank() };
+    const rounds = Math.max(1, Math.round(PEER_CONCURRENT / 64));
+    for (let r = 0; r < rounds; r++) {
+      const size = Math.round(PEER_CONCURRENT / rounds);
+      for (const system of inTurn(r)) {
+        const c = await charged(system, () => pool(size, PEER_WIDTH, (i) => mention(system, `TPEER${R}`, `CC${system.tag}${R}X${r}X${i}`, sid)));
+        add(concurrent[system === ours ? "ours" : "peer"], c, size);
+      }
+    }
+
+    // The burst: every app_mention sent at once, over BURST_TEAMS workspaces (one agent object each), a thread each.
+    const burst = {};
+    for (const system of systems) {
+      const start = Date.now();
+      const c = await charged(system, () =>
+        Promise.all(Array.from({ length: BURST }, (_, i) => mention(system, `TB${system.tag}${R}X${i % BURST_TEAMS}`, `CB${system.tag}${R}X${i}`, sid))),
+      );
+      const states = await pool(BURST, 16, (i) => threadState(`CB${system.tag}${R}X${i}`));
+      const last = Math.max(...c.result.map((t) => t.reply));
+      burst[system === ours ? "ours" : "peer"] = {
+        ack: summary(c.result.map((t) => t.ack)),
+        ackMax: Math.max(...c.result.map((t) => t.ack)),
+        acksOver1s: c.result.filter((t) => t.ack >= 1000).length,
+        acksOver3s: c.result.filter((t) => t.ack >= 3000).length,
+        once: states.filter((s) => s.replies === 1).length,
+        twice: states.filter((s) => s.replies > 1).length,
+        working: states.reduce((n, s) => n + s.working, 0),
+        seconds: (last - start) / 1000,
+        tps: BURST / ((last - start) / 1000),
+        calls: c.calls.length / BURST,
+        cpu: c.cpu / BURST,
+      };
+    }
+    const plainAttributed = await attributed(oursConversations);
+    const toolAttributed = await attributed(toolConversations);
+
+    print(`peer: our Slack turn vs the Vercel Chat SDK's (chat + @chat-adapter/slack, bench/chat-sdk-app.mjs, in-memory state, its own Node process), interleaved;`);
+    print(`  both: signed app_mention → a ${PEER_MODEL_MS} ms model (the same fake provider, OpenAI Chat Completions through pi-ai) → the reply posted to the same fake Slack (${SLACK_MS} ms a write); floor ${PEER_FLOOR_MS} ms`);
+    print(`  at rest (5 s each, after the warm-up): workerd runtime ${restMs.ours.toFixed(1)} ms CPU a second, the Chat SDK's process ${restMs["Chat SDK"].toFixed(1)} ms (in every batch below, ≥ 0.5 s at rest is charged too)`);
+    const vs = (a, b, unit = "×") => `${(a / b).toFixed(2)}${unit} the Chat SDK`;
+    for (const [mode, m, label] of [
+      ["sequential", sequential, `one at a time`],
+      ["concurrent", concurrent, `${PEER_WIDTH} conversations at once (one workspace)`],
+    ]) {
+      const [o, p] = [summary(m.ours.beyond), summary(m.peer.beyond)];
+      const [oa, pa] = [summary(m.ours.ack), summary(m.peer.ack)];
+      print(`  ${label}:`);
+      print(row(`Chat SDK: event → reply beyond the floor`, p, "ms"));
+      print(row(`ours: event → reply beyond the floor`, o, "ms", `median ${vs(o.median, p.median)}`, { text: "≤ 3× (median)", met: o.median <= 3 * p.median }));
+      print(row(`Chat SDK: Slack ack`, pa, "ms"));
+      print(
+        row(`ours: Slack ack`, oa, "ms", `p50 ${vs(oa.median, pa.median)}, p99 ${vs(oa.p99, pa.p99)}`, mode === "concurrent" ? { text: "p99 ≤ 2×", met: oa.p99 <= 2 * pa.p99 } : undefined),
+      );
+      const [oc, pc] = [m.ours.cpu / m.ours.turns, m.peer.cpu / m.peer.turns];
+      print(row(`Chat SDK: CPU per turn (its Node process)`, { value: pc }, "ms", `${m.peer.turns} turns`));
+      print(row(`ours: CPU per turn (workerd runtime)`, { value: oc }, "ms", vs(oc, pc), { text: "≤ 2×", met: oc <= 2 * pc }));
+      print(row(`ours: CPU per turn (+ wrangler's proxy workerd)`, { value: oc + m.ours.proxyCpu / m.ours.turns }, "ms", vs(oc + m.ours.proxyCpu / m.ours.turns, pc)));
+      print(row(`Chat SDK: Slack calls per turn`, { value: m.peer.calls.length / m.peer.turns }, "", callsByMethod(m.peer.calls, m.peer.turns)));
+      print(row(`ours: Slack calls per turn`, { value: m.ours.calls.length / m.ours.turns }, "", callsByMethod(m.ours.calls, m.ours.turns)));
+    }
+    const plainCalls = (handlersPlain - handlersBefore) / PEER_SEQUENTIAL;
+    const toolCalls = (handlersTool - handlersPlain) / PEER_TOOL_TURNS;
+    print(`  calls into the agent object per turn (every handler call, passes included: the object's busy_hours.handlers, read from its SQLite):`);
+    print(row(`plain turn (${PEER_SEQUENTIAL} turns, one object)`, { value: plainCalls }, "", `runtime's busyByTurn counts ${plainAttributed.median} of them to the turn (median)`, { text: "≤ 5", met: plainCalls <= 5 }));
+    print(row(`tool turn (clock__now, then the reply; ${PEER_TOOL_TURNS} turns)`, { value: toolCalls }, "", `busyByTurn counts ${toolAttributed.median}; Slack calls per turn ${(tool.calls.length / tool.turns).toFixed(2)}: ${callsByMethod(tool.calls, tool.turns)}`, { text: "≤ 10", met: toolCalls <= 10 }));
+    print(row(`tool turn: event → reply beyond its floor (two model calls + Slack)`, summary(tool.beyond.map((ms) => ms - PEER_MODEL_MS)), "ms", `CPU ${(tool.cpu / tool.turns).toFixed(1)} ms per turn`));
+    print(`  burst: ${BURST} app_mentions over ${BURST_TEAMS} workspaces sent all at once (a thread each), ours then the Chat SDK:`);
+    for (const key of ["peer", "ours"]) {
+      const b = burst[key];
+      const name = key === "ours" ? "ours" : "Chat SDK";
+      print(row(`${name}: ack`, b.ack, "ms", `max ${b.ackMax.toFixed(0)} ms; ${b.acksOver1s} over 1 s, ${b.acksOver3s} over 3 s (Slack retries)`, key === "ours" ? { text: "every ack < 1 s", met: b.acksOver1s === 0 } : undefined));
+      print(row(`${name}: replies posted once / more than once`, { value: b.once }, `of ${BURST}, ${b.twice} more than once, ${b.working} statuses left "Working on it…"`, undefined, key === "ours" ? { text: "every reply once", met: b.once === BURST } : undefined));
+      const goal = key === "ours" && BURST_MAIN_TPS > 0 ? { text: `≥ 2× main's ${BURST_MAIN_TPS} turns/s`, met: b.tps >= 2 * BURST_MAIN_TPS } : undefined;
+      print(row(`${name}: first event → last reply`, { value: b.seconds }, "s", `= ${b.tps.toFixed(1)} turns/s${key === "ours" ? ` (${(b.tps / burst.peer.tps).toFixed(2)}× the Chat SDK's)` : ""}; Slack calls ${b.calls.toFixed(2)}, CPU ${b.cpu.toFixed(1)} ms per turn`, goal));
+    }
+  } finally {
+    app.stop();
+  }
+}
+
+// ---- 2. ack: Slack event ack vs @slack/bolt, and a bare request -------------------
 
 /** Latencies of `request()`: ACK_N one after another, then ACK_N at ACK_CONCURRENCY at once. */
 async function latencies(request) {
@@ -300,7 +573,7 @@ async function latencies(request) {
 async function ackSection() {
   const sid = `ack${run}`;
   await putScenario(sid, [{ text: "ack answer" }]);
-  const bolt = await startBolt();
+  const bolt = await startApp("bolt-app.mjs", [SLACK_SECRET]);
   try {
     // Spread over ACK_CONCURRENCY workspaces (one agent object each), every event a new thread and a turn.
     let sent = 0;
@@ -496,7 +769,7 @@ const sectionRetries = () => {
   return n;
 };
 
-const sections = { busy: busySection, stream: streamSection, ack: ackSection, fleet: fleetSection, idle: idleSection, load: loadSection };
+const sections = { busy: busySection, stream: streamSection, peer: peerSection, ack: ackSection, fleet: fleetSection, idle: idleSection, load: loadSection };
 const began = Date.now();
 try {
   print(`antiproton bench — wrangler dev on loopback, fakes for Slack and the provider; ${new Date().toISOString()}; sections: ${ONLY.join(", ")}`);
