@@ -20,7 +20,7 @@
 import { spawn } from "node:child_process";
 import { createHmac } from "node:crypto";
 import { rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { listen, sendJson } from "../test/fakes/http.mjs";
@@ -505,6 +505,7 @@ async function peerSection() {
   const vs = (a, b) => `${(a / b).toFixed(2)}× the Chat SDK`;
   try {
     print(`peer: our Slack turn vs the Vercel Chat SDK's (chat + @chat-adapter/slack, bench/chat-sdk-app.mjs, in-memory state, its own Node process), interleaved;`);
+    print(`  machine: ${cpus().length} CPUs, load average ${loadavg().map((l) => l.toFixed(1)).join(" ")} at the start (the box is shared: figures move with it)`);
     print(`  both: signed app_mention → a ${PEER_MODEL_MS} ms model (the same fake provider, OpenAI Chat Completions through pi-ai) → the reply posted to the same fake Slack (${SLACK_MS} ms a write); floor ${PEER_FLOOR_MS} ms`);
     // Warm-up (not counted): each system's first turns compile its code and make its first objects.
     for (const system of systems) {
@@ -582,21 +583,19 @@ async function peerSection() {
     report(`${PEER_WIDTH} conversations of one workspace at once, ${rounds} rounds of ${size} each (${((Date.now() - t) / 1000).toFixed(0)} s)`, concurrent.get(ours), concurrent.get(peer), { goals: "concurrent" });
 
     // The burst: every app_mention at once, over BURST_TEAMS workspaces (one agent object each), a thread each.
-    if (BURST === 0) {
-      print(`  burst: not run (BENCH_BURST=200 runs issue 22's: 200 app_mentions over 10 workspaces sent all at once)`);
-      return;
-    }
+    if (BURST === 0) print(`  burst: not run (BENCH_BURST=200 runs issue 22's: 200 app_mentions over 10 workspaces sent all at once)`);
     const width = BURST_WIDTH || BURST;
-    print(`  burst: ${BURST} app_mentions over ${BURST_TEAMS} workspaces, ${width === BURST ? "sent all at once" : `${width} at once`} (a thread each), the Chat SDK then ours:`);
+    if (BURST > 0) print(`  burst: ${BURST} app_mentions over ${BURST_TEAMS} workspaces, ${width === BURST ? "sent all at once" : `${width} at once`} (a thread each), the Chat SDK then ours:`);
     const burst = {};
-    for (const system of [peer, ours]) {
+    for (const system of BURST > 0 ? [peer, ours] : []) {
       const start = Date.now();
       const c = await charged(system, () =>
         pool(BURST, width, (i) => mention(system, watches.get(system), `TB${system.tag}${R}X${i % BURST_TEAMS}`, `CB${system.tag}${R}X${i}`, sid)),
       );
       const states = await pool(BURST, 16, (i) => threadState(`CB${system.tag}${R}X${i}`));
       const acks = c.result.map((x) => x.ack);
-      const last = Math.max(...c.result.map((x) => x.reply ?? 0));
+      const replies = c.result.filter((x) => x.reply !== null);
+      const last = Math.max(start, ...replies.map((x) => x.reply));
       const b = {
         once: states.filter((s) => s.replies === 1).length,
         twice: states.filter((s) => s.replies > 1).length,
@@ -605,7 +604,7 @@ async function peerSection() {
         refused: c.result.filter((x) => x.refused).length,
         seconds: (last - start) / 1000,
       };
-      b.tps = (b.once + b.twice) / b.seconds;
+      b.tps = replies.length === 0 ? 0 : replies.length / b.seconds;
       burst[system.name] = b;
       const ackMax = Math.max(...acks);
       const over = (ms) => acks.filter((a) => a >= ms).length;
@@ -614,8 +613,10 @@ async function peerSection() {
       print(row(`${system.name}: replies posted once`, { value: b.once }, `of ${BURST}; ${b.none} never, ${b.twice} more than once; ${b.working} statuses left "Working on it…"`, undefined, ourGoal({ text: "every reply once", met: b.once === BURST })));
       const vsPeer = system === ours ? ` (${(b.tps / burst["Chat SDK"].tps).toFixed(2)}× the Chat SDK's)` : "";
       const goal = BURST_MAIN_TPS > 0 && BURST === 200 && BURST_TEAMS === 10 && width === BURST ? ourGoal({ text: `≥ 2× main's ${BURST_MAIN_TPS} turns/s`, met: b.tps >= 2 * BURST_MAIN_TPS }) : undefined;
-      print(row(`${system.name}: first event → last reply`, { value: b.seconds }, "s", `= ${b.tps.toFixed(1)} turns/s${vsPeer}; per turn ${(c.calls.length / BURST).toFixed(2)} Slack calls, CPU ${(c.cpu / BURST).toFixed(1)} ms`, goal));
+      const throughput = replies.length === 0 ? "no reply" : `${replies.length} replies = ${b.tps.toFixed(1)} turns/s${vsPeer}`;
+      print(row(`${system.name}: first event → last reply`, { value: b.seconds }, "s", `${throughput}; per turn ${(c.calls.length / BURST).toFixed(2)} Slack calls, CPU ${(c.cpu / BURST).toFixed(1)} ms`, goal));
     }
+    print(`  load average at the end: ${loadavg().map((l) => l.toFixed(1)).join(" ")}`);
   } finally {
     for (const watch of watches.values()) watch.close();
     app.stop();
