@@ -469,10 +469,18 @@ class Tally {
   }
 }
 
-/** The channel's messages that carry the reply, and those still showing "Working on it…". */
+/** The channel's messages that carry the reply, those still showing "Working on it…", and what the others say. */
 async function threadState(channel) {
-  const messages = await fetch(`${slack.url}/_control/messages?channel=${channel}`).then((r) => r.json());
-  return { replies: messages.filter((m) => String(m.text ?? "").includes(PEER_REPLY)).length, working: messages.filter((m) => String(m.text ?? "").startsWith("Working on it")).length };
+  const texts = (await fetch(`${slack.url}/_control/messages?channel=${channel}`).then((r) => r.json())).map((m) => String(m.text ?? ""));
+  const [reply, working] = [(t) => t.includes(PEER_REPLY), (t) => t.startsWith("Working on it")];
+  return { replies: texts.filter(reply).length, working: texts.filter(working).length, others: texts.filter((t) => !reply(t) && !working(t)) };
+}
+
+/** "3× «text»": the most common of some messages, for a reader to see what a thread was left with. */
+function commonest(texts) {
+  const counts = new Map();
+  for (const t of texts) counts.set(t.slice(0, 80), (counts.get(t.slice(0, 80)) ?? 0) + 1);
+  return [...counts].sort((a, b) => b[1] - a[1]).slice(0, 2).map(([t, n]) => `${n}× «${t}»`).join(", ");
 }
 
 async function peerSection() {
@@ -611,10 +619,14 @@ async function peerSection() {
       const ourGoal = (goal) => (system === ours ? goal : undefined);
       print(row(`${system.name}: ack`, summary(acks), "ms", `max ${ackMax.toFixed(0)} ms; ${over(1000)} over 1 s, ${over(3000)} over 3 s (Slack would retry)${b.refused ? `; ${b.refused} refused` : ""}`, ourGoal({ text: "every ack < 1 s", met: over(1000) === 0 && !b.refused })));
       print(row(`${system.name}: replies posted once`, { value: b.once }, `of ${BURST}; ${b.none} never, ${b.twice} more than once; ${b.working} statuses left "Working on it…"`, undefined, ourGoal({ text: "every reply once", met: b.once === BURST })));
+      const others = states.flatMap((s) => s.others);
+      if (others.length > 0) print(`    ${system.name}: other messages in the threads: ${others.length}, the commonest ${commonest(others)}`);
       const vsPeer = system === ours ? ` (${(b.tps / burst["Chat SDK"].tps).toFixed(2)}× the Chat SDK's)` : "";
       const goal = BURST_MAIN_TPS > 0 && BURST === 200 && BURST_TEAMS === 10 && width === BURST ? ourGoal({ text: `≥ 2× main's ${BURST_MAIN_TPS} turns/s`, met: b.tps >= 2 * BURST_MAIN_TPS }) : undefined;
       const throughput = replies.length === 0 ? "no reply" : `${replies.length} replies = ${b.tps.toFixed(1)} turns/s${vsPeer}`;
-      print(row(`${system.name}: first event → last reply`, { value: b.seconds }, "s", `${throughput}; per turn ${(c.calls.length / BURST).toFixed(2)} Slack calls, CPU ${(c.cpu / BURST).toFixed(1)} ms`, goal));
+      const tally = new Tally();
+      tally.add(c);
+      print(row(`${system.name}: first event → last reply`, { value: b.seconds }, "s", `${throughput}; per turn CPU ${(c.cpu / BURST).toFixed(1)} ms, Slack calls ${(c.calls.length / BURST).toFixed(2)}${c.calls.length ? `: ${tally.byMethod()}` : ""}`, goal));
     }
     print(`  load average at the end: ${loadavg().map((l) => l.toFixed(1)).join(" ")}`);
   } finally {
