@@ -472,7 +472,8 @@ class Tally {
 /** The channel's messages that carry the reply, those still showing "Working on it…", and what the others say. */
 async function threadState(channel) {
   const texts = (await fetch(`${slack.url}/_control/messages?channel=${channel}`).then((r) => r.json())).map((m) => String(m.text ?? ""));
-  const [reply, working] = [(t) => t.includes(PEER_REPLY), (t) => t.startsWith("Working on it")];
+  // Ours shows ":hourglass_flowing_sand: Working on it…" until the turn ends.
+  const [reply, working] = [(t) => t.includes(PEER_REPLY), (t) => t.includes("Working on it")];
   return { replies: texts.filter(reply).length, working: texts.filter(working).length, others: texts.filter((t) => !reply(t) && !working(t)) };
 }
 
