@@ -58,7 +58,7 @@ const PEER_SEQUENTIAL = num("BENCH_PEER_SEQUENTIAL", 30);
 const PEER_CONCURRENT = num("BENCH_PEER_CONCURRENT", 256);
 const PEER_WIDTH = 16;
 const PEER_TOOL_TURNS = num("BENCH_PEER_TOOL_TURNS", 10);
-/** The burst is off by default (the default run stays about 10 minutes): issue 22's is BENCH_BURST=200. */
+/** The burst is off by default (1–5 minutes more on this box): issue 22's is BENCH_BURST=200. */
 const BURST = num("BENCH_BURST", 0);
 const BURST_TEAMS = num("BENCH_BURST_TEAMS", 10);
 /** How many of the burst's events are in flight at once (0: all). */
