@@ -7,6 +7,10 @@
 //          turn, vs the same turn awaited inside the object
 //   fleet  BENCH_FLEET agents in BENCH_FLEET/10 tenants, one message each
 //   idle   alarms and invocations in the 60 s after everything settled
+//   peer   our Slack turn vs the Vercel Chat SDK's (bench/chat-sdk-app.mjs), interleaved:
+//          event → reply beyond the floor, ack, Slack calls and CPU per turn, sequential
+//          and 16 at once; calls into the agent object per turn; with BENCH_BURST, a burst
+//          of app_mentions over BENCH_BURST_TEAMS workspaces sent all at once
 //   ack    Slack event ack vs a minimal @slack/bolt app, and a bare Worker request
 //   stream a 2,000-word answer streamed into Slack vs a short one: the object's
 //          busy time per turn does not grow with the chunks
@@ -16,7 +20,7 @@
 import { spawn } from "node:child_process";
 import { createHmac } from "node:crypto";
 import { rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { listen, sendJson } from "../test/fakes/http.mjs";
@@ -24,12 +28,13 @@ import { FAKE_PROVIDER_KEY, startModelProvider } from "../test/fakes/model-provi
 import { FAKE_SLACK_BOT_TOKEN, startSlack } from "../test/fakes/slack.mjs";
 import { startWorker, until } from "../test/node/wrangler-dev.mjs";
 import { amplifyHistory } from "./amplify.mjs";
-import { objectCounters } from "./counters.mjs";
+import { armedAlarms, objectCounters } from "./counters.mjs";
+import { cpuMs, cpuOf, workerdOf } from "./proc.mjs";
 import { pool, row, summary, timed, unionLength } from "./stats.mjs";
 
 const num = (name, fallback) => Number(process.env[name] ?? fallback);
-// ack leaves a backlog of turns (one per event) behind it: it runs after idle, and load starts its own wrangler dev.
-const SECTIONS = ["busy", "stream", "fleet", "idle", "ack", "load"];
+// ack leaves a backlog of turns (one per event) behind it: it runs after idle and peer, and load starts its own wrangler dev.
+const SECTIONS = ["busy", "stream", "fleet", "idle", "peer", "ack", "load"];
 const ONLY = process.env.BENCH_ONLY ? process.env.BENCH_ONLY.split(",").map((s) => s.trim()) : SECTIONS;
 for (const s of ONLY) if (!SECTIONS.includes(s)) throw new Error(`BENCH_ONLY: unknown section ${s} (known: ${SECTIONS.join(", ")})`);
 
@@ -48,6 +53,16 @@ const HISTORY = num("BENCH_HISTORY", 1000);
 const PAST = num("BENCH_PAST", 100_000);
 const PROBES = num("BENCH_PROBES", 10);
 const STREAM_ROUNDS = num("BENCH_STREAM_ROUNDS", 5);
+const PEER_MODEL_MS = num("BENCH_PEER_MODEL_MS", 1000);
+const PEER_SEQUENTIAL = num("BENCH_PEER_SEQUENTIAL", 30);
+const PEER_CONCURRENT = num("BENCH_PEER_CONCURRENT", 256);
+const PEER_WIDTH = 16;
+const PEER_TOOL_TURNS = num("BENCH_PEER_TOOL_TURNS", 10);
+/** The burst is off by default (1–5 minutes more on this box): issue 22's is BENCH_BURST=200. */
+const BURST = num("BENCH_BURST", 0);
+const BURST_TEAMS = num("BENCH_BURST_TEAMS", 10);
+/** How many of the burst's events are in flight at once (0: all). */
+const BURST_WIDTH = num("BENCH_BURST_WIDTH", 0);
 
 const ADMIN = "bench-admin-token";
 const SLACK_SECRET = "bench-slack-signing-secret";
@@ -59,8 +74,20 @@ let LOG = join(tmpdir(), `antiproton-bench-${run}.log`);
 // ---- the outside world, on loopback -------------------------------------------
 
 const provider = await startModelProvider();
+/** Told of each Slack write (post, update, stream) when the fake Slack answers it: (call, answeredAt). */
+const slackAnswers = new Set();
 // The fake Slack answers chat.postMessage and chat.update after SLACK_MS, as Slack's API does.
-const slack = await startSlack({ gates: { pass: (fake) => (fake === "slack" ? sleep(SLACK_MS) : undefined), tell() {} } });
+const slack = await startSlack({
+  gates: {
+    async pass(fake, call) {
+      if (fake !== "slack") return;
+      await sleep(SLACK_MS);
+      const at = Date.now();
+      for (const told of slackAnswers) told(call, at);
+    },
+    tell() {},
+  },
+});
 // The http tool's target: answers after TOOL_MS and records when each call was in hand.
 const toolCalls = [];
 const tool = await listen(async (req, res) => {
@@ -273,20 +300,343 @@ async function streamSection() {
   print(row("object busy per turn, streamed answer", streamed, "ms", `${ratio(streamed.median, short.median).toFixed(2)}×`, { text: "within 1.5× (median)", met: streamed.median <= 1.5 * short.median }));
 }
 
-// ---- 2. ack: Slack event ack vs @slack/bolt, and a bare request -------------------
+// ---- a peer app in its own Node process (bench/bolt-app.mjs, bench/chat-sdk-app.mjs) ----
 
-function startBolt() {
-  const child = spawn(process.execPath, [new URL("./bolt-app.mjs", import.meta.url).pathname, SLACK_SECRET], { stdio: ["ignore", "pipe", "inherit"] });
+/** Starts `node bench/<file> ...args` and resolves once it prints its URL; `pid` for its CPU time. */
+function startApp(file, args) {
+  const child = spawn(process.execPath, [new URL(`./${file}`, import.meta.url).pathname, ...args], { stdio: ["ignore", "pipe", "inherit"] });
   return new Promise((resolve, reject) => {
     let text = "";
     child.stdout.on("data", (d) => {
       text += d;
       const url = /ready (\S+)/.exec(text)?.[1];
-      if (url) resolve({ url, stop: () => child.kill() });
+      if (url) resolve({ url, pid: child.pid, stop: () => child.kill() });
     });
-    child.on("exit", (code) => reject(new Error(`the bolt app exited (${code})`)));
+    child.on("exit", (code) => reject(new Error(`${file} exited (${code})`)));
   });
 }
+
+// ---- peer: our Slack turn vs the Vercel Chat SDK's, interleaved ----------------------
+
+const PEER_REPLY = "bench reply ok";
+/** The least an event → reply can take: the model's delay, then one Slack call answered. */
+const PEER_FLOOR_MS = PEER_MODEL_MS + SLACK_MS;
+/** A process at rest: its CPU time moves at most one clock tick in a look. */
+const CPU_STILL_MS = 10;
+/** A reply still missing this long after its event, with the system at rest, was given up. */
+const GIVEN_UP_AFTER_MS = 30_000;
+/**
+ * Issue 22's throughput goal for the burst is 2× what main did on this
+ * machine when it was set: main's turns/s in the recorded run of
+ * docs/benchmarks.md ("The peer section"), at BENCH_BURST=200 over 10 workspaces.
+ */
+const BURST_MAIN_TPS = num("BENCH_BURST_MAIN_TPS", 6.9);
+
+/** The text a Slack write carries (a post's or an update's text, a stream's markdown). */
+const writtenText = (call) => String(call.body.text ?? call.body.markdown_text ?? "");
+
+/** Whether `system` is at rest now: nothing armed (ours) and its CPU still for a second. */
+async function restsNow(system) {
+  const before = system.cpu().runtime;
+  await sleep(1000);
+  return system.cpu().runtime - before <= CPU_STILL_MS && (await system.idle());
+}
+
+/** Until `system` has nothing left to do: nothing armed (ours), and its CPU still for two looks in a row. */
+async function atRest(system) {
+  const deadline = Date.now() + 300_000;
+  let last = system.cpu().runtime;
+  for (let still = 0; still < 2; ) {
+    if (Date.now() > deadline) throw new Error(`${system.name} did not come to rest within 5 minutes`);
+    await sleep(250);
+    const now = system.cpu().runtime;
+    still = now - last <= CPU_STILL_MS && (await system.idle()) ? still + 1 : 0;
+    last = now;
+  }
+}
+
+/**
+ * The replies a batch of mentions waits for, each told when the fake Slack
+ * answers the first write into its channel that carries the reply. One that
+ * is still missing once the system has come to rest, GIVEN_UP_AFTER_MS after
+ * its event, was given up (the runtime logs "failed for good"): it resolves null.
+ */
+function replyWatch(system) {
+  const open = new Map(); // channel → { since, resolve }
+  const told = (call, at) => {
+    const waiting = open.get(call.body.channel);
+    if (!waiting || !writtenText(call).includes(PEER_REPLY)) return;
+    open.delete(call.body.channel);
+    waiting.resolve(at);
+  };
+  slackAnswers.add(told);
+  let closed = false;
+  (async () => {
+    while (!closed) {
+      await sleep(2000);
+      const old = [...open].filter(([, w]) => Date.now() - w.since > GIVEN_UP_AFTER_MS);
+      if (old.length === 0 || !(await restsNow(system))) continue;
+      for (const [channel, w] of old) {
+        if (open.get(channel) !== w) continue;
+        open.delete(channel);
+        w.resolve(null);
+      }
+    }
+  })();
+  return {
+    reply: (channel) => new Promise((resolve) => open.set(channel, { since: Date.now(), resolve })),
+    /** An event that was refused: no reply will come. */
+    forget(channel) {
+      const waiting = open.get(channel);
+      open.delete(channel);
+      waiting?.resolve(null);
+    },
+    close() {
+      closed = true;
+      slackAnswers.delete(told);
+    },
+  };
+}
+
+/** The fake Slack's calls since the last look. */
+let slackSeen = 0;
+async function slackCallsSince() {
+  const calls = await fetch(`${slack.url}/_control/calls?from=${slackSeen}`).then((r) => r.json());
+  slackSeen += calls.length;
+  return calls;
+}
+
+/**
+ * One app_mention, a new thread in a channel of its own: its ack, when its
+ * reply was answered, and the event → reply beyond the floor (null: no reply,
+ * or `refused` the ack's status when it was not a 200).
+ */
+async function mention(system, watch, team, channel, sid) {
+  const ts = nextTs();
+  const replied = watch.reply(channel);
+  const start = Date.now();
+  const sent = performance.now();
+  const res = await slackRequest(system.url, { team, channel, ts, text: `[s:${sid}] hello` });
+  const ack = performance.now() - sent;
+  await res.arrayBuffer();
+  if (res.status !== 200) watch.forget(channel);
+  const at = await replied;
+  return { ack, refused: res.status === 200 ? undefined : res.status, reply: at, beyond: at === null ? null : at - start - PEER_FLOOR_MS, conversation: `${team}:${channel}:${ts}` };
+}
+
+/** Runs `work` on a system at rest and charges it what it cost until it was at rest again: CPU time and Slack calls. */
+async function charged(system, work) {
+  await slackCallsSince();
+  const before = system.cpu();
+  const began = Date.now();
+  const result = await work();
+  const worked = Date.now() - began;
+  await atRest(system);
+  const after = system.cpu();
+  return { result, worked, cpu: after.runtime - before.runtime, proxyCpu: after.proxy - before.proxy, calls: await slackCallsSince() };
+}
+
+/** A system's turns in one phase: their acks, replies and what they cost. */
+class Tally {
+  ack = [];
+  beyond = [];
+  refused = 0;
+  lost = 0;
+  cpu = 0;
+  proxyCpu = 0;
+  calls = [];
+  turns = 0;
+  add(c) {
+    for (const t of [c.result].flat()) {
+      this.ack.push(t.ack);
+      if (t.refused) this.refused++;
+      else if (t.beyond === null) this.lost++;
+      else this.beyond.push(t.beyond);
+      this.turns++;
+    }
+    this.cpu += c.cpu;
+    this.proxyCpu += c.proxyCpu;
+    this.calls.push(...c.calls);
+  }
+  /** "chat.postMessage 2, chat.update 1": the Slack calls per turn, by method. */
+  byMethod() {
+    const counts = new Map();
+    for (const c of this.calls) counts.set(c.method, (counts.get(c.method) ?? 0) + 1);
+    return [...counts].map(([m, n]) => `${m} ${Number((n / this.turns).toFixed(2))}`).join(", ");
+  }
+  get missing() {
+    return this.refused || this.lost ? `; ${this.lost} replies given up, ${this.refused} events refused` : "";
+  }
+}
+
+/** The channel's messages that carry the reply, those still showing "Working on it…", and what the others say. */
+async function threadState(channel) {
+  const texts = (await fetch(`${slack.url}/_control/messages?channel=${channel}`).then((r) => r.json())).map((m) => String(m.text ?? ""));
+  // Ours shows ":hourglass_flowing_sand: Working on it…" until the turn ends.
+  const [reply, working] = [(t) => t.includes(PEER_REPLY), (t) => t.includes("Working on it")];
+  return { replies: texts.filter(reply).length, working: texts.filter(working).length, others: texts.filter((t) => !reply(t) && !working(t)) };
+}
+
+/** "3× «text»": the most common of some messages, for a reader to see what a thread was left with. */
+function commonest(texts) {
+  const counts = new Map();
+  for (const t of texts) counts.set(t.slice(0, 80), (counts.get(t.slice(0, 80)) ?? 0) + 1);
+  return [...counts].sort((a, b) => b[1] - a[1]).slice(0, 2).map(([t, n]) => `${n}× «${t}»`).join(", ");
+}
+
+async function peerSection() {
+  const sid = `peer${run}`;
+  await putScenario(sid, [{ delayMs: PEER_MODEL_MS, text: PEER_REPLY }]);
+  const toolSid = `peertool${run}`;
+  await putScenario(toolSid, [{ delayMs: PEER_MODEL_MS, toolCalls: [{ name: "clock__now", arguments: {} }] }, { delayMs: PEER_MODEL_MS, text: PEER_REPLY }], "position");
+  // Both know the people in the events, as a workspace's Slack does (the Chat SDK looks up each author once).
+  await fetch(`${slack.url}/_control/directory`, { method: "PUT", body: JSON.stringify({ users: { UBENCH: { name: "bench" }, [BOT]: { name: "benchbot" } } }) });
+  const app = await startApp("chat-sdk-app.mjs", [SLACK_SECRET, FAKE_SLACK_BOT_TOKEN, `${slack.url}/api/`, `${provider.url}/v1`, FAKE_PROVIDER_KEY]);
+  const R = run.toUpperCase();
+  const team = `TPEER${R}`;
+  const workerd = workerdOf(worker.port);
+  const ours = {
+    name: "ours",
+    tag: "O",
+    url: worker.url,
+    cpu: () => {
+      const now = workerdOf(worker.port);
+      if (now.runtime.join() !== workerd.runtime.join()) throw new Error(`workerd restarted during the peer section (${workerd.runtime} → ${now.runtime}): its CPU time cannot be compared`);
+      return { runtime: cpuOf(now.runtime), proxy: cpuOf(now.proxy) };
+    },
+    idle: async () => (await armedAlarms(worker.persistDir)) === 0,
+  };
+  const peer = { name: "Chat SDK", tag: "P", url: app.url, cpu: () => ({ runtime: cpuMs(app.pid), proxy: 0 }), idle: async () => true };
+  const systems = [ours, peer];
+  const watches = new Map(systems.map((s) => [s, replyWatch(s)]));
+  /** Each round alternates which system goes first. */
+  const inTurn = (k) => (k % 2 === 0 ? systems : [...systems].reverse());
+  const vs = (a, b) => `${(a / b).toFixed(2)}× the Chat SDK`;
+  try {
+    print(`peer: our Slack turn vs the Vercel Chat SDK's (chat + @chat-adapter/slack, bench/chat-sdk-app.mjs, in-memory state, its own Node process), interleaved;`);
+    print(`  machine: ${cpus().length} CPUs, load average ${loadavg().map((l) => l.toFixed(1)).join(" ")} at the start (the box is shared: figures move with it)`);
+    print(`  both: signed app_mention → a ${PEER_MODEL_MS} ms model (the same fake provider, OpenAI Chat Completions through pi-ai) → the reply posted to the same fake Slack (${SLACK_MS} ms a write); floor ${PEER_FLOOR_MS} ms`);
+    // Warm-up (not counted): each system's first turns compile its code and make its first objects.
+    for (const system of systems) {
+      for (let k = 0; k < 2; k++) await charged(system, () => mention(system, watches.get(system), team, `CW${system.tag}${R}X${k}`, sid));
+    }
+    // What each costs at rest, per second: the looks that find a system at rest are charged to its batches too.
+    const rest = {};
+    for (const system of systems) {
+      const before = system.cpu().runtime;
+      await sleep(5_000);
+      rest[system.name] = (system.cpu().runtime - before) / 5;
+    }
+    print(`  at rest (5 s each, after a warm-up of 2 turns): workerd runtime ${rest.ours.toFixed(1)} ms CPU a second, the Chat SDK's process ${rest["Chat SDK"].toFixed(1)} ms (a garbage collection may fall in it; each batch below is charged until it is at rest again)`);
+
+    /** Prints one phase: event → reply, ack, CPU and Slack calls per turn, ours against the Chat SDK. */
+    const report = (label, o, p, { goals }) => {
+      const [ob, pb, oa, pa] = [summary(o.beyond), summary(p.beyond), summary(o.ack), summary(p.ack)];
+      print(`  ${label}:`);
+      print(row(`Chat SDK: event → reply beyond the floor`, pb, "ms", p.missing.slice(2) || undefined));
+      print(row(`ours: event → reply beyond the floor`, ob, "ms", `median ${vs(ob.median, pb.median)}${o.missing}`, goals && { text: "≤ 3× (median)", met: ob.median <= 3 * pb.median && !o.lost && !o.refused }));
+      print(row(`Chat SDK: Slack ack`, pa, "ms"));
+      print(row(`ours: Slack ack`, oa, "ms", `p50 ${vs(oa.median, pa.median)}, p99 ${vs(oa.p99, pa.p99)}`, goals === "concurrent" ? { text: "p99 ≤ 2×", met: oa.p99 <= 2 * pa.p99 } : undefined));
+      const [oc, pc, proxy] = [o.cpu / o.turns, p.cpu / p.turns, o.proxyCpu / o.turns];
+      print(row(`Chat SDK: CPU per turn (its Node process)`, { value: pc }, "ms", `${p.turns} turns`));
+      print(row(`ours: CPU per turn (workerd runtime)`, { value: oc }, "ms", vs(oc, pc), goals && { text: "≤ 2×", met: oc <= 2 * pc }));
+      print(row(`ours: CPU per turn (+ wrangler's proxy workerd)`, { value: oc + proxy }, "ms", vs(oc + proxy, pc)));
+      print(row(`Chat SDK: Slack calls per turn`, { value: p.calls.length / p.turns }, "", p.byMethod()));
+      print(row(`ours: Slack calls per turn`, { value: o.calls.length / o.turns }, "", o.byMethod()));
+    };
+
+    // One at a time, ours and the peer taking turns; every handler call into the object counted around ours.
+    let t = Date.now();
+    const handlersBefore = objectCounters(worker.persistDir).handlers;
+    const sequential = new Map(systems.map((s) => [s, new Tally()]));
+    const plainConversations = [];
+    for (let k = 0; k < PEER_SEQUENTIAL; k++) {
+      for (const system of inTurn(k)) {
+        const c = await charged(system, () => mention(system, watches.get(system), team, `CS${system.tag}${R}X${k}`, sid));
+        sequential.get(system).add(c);
+        if (system === ours) plainConversations.push(c.result.conversation);
+      }
+    }
+    const handlersPlain = objectCounters(worker.persistDir).handlers;
+    report(`one at a time (${((Date.now() - t) / 1000).toFixed(0)} s)`, sequential.get(ours), sequential.get(peer), { goals: "sequential" });
+
+    // Tool turns, ours only: the model asks for clock__now, then answers.
+    const tool = new Tally();
+    const toolConversations = [];
+    for (let k = 0; k < PEER_TOOL_TURNS; k++) {
+      const c = await charged(ours, () => mention(ours, watches.get(ours), team, `CT${R}X${k}`, toolSid));
+      tool.add(c);
+      toolConversations.push(c.result.conversation);
+    }
+    const handlersTool = objectCounters(worker.persistDir).handlers;
+    // The runtime's own attribution of those calls to the turns (busyByTurn), read after the counts (a read is a call too).
+    const attributed = async (conversations) => summary(await Promise.all(conversations.map(async (id) => (await view(team, "assistant", id)).busyByTurn.find((b) => b.turn === 1)?.handlers ?? 0)));
+    const [plainAttributed, toolAttributed] = [await attributed(plainConversations), await attributed(toolConversations)];
+    const plainCalls = (handlersPlain - handlersBefore) / PEER_SEQUENTIAL;
+    const toolCalls = (handlersTool - handlersPlain) / PEER_TOOL_TURNS;
+    print(`  calls into the agent object per turn (every handler call, passes included: the object's own busy_hours.handlers, read from its SQLite):`);
+    print(row(`plain turn (the ${PEER_SEQUENTIAL} above, one object)`, { value: plainCalls }, "", `busyByTurn counts ${plainAttributed.median} of them to the turn (median)`, { text: "≤ 5", met: plainCalls <= 5 }));
+    print(row(`tool turn (clock__now, then the reply; ${PEER_TOOL_TURNS} turns)`, { value: toolCalls }, "", `busyByTurn counts ${toolAttributed.median}`, { text: "≤ 10", met: toolCalls <= 10 }));
+    print(row(`tool turn: beyond its floor (2 model calls + Slack)`, summary(tool.beyond.map((ms) => ms - PEER_MODEL_MS)), "ms", `CPU ${(tool.cpu / tool.turns).toFixed(1)} ms; Slack calls ${(tool.calls.length / tool.turns).toFixed(2)}: ${tool.byMethod()}${tool.missing}`));
+
+    // PEER_WIDTH conversations of one workspace at once, in rounds that alternate ours and the peer.
+    t = Date.now();
+    const concurrent = new Map(systems.map((s) => [s, new Tally()]));
+    const rounds = Math.max(1, Math.round(PEER_CONCURRENT / 64));
+    const size = Math.round(PEER_CONCURRENT / rounds);
+    for (let r = 0; r < rounds; r++) {
+      for (const system of inTurn(r)) {
+        concurrent.get(system).add(await charged(system, () => pool(size, PEER_WIDTH, (i) => mention(system, watches.get(system), team, `CC${system.tag}${R}X${r}X${i}`, sid))));
+      }
+    }
+    report(`${PEER_WIDTH} conversations of one workspace at once, ${rounds} rounds of ${size} each (${((Date.now() - t) / 1000).toFixed(0)} s)`, concurrent.get(ours), concurrent.get(peer), { goals: "concurrent" });
+
+    // The burst: every app_mention at once, over BURST_TEAMS workspaces (one agent object each), a thread each.
+    if (BURST === 0) print(`  burst: not run (BENCH_BURST=200 runs issue 22's: 200 app_mentions over 10 workspaces sent all at once)`);
+    const width = BURST_WIDTH || BURST;
+    if (BURST > 0) print(`  burst: ${BURST} app_mentions over ${BURST_TEAMS} workspaces, ${width === BURST ? "sent all at once" : `${width} at once`} (a thread each), the Chat SDK then ours:`);
+    const burst = {};
+    for (const system of BURST > 0 ? [peer, ours] : []) {
+      const start = Date.now();
+      const c = await charged(system, () =>
+        pool(BURST, width, (i) => mention(system, watches.get(system), `TB${system.tag}${R}X${i % BURST_TEAMS}`, `CB${system.tag}${R}X${i}`, sid)),
+      );
+      const states = await pool(BURST, 16, (i) => threadState(`CB${system.tag}${R}X${i}`));
+      const acks = c.result.map((x) => x.ack);
+      const replies = c.result.filter((x) => x.reply !== null);
+      const last = Math.max(start, ...replies.map((x) => x.reply));
+      const b = {
+        once: states.filter((s) => s.replies === 1).length,
+        twice: states.filter((s) => s.replies > 1).length,
+        none: states.filter((s) => s.replies === 0).length,
+        working: states.reduce((n, s) => n + s.working, 0),
+        refused: c.result.filter((x) => x.refused).length,
+        seconds: (last - start) / 1000,
+      };
+      b.tps = replies.length === 0 ? 0 : replies.length / b.seconds;
+      burst[system.name] = b;
+      const ackMax = Math.max(...acks);
+      const over = (ms) => acks.filter((a) => a >= ms).length;
+      const ourGoal = (goal) => (system === ours ? goal : undefined);
+      print(row(`${system.name}: ack`, summary(acks), "ms", `max ${ackMax.toFixed(0)} ms; ${over(1000)} over 1 s, ${over(3000)} over 3 s (Slack would retry)${b.refused ? `; ${b.refused} refused` : ""}`, ourGoal({ text: "every ack < 1 s", met: over(1000) === 0 && !b.refused })));
+      print(row(`${system.name}: replies posted once`, { value: b.once }, `of ${BURST}; ${b.none} never, ${b.twice} more than once; ${b.working} statuses left "Working on it…"`, undefined, ourGoal({ text: "every reply once", met: b.once === BURST })));
+      const others = states.flatMap((s) => s.others);
+      if (others.length > 0) print(`    ${system.name}: other messages in the threads: ${others.length}, the commonest ${commonest(others)}`);
+      const vsPeer = system === ours ? ` (${(b.tps / burst["Chat SDK"].tps).toFixed(2)}× the Chat SDK's)` : "";
+      const goal = BURST_MAIN_TPS > 0 && BURST === 200 && BURST_TEAMS === 10 && width === BURST ? ourGoal({ text: `≥ 2× main's ${BURST_MAIN_TPS} turns/s`, met: b.tps >= 2 * BURST_MAIN_TPS }) : undefined;
+      const throughput = replies.length === 0 ? "no reply" : `${replies.length} replies = ${b.tps.toFixed(1)} turns/s${vsPeer}`;
+      const tally = new Tally();
+      tally.add(c);
+      print(row(`${system.name}: first event → last reply`, { value: b.seconds }, "s", `${throughput}; per turn CPU ${(c.cpu / BURST).toFixed(1)} ms, Slack calls ${(c.calls.length / BURST).toFixed(2)}${c.calls.length ? `: ${tally.byMethod()}` : ""}`, goal));
+    }
+    print(`  load average at the end: ${loadavg().map((l) => l.toFixed(1)).join(" ")}`);
+  } finally {
+    for (const watch of watches.values()) watch.close();
+    app.stop();
+  }
+}
+
+// ---- 2. ack: Slack event ack vs @slack/bolt, and a bare request -------------------
 
 /** Latencies of `request()`: ACK_N one after another, then ACK_N at ACK_CONCURRENCY at once. */
 async function latencies(request) {
@@ -300,7 +650,7 @@ async function latencies(request) {
 async function ackSection() {
   const sid = `ack${run}`;
   await putScenario(sid, [{ text: "ack answer" }]);
-  const bolt = await startBolt();
+  const bolt = await startApp("bolt-app.mjs", [SLACK_SECRET]);
   try {
     // Spread over ACK_CONCURRENCY workspaces (one agent object each), every event a new thread and a turn.
     let sent = 0;
@@ -496,7 +846,7 @@ const sectionRetries = () => {
   return n;
 };
 
-const sections = { busy: busySection, stream: streamSection, ack: ackSection, fleet: fleetSection, idle: idleSection, load: loadSection };
+const sections = { busy: busySection, stream: streamSection, peer: peerSection, ack: ackSection, fleet: fleetSection, idle: idleSection, load: loadSection };
 const began = Date.now();
 try {
   print(`antiproton bench — wrangler dev on loopback, fakes for Slack and the provider; ${new Date().toISOString()}; sections: ${ONLY.join(", ")}`);

@@ -4,7 +4,7 @@
 // tokens and Slack's text limit like Slack does, keeps posted messages with
 // their metadata (served back by conversations.replies/history only with
 // include_all_metadata, as Slack does), and records every call. Control API:
-//   GET  /_control/calls?channel=&method=   recorded calls, in order
+//   GET  /_control/calls?channel=&method=&from=   recorded calls, in order (from: only those from that index on)
 //   POST /_control/rate-limit              {method, channel, textIncludes?, times, retryAfter}: answer 429 that many times
 //   POST /_control/hold                    {method, channel, textIncludes?, ms?}: the next such call is made (a post is posted) but answered only after ms, or never
 //   PUT  /_control/oauth/<code>             {team, teamName?, enterprise?, enterpriseName?, token, botUserId}: an OAuth code oauth.v2.access will accept
@@ -58,7 +58,8 @@ export async function startSlack({ gates = new Gates() } = {}) {
     if (url.pathname === "/_control/calls") {
       const channel = url.searchParams.get("channel");
       const method = url.searchParams.get("method");
-      return sendJson(res, 200, calls.filter((c) => (!channel || c.body.channel === channel) && (!method || c.method === method)));
+      const from = Number(url.searchParams.get("from") ?? 0);
+      return sendJson(res, 200, calls.slice(from).filter((c) => (!channel || c.body.channel === channel) && (!method || c.method === method)));
     }
     if (url.pathname === "/_control/rate-limit") {
       rateLimits.push(JSON.parse(raw));
