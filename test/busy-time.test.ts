@@ -4,6 +4,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import type { AgentObject } from "../runtime/object/index.ts";
 import { getConversation, postMessage, script, settled, unique } from "./support.ts";
 
 interface BusyView {
@@ -44,5 +45,18 @@ describe("object busy time", () => {
     expect(passes).toBeGreaterThanOrEqual(4);
     expect(handlers).toBeGreaterThanOrEqual(first!.handlers + second!.handlers + 4);
     expect(hours.reduce((n, h) => n + h.busy_ms, 0)).toBeGreaterThan(0);
+  });
+
+  it("counts every call into the object, whatever its handler (a call no attribution names included)", async () => {
+    const tenant = unique("calls");
+    const s = unique("calls");
+    await postMessage(tenant, "a", { text: "hi", conversation: s });
+    await settled(tenant, "a", s);
+    const stub = env.AGENT.get(env.AGENT.idFromName(`${tenant}:a`)) as DurableObjectStub<AgentObject>;
+    const calls = () => runInDurableObject(stub, (_instance, state) => state.storage.sql.exec<{ n: number }>("SELECT COALESCE(SUM(handlers), 0) AS n FROM busy_hours").one().n);
+    const before = await calls();
+    await stub.dropDeliveries({ tenant, agent: "a" }, "slack", "a test");
+    await stub.changes({ tenant, agent: "a" });
+    expect(await calls()).toBe(before + 2);
   });
 });

@@ -106,6 +106,39 @@ describe("one job, one provider call, one reply", () => {
   });
 });
 
+describe("an outcome in hand is kept until the object takes it", () => {
+  it("a report lost on its way back is made again from the kept outcome: the provider is asked once", async () => {
+    const s = unique("kept");
+    await script(s, [{ hold: true, text: "answered once" }, { text: "asked twice" }]);
+    await postMessage(T, A, { text: `[s:${s}] hi`, conversation: s });
+    await waitFor("the provider to be asked", async () => (await providerRequests(s)).length === 1);
+    const [job] = await rows<{ id: string }>(T, A, "SELECT id FROM model_jobs WHERE conversation = ?", s);
+    // The courier's next report to the agent is lost on its way (the object never hears it).
+    let lost = 0;
+    await runInDurableObject(courierStub(env, modelEffect(job!.id)), (instance) => {
+      const agents = env.AGENT;
+      const losing = {
+        idFromName: (name: string) => agents.idFromName(name),
+        get: (id: DurableObjectId) => {
+          const real = agents.get(id);
+          return {
+            claim: (...args: Parameters<typeof real.claim>) => real.claim(...args),
+            progress: (...args: Parameters<typeof real.progress>) => real.progress(...args),
+            report: (...args: Parameters<typeof real.report>) => (lost++ === 0 ? Promise.reject(new Error("lost on its way")) : real.report(...args)),
+          };
+        },
+      };
+      Object.assign(instance, { env: Object.create(env, { AGENT: { value: losing } }) });
+    });
+    await releaseProvider(s);
+    await waitFor("the report to be lost", async () => lost > 0);
+    expect(await runDurableObjectAlarm(courierStub(env, modelEffect(job!.id)))).toBe(true);
+    const view = await settled(T, A, s);
+    expect(view.transcript.filter((e) => e.role === "assistant").map((e) => e.text)).toEqual(["answered once"]);
+    expect(await providerRequests(s)).toHaveLength(1);
+  });
+});
+
 describe("provider errors", () => {
   it("429 then success → one reply", async () => {
     const s = unique("r429");

@@ -163,36 +163,32 @@ type Attribution = (busy: BusyTime, ...args: never[]) => string | undefined;
 const ofToolCall = (busy: BusyTime, key: string) => busy.conversationOfCall(key);
 
 /**
- * The AgentObject's handlers and what each is about. Reads (a watcher polling
- * a conversation) are counted to the hour but to no turn, so a turn's busy
- * time is the work of the turn alone.
+ * What the AgentObject's handlers are about, where one is about a
+ * conversation; the others (reads: a watcher polling a conversation) are
+ * counted to the hour but to no turn, so a turn's busy time is the work of
+ * the turn alone.
  */
 export const AGENT_HANDLERS: Record<string, Attribution> = {
-  alarm: () => undefined,
   submit: (_busy, _route: unknown, event: { conversation: string }) => event.conversation,
-  conversation: () => undefined,
-  conversations: () => undefined,
   claim: (busy, _route: unknown, kind: string, id: string) => busy.conversationOf(kind, id),
   progress: (busy, _route: unknown, id: string) => busy.conversationOf("model", id),
   report: (busy, _route: unknown, kind: string, id: string) => busy.conversationOf(kind, id),
   claimScriptCall: (busy, _route: unknown, call: { parentKey: string }) => ofToolCall(busy, call.parentKey),
   reportScriptCall: (busy, _route: unknown, key: string) => ofToolCall(busy, key),
-  conversationList: () => undefined,
-  pendingHolds: () => undefined,
-  changes: () => undefined,
-  applySettings: () => undefined,
 };
 
 /**
- * Wraps the named handlers of a Durable Object class on its prototype (the
- * methods RPC calls), so each call is measured by the instance's `busyTime`.
- * `alarm` is a pass; every other handler an RPC.
+ * Wraps every handler of a Durable Object class on its prototype (the methods
+ * RPC and the alarm call), so each call is measured by the instance's
+ * `busyTime`, and counted to the conversation `attributions` names for it.
  */
-export function measureHandlers(proto: { busyTime: BusyTime }, handlers: Record<string, Attribution>): void {
+export function measureHandlers(proto: { busyTime: BusyTime }, attributions: Record<string, Attribution>): void {
   const methods = proto as unknown as Record<string, Handler>;
-  for (const [name, attribute] of Object.entries(handlers)) {
-    const original = methods[name];
-    if (typeof original !== "function") throw new Error(`measureHandlers: no handler ${name}`);
+  const names = Object.getOwnPropertyNames(proto).filter((name) => name !== "constructor" && typeof methods[name] === "function");
+  for (const name of Object.keys(attributions)) if (!names.includes(name)) throw new Error(`measureHandlers: no handler ${name}`);
+  for (const name of names) {
+    const original = methods[name]!;
+    const attribute = attributions[name] ?? (() => undefined);
     const wrapped = function (this: { busyTime: BusyTime }, ...args: never[]): Promise<unknown> {
       return this.busyTime.measure(attribute(this.busyTime, ...args), "call", () => original.apply(this, args));
     };

@@ -108,7 +108,7 @@ export class AgentObject extends DurableObject<Env> {
       turns: this.turns,
       approvals: this.approvals,
       busyTime: this.busyTime,
-      context: (route) => this.passContext(route),
+      context: (route) => this.#passContext(route),
       dispatch: (route, row) => this.claims.dispatch(route, row),
     });
     this.claims = new Claims({
@@ -124,8 +124,8 @@ export class AgentObject extends DurableObject<Env> {
       toolLists: this.toolLists,
       busyTime: this.busyTime,
       wake: () => this.scheduler.wake(),
-      context: (route) => this.passContext(route),
-      gateway: () => this.gateway(),
+      context: (route) => this.#passContext(route),
+      gateway: () => this.#gateway(),
     });
     this.scripts = new ScriptCalls(ctx.storage, this.store, this.tools, this.approvals.holds, this.sessions, () => this.scheduler.wake());
     this.inbound = new Inbound(this.store, this.turns, this.jobs, this.approvals, (conv, status) =>
@@ -135,7 +135,7 @@ export class AgentObject extends DurableObject<Env> {
         openJobs: this.jobs.openCount(),
         pendingHolds: this.approvals.holds.pending().length,
         today: { ...this.jobs.usageSince(conv.id, dayStart(Date.now())), busyMs: this.busyTime.ofConversationSince(conv.id, dayStart(Date.now())) },
-        gateway: () => this.gateway(),
+        gateway: () => this.#gateway(),
       }),
     );
   }
@@ -202,7 +202,7 @@ export class AgentObject extends DurableObject<Env> {
   /** A script's call, decided with the mounts as they are now: its answer, or the work to perform. */
   async claimScriptCall(route: Route, call: ScriptCall): Promise<ScriptAnswer> {
     this.identity.claim(route);
-    return this.scripts.call(this.passContext(route), call);
+    return this.scripts.call(this.#passContext(route), call);
   }
 
   /** The result of a script's call the courier performed: what the journal now holds. */
@@ -250,15 +250,15 @@ export class AgentObject extends DurableObject<Env> {
   // ---- what a pass knows (runtime/object/pass.ts runs it) -------------------------------
 
   /** Mounts and model as they are now, from the agent's own copy of its settings. */
-  private passContext(route: Route): PassContext {
+  #passContext(route: Route): PassContext {
     const settings = this.settings.get() ?? NO_SETTINGS;
     const pick = modelFrom(this.env, settings);
     const model = modelChoice(this.env, pick);
-    return { route, gateway: this.gateway(settings), pick, model, systemPrompt: systemPrompt(this.env, route, model) };
+    return { route, gateway: this.#gateway(settings), pick, model, systemPrompt: systemPrompt(this.env, route, model) };
   }
 
   /** Secrets resolve only for plugins that run in the object; a courier resolves its own. */
-  private gateway(settings = this.settings.get() ?? NO_SETTINGS): Gateway {
+  #gateway(settings = this.settings.get() ?? NO_SETTINGS): Gateway {
     return new Gateway(mountsFrom(this.env, settings), this.deps.plugins, {
       secret: (name) => secretNamed(this.env, name),
       session: (alias) => this.sessions.state(alias),
@@ -266,4 +266,5 @@ export class AgentObject extends DurableObject<Env> {
   }
 }
 
+// Every method on the prototype is a call into the object (its helpers are #private, off the prototype).
 measureHandlers(AgentObject.prototype, AGENT_HANDLERS);
