@@ -7,17 +7,37 @@ export class ConfigError extends Error {
   override name = "ConfigError";
 }
 
+/**
+ * Parsed values by variable and text: a variable is read on every pass and
+ * call, and parsing it each time (MODEL_PROVIDERS, MOUNTS) cost a turn more
+ * CPU than the rest of its configuration work. A value is frozen: shared, it
+ * must not change.
+ */
+const parsedVars = new Map<string, unknown>();
+
 /** A JSON variable parsed with `schema`; empty or unset reads as `fallback`. */
 export function parseJsonVar<T>(name: string, raw: string | undefined, schema: z.ZodType<T>, fallback: string): T {
+  const text = raw === undefined || raw.trim() === "" ? fallback : raw;
+  const key = `${name}\n${text}`;
+  if (parsedVars.has(key)) return parsedVars.get(key) as T;
   let value: unknown;
   try {
-    value = JSON.parse(raw === undefined || raw.trim() === "" ? fallback : raw);
+    value = JSON.parse(text);
   } catch {
     throw new ConfigError(`${name} is not valid JSON`);
   }
   const parsed = schema.safeParse(value);
   if (!parsed.success) throw new ConfigError(`${name} is invalid: ${z.prettifyError(parsed.error)}`);
+  parsedVars.set(key, deepFreeze(parsed.data));
   return parsed.data;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const inner of Object.values(value)) deepFreeze(inner);
+  }
+  return value;
 }
 
 /** A boolean variable: `true` or `false`; empty or unset reads as `fallback`. */

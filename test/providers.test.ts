@@ -143,7 +143,7 @@ describe("usage kept with the job", () => {
     expect(job).toMatchObject({ status: "discarded", input_tokens: 10, cache_read_tokens: 900, cache_write_tokens: 50, output_tokens: 20 });
     expect((await getConversation(tenant, AGENT, s)).transcript.map((e) => e.text)).not.toContain("LATE");
 
-    expect(await agent(tenant, AGENT).report({ tenant, agent: AGENT }, "model", job!.id, { call: { kind: "reply", message: reply("LATE", 999) } })).toBe(false);
+    expect(await agent(tenant, AGENT).report({ tenant, agent: AGENT }, "model", job!.id, { call: { kind: "reply", message: reply("LATE", 999) } })).toMatchObject({ taken: false });
     expect(await usageOf()).toEqual([job]);
   });
 });

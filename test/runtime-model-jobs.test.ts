@@ -79,7 +79,7 @@ describe("one job, one provider call, one reply", () => {
     const { s, before, jobId } = await finishedTurn("twice", "only once");
 
     const reply = { kind: "reply" as const, message: { role: "assistant" as const, content: [{ type: "text" as const, text: "only once" }], api: "x", provider: "x", model: "x", usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } }, stopReason: "stop" as const, timestamp: 0 } };
-    expect(await agent(T, A).report(route, "model", jobId, { call: reply })).toBe(false);
+    expect(await agent(T, A).report(route, "model", jobId, { call: reply })).toMatchObject({ taken: false });
     const result = await runConsumer([modelEffect(jobId)]);
     expect(result.explicitAcks).toHaveLength(1);
     await waitFor("the courier to be done", async () => (await runInDurableObject(courierStub(env, modelEffect(jobId)), (_i, state) => state.storage.getAlarm())) === null);

@@ -14,9 +14,10 @@ import { z } from "zod";
 import { ConfigError, secretNamed } from "../../lib/config.ts";
 import { Gateway, type CallScope, type GatewayDeps, type Mount, type SessionState } from "../../plugins/index.ts";
 import { type DeliveryResult, type OutboxDelivery, type Route, type StreamTarget, outboundFor, type RuntimeDeps } from "../chat.ts";
-import { modelChoice, type ModelRequest, callModel, type ProviderCall } from "../models/index.ts";
+import type { AssistantMessage } from "@mariozechner/pi-ai";
+import { modelChoice, type ModelChoice, type ModelPick, type ModelRequest, callModel, type ProviderCall } from "../models/index.ts";
 import { sendTimeoutMs, type EffectKind, type EffectMessage, type RunResults, type SendRun } from "../effects/index.ts";
-import { type EffectReport, type EffectWork, agentStub } from "../object/index.ts";
+import { type EffectReport, type EffectWork, type ReportAnswer, agentStub } from "../object/index.ts";
 import { countBusy, countUsage, spendRefusal } from "../metering/index.ts";
 import { sessionCopy, type ToolReport, type ToolWork, type MountReport, type MountWork } from "../tools/index.ts";
 import { ReplyStream } from "./reply-stream.ts";
@@ -34,11 +35,16 @@ const MAX_REPORT_RETRY_MS = 60_000;
 
 /** `starts`: runs that began the task (above one, an earlier run may have done it); `outcome`: the report to make, once in hand. */
 type Task = { seq: number; body: string; failures: number; starts: number; outcome: string | null };
-/** What a task's run reports: the kind's outcome, or nothing when the work was no longer wanted. */
-type Outcome = { kind: EffectKind; report: EffectReport[EffectKind] } | null;
+/**
+ * What a task's run reports: the kind's outcome, or nothing when the work was
+ * no longer wanted. `paid`: a provider reply to count in the ledgers once it is
+ * reported (after, so the count is not on the reply's way).
+ */
+type Outcome = { kind: EffectKind; report: EffectReport[EffectKind]; paid?: ModelPick } | null;
 
 export class Courier extends DurableObject<Env> {
   private working: Promise<void> | null = null;
+  private hasTable = false;
   private workAgain = false;
 
   constructor(
@@ -101,7 +107,7 @@ export class Courier extends DurableObject<Env> {
           outcome = await this.perform(effect, task.starts > 0);
           sql.exec("UPDATE tasks SET outcome = ? WHERE seq = ?", JSON.stringify(outcome), task.seq);
         }
-        if (outcome) await this.report(effect, outcome.kind, outcome.report);
+        if (outcome) await this.reported(effect, outcome);
       } catch (err) {
         // The agent's object could not be reached: keep the task (and the lane's order) and try again later.
         const wait = Math.min(MAX_REPORT_RETRY_MS, REPORT_RETRY_MS * 2 ** task.failures);
@@ -112,11 +118,13 @@ export class Courier extends DurableObject<Env> {
       }
       sql.exec("DELETE FROM tasks WHERE seq = ?", task.seq);
     }
-    // Nothing left: a courier at rest keeps no storage at all (its alarm included).
-    await this.ctx.storage.deleteAll();
+    // Nothing left: at rest, no alarm (an empty task table stays: dropping the database each time cost more CPU than the rest of the courier's work).
+    await this.ctx.storage.deleteAlarm();
   }
 
   private table(): void {
+    if (this.hasTable) return;
+    this.hasTable = true;
     this.ctx.storage.sql.exec(
       "CREATE TABLE IF NOT EXISTS tasks (seq INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, id TEXT NOT NULL, body TEXT NOT NULL, failures INTEGER NOT NULL, starts INTEGER NOT NULL, outcome TEXT, UNIQUE (kind, id))",
     );
@@ -132,9 +140,10 @@ export class Courier extends DurableObject<Env> {
         if (!work) return null;
         const stream = this.replyStream(effect, work.stream);
         // The object's busy time goes to the ledger while the provider works.
-        const [, call] = await Promise.all([countBusy(this.env, effect, work.busy), this.callModel(effect, JSON.parse(work.request) as ModelRequest, stream)]);
+        const request = JSON.parse(work.request) as ModelRequest;
+        const [, call] = await Promise.all([countBusy(this.env, effect, work.busy), this.callModel(effect, request, stream)]);
         const shown = await stream?.finish(call.kind === "reply" ? textOf(call.message.content) : undefined);
-        return { kind: "model", report: { call, ...(shown ? { shown } : {}) } };
+        return { kind: "model", report: { call, ...(shown ? { shown } : {}) }, ...(call.kind === "reply" ? { paid: request.model } : {}) };
       }
       case "send": {
         const run = await workOf("send");
@@ -182,12 +191,40 @@ export class Courier extends DurableObject<Env> {
    * redeployed) broke that stub for good, and a failed report retries the
    * task, which would do the work again.
    */
-  private async report(effect: EffectMessage, kind: EffectKind, outcome: EffectReport[EffectKind]): Promise<void> {
-    await agentStub(this.env, effect).report(effect, kind, effect.id, outcome);
+  private async report(effect: EffectMessage, kind: EffectKind, outcome: EffectReport[EffectKind]): Promise<ReportAnswer> {
+    return (await agentStub(this.env, effect).report(effect, kind, effect.id, outcome)) as ReportAnswer;
   }
 
   /**
-   * The spend check, the call, the count. A configuration that cannot work is
+   * Reports an outcome, counts a paid reply, and sends the chat run the
+   * object handed back (the turn's reply), reporting that too. A crash after
+   * the report leaves the run to its lease: it is sent again, looked for first.
+   */
+  private async reported(effect: EffectMessage, outcome: NonNullable<Outcome>): Promise<void> {
+    const answer = await this.report(effect, outcome.kind, outcome.report);
+    if (outcome.paid) {
+      const { call } = outcome.report as EffectReport["model"];
+      if (call.kind === "reply") await this.count(effect, outcome.paid, call.message);
+    }
+    if (!answer.run) return;
+    const head = answer.run.deliveries[0]!.row;
+    await agentStub(this.env, effect).report(effect, "send", String(head), await this.sendRun(answer.run));
+  }
+
+  /** A paid reply into the ledgers (runtime/metering/spend.ts); a model no longer configured is logged, not counted. */
+  private async count(effect: EffectMessage, pick: ModelPick, message: AssistantMessage): Promise<void> {
+    let choice: ModelChoice;
+    try {
+      choice = modelChoice(this.env, pick);
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      return console.error(`job ${effect.id}: its reply cannot be counted: ${err.message}`);
+    }
+    await countUsage(this.env, effect, effect.id, choice, message);
+  }
+
+  /**
+   * The spend check and the call. A configuration that cannot work is
    * a refusal (retrying cannot help); a spend limit reached too, told as it is;
    * anything unexpected a retry.
    */
@@ -196,9 +233,7 @@ export class Courier extends DurableObject<Env> {
       const choice = modelChoice(this.env, request.model);
       const refusal = await spendRefusal(this.env, effect, choice);
       if (refusal) return { kind: "refused", error: refusal, verbatim: true };
-      const call = await callModel(this.env, choice, request, { cacheKey: `${effect.tenant}/${effect.agent}`, onText: stream && ((text) => stream.onText(text)) });
-      if (call.kind === "reply") await countUsage(this.env, effect, effect.id, choice, call.message);
-      return call;
+      return await callModel(this.env, choice, request, { cacheKey: `${effect.tenant}/${effect.agent}`, onText: stream && ((text) => stream.onText(text)) });
     } catch (err) {
       if (err instanceof ConfigError) return { kind: "refused", error: `not configured: ${err.message}` };
       return { kind: "retry", error: errorText(err) };

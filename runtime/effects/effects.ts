@@ -24,8 +24,13 @@ export interface EffectMessage extends Route {
   work?: unknown;
 }
 
-/** What to send for a due effect: its work, a message the courier claims the work for, or nothing (no longer wanted: the effect ends). */
-export type Dispatch = { work: unknown } | "claim" | null;
+/**
+ * What to send for a due effect: its work, a message the courier claims the
+ * work for, nothing because its work was handed to a courier at hand
+ * ("taken": under way all the same), or nothing because it is no longer
+ * wanted (null: the effect ends).
+ */
+export type Dispatch = { work: unknown } | "claim" | "taken" | null;
 
 /** A queue message's body is at most 128 KB, a batch 256 KB: larger work is claimed instead, and batches are cut by size. */
 const MAX_CARRIED_BYTES = 96 * 1024;
@@ -144,6 +149,7 @@ export class Effects {
       }
       // Under way from here: what a later step of this pass changes (a status replaced) is a row of its own.
       this.markSent(row, now);
+      if (what === "taken") continue;
       const message: EffectMessage = { ...route, kind: row.kind, id: row.id, lane: laneOf(row), attempt: row.attempts + 1 };
       const carried = typeof what === "object" ? { ...message, work: what.work } : null;
       const carriedBytes = carried ? new TextEncoder().encode(JSON.stringify(carried)).byteLength : Infinity;

@@ -12,7 +12,7 @@ import { Gateway, type ToolOutput } from "../../plugins/index.ts";
 import { ApprovalFlow, MountSessions, ScriptCalls, type ScriptAnswer, type ScriptCall, ToolCalls, type ToolReport, ToolLists } from "../tools/index.ts";
 import { AGENT_HANDLERS, BusyTime, measureHandlers, type TurnBusy, dayStart } from "../metering/index.ts";
 import type { ChatEvent, ConversationStatus, Platform, Route, StreamShown, SubmitResult, RuntimeDeps } from "../chat.ts";
-import { Claims, type EffectReport, type EffectWork } from "./claims.ts";
+import { Claims, type EffectReport, type EffectWork, type ReportAnswer } from "./claims.ts";
 import { deadlineMs, leaseSeconds, Effects, type EffectKind, Outbox, Typing } from "../effects/index.ts";
 import { modelChoice, ModelJobs } from "../models/index.ts";
 import { controlPlane, modelFrom, mountsFrom, NO_SETTINGS, SettingsCopy, type SettingsText } from "../control/index.ts";
@@ -124,6 +124,7 @@ export class AgentObject extends DurableObject<Env> {
       toolLists: this.toolLists,
       busyTime: this.busyTime,
       wake: () => this.scheduler.wake(),
+      drive: () => this.scheduler.drive(),
       context: (route) => this.#passContext(route),
       gateway: () => this.#gateway(),
     });
@@ -191,7 +192,7 @@ export class AgentObject extends DurableObject<Env> {
     this.claims.progress(jobId, shown);
   }
 
-  async report(route: Route, kind: EffectKind, id: string, outcome: EffectReport[EffectKind]): Promise<boolean> {
+  async report(route: Route, kind: EffectKind, id: string, outcome: EffectReport[EffectKind]): Promise<ReportAnswer> {
     this.identity.claim(route);
     return this.claims.report(route, kind, id, outcome);
   }

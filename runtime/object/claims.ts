@@ -60,12 +60,23 @@ export interface ClaimParts {
   toolLists: ToolLists;
   busyTime: BusyTime;
   wake: () => void;
+  /** Runs a pass now (or waits for the running one to go round again). */
+  drive: () => Promise<void>;
   /** Mounts and model as they are now. */
   context: (route: Route) => PassContext;
   gateway: () => Gateway;
 }
 
+/** What the object answers a report: whether it was taken, and a chat run for the courier to send next, if one was handed to it. */
+export interface ReportAnswer {
+  taken: boolean;
+  run?: SendRun;
+}
+
 export class Claims {
+  /** Couriers whose model report is being answered, by conversation: its next chat run goes to them. */
+  private readonly waitingForRun = new Map<string, (run: SendRun) => void>();
+
   constructor(private readonly parts: ClaimParts) {}
 
   /** What travels with a due effect: its work now, "claim" when it must be decided as it is performed, or null when it is no longer wanted. */
@@ -75,8 +86,15 @@ export class Claims {
     switch (row.kind) {
       case "model":
         return this.modelWork(row.id);
-      case "send":
-        return carried(outbox.run(route, Number(row.id)));
+      case "send": {
+        const run = outbox.run(route, Number(row.id));
+        // A courier that reported this conversation's model call waits for its chat run: it sends it, no queue between.
+        const waiting = run && this.waitingForRun.get(row.conversation);
+        if (!run || !waiting) return carried(run);
+        this.waitingForRun.delete(row.conversation);
+        waiting(run);
+        return "taken";
+      }
       case "typing":
         return carried(typing.work(row.id));
       case "mount":
@@ -123,9 +141,13 @@ export class Claims {
     if (this.parts.jobs.get(jobId)) this.parts.outbox.recordStream(streamKey(jobId), shown);
   }
 
-  async report(route: Route, kind: EffectKind, id: string, outcome: EffectReport[EffectKind]): Promise<boolean> {
-    const { storage, outbox, typing, tools, approvals, toolLists, wake } = this.parts;
+  async report(route: Route, kind: EffectKind, id: string, outcome: EffectReport[EffectKind]): Promise<ReportAnswer> {
     if (kind === "model") return this.reportModel(id, outcome as EffectReport["model"]);
+    return { taken: await this.settle(route, kind, id, outcome) };
+  }
+
+  private async settle(route: Route, kind: Exclude<EffectKind, "model">, id: string, outcome: EffectReport[EffectKind]): Promise<boolean> {
+    const { storage, outbox, typing, tools, approvals, toolLists, wake } = this.parts;
     const taken = storage.transactionSync(() => {
       switch (kind) {
         case "send":
@@ -182,8 +204,28 @@ export class Claims {
     return { busy: busyTime.toShip(), ...(target ? { stream: target } : {}) };
   }
 
-  /** A provider call's outcome: a reply or a refusal settles the job; a failure worth retrying is retried, a few times. */
-  private async reportModel(jobId: string, { call, shown }: EffectReport["model"]): Promise<boolean> {
+  /**
+   * A provider call's outcome. A reply settles the job, and the pass that
+   * follows runs before the answer: if it leaves a chat run of the
+   * conversation due now (the turn's reply and its final status), the courier
+   * is handed it to send at once rather than through the queue.
+   */
+  private async reportModel(jobId: string, outcome: EffectReport["model"]): Promise<ReportAnswer> {
+    const conversation = this.parts.jobs.get(jobId)?.conversation;
+    if (outcome.call.kind !== "reply" || conversation === undefined || this.waitingForRun.has(conversation)) return { taken: await this.settleModel(jobId, outcome) };
+    let run: SendRun | undefined;
+    this.waitingForRun.set(conversation, (handed) => (run = handed));
+    try {
+      const taken = await this.settleModel(jobId, outcome);
+      if (taken) await this.parts.drive();
+      return { taken, ...(run ? { run } : {}) };
+    } finally {
+      this.waitingForRun.delete(conversation);
+    }
+  }
+
+  /** A reply or a refusal settles the job; a failure worth retrying is retried, a few times. */
+  private async settleModel(jobId: string, { call, shown }: EffectReport["model"]): Promise<boolean> {
     const { storage, env, effects, jobs, turns, outbox, wake } = this.parts;
     // The message its reply was streamed to: the outbox finishes it when the job settles (or now, for a stopped turn's).
     const streamed = shown && jobs.get(jobId);

@@ -209,7 +209,9 @@ describe("a reply streamed into a Slack thread", () => {
   it("does not call the object per chunk: a 2,000-token answer costs the object the calls a short one does", async () => {
     const [long, short] = [unique("long"), unique("short")];
     await script(long, [slowly("ab ".repeat(1000).trim(), 1, 1)]);
-    await script(short, [slowly("A short answer.", 5, 500)]);
+    // Three pieces 1 s apart: its text comes for 2 s, well past the second after which a reply is streamed (at 500 ms apart it
+    // came for 1 s, right at that line, and a busy machine could tip it into a reply posted whole).
+    await script(short, [slowly("A short answer.", 5, 1000)]);
     const a = await ask(long);
     const b = await ask(short);
     // 2,000 pieces take a few seconds to read, longer on a busy machine: a longer wait than statusFinal's.
