@@ -10,6 +10,8 @@
 //   ack    Slack event ack vs a minimal @slack/bolt app, and a bare Worker request
 //   stream a 2,000-word answer streamed into Slack vs a short one: the object's
 //          busy time per turn does not grow with the chunks
+//   tail   one conversation to turn BENCH_TAIL_TURNS (compacting on the way) vs a young
+//          one, interleaved: busy and latency of turn ~200 as ratios to turn ~10's (bench/tail.mjs)
 //   load   one object: a reply's busy time with 10 vs BENCH_RUNNING running
 //          conversations, and with BENCH_PAST past conversations vs fresh
 //          (BENCH_HISTORY seeded through the API, the rest copied: bench/amplify.mjs)
@@ -26,10 +28,11 @@ import { startWorker, until } from "../test/node/wrangler-dev.mjs";
 import { amplifyHistory } from "./amplify.mjs";
 import { objectCounters } from "./counters.mjs";
 import { pool, row, summary, timed, unionLength } from "./stats.mjs";
+import { TAIL_MODEL, TAIL_WINDOW, tailSection } from "./tail.mjs";
 
 const num = (name, fallback) => Number(process.env[name] ?? fallback);
 // ack leaves a backlog of turns (one per event) behind it: it runs after idle, and load starts its own wrangler dev.
-const SECTIONS = ["busy", "stream", "fleet", "idle", "ack", "load"];
+const SECTIONS = ["busy", "stream", "tail", "fleet", "idle", "ack", "load"];
 const ONLY = process.env.BENCH_ONLY ? process.env.BENCH_ONLY.split(",").map((s) => s.trim()) : SECTIONS;
 for (const s of ONLY) if (!SECTIONS.includes(s)) throw new Error(`BENCH_ONLY: unknown section ${s} (known: ${SECTIONS.join(", ")})`);
 
@@ -77,7 +80,7 @@ const startBenchWorker = (extra = {}, persistDir = undefined) =>
     persistDir,
     vars: {
       ADMIN_TOKEN: ADMIN,
-      MODEL_PROVIDERS: JSON.stringify([{ id: "fake", baseUrl: `${provider.url}/v1`, auth: { secret: "FAKE_PROVIDER_KEY" } }]),
+      MODEL_PROVIDERS: JSON.stringify([{ id: "fake", baseUrl: `${provider.url}/v1`, auth: { secret: "FAKE_PROVIDER_KEY" }, models: { [TAIL_MODEL]: { contextWindow: TAIL_WINDOW } } }]),
       HARNESS_MODEL: "fake/test-model",
       FAKE_PROVIDER_KEY,
       MOUNTS: JSON.stringify([
@@ -496,7 +499,8 @@ const sectionRetries = () => {
   return n;
 };
 
-const sections = { busy: busySection, stream: streamSection, ack: ackSection, fleet: fleetSection, idle: idleSection, load: loadSection };
+const tail = () => tailSection({ api, post, view, putScenario, print, row, summary, run });
+const sections = { busy: busySection, stream: streamSection, tail, ack: ackSection, fleet: fleetSection, idle: idleSection, load: loadSection };
 const began = Date.now();
 try {
   print(`antiproton bench — wrangler dev on loopback, fakes for Slack and the provider; ${new Date().toISOString()}; sections: ${ONLY.join(", ")}`);
