@@ -157,6 +157,8 @@ const MIGRATIONS: string[] = [
   `,
   // A streamed reply's message: what it shows, as its courier last reported (runtime/courier/reply-stream.ts).
   `ALTER TABLE message_refs ADD COLUMN shown TEXT;`,
+  // The outbox's pacing reads the conversation's last update without scanning every message it ever sent.
+  `CREATE INDEX outbox_updates_sent ON outbox (conversation, sent_at) WHERE status = 'sent' AND ref_key IS NOT NULL;`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
