@@ -107,24 +107,25 @@ export class Effects {
 
   /**
    * Sends every due effect in one batch: waiting ones whose time has come, and
-   * sent or claimed ones whose lease ran out (again, same id). Returns the
-   * effects whose leases are exhausted: they are removed, and their owners fail them.
+   * sent or claimed ones whose lease ran out (again, same id). Returns those
+   * sent, and the effects whose leases are exhausted: they are removed, and their owners fail them.
    */
-  async send(queue: Queue<EffectMessage>, route: Route): Promise<EffectRow[]> {
+  async send(queue: Queue<EffectMessage>, route: Route): Promise<{ sent: EffectRow[]; exhausted: EffectRow[] }> {
     const now = Date.now();
     const due = this.sql.exec<EffectRow>("SELECT * FROM effects WHERE due_at <= ? ORDER BY due_at", now).toArray();
     const exhausted = due.filter((row) => row.state !== "waiting" && row.leases + 1 >= MAX_LEASES);
     for (const row of exhausted) this.done(row.kind, row.id);
     const toSend = due.filter((row) => !exhausted.includes(row));
-    if (toSend.length === 0) return exhausted;
+    if (toSend.length === 0) return { sent: [], exhausted };
     try {
       // sendBatch takes at most 100 messages; the rest go on the next pass.
       await queue.sendBatch(toSend.slice(0, 100).map((row) => ({ body: { ...route, kind: row.kind, id: row.id, lane: laneOf(row) } })));
     } catch (err) {
       console.error(`sending ${toSend.length} effects failed; the alarm will try again`, err);
-      return exhausted;
+      return { sent: [], exhausted };
     }
-    for (const row of toSend.slice(0, 100)) {
+    const sent = toSend.slice(0, 100);
+    for (const row of sent) {
       const expired = row.state !== "waiting";
       if (expired) console.warn(`effect ${row.kind} ${row.id}: its lease ran out (${row.leases + 1} of ${MAX_LEASES}); sent again`);
       this.sql.exec(
@@ -135,7 +136,7 @@ export class Effects {
         row.id,
       );
     }
-    return exhausted;
+    return { sent, exhausted };
   }
 
   /** When the alarm must next look at effects: the earliest send time or lease end. */

@@ -49,9 +49,10 @@ export class Pass {
     if (pass) {
       toolLists.request(pass.gateway);
       await approvals.performApproved(pass);
-      for (const id of this.dueConversations()) await busyTime.measure(id, "part", () => this.advanceOrFail(pass, id));
+      for (const id of this.dueConversations()) await busyTime.serving(id, () => this.advanceOrFail(pass, id));
     }
-    const exhausted = await effects.send(queue(), route);
+    const { sent, exhausted } = await effects.send(queue(), route);
+    busyTime.served([...sent, ...exhausted].map((effect) => effect.conversation));
     if (exhausted.length > 0) storage.transactionSync(() => exhausted.forEach((effect) => this.giveUp(route, effect)));
   }
 
