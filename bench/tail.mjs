@@ -32,12 +32,16 @@ export async function tailSection(bench) {
   const sid = `tail${run}`;
   await putScenario(sid, [{ text: REPLY }]);
 
-  /** One turn: POST, then wait until it is idle; its latency from the reply's row time. */
+  /**
+   * One turn: POST, then wait until it is idle; its latency from the reply's row time. The first look
+   * comes after most turns have ended: a look reads the whole transcript, which costs an old
+   * conversation more, and would otherwise slow the turn it measures.
+   */
   const turn = async (conversation, k) => {
     const start = Date.now();
     await post(tenant, agent, conversation, `[s:${sid}] turn ${k}: ${FILLER}`);
     for (let polls = 0; ; polls++) {
-      await sleep(polls === 0 ? 50 : 100);
+      await sleep(polls === 0 ? 300 : 100);
       const v = await view(tenant, agent, conversation);
       if (v.turn === k && v.status === "idle") {
         const reply = v.transcript.findLast((e) => e.role === "assistant");
