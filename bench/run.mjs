@@ -4,7 +4,8 @@
 // measured in the same run (the machine is shared and noisy; the ratio is the
 // figure that carries). Sections, in order (BENCH_ONLY=busy,ack picks some):
 //   busy   object busy time per turn (recorded by the runtime) as a share of the
-//          turn, vs the same turn awaited inside the object
+//          turn, vs the same turn awaited inside the object; over the batch, the
+//          object's own total and the workerd processes' CPU time (/proc)
 //   fleet  BENCH_FLEET agents in BENCH_FLEET/10 tenants, one message each
 //   idle   alarms and invocations in the 60 s after everything settled
 //   peer   our Slack turn vs the Vercel Chat SDK's (bench/chat-sdk-app.mjs), interleaved:
@@ -14,6 +15,8 @@
 //   ack    Slack event ack vs a minimal @slack/bolt app, and a bare Worker request
 //   stream a 2,000-word answer streamed into Slack vs a short one: the object's
 //          busy time per turn does not grow with the chunks
+//   tail   one conversation to turn BENCH_TAIL_TURNS (compacting on the way) vs a young
+//          one, interleaved: busy and latency of turn ~200 as ratios to turn ~10's (bench/tail.mjs)
 //   load   one object: a reply's busy time with 10 vs BENCH_RUNNING running
 //          conversations, and with BENCH_PAST past conversations vs fresh
 //          (BENCH_HISTORY seeded through the API, the rest copied: bench/amplify.mjs)
@@ -29,12 +32,14 @@ import { FAKE_SLACK_BOT_TOKEN, startSlack } from "../test/fakes/slack.mjs";
 import { startWorker, until } from "../test/node/wrangler-dev.mjs";
 import { amplifyHistory } from "./amplify.mjs";
 import { armedAlarms, objectCounters } from "./counters.mjs";
+import { objectBusy } from "./object-busy.mjs";
 import { cpuMs, cpuOf, workerdOf } from "./proc.mjs";
 import { pool, row, summary, timed, unionLength } from "./stats.mjs";
+import { TAIL_MODEL, TAIL_WINDOW, tailSection } from "./tail.mjs";
 
 const num = (name, fallback) => Number(process.env[name] ?? fallback);
 // ack leaves a backlog of turns (one per event) behind it: it runs after idle and peer, and load starts its own wrangler dev.
-const SECTIONS = ["busy", "stream", "fleet", "idle", "peer", "ack", "load"];
+const SECTIONS = ["busy", "stream", "tail", "fleet", "idle", "peer", "ack", "load"];
 const ONLY = process.env.BENCH_ONLY ? process.env.BENCH_ONLY.split(",").map((s) => s.trim()) : SECTIONS;
 for (const s of ONLY) if (!SECTIONS.includes(s)) throw new Error(`BENCH_ONLY: unknown section ${s} (known: ${SECTIONS.join(", ")})`);
 
@@ -104,7 +109,7 @@ const startBenchWorker = (extra = {}, persistDir = undefined) =>
     persistDir,
     vars: {
       ADMIN_TOKEN: ADMIN,
-      MODEL_PROVIDERS: JSON.stringify([{ id: "fake", baseUrl: `${provider.url}/v1`, auth: { secret: "FAKE_PROVIDER_KEY" } }]),
+      MODEL_PROVIDERS: JSON.stringify([{ id: "fake", baseUrl: `${provider.url}/v1`, auth: { secret: "FAKE_PROVIDER_KEY" }, models: { [TAIL_MODEL]: { contextWindow: TAIL_WINDOW } } }]),
       HARNESS_MODEL: "fake/test-model",
       FAKE_PROVIDER_KEY,
       MOUNTS: JSON.stringify([
@@ -234,16 +239,22 @@ async function busySection() {
   const walls = [];
   const busy = [];
   const awaited = [];
+  // The independent measure: the CPU time of the workerd processes serving the Worker (its objects, couriers,
+  // queue) over the whole batch (bench/proc.mjs), and the object's own record of all its time (bench/object-busy.mjs).
+  const workerd = workerdOf(worker.port).runtime;
+  const [cpuBefore, ownBefore] = [cpuOf(workerd), objectBusy(worker.persistDir, TEAM, "assistant")];
   for (let k = 0; k < BUSY_TURNS; k++) {
     const t0 = Date.now();
     await expectStatus(await slackRequest(worker.url, { channel, ts: k === 0 ? threadTs : nextTs(), threadTs: k === 0 ? undefined : threadTs, text: `[s:${sid}] turn ${k}` }), 200);
+    // Watched from the fake Slack (this process): a poll of the conversation would cost workerd CPU the turn does not.
     await until(`busy turn ${k}`, async () => {
-      const v = await view(TEAM, "assistant", conversation);
-      const replied = (await fetch(`${slack.url}/_control/calls?channel=${channel}&method=chat.postMessage`).then((r) => r.json())).some((c) => c.body.text?.includes(`turn ${k} done`));
-      return v.status === "idle" && v.turn === k + 1 && replied;
+      const calls = await fetch(`${slack.url}/_control/calls?channel=${channel}`).then((r) => r.json());
+      const replied = calls.some((c) => c.method === "chat.postMessage" && c.body.text?.includes(`turn ${k} done`));
+      return replied && calls.filter((c) => c.method === "chat.update" && c.body.text?.endsWith("Done.")).length > k;
     }, 60_000);
-    await sleep(500); // the status message's last update and the reports that follow the reply
+    await sleep(500); // the reports that follow the status message's last update
     const v = await view(TEAM, "assistant", conversation);
+    if (v.status !== "idle" || v.turn !== k + 1) throw new Error(`busy turn ${k}: the conversation is ${v.status} at turn ${v.turn}`);
     const turnBusy = v.busyByTurn.find((t) => t.turn === v.turn).busyMs;
     const slackCalls = (await fetch(`${slack.url}/_control/calls?channel=${channel}`).then((r) => r.json())).filter((c) => c.at >= t0);
     const modelCalls = (await control(`/scenarios/${sid}/requests`)).filter((r) => r.at >= t0);
@@ -261,6 +272,11 @@ async function busySection() {
     shares.push((100 * turnBusy) / wall);
     factors.push(ratio(turnBusy + outside, turnBusy));
   }
+  const cpu = cpuOf(workerd) - cpuBefore;
+  const own = objectBusy(worker.persistDir, TEAM, "assistant");
+  const ownMs = own.hourMs - (ownBefore?.hourMs ?? 0);
+  const outsideMs = Object.entries(own.outside).map(([part, ms]) => [part, ms - (ownBefore?.outside[part] ?? 0)]).filter(([, ms]) => ms > 0.005);
+  const [wallSum, busySum] = [walls.reduce((a, b) => a + b, 0), busy.reduce((a, b) => a + b, 0)];
   const share = summary(shares);
   const factor = summary(factors, { higherIsBetter: true });
   print(`busy: a ${BUSY_TURNS}-turn Slack conversation; per turn two ${MODEL_MS} ms model calls, two http tool calls of ${TOOL_MS} ms, Slack answering in ${SLACK_MS} ms`);
@@ -269,6 +285,10 @@ async function busySection() {
   print(row("baseline: the turn awaited inside the object", summary(awaited), "ms"));
   print(row("object busy, share of the turn", share, "%", undefined, { text: "≤ 2 % (median)", met: share.median <= 2 }));
   print(row("awaited baseline ÷ object busy", factor, "x", undefined, { text: "≥ 50× (median)", met: factor.median >= 50 }));
+  print(`  over the ${BUSY_TURNS} turns (${(wallSum / 1000).toFixed(1)} s of turns), against an independent measure:`);
+  print(row("object busy by busyByTurn, share of the turns", { value: (100 * busySum) / wallSum }, "%", `${busySum.toFixed(1)} ms`));
+  print(row("the object's own total (every handler), share", { value: (100 * ownMs) / wallSum }, "%", `${ownMs.toFixed(1)} ms = busyByTurn ${busySum.toFixed(1)} + ${outsideMs.map(([part, ms]) => `${part} ${ms.toFixed(1)}`).join(" + ") || "nothing else"}`));
+  print(row("workerd CPU (Worker, objects, couriers, queue), share", { value: (100 * cpu) / wallSum }, "%", `${cpu.toFixed(0)} ms from /proc; ${(cpu / BUSY_TURNS).toFixed(1)} ms a turn`, { text: "≤ 2 %", met: cpu / wallSum <= 0.02 }));
 }
 
 // ---- stream: busy time of a long streamed answer vs a short one --------------------
@@ -846,7 +866,8 @@ const sectionRetries = () => {
   return n;
 };
 
-const sections = { busy: busySection, stream: streamSection, peer: peerSection, ack: ackSection, fleet: fleetSection, idle: idleSection, load: loadSection };
+const tail = () => tailSection({ api, post, view, putScenario, print, row, summary, run });
+const sections = { busy: busySection, stream: streamSection, tail, peer: peerSection, ack: ackSection, fleet: fleetSection, idle: idleSection, load: loadSection };
 const began = Date.now();
 try {
   print(`antiproton bench — wrangler dev on loopback, fakes for Slack and the provider; ${new Date().toISOString()}; sections: ${ONLY.join(", ")}`);

@@ -4,6 +4,7 @@ import { listDurableObjectIds, runDurableObjectAlarm, runInDurableObject } from 
 import type { AgentObject } from "../runtime/object/index.ts";
 import { courierStub } from "../runtime/courier/index.ts";
 import type { EffectKind } from "../runtime/effects/index.ts";
+import { migrate } from "../runtime/store/index.ts";
 
 export function agent(tenant: string, name: string): DurableObjectStub<AgentObject> {
   const ns = env.AGENT as DurableObjectNamespace<AgentObject>;
@@ -71,4 +72,12 @@ export function tablesOf(stub: DurableObjectStub<AgentObject>): Promise<string[]
 
 export function tables(tenant: string, name: string): Promise<string[]> {
   return tablesOf(agent(tenant, name));
+}
+
+/** Runs `fn` inside a fresh object, over its real storage, with the schema in place. */
+export function inObject<T>(fn: (storage: DurableObjectStorage) => T | Promise<T>): Promise<T> {
+  return runInDurableObject(agent("parts", crypto.randomUUID()), async (_instance, state) => {
+    migrate(state.storage);
+    return fn(state.storage);
+  });
 }

@@ -1,11 +1,10 @@
 // The object's parts on their own, each over a real object's SQLite (a fresh
 // object per test, its schema migrated): fast checks of the rules each part
 // owns, beside the end-to-end tests that run whole turns.
-import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { ChatOutbound, OutboundMessage, RuntimeDeps } from "../runtime/chat.ts";
-import { Conversations, migrate } from "../runtime/store/index.ts";
+import { Conversations } from "../runtime/store/index.ts";
 import { sendTimeoutMs, Effects, SEND_LEASE_MS, type EffectMessage, type EffectRow, Outbox, type SendRun, Typing, TYPING_REFRESH_MS } from "../runtime/effects/index.ts";
 import { Inbound, Scheduler } from "../runtime/object/index.ts";
 import { MountSessions, ToolCalls } from "../runtime/tools/index.ts";
@@ -13,19 +12,10 @@ import { ModelJobs } from "../runtime/models/index.ts";
 import { Turns } from "../runtime/turns/index.ts";
 import { NO_SETTINGS, SettingsCopy } from "../runtime/control/index.ts";
 import { Holds } from "../approvals/index.ts";
-import { agent } from "./agents.ts";
-import { unique } from "./support.ts";
+import { inObject } from "./agents.ts";
 
 const route = { tenant: "parts", agent: "unit" };
 const USER = { platform: "api" as const, id: "u" };
-
-/** Runs `fn` inside a fresh object, over its real storage, with the schema in place. */
-function inObject<T>(fn: (storage: DurableObjectStorage) => T | Promise<T>): Promise<T> {
-  return runInDurableObject(agent("parts", unique("unit")), async (_instance, state) => {
-    migrate(state.storage);
-    return fn(state.storage);
-  });
-}
 
 /** A queue that keeps what is sent to it. */
 function capturingQueue() {
@@ -70,7 +60,7 @@ describe("Effects", () => {
       const { sent, queue } = capturingQueue();
       effects.add("model", "j1", "c1");
       expect(effects.inFlight("model", "j1")).toBe(false);
-      expect(await effects.send(queue, route, carry({ request: "{}" }))).toEqual([]);
+      expect(await effects.send(queue, route, carry({ request: "{}" }))).toEqual({ sent: [expect.objectContaining({ kind: "model", id: "j1", conversation: "c1" })], givenUp: [] });
       expect(sent).toEqual([{ ...route, kind: "model", id: "j1", lane: "model:c1", attempt: 1, work: { request: "{}" } }]);
       expect(effects.inFlight("model", "j1")).toBe(true);
       // Not due again until its lease (the queue's and the run's) runs out.
@@ -92,11 +82,11 @@ describe("Effects", () => {
       await effects.send(queue, route, carry("hi"));
       for (let lease = 1; lease < 6; lease++) {
         storage.sql.exec("UPDATE effects SET due_at = ?", Date.now() - 1);
-        expect(await effects.send(queue, route, carry("hi"))).toEqual([]);
+        expect((await effects.send(queue, route, carry("hi"))).givenUp).toEqual([]);
       }
       expect(sent.map((m) => [m.id, m.attempt])).toEqual([1, 2, 3, 4, 5, 6].map((n) => ["7", n]));
       storage.sql.exec("UPDATE effects SET due_at = ?, first_sent_at = ?", Date.now() - 1, Date.now() - 60_001);
-      const givenUp = await effects.send(queue, route, carry("hi"));
+      const { givenUp } = await effects.send(queue, route, carry("hi"));
       expect(givenUp.map((e) => [e.kind, e.id])).toEqual([["send", "7"]]);
       expect(effects.get("send", "7")).toBeUndefined();
       expect(sent).toHaveLength(6);

@@ -131,16 +131,17 @@ export class Effects {
   /**
    * Sends every due effect: waiting ones whose time has come, and sent or
    * claimed ones whose lease ran out (again, same id), each with what
-   * `dispatch` says travels with it. Returns the effects past their deadline:
-   * they are removed, and their owners fail them.
+   * `dispatch` says travels with it. Returns those sent (or handed on), and
+   * the effects past their deadline: they are removed, and their owners fail them.
    */
-  async send(queue: Queue<EffectMessage>, route: Route, dispatch: (row: EffectRow) => Dispatch): Promise<EffectRow[]> {
+  async send(queue: Queue<EffectMessage>, route: Route, dispatch: (row: EffectRow) => Dispatch): Promise<{ sent: EffectRow[]; givenUp: EffectRow[] }> {
     const now = Date.now();
     const due = this.sql.exec<EffectRow>("SELECT * FROM effects WHERE due_at <= ? ORDER BY due_at", now).toArray();
     const expired = (row: EffectRow) => row.state !== "waiting" && row.first_sent_at !== null && now - row.first_sent_at >= this.deadlineMs;
     const givenUp = due.filter(expired);
     for (const row of givenUp) this.done(row.kind, row.id);
     const batches: { row: EffectRow; message: EffectMessage; bytes: number }[][] = [[]];
+    const sent: EffectRow[] = [];
     for (const row of due.filter((r) => !expired(r))) {
       const what = dispatch(row);
       if (what === null) {
@@ -149,6 +150,7 @@ export class Effects {
       }
       // Under way from here: what a later step of this pass changes (a status replaced) is a row of its own.
       this.markSent(row, now);
+      sent.push(row);
       if (what === "taken") continue;
       const message: EffectMessage = { ...route, kind: row.kind, id: row.id, lane: laneOf(row), attempt: row.attempts + 1 };
       const carried = typeof what === "object" ? { ...message, work: what.work } : null;
@@ -169,10 +171,11 @@ export class Effects {
         for (const { row } of batches.slice(i).flat()) {
           this.sql.exec("UPDATE effects SET state = ?, due_at = ?, attempts = ?, leases = ? WHERE kind = ? AND id = ?", row.state, now, row.attempts, row.leases, row.kind, row.id);
         }
-        return givenUp;
+        const unsent = new Set(batches.slice(i).flat().map((e) => e.row));
+        return { sent: sent.filter((row) => !unsent.has(row)), givenUp };
       }
     }
-    return givenUp;
+    return { sent, givenUp };
   }
 
   private markSent(row: EffectRow, now: number): void {

@@ -4,14 +4,23 @@
 // Each handler is wrapped once, here, on the class (measureHandlers), and the
 // scheduler wraps each pass; nothing is timed line by line.
 //
-// Two sums are kept in the object's SQLite:
-// - per conversation turn, where a handler is about one conversation (an
-//   event, a courier's claim or report of one of its effects; inside a pass,
-//   each conversation the pass advances): the handler's own time;
-// - per hour, for the object as a whole: the time during which at least one
-//   handler or pass ran (overlapping ones count once), with the number of
-//   passes and of calls into the object (RPCs and alarms). The ledger is sent
-//   these (runtime/metering/ledger.ts).
+// The object's time is split, to the millisecond, between the turns it served
+// and a few named parts that served none, so the parts add up to the whole:
+// - the clock runs while at least one handler runs (overlapping handlers count
+//   once); each stretch of it is shared equally by the handlers running then;
+// - an RPC about one conversation (an event, a courier's claim or report of one
+//   of its effects) gives its share to that conversation's current turn;
+// - a pass gives the time it spends advancing a conversation to that
+//   conversation's turn, and its own time (setting its alarms, sending the
+//   effects to the queue, giving up expired ones) in equal parts to the
+//   conversations it advanced or sent effects for;
+// - what served no turn is kept by part (BusyPart): a pass that served no
+//   conversation ("pass"), an event that opened none ("inbound"), a claim or
+//   report of an effect no longer held ("effects"), watchers' reads ("reads"),
+//   settings pushed and deliveries dropped ("admin").
+// Per hour the object keeps the whole (with the number of passes and of calls
+// into the object: RPCs and alarms) and the named parts; the ledger is sent both
+// (runtime/metering/ledger.ts).
 //
 // The clock is the runtime's: on workerd it advances across I/O (storage,
 // queue, RPC), not during pure computation, so busy time is wall time spent
@@ -19,8 +28,8 @@
 
 export const HOUR_MS = 3_600_000;
 
-/** A call into the object (an RPC, the alarm), a pass (started by a call or the alarm), or a part of a pass (one conversation). */
-type BusyKind = "call" | "pass" | "part";
+/** Where busy time goes that served no turn. */
+export type BusyPart = "pass" | "inbound" | "effects" | "reads" | "admin";
 
 export interface TurnBusy {
   turn: number;
@@ -35,11 +44,26 @@ export interface HourBusy {
   busyMs: number;
   passes: number;
   handlers: number;
+  /** The part of busyMs that served no turn, by part. */
+  outsideTurns: Partial<Record<BusyPart, number>>;
+}
+
+/** One handler running: what its share of the clock goes to now, and what it has had so far. */
+interface Running {
+  /** A conversation (its turn), or null: the handler's own time. */
+  on: string | null;
+  spent: Map<string | null, number>;
+  /** A pass: the conversations it advanced or sent effects for, which share its own time. */
+  served: Set<string>;
+  /** Where time goes that reaches no turn. */
+  part: BusyPart;
 }
 
 export class BusyTime {
-  private active = 0;
-  private since = 0;
+  private readonly running = new Set<Running>();
+  private tick = 0;
+  /** The pass under way: passes run one at a time (runtime/object/scheduler.ts). */
+  private pass: Running | null = null;
 
   constructor(
     /** Null until the object has a schema (a read of an unused object records nothing). */
@@ -47,23 +71,63 @@ export class BusyTime {
   ) {}
 
   /**
-   * Runs a handler (a call into the object: an RPC or the alarm), a pass or a
-   * part of one, and records its time: to the current turn of `conversation`
-   * when there is one, and to the object's hour (only the outermost of
-   * overlapping intervals is counted), with the calls and passes it saw.
+   * Runs a handler (`call`: a call into the object) or a pass and records its
+   * share of the object's time: to the current turn of `conversation` when
+   * there is one, else to `part`. A pass (`part` "pass": the scheduler's, or
+   * the alarm that runs one) that joins a pass already under way adds its time
+   * to that pass's.
    */
-  async measure<T>(conversation: string | undefined, kind: BusyKind, fn: () => Promise<T>): Promise<T> {
-    const start = performance.now();
-    if (this.active++ === 0) this.since = start;
+  async measure<T>(about: { conversation?: string; part: BusyPart }, fn: () => Promise<T>, call = true): Promise<T> {
+    const isPass = about.part === "pass";
+    if (isPass && this.pass) {
+      try {
+        return await fn();
+      } finally {
+        const sql = this.sql();
+        if (sql && call) addToHour(sql, 0, false, true);
+      }
+    }
+    this.advanceClock();
+    const running: Running = { on: about.conversation ?? null, spent: new Map(), served: new Set(), part: about.part };
+    this.running.add(running);
+    if (isPass) this.pass = running;
     try {
       return await fn();
     } finally {
-      const end = performance.now();
+      this.advanceClock();
+      this.running.delete(running);
+      if (this.pass === running) this.pass = null;
       const sql = this.sql();
-      const outermost = --this.active === 0;
-      if (sql && conversation !== undefined) addToTurn(sql, conversation, end - start);
-      if (sql && (outermost || kind !== "part")) addToHour(sql, outermost ? end - this.since : 0, kind);
+      if (sql) record(sql, running, isPass, call);
     }
+  }
+
+  /** Inside a pass: `fn`'s time goes to `conversation`'s turn, which also shares the pass's own time. */
+  async serving<T>(conversation: string, fn: () => Promise<T>): Promise<T> {
+    const pass = this.pass;
+    if (!pass) return fn();
+    this.advanceClock();
+    pass.served.add(conversation);
+    pass.on = conversation;
+    try {
+      return await fn();
+    } finally {
+      this.advanceClock();
+      pass.on = null;
+    }
+  }
+
+  /** Inside a pass: it did work for these conversations (sent or gave up their effects); they share its own time. */
+  served(conversations: Iterable<string>): void {
+    for (const conversation of conversations) this.pass?.served.add(conversation);
+  }
+
+  /** The clock since the last look, shared equally by the handlers running now. */
+  private advanceClock(): void {
+    const now = performance.now();
+    const share = this.running.size > 0 ? (now - this.tick) / this.running.size : 0;
+    for (const r of this.running) r.spent.set(r.on, (r.spent.get(r.on) ?? 0) + share);
+    this.tick = now;
   }
 
   /** The conversation an open effect belongs to (a model job's also once it is settled). */
@@ -107,7 +171,15 @@ export class BusyTime {
       .exec<HourRow>("SELECT hour, busy_ms, passes, handlers FROM busy_hours WHERE busy_ms > shipped_ms OR hour >= ? ORDER BY hour", hourOf(Date.now()) - HOUR_MS)
       .toArray();
     sql.exec("UPDATE busy_hours SET shipped_ms = busy_ms WHERE busy_ms > shipped_ms");
-    return rows.map(hourBusy);
+    if (rows.length === 0) return [];
+    const parts = sql.exec<PartRow>("SELECT hour, part, busy_ms FROM busy_outside WHERE hour >= ?", rows[0]!.hour).toArray();
+    return rows.map((r) => ({
+      hour: r.hour,
+      busyMs: round(r.busy_ms),
+      passes: r.passes,
+      handlers: r.handlers,
+      outsideTurns: Object.fromEntries(parts.filter((p) => p.hour === r.hour).map((p) => [p.part, round(p.busy_ms)])),
+    }));
   }
 
   /** Rows older than `keepMs` go (the ledger keeps the hours). */
@@ -117,18 +189,41 @@ export class BusyTime {
     const before = Date.now() - keepMs;
     sql.exec("DELETE FROM busy_turns WHERE at < ?", before);
     sql.exec("DELETE FROM busy_hours WHERE hour < ?", hourOf(before));
+    sql.exec("DELETE FROM busy_outside WHERE hour < ?", hourOf(before));
   }
 }
 
 type HourRow = { hour: number; busy_ms: number; passes: number; handlers: number };
+type PartRow = { hour: number; part: BusyPart; busy_ms: number };
 
-function hourBusy(r: HourRow): HourBusy {
-  return { hour: r.hour, busyMs: round(r.busy_ms), passes: r.passes, handlers: r.handlers };
+/**
+ * A handler's shares, written where they go, and their sum to the hour, in
+ * one go: the turns and the parts always add up to the hour's busy time.
+ */
+function record(sql: SqlStorage, running: Running, isPass: boolean, call: boolean): void {
+  const own = running.spent.get(null) ?? 0;
+  const turns = new Map<string, number>();
+  for (const [on, ms] of running.spent) if (on !== null) turns.set(on, ms);
+  // A pass's own time goes to the conversations it served, in equal parts.
+  const sharers = isPass ? [...running.served] : [];
+  for (const conversation of sharers) turns.set(conversation, (turns.get(conversation) ?? 0) + own / sharers.length);
+  let outside = sharers.length > 0 ? 0 : own;
+  for (const [conversation, ms] of turns) if (!addToTurn(sql, conversation, ms)) outside += ms;
+  if (outside > 0) {
+    sql.exec(
+      "INSERT INTO busy_outside (hour, part, busy_ms) VALUES (?, ?, ?) ON CONFLICT (hour, part) DO UPDATE SET busy_ms = busy_ms + excluded.busy_ms",
+      hourOf(Date.now()),
+      running.part,
+      outside,
+    );
+  }
+  addToHour(sql, [...running.spent.values()].reduce((sum, ms) => sum + ms, 0), isPass, call);
 }
 
-function addToTurn(sql: SqlStorage, conversation: string, ms: number): void {
+/** False when the conversation has no row (an event refused before it opened one): the time stays outside. */
+function addToTurn(sql: SqlStorage, conversation: string, ms: number): boolean {
   const turn = sql.exec<{ turn: number }>("SELECT turn FROM conversations WHERE id = ?", conversation).toArray()[0]?.turn;
-  if (turn === undefined) return;
+  if (turn === undefined) return false;
   sql.exec(
     "INSERT INTO busy_turns (conversation, turn, busy_ms, handlers, at) VALUES (?, ?, ?, 1, ?) ON CONFLICT (conversation, turn) DO UPDATE SET busy_ms = busy_ms + excluded.busy_ms, handlers = handlers + 1, at = excluded.at",
     conversation,
@@ -136,15 +231,16 @@ function addToTurn(sql: SqlStorage, conversation: string, ms: number): void {
     ms,
     Date.now(),
   );
+  return true;
 }
 
-function addToHour(sql: SqlStorage, ms: number, kind: BusyKind): void {
+function addToHour(sql: SqlStorage, ms: number, isPass: boolean, call: boolean): void {
   sql.exec(
     "INSERT INTO busy_hours (hour, busy_ms, passes, handlers) VALUES (?, ?, ?, ?) ON CONFLICT (hour) DO UPDATE SET busy_ms = busy_ms + excluded.busy_ms, passes = passes + excluded.passes, handlers = handlers + excluded.handlers",
     hourOf(Date.now()),
     ms,
-    kind === "pass" ? 1 : 0,
-    kind === "call" ? 1 : 0,
+    isPass ? 1 : 0,
+    call ? 1 : 0,
   );
 }
 
@@ -160,37 +256,54 @@ type Handler = (...args: never[]) => Promise<unknown>;
 /** Says which conversation a handler's call is about, from its arguments (undefined: none, or not known). */
 type Attribution = (busy: BusyTime, ...args: never[]) => string | undefined;
 
+/** What a handler's time goes to: the turn of the conversation it is about, when it is about one, else its part. */
+interface HandlerMeter {
+  part: BusyPart;
+  about?: Attribution;
+}
+
 const ofToolCall = (busy: BusyTime, key: string) => busy.conversationOfCall(key);
+const effect = (about: Attribution): HandlerMeter => ({ part: "effects", about });
+const READ: HandlerMeter = { part: "reads" };
 
 /**
- * What the AgentObject's handlers are about, where one is about a
- * conversation; the others (reads: a watcher polling a conversation) are
- * counted to the hour but to no turn, so a turn's busy time is the work of
- * the turn alone.
+ * The AgentObject's handlers and what each is about. Reads (a watcher polling
+ * a conversation) count to no turn, so a turn's busy time is the work of the
+ * turn alone.
  */
-export const AGENT_HANDLERS: Record<string, Attribution> = {
-  submit: (_busy, _route: unknown, event: { conversation: string }) => event.conversation,
-  claim: (busy, _route: unknown, kind: string, id: string) => busy.conversationOf(kind, id),
-  progress: (busy, _route: unknown, id: string) => busy.conversationOf("model", id),
-  report: (busy, _route: unknown, kind: string, id: string) => busy.conversationOf(kind, id),
-  claimScriptCall: (busy, _route: unknown, call: { parentKey: string }) => ofToolCall(busy, call.parentKey),
-  reportScriptCall: (busy, _route: unknown, key: string) => ofToolCall(busy, key),
+export const AGENT_HANDLERS: Record<string, HandlerMeter> = {
+  alarm: { part: "pass" },
+  submit: { part: "inbound", about: (_busy, _route: unknown, event: { conversation: string }) => event.conversation },
+  conversation: READ,
+  conversations: READ,
+  claim: effect((busy, _route: unknown, kind: string, id: string) => busy.conversationOf(kind, id)),
+  progress: effect((busy, _route: unknown, id: string) => busy.conversationOf("model", id)),
+  report: effect((busy, _route: unknown, kind: string, id: string) => busy.conversationOf(kind, id)),
+  claimScriptCall: effect((busy, _route: unknown, call: { parentKey: string }) => ofToolCall(busy, call.parentKey)),
+  reportScriptCall: effect((busy, _route: unknown, key: string) => ofToolCall(busy, key)),
+  conversationList: READ,
+  pendingHolds: READ,
+  changes: READ,
+  applySettings: { part: "admin" },
+  dropDeliveries: { part: "admin" },
 };
 
 /**
  * Wraps every handler of a Durable Object class on its prototype (the methods
- * RPC and the alarm call), so each call is measured by the instance's
- * `busyTime`, and counted to the conversation `attributions` names for it.
+ * RPC and the alarm call; its helpers are #private, off the prototype), so each
+ * call is measured by the instance's `busyTime` as `meters` says (a handler
+ * they do not name counts as "admin").
  */
-export function measureHandlers(proto: { busyTime: BusyTime }, attributions: Record<string, Attribution>): void {
+export function measureHandlers(proto: { busyTime: BusyTime }, meters: Record<string, HandlerMeter>): void {
   const methods = proto as unknown as Record<string, Handler>;
   const names = Object.getOwnPropertyNames(proto).filter((name) => name !== "constructor" && typeof methods[name] === "function");
-  for (const name of Object.keys(attributions)) if (!names.includes(name)) throw new Error(`measureHandlers: no handler ${name}`);
+  for (const name of Object.keys(meters)) if (!names.includes(name)) throw new Error(`measureHandlers: no handler ${name}`);
   for (const name of names) {
     const original = methods[name]!;
-    const attribute = attributions[name] ?? (() => undefined);
+    const { part, about } = meters[name] ?? { part: "admin" };
     const wrapped = function (this: { busyTime: BusyTime }, ...args: never[]): Promise<unknown> {
-      return this.busyTime.measure(attribute(this.busyTime, ...args), "call", () => original.apply(this, args));
+      const conversation = about?.(this.busyTime, ...args);
+      return this.busyTime.measure({ part, ...(conversation !== undefined ? { conversation } : {}) }, () => original.apply(this, args));
     };
     Object.defineProperty(proto, name, { value: wrapped, writable: true, configurable: true });
   }

@@ -2,12 +2,13 @@
 // the platform ("platform", the operator's total). Each model call's tokens and
 // priced cost are counted per (tenant, agent, model, hour), once per model job
 // (a redelivered job's second report is ignored), and each agent object's busy
-// time per (tenant, agent, hour). Couriers write it (runtime/metering/spend.ts); the
+// time per (tenant, agent, hour), with the part of it that served no turn.
+// Couriers write it (runtime/metering/spend.ts); the
 // Agents API, `status` and the console read it. A tenant's ledger also keeps
 // the tenant's daily spend limit, so the check before a call asks one object.
 import { DurableObject } from "cloudflare:workers";
 import { z } from "zod";
-import { hourOf, type HourBusy } from "./busy-time.ts";
+import { type BusyPart, hourOf, type HourBusy } from "./busy-time.ts";
 
 export const DAY_MS = 86_400_000;
 /** Job ids are remembered this long; a job is never redelivered after a day (its row is pruned). */
@@ -72,6 +73,8 @@ export interface BusyRowOut {
   busyMs: number;
   passes: number;
   handlers: number;
+  /** The part of busyMs that served no conversation's turn, by part (runtime/metering/busy-time.ts). */
+  outsideTurns: Partial<Record<BusyPart, number>>;
 }
 
 export interface UsageReport {
@@ -97,6 +100,11 @@ const SCHEMA = `
     PRIMARY KEY (tenant, agent, hour)
   );
   CREATE INDEX IF NOT EXISTS busy_hour ON busy (hour);
+  CREATE TABLE IF NOT EXISTS busy_outside (
+    tenant TEXT NOT NULL, agent TEXT NOT NULL, hour INTEGER NOT NULL, part TEXT NOT NULL, busy_ms REAL NOT NULL,
+    PRIMARY KEY (tenant, agent, hour, part)
+  );
+  CREATE INDEX IF NOT EXISTS busy_outside_hour ON busy_outside (hour);
   CREATE TABLE IF NOT EXISTS tenant_limit (id INTEGER PRIMARY KEY CHECK (id = 1), value TEXT NOT NULL);
 `;
 
@@ -154,6 +162,18 @@ export class Ledger extends DurableObject<Env> {
         h.passes,
         h.handlers,
       );
+      // An object from before the parts were kept sends none.
+      for (const [part, ms] of Object.entries(h.outsideTurns ?? {})) {
+        this.sql.exec(
+          `INSERT INTO busy_outside (tenant, agent, hour, part, busy_ms) VALUES (?, ?, ?, ?, ?)
+           ON CONFLICT (tenant, agent, hour, part) DO UPDATE SET busy_ms = MAX(busy_ms, excluded.busy_ms)`,
+          tenant,
+          agent,
+          h.hour,
+          part,
+          ms,
+        );
+      }
     }
   }
 
@@ -205,9 +225,15 @@ export class Ledger extends DurableObject<Env> {
         hourOf(from),
         to,
       )
-      .toArray()
-      .map((r) => ({ hour: r.hour, agent: r.agent, busyMs: r.busy_ms, passes: r.passes, handlers: r.handlers }));
-    return { usage, busy };
+      .toArray();
+    const parts = this.sql
+      .exec<{ hour: number; agent: string; part: BusyPart; busy_ms: number }>("SELECT hour, agent, part, busy_ms FROM busy_outside WHERE hour >= ? AND hour < ?", hourOf(from), to)
+      .toArray();
+    const outsideOf = (hour: number, agent: string) => Object.fromEntries(parts.filter((p) => p.hour === hour && p.agent === agent).map((p) => [p.part, p.busy_ms]));
+    return {
+      usage,
+      busy: busy.map((r) => ({ hour: r.hour, agent: r.agent, busyMs: r.busy_ms, passes: r.passes, handlers: r.handlers, outsideTurns: outsideOf(r.hour, r.agent) })),
+    };
   }
 
   private limit(): TenantLimit | null {

@@ -92,7 +92,7 @@ export class AgentObject extends DurableObject<Env> {
       ctx.storage,
       async () => {
         const route = this.identity.route();
-        if (route) await this.busyTime.measure(undefined, "pass", () => this.pass.run(route));
+        if (route) await this.busyTime.measure({ part: "pass" }, () => this.pass.run(route), false);
       },
       () => [this.store.anyMarked() || this.approvals.hasWork() ? Date.now() : null, this.effects.nextDue()],
     );

@@ -51,10 +51,11 @@ export class Pass {
     if (pass) {
       toolLists.request(pass.gateway);
       await approvals.performApproved(pass);
-      for (const id of this.dueConversations()) await busyTime.measure(id, "part", () => this.advanceOrFail(pass, id));
+      for (const id of this.dueConversations()) await busyTime.serving(id, () => this.advanceOrFail(pass, id));
     }
-    const exhausted = await effects.send(queue(), route, (row) => dispatch(route, row));
-    if (exhausted.length > 0) storage.transactionSync(() => exhausted.forEach((effect) => this.giveUp(route, effect)));
+    const { sent, givenUp } = await effects.send(queue(), route, (row) => dispatch(route, row));
+    busyTime.served([...sent, ...givenUp].map((effect) => effect.conversation));
+    if (givenUp.length > 0) storage.transactionSync(() => givenUp.forEach((effect) => this.giveUp(route, effect)));
   }
 
   /** Only conversations an event, a reply or a decision reached; every running one now and then, for safety. */

@@ -2,7 +2,9 @@
 // conversation is folded from, the inbox of messages waiting for the running
 // turn's next model call, and the ids of every inbound event accepted.
 import type { ChatUser, ReplyAddress } from "../chat.ts";
-import type { LogRow, LogType, UserData } from "./transcript.ts";
+import { MESSAGE_TYPES, type LogRow, type LogType, type UserData } from "./transcript.ts";
+
+const MESSAGE_TYPES_SQL = [...MESSAGE_TYPES].map((type) => `'${type}'`).join(", ");
 
 export type ConversationRow = {
   id: string;
@@ -112,8 +114,32 @@ export class Conversations {
     this.sql.exec("INSERT INTO log (conversation, turn, type, data, at) VALUES (?, ?, ?, ?, ?)", conversation, turn, type, JSON.stringify(data), Date.now());
   }
 
+  /** Every row, oldest first: what the transcript view shows. A turn reads its `tail` instead. */
   log(conversation: string): LogRow[] {
     return this.sql.exec<LogRow>("SELECT * FROM log WHERE conversation = ? ORDER BY seq", conversation).toArray();
+  }
+
+  /**
+   * What a turn reads of the log: the rows from the last handover's kept tail
+   * on, and from the current turn's start on, whichever begins earlier (the
+   * whole log before the first compaction). Every fold on a turn's path (the
+   * model's messages, the estimate, compaction, the standing documents) needs
+   * nothing older, so a turn costs the same however long the log has grown.
+   */
+  tail(conv: ConversationRow): LogRow[] {
+    const handover = this.sql
+      .exec<{ keep_from: number }>(
+        "SELECT COALESCE(json_extract(data, '$.keepFrom'), seq) AS keep_from FROM log WHERE conversation = ? AND type = 'handover' ORDER BY seq DESC LIMIT 1",
+        conv.id,
+      )
+      .toArray()[0];
+    const from = Math.min(handover?.keep_from ?? 0, conv.turn > 0 ? this.turnStart(conv).seq : Infinity);
+    return this.sql.exec<LogRow>("SELECT * FROM log WHERE conversation = ? AND seq >= ? ORDER BY seq", conv.id, from).toArray();
+  }
+
+  /** The newest row the model is shown or told of (a message, a note, a handover). */
+  lastMessage(conversation: string): LogRow | undefined {
+    return this.sql.exec<LogRow>(`SELECT * FROM log WHERE conversation = ? AND type IN (${MESSAGE_TYPES_SQL}) ORDER BY seq DESC LIMIT 1`, conversation).toArray()[0];
   }
 
   /** The first log row of `conv`'s current turn: where it starts, and how. */

@@ -164,6 +164,11 @@ const MIGRATIONS: string[] = [
   -- Chat messages go out in runs (runtime/effects/outbox.ts): the run that carried a row while its outcome is not known.
   ALTER TABLE outbox ADD COLUMN run INTEGER;
   `,
+  // The outbox's pacing reads the conversation's last update without scanning every message it ever sent.
+  `CREATE INDEX outbox_updates_sent ON outbox (conversation, sent_at) WHERE status = 'sent' AND ref_key IS NOT NULL;`,
+  // The object's busy time that served no turn, per hour and part (runtime/metering/busy-time.ts):
+  // with busy_turns it adds up to busy_hours.
+  `CREATE TABLE busy_outside (hour INTEGER NOT NULL, part TEXT NOT NULL, busy_ms REAL NOT NULL, PRIMARY KEY (hour, part));`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

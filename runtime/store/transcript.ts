@@ -40,7 +40,8 @@ export function textOf(content: UserMessage["content"] | AssistantMessage["conte
   return content.map((c) => (c.type === "text" ? c.text : "")).join("");
 }
 
-const MESSAGE_TYPES: ReadonlySet<LogType> = new Set(["user", "assistant", "tool_result", "marker", "handover"]);
+/** The rows the model is shown (a note and a handover as user text). */
+export const MESSAGE_TYPES: ReadonlySet<LogType> = new Set(["user", "assistant", "tool_result", "marker", "handover"]);
 
 export function isMessageRow(row: LogRow): boolean {
   return MESSAGE_TYPES.has(row.type);

@@ -5,7 +5,7 @@
 // there, and its result comes back as an event, like a model reply.
 import type { AssistantMessage, ToolCall, ToolResultMessage } from "@mariozechner/pi-ai";
 import type { CallScope, GatewayResult, Mount } from "../../plugins/index.ts";
-import { audienceOf, type Conversations, type ConversationRow, isMessageRow } from "../store/index.ts";
+import { audienceOf, type Conversations, type ConversationRow } from "../store/index.ts";
 import type { Effects } from "../effects/index.ts";
 import type { MountSessions } from "./mount-sessions.ts";
 import type { PassContext } from "../pass-context.ts";
@@ -167,7 +167,7 @@ export class ToolCalls {
 
   /** A provider rejects an assistant tool call without a result, so a stopped batch gets results. */
   closeOpen(conv: ConversationRow): void {
-    const last = this.conversations.log(conv.id).filter(isMessageRow).at(-1);
+    const last = this.conversations.lastMessage(conv.id);
     if (!last || last.type !== "assistant") return;
     for (const call of toolCalls(JSON.parse(last.data) as AssistantMessage)) {
       const key = toolCallKey(conv.id, last.seq, call);

@@ -7,7 +7,7 @@ import type { AssistantMessage, UserMessage } from "@mariozechner/pi-ai";
 import { clip } from "../../lib/text.ts";
 import { type ApprovalFlow, toolCalls, type ToolCalls } from "../tools/index.ts";
 import type { Attachment, ChatUser, OutboundMessage, StreamTarget } from "../chat.ts";
-import { audienceOf, type Conversations, type ConversationRow, type InboxItem, isMessageRow, modelMessages, shownRows, textOf, type CompactionData, type HandoverData, type LogRow, type UserData } from "../store/index.ts";
+import { audienceOf, type Conversations, type ConversationRow, type InboxItem, modelMessages, shownRows, textOf, type CompactionData, type HandoverData, type LogRow, type UserData } from "../store/index.ts";
 import {
   compactionRequest,
   compactionTrigger,
@@ -87,7 +87,7 @@ export class Turns {
     const conv = this.conversations.get(conversation)!;
     if (conv.status === "running") return "A turn is running; stop it or wait for it before compacting.";
     // The model (and so its window) is known only in the pass; with any window, half of what is shown is kept at most.
-    if (!planCompaction({ contextWindow: Infinity }, this.conversations.log(conversation), "person")) return "Nothing to compact yet.";
+    if (!planCompaction({ contextWindow: Infinity }, this.conversations.tail(conv), "person")) return "Nothing to compact yet.";
     this.conversations.beginTurn(conv, { purpose: "compact" });
     return "Compacting: the earlier messages are summarised into a handover; the latest stay as they are.";
   }
@@ -194,7 +194,7 @@ export class Turns {
     if (settled.kind === "failed") {
       if (!settled.tooLong) return this.end(conv, "failed", settled.error, settled.verbatim ? settled.error : undefined);
       // Too long for the model: one compaction is forced, then the call is made again; refused again, the turn fails.
-      if (refusedAgain(this.conversations.log(conv.id))) {
+      if (refusedAgain(this.conversations.tail(conv))) {
         return this.end(conv, "failed", `the conversation is too long for the model even after compaction (${settled.error})`);
       }
       this.conversations.append(conv.id, conv.turn, "compaction", { event: "refused", error: settled.error } satisfies CompactionData);
@@ -214,7 +214,7 @@ export class Turns {
    * one made on the way lets the turn go on as it was.
    */
   private settleCompaction(conv: ConversationRow, settled: Settled): void {
-    const rows = this.conversations.log(conv.id);
+    const rows = this.conversations.tail(conv);
     const started = startedCompaction(rows)!;
     const asked = "purpose" in this.conversations.turnStart(conv).start;
     const reply = settled.kind === "reply" ? textOf(settled.message.content).trim() : "";
@@ -249,11 +249,11 @@ export class Turns {
       if (this.jobs.isOpen(id)) return; // waiting for the model
       const { seq: startSeq, start } = this.conversations.turnStart(conv);
       if ("purpose" in start) {
-        const plan = planCompaction(pass.model.settings, this.conversations.log(id), "person");
+        const plan = planCompaction(pass.model.settings, this.conversations.tail(conv), "person");
         if (!plan) return this.storage.transactionSync(() => this.end(conv, "unchanged", "there is nothing to compact yet"));
         return this.startCompaction(pass, conv, plan);
       }
-      const last = this.conversations.log(id).filter(isMessageRow).at(-1);
+      const last = this.conversations.lastMessage(id);
       if (last?.type === "assistant") {
         const message = JSON.parse(last.data) as AssistantMessage;
         const calls = toolCalls(message);
@@ -274,7 +274,7 @@ export class Turns {
       });
       // A mount's first tool list is on its way: the model is asked once it can see those tools (or the fetch failed).
       if (pass.gateway.awaitingToolLists()) return;
-      const rows = this.conversations.log(id);
+      const rows = this.conversations.tail(conv);
       const request: ModelRequest = { model: pass.pick, systemPrompt: this.systemPromptOf(pass, conv, rows), messages: modelMessages(rows), tools: pass.gateway.tools() };
       const body = JSON.stringify(request);
       const trigger = compactionTrigger(pass.model.settings, estimateTokens(requestChars(body, request.messages), rows), rows);
@@ -305,7 +305,7 @@ export class Turns {
   private noteStanding(pass: PassContext, conv: ConversationRow, startSeq: number): void {
     const docs = pass.gateway.standing(audienceOf(pass.route, conv));
     if (docs.length === 0) return;
-    const rows = this.conversations.log(conv.id);
+    const rows = this.conversations.tail(conv);
     const { snapshot, known } = standingState(rows);
     if (!snapshot) {
       this.conversations.append(conv.id, conv.turn, "standing", { documents: Object.fromEntries(docs.map((d) => [d.alias, d.lines])) });
