@@ -148,10 +148,11 @@ export class Effects {
         this.done(row.kind, row.id);
         continue;
       }
-      // Under way from here: what a later step of this pass changes (a status replaced) is a row of its own.
-      this.markSent(row, now);
-      sent.push(row);
-      if (what === "taken") continue;
+      if (what === "taken") {
+        this.markSent(row, now);
+        sent.push(row);
+        continue;
+      }
       const message: EffectMessage = { ...route, kind: row.kind, id: row.id, lane: laneOf(row), attempt: row.attempts + 1 };
       const carried = typeof what === "object" ? { ...message, work: what.work } : null;
       const carriedBytes = carried ? new TextEncoder().encode(JSON.stringify(carried)).byteLength : Infinity;
@@ -161,19 +162,17 @@ export class Effects {
       if (batch.length === MAX_BATCH_MESSAGES || (batch.length > 0 && bytes + entry.bytes > MAX_BATCH_BYTES)) batches.push([entry]);
       else batch.push(entry);
     }
-    for (const [i, batch] of batches.entries()) {
+    for (const batch of batches) {
       if (batch.length === 0) continue;
       try {
         await queue.sendBatch(batch.map(({ message }) => ({ body: message })));
       } catch (err) {
         console.error(`sending ${batch.length} effects failed; the next pass tries again`, err);
-        // Nothing of these left: they are due again at once, with the attempt taken back.
-        for (const { row } of batches.slice(i).flat()) {
-          this.sql.exec("UPDATE effects SET state = ?, due_at = ?, attempts = ?, leases = ? WHERE kind = ? AND id = ?", row.state, now, row.attempts, row.leases, row.kind, row.id);
-        }
-        const unsent = new Set(batches.slice(i).flat().map((e) => e.row));
-        return { sent: sent.filter((row) => !unsent.has(row)), givenUp };
+        return { sent, givenUp };
       }
+      // Marked once on the queue: an eviction while sending leaves them due, and the next pass sends them again.
+      for (const { row } of batch) this.markSent(row, now);
+      sent.push(...batch.map(({ row }) => row));
     }
     return { sent, givenUp };
   }

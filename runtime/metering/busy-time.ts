@@ -84,7 +84,8 @@ export class BusyTime {
         return await fn();
       } finally {
         const sql = this.sql();
-        if (sql && call) addToHour(sql, 0, false, true);
+        // The alarm that joins a pass counts as a call and a pass; the scheduler's own measure inside it, as nothing more.
+        if (sql && call) addToHour(sql, 0, true, true);
       }
     }
     this.advanceClock();

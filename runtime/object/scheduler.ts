@@ -20,9 +20,17 @@ export class Scheduler {
     private readonly dueTimes: () => (number | null)[],
   ) {}
 
-  /** Work is pending: a pass starts now, in the background; its watchdog alarm is the durable kick. */
+  /**
+   * Something changed: work due now starts a pass, in the background (its
+   * watchdog alarm is the durable kick); work due later only moves the alarm,
+   * so no pass runs to find nothing to do. A pass under way goes round again.
+   */
   wake(): void {
-    this.drive().catch((err: unknown) => console.error("a pass failed; its watchdog alarm runs it again", err));
+    if (this.pass || this.dueNow()) {
+      this.drive().catch((err: unknown) => console.error("a pass failed; its watchdog alarm runs it again", err));
+    } else {
+      this.arm().catch((err: unknown) => console.error("the alarm could not be set", err));
+    }
   }
 
   /** Runs a pass, or asks the running one to go round again. */
@@ -33,17 +41,28 @@ export class Scheduler {
     }
     this.pass = (async () => {
       try {
-        do {
+        for (;;) {
           this.passAgain = false;
           await this.storage.setAlarm(Date.now() + PASS_WATCHDOG_MS);
           await this.runPass();
           await this.arm();
-        } while (this.passAgain);
+          if (!this.passAgain) break;
+          // Asked again meanwhile, but for nothing due now: the alarm is set for it, and no pass runs empty.
+          if (!this.dueNow()) {
+            await this.arm();
+            break;
+          }
+        }
       } finally {
         this.pass = null;
       }
     })();
     return this.pass;
+  }
+
+  private dueNow(): boolean {
+    const now = Date.now();
+    return this.dueTimes().some((t) => t !== null && t <= now);
   }
 
   private async arm(): Promise<void> {

@@ -163,6 +163,7 @@ const MIGRATIONS: string[] = [
   ALTER TABLE effects ADD COLUMN first_sent_at INTEGER;
   -- Chat messages go out in runs (runtime/effects/outbox.ts): the run that carried a row while its outcome is not known.
   ALTER TABLE outbox ADD COLUMN run INTEGER;
+  CREATE INDEX outbox_runs ON outbox (run) WHERE run IS NOT NULL;
   `,
   // The outbox's pacing reads the conversation's last update without scanning every message it ever sent.
   `CREATE INDEX outbox_updates_sent ON outbox (conversation, sent_at) WHERE status = 'sent' AND ref_key IS NOT NULL;`,
