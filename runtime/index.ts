@@ -23,3 +23,4 @@ export { adminToken, agentsApi, CONVERSATION_ID, parseRoute, readConversation, s
 export { controlPlane, ControlPlane, listAgents, listTenants, recordAgent, type AgentListing, type DirectoryEntry, type TenantListing } from "./control/index.ts";
 export { Ledger, readUsage, totalsOf, type UsageRead, type UsageReport, type UsageTotals } from "./metering/index.ts";
 export { sendTimeoutMs } from "./effects/index.ts";
+export { ProviderGate } from "./models/index.ts";

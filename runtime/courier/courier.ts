@@ -11,10 +11,10 @@ import { z } from "zod";
 import { ConfigError, secretNamed } from "../../lib/config.ts";
 import { Gateway, type CallScope, type GatewayDeps, type Mount, type SessionState } from "../../plugins/index.ts";
 import { type DeliveryResult, type OutboxDelivery, type Route, type StreamTarget, outboundFor, type RuntimeDeps } from "../chat.ts";
-import { modelChoice, type ModelRequest, callModel, type ProviderCall } from "../models/index.ts";
+import { callProvider, modelChoice, type ModelRequest, type ProviderCall } from "../models/index.ts";
 import { sendTimeoutMs, type EffectKind, type EffectMessage } from "../effects/index.ts";
 import { type EffectReport, type EffectWork, agentStub } from "../object/index.ts";
-import { countBusy, countUsage, spendRefusal } from "../metering/index.ts";
+import { countBusy, spendRefusal } from "../metering/index.ts";
 import { sessionCopy, type ToolReport, type ToolWork, type MountReport, type MountWork } from "../tools/index.ts";
 import { ReplyStream } from "./reply-stream.ts";
 import { ScriptCaller } from "./script-caller.ts";
@@ -146,7 +146,7 @@ export class Courier extends DurableObject<Env> {
   }
 
   /**
-   * The spend check, the call, the count. A configuration that cannot work is
+   * The spend check, then the call (through its key's gate, counted). A configuration that cannot work is
    * a refusal (retrying cannot help); a spend limit reached too, told as it is;
    * anything unexpected a retry.
    */
@@ -155,9 +155,7 @@ export class Courier extends DurableObject<Env> {
       const choice = modelChoice(this.env, request.model);
       const refusal = await spendRefusal(this.env, effect, choice);
       if (refusal) return { kind: "refused", error: refusal, verbatim: true };
-      const call = await callModel(this.env, choice, request, { cacheKey: `${effect.tenant}/${effect.agent}`, onText: stream && ((text) => stream.onText(text)) });
-      if (call.kind === "reply") await countUsage(this.env, effect, effect.id, choice, call.message);
-      return call;
+      return await callProvider(this.env, effect, effect.id, choice, request, { cacheKey: `${effect.tenant}/${effect.agent}`, onText: stream && ((text) => stream.onText(text)) });
     } catch (err) {
       if (err instanceof ConfigError) return { kind: "refused", error: `not configured: ${err.message}` };
       return { kind: "retry", error: errorText(err) };

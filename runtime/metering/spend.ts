@@ -54,11 +54,12 @@ function usd(n: number): string {
 }
 
 /**
- * Counts a reply's usage once per job, in the tenant's ledger and, paid with
- * the operator's key, the platform's. The call is paid for already: a ledger
- * that cannot be reached is logged, never a reason to call again.
+ * Counts what one provider answer used, once per `call` (an id of that answer),
+ * in the tenant's ledger and, paid with the operator's key, the platform's. The
+ * call is paid for already: a ledger that cannot be reached is logged, never a
+ * reason to call again.
  */
-export async function countUsage(env: Env, route: Route, job: string, choice: Payer, message: AssistantMessage): Promise<void> {
+export async function countUsage(env: Env, route: Route, call: string, choice: Payer, message: AssistantMessage): Promise<void> {
   const usage = usageRow(message);
   const byok = choice.kind === "provider" && choice.byok === true;
   const tokens = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens + usage.output_tokens;
@@ -67,7 +68,7 @@ export async function countUsage(env: Env, route: Route, job: string, choice: Pa
     console.warn(`model ${usage.model} has no price in the model table: its calls are counted in tokens but cost nothing, and no spend limit sees them`);
   }
   const entry = {
-    job,
+    call,
     tenant: route.tenant,
     agent: route.agent,
     model: usage.model,
@@ -86,7 +87,7 @@ export async function countUsage(env: Env, route: Route, job: string, choice: Pa
         const counted = await ledgerStub(env, tenant).count(entry);
         if (counted && !byok) addToReading(tenant, usage.cost);
       } catch (err) {
-        console.error(`the ${tenant === undefined ? "platform" : `tenant ${tenant}`} ledger could not count job ${job}`, err);
+        console.error(`the ${tenant === undefined ? "platform" : `tenant ${tenant}`} ledger could not count call ${call}`, err);
       }
     }),
   );

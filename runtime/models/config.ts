@@ -1,5 +1,6 @@
-// The models' variables, parsed here: MODEL_PROVIDERS, HARNESS_MODEL and the
-// retry backoff. A bad value is reported by the variable's name.
+// The models' variables, parsed here: MODEL_PROVIDERS, HARNESS_MODEL, the
+// retry backoff and the patience with rate limits. A bad value is reported by
+// the variable's name.
 import { z } from "zod";
 import { ConfigError, parseJsonVar } from "../../lib/config.ts";
 import { providerSchema, resolvePick } from "./providers.ts";
@@ -26,4 +27,9 @@ export function modelChoice(env: Env, pick?: ModelPick): ModelChoice {
 /** The first retry of a failed provider call waits this long, doubling (MODEL_RETRY_BASE_SECONDS). */
 export function retryBaseSeconds(env: Env): number {
   return parseJsonVar("MODEL_RETRY_BASE_SECONDS", env.MODEL_RETRY_BASE_SECONDS, z.number().nonnegative().max(3600), "2");
+}
+
+/** How long a job may wait out its provider's rate limits before its turn fails (MODEL_RATE_LIMIT_PATIENCE_SECONDS). */
+export function rateLimitPatienceSeconds(env: Env): number {
+  return parseJsonVar("MODEL_RATE_LIMIT_PATIENCE_SECONDS", env.MODEL_RATE_LIMIT_PATIENCE_SECONDS, z.number().nonnegative().max(86_400), "600");
 }

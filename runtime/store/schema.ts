@@ -157,6 +157,11 @@ const MIGRATIONS: string[] = [
   `,
   // A streamed reply's message: what it shows, as its courier last reported (runtime/courier/reply-stream.ts).
   `ALTER TABLE message_refs ADD COLUMN shown TEXT;`,
+  // A job waiting out its provider's rate limit: since when, and whether its turn told the person (runtime/models/jobs.ts).
+  `
+  ALTER TABLE model_jobs ADD COLUMN limited_since INTEGER;
+  ALTER TABLE model_jobs ADD COLUMN busy_told INTEGER NOT NULL DEFAULT 0;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -1,0 +1,41 @@
+// A provider call as a courier makes it: through the gate of the key it is
+// made with (no call while the provider has told that key to wait), every
+// answer that was paid for counted in the ledgers, and a rate limit turned
+// into a time to come back rather than a failed attempt.
+import type { AssistantMessage } from "@mariozechner/pi-ai";
+import type { Route } from "../chat.ts";
+import { countUsage } from "../metering/index.ts";
+import { apiKey, callModel, type CallOptions, type ProviderCall } from "./call.ts";
+import { retryBaseSeconds } from "./config.ts";
+import { gateStub } from "./gate.ts";
+import type { ModelRequest } from "./request.ts";
+import type { ModelChoice } from "./types.ts";
+
+export async function callProvider(env: Env, route: Route, job: string, choice: ModelChoice, request: ModelRequest, opts: CallOptions = {}): Promise<ProviderCall> {
+  if (choice.kind === "local") return callModel(env, choice, request, opts);
+  const gate = await gateStub(env, choice.provider.id, apiKey(env, choice.provider));
+  const admission = await gate.admit();
+  if (!admission.go) return { kind: "limited", error: "the model provider asked for a pause on this key (rate limit)", until: admission.until };
+  const { probe } = admission;
+  let probeTold = false;
+  // The first call after a wait lets the others go as soon as its answer begins, not when it ends.
+  const tellProbe = async () => {
+    if (!probe || probeTold) return;
+    probeTold = true;
+    await gate.answered(probe);
+  };
+  let answer: AssistantMessage | undefined;
+  const call = await callModel(env, choice, request, { ...opts, ...(probe ? { onAccepted: tellProbe } : {}), onAnswer: (message) => (answer = message) });
+  // Each paid answer counts once, under its own id: a job whose call was made twice was paid twice.
+  if (answer && paidTokens(answer) > 0) await countUsage(env, route, `${job}:${crypto.randomUUID()}`, choice, answer);
+  if (call.kind === "retry" && call.status === 429) {
+    return { kind: "limited", error: call.error, until: await gate.limited(probe, call.retryAfterSeconds, retryBaseSeconds(env)) };
+  }
+  await tellProbe();
+  return call;
+}
+
+function paidTokens(message: AssistantMessage): number {
+  const { input, output, cacheRead, cacheWrite } = message.usage;
+  return input + output + cacheRead + cacheWrite;
+}
