@@ -17,12 +17,12 @@
 // the conversation (the number of assistant messages it carries), so a request
 // sent again after a crash gets the same answer.
 // A rate limit, as a provider keeps one per key: `PUT /_control/busy/<prefix>
-// {forMs, waitMs, key?}` makes every request of a scenario whose id starts
+// {waitMs, forMs?, key?}` makes every request of a scenario whose id starts
 // with <prefix>, made with that key (default the operator's), answer 429 for
-// forMs from the first such request, each 429 announcing "come back in waitMs"
-// in its API's own way. `GET /_control/busy/<prefix>` → { requests: [{ at,
-// scenario, key, status }], windows: [{ from, to }] }: what arrived when, and
-// the windows announced.
+// forMs from the first such request (or until `POST …/lift`), each 429
+// announcing "come back in waitMs" in its API's own way. `GET
+// /_control/busy/<prefix>` → { requests: [{ at, scenario, key, status }],
+// windows: [{ from, to }] }: what arrived when, and the windows announced.
 import { listen, readBody, sendJson } from "./http.mjs";
 import { FAKE_PROVIDER_KEY, FAKE_TENANT_KEY, PROTOCOLS, usageOf } from "./model-protocols.mjs";
 
@@ -60,12 +60,16 @@ export async function startModelProvider({ gates } = {}) {
         return sendJson(res, 200, { ok: true });
       }
     }
-    const busyControl = /^\/_control\/busy\/([^/]+)$/.exec(url.pathname);
+    const busyControl = /^\/_control\/busy\/([^/]+?)(\/lift)?$/.exec(url.pathname);
     if (busyControl) {
       const prefix = decodeURIComponent(busyControl[1]);
       if (req.method === "PUT") {
-        const { forMs, waitMs, key = FAKE_PROVIDER_KEY } = JSON.parse(await readBody(req));
+        const { forMs = Infinity, waitMs, key = FAKE_PROVIDER_KEY } = JSON.parse(await readBody(req));
         busy.set(prefix, { forMs, waitMs, key, startedAt: null, requests: [], windows: [] });
+        return sendJson(res, 200, { ok: true });
+      }
+      if (req.method === "POST" && busyControl[2] && busy.has(prefix)) {
+        busy.get(prefix).forMs = 0;
         return sendJson(res, 200, { ok: true });
       }
       const b = busy.get(prefix);
