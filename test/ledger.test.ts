@@ -1,5 +1,5 @@
 // The usage ledger (runtime/metering/ledger.ts) and daily spend limits (runtime/metering/spend.ts):
-// what the fake provider reports is what the ledger holds, once per job, across
+// what the fake provider reports is what the ledger holds, once per paid answer, across
 // evictions; a tenant at its limit is refused before the provider, once, in words.
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
@@ -7,7 +7,7 @@ import { describe, expect, it, vi } from "vitest";
 import { courierStub } from "../runtime/courier/index.ts";
 import { ledgerStub, type UsageRowOut, type UsageTotals, limitSentence } from "../runtime/metering/index.ts";
 import { modelProviders, modelSettings } from "../runtime/models/index.ts";
-import { evict, rows } from "./agents.ts";
+import { courier, evict, rows } from "./agents.ts";
 import { captureConsole } from "./leaks.ts";
 import { conversationOf, messageEnvelope, newTs, postEvent, slackId, statusFinal, threadMessages, AGENT } from "./slack/helpers.ts";
 import { postMessage, providerRequests, releaseProvider, script, settled, unique, waitFor, withVars, worker, type ScriptStep } from "./support.ts";
@@ -39,6 +39,17 @@ function priced(model: string, u: { input: number; cached: number; cacheWrite: n
 }
 
 const near = (a: number, b: number) => expect(Math.abs(a - b)).toBeLessThan(1e-12);
+
+/** What the fake provider billed for Chat Completions requests, in the ledger's terms (input excludes cached). */
+function billed(requests: { usage?: Record<string, unknown> }[]) {
+  const sent = requests.flatMap((r) => (r.usage ? [r.usage as { prompt_tokens: number; completion_tokens: number; prompt_tokens_details: { cached_tokens: number } }] : []));
+  return {
+    calls: sent.length,
+    inputTokens: sent.reduce((n, u) => n + u.prompt_tokens - u.prompt_tokens_details.cached_tokens, 0),
+    cachedInputTokens: sent.reduce((n, u) => n + u.prompt_tokens_details.cached_tokens, 0),
+    outputTokens: sent.reduce((n, u) => n + u.completion_tokens, 0),
+  };
+}
 
 describe("the usage ledger", () => {
   it("after a scripted conversation equals the provider's reported tokens exactly, cached included; cost matches the table; it survives eviction", async () => {
@@ -115,7 +126,7 @@ describe("the usage ledger", () => {
     expect(after.totals).toEqual(before.totals);
   });
 
-  it("never counts a job twice when it is delivered again and performed twice", async () => {
+  it("counts every answer the provider was paid for: a job delivered again and performed twice is counted twice, as billed", async () => {
     const tenant = unique("redeliver");
     const s = unique("redeliver");
     // The first delivery's call is held at the provider; the job is delivered again meanwhile, to another courier.
@@ -132,17 +143,45 @@ describe("the usage ledger", () => {
       const v = await settled(tenant, "a", s);
       return v.transcript.at(-1)?.text === "second" ? v : undefined;
     });
+    // The conversation used one answer.
     expect(view.usage).toMatchObject({ inputTokens: 10 + 20, outputTokens: 5 });
-    // The first call now answers too: it was paid for, but its job is counted already.
+    // The first call now answers too: its result is not used, but it was paid for.
     await releaseProvider(s);
     const first = courierStub(env, { ...again, lane: `model:${s}` });
     await waitFor("the first courier to finish", async () => (await runInDurableObject(first, (_i, state) => state.storage.getAlarm())) === null);
     expect((await providerRequests(s)).filter((r) => r.responded)).toHaveLength(2);
-    const answer = await usage(tenant);
-    expect(answer.totals).toMatchObject({ calls: 1, inputTokens: 10, cachedInputTokens: 20, outputTokens: 5 });
-    // The platform's ledger counted the job once too.
+    expect((await usage(tenant)).totals).toMatchObject(billed(await providerRequests(s)));
+    // The platform's ledger counted both too.
     const platform = await ledgerStub(env).report(Date.now() - 3_600_000, Date.now() + 1);
-    expect(platform.usage.filter((r) => r.tenant === tenant).reduce((n, r) => n + r.calls, 0)).toBe(1);
+    expect(platform.usage.filter((r) => r.tenant === tenant).reduce((n, r) => n + r.calls, 0)).toBe(2);
+  });
+
+  it("a job whose report is lost after the provider answered is called again, and the ledger shows both calls, as billed", async () => {
+    const tenant = unique("lost");
+    const s = unique("lost");
+    await script(s, [
+      { text: "first, never heard of", usage: { input: 1000, cached: 0, output: 100 } },
+      { text: "second", usage: { input: 10, cached: 20, output: 5 } },
+    ]);
+    // The courier's first report is lost on its way to the agent (as when the agent is unreachable): it keeps the task and performs it again.
+    await runInDurableObject(courier(tenant, "a", "model", s), (instance) => {
+      Object.assign(instance, {
+        report: async () => {
+          Reflect.deleteProperty(instance, "report");
+          throw new Error("the report was lost on its way");
+        },
+      });
+    });
+    await postMessage(tenant, "a", { text: `[s:${s}] hi`, conversation: s });
+    const view = await waitFor("the second call's answer", async () => {
+      const v = await settled(tenant, "a", s);
+      return v.transcript.at(-1)?.text === "second" ? v : undefined;
+    });
+    expect(view.transcript.filter((e) => e.role === "assistant").map((e) => e.text)).toEqual(["second"]);
+    const requests = await providerRequests(s);
+    expect(requests.filter((r) => r.responded)).toHaveLength(2);
+    expect(billed(requests).calls).toBe(2);
+    expect((await usage(tenant)).totals).toMatchObject(billed(requests));
   });
 
   it("status shows the conversation's day and the tenant's day", async () => {
