@@ -204,13 +204,15 @@ describe("the usage ledger", () => {
     expect(notice).toContain(`\nTenant ${tenant} today (UTC): 2 model calls, 450 tokens in (67% cached), 25 out, $${all.toFixed(4)}; spent $${all.toFixed(4)} of a $2.00 daily limit; object busy `);
   });
 
-  it("a model without a price is counted in tokens, costs nothing, and is logged once", async () => {
+  it("a model without a price is counted in tokens, costs nothing, is logged once, and is named unpriced in status and the console", async () => {
     const tenant = unique("unpriced");
     expect((await worker(`/v1/tenants/${tenant}/model`, { method: "PUT", headers: ADMIN, body: JSON.stringify({ model: "fake/small-output" }) })).status).toBe(200);
     const lines = captureConsole();
+    const conversations: string[] = [];
     try {
       for (let i = 0; i < 2; i++) {
         const s = unique("unpriced");
+        conversations.push(s);
         await script(s, [{ text: "free", usage: { input: 100, cached: 0, output: 10 } }]);
         await postMessage(tenant, "a", { text: `[s:${s}] hi`, conversation: s });
         await settled(tenant, "a", s);
@@ -221,6 +223,22 @@ describe("the usage ledger", () => {
     const answer = await usage(tenant);
     expect(answer.totals).toMatchObject({ calls: 2, inputTokens: 200, outputTokens: 20, costUsd: 0 });
     expect(lines.filter((l) => l.includes("model fake/small-output has no price"))).toHaveLength(1);
+    const unpriced = "model fake/small-output has no price in the model table: its calls are counted in tokens but cost $0 here, so no spend limit can apply to them";
+    const status = async (t: string, conversation: string) =>
+      ((await (await postMessage(t, "a", { kind: "command", command: "status", conversation })).json()) as { notice: string }).notice;
+    expect(await status(tenant, conversations[0]!)).toContain(`\nModel: fake/small-output.\nWarning: ${unpriced}`);
+    const page = await (await worker(`/console/tenants/${tenant}`, { headers: { authorization: ADMIN.authorization } })).text();
+    expect(page).toContain(`Unpriced: ${unpriced}`);
+    // A priced model is named, without a warning.
+    const pricedTenant = unique("priced");
+    const s = unique("priced");
+    await script(s, [{ text: "paid" }]);
+    await postMessage(pricedTenant, "a", { text: `[s:${s}] hi`, conversation: s });
+    await settled(pricedTenant, "a", s);
+    const said = await status(pricedTenant, s);
+    expect(said).toMatch(/\nModel: fake\/test-model\.(\n|$)/);
+    expect(said).not.toContain("has no price");
+    expect(await (await worker(`/console/tenants/${pricedTenant}`, { headers: { authorization: ADMIN.authorization } })).text()).not.toContain("Unpriced");
   });
 
   it("answers a range, and refuses a bad one with 400", async () => {

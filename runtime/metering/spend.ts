@@ -8,7 +8,7 @@ import type { HourBusy } from "./busy-time.ts";
 import type { Route } from "../chat.ts";
 import { dailySpendLimit, platformDailySpendLimit } from "./config.ts";
 import { dayStart, ledgerStub, type LedgerReading, type TenantLimit } from "./ledger.ts";
-import { usageRow } from "./usage.ts";
+import { unpricedSentence, usageRow } from "./usage.ts";
 
 /** Who pays for a call: nobody (the local model), the operator, or the tenant with its own key (a model choice says). */
 export type Payer = { kind: "local" } | { kind: "provider"; byok?: boolean };
@@ -65,7 +65,7 @@ export async function countUsage(env: Env, route: Route, call: string, choice: P
   const tokens = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens + usage.output_tokens;
   if (choice.kind === "provider" && usage.cost === 0 && tokens > 0 && !unpriced.has(usage.model)) {
     unpriced.add(usage.model);
-    console.warn(`model ${usage.model} has no price in the model table: its calls are counted in tokens but cost nothing, and no spend limit sees them`);
+    console.warn(unpricedSentence(usage.model));
   }
   const entry = {
     call,
