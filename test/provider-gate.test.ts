@@ -7,7 +7,7 @@
 // fixed 45 s, which a loaded machine may not fill): the same mechanism, in seconds.
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { chooseModels, getConversation, postMessage, script, settled, unique, waitFor, withVars, worker } from "./support.ts";
+import { chooseModels, getConversation, postMessage, providerRequests, script, settled, unique, waitFor, withVars, worker } from "./support.ts";
 import { type Delivery, hook, message, send, tenantWithCallback } from "./webhook-helpers.ts";
 
 const E = env as unknown as Record<string, string>;
@@ -94,6 +94,29 @@ describe("a provider's rate limit on the operator's key", () => {
       expect(log.requests.filter((r) => r.status === 200)).toHaveLength(conversations.length);
     }, 90_000);
   }
+
+  it("after a wait, the first call lets the others go as soon as its answer begins, not when it ends", async () => {
+    const prefix = unique("probe");
+    await limitKey(prefix, 1_000);
+    const tenant = await tenantWithCallback();
+    await chooseModels({ [tenant]: "fake/test-model" });
+    // A slow answer: six pieces, a second apart.
+    const slow = { text: "x".repeat(60), argumentChunk: 10, chunkDelayMs: 1_000 };
+    const [a, b] = [`${prefix}a`, `${prefix}b`];
+    await script(a, [slow]);
+    await script(b, [slow]);
+    expect((await send(tenant, message("a", `[s:${a}] hi`))).status).toBe(202);
+    await waitFor("the provider's first wait", async () => (await busyLog(prefix)).windows.length > 0);
+    expect((await send(tenant, message("b", `[s:${b}] hi`))).status).toBe(202);
+    const delivered = async (type: string, state?: string) => (await hook(tenant)).deliveries.filter((d) => d.body.type === type && (state === undefined || d.body.state === state));
+    await waitFor("both conversations waiting", async () => (await delivered("notice")).length === 2, 20_000);
+    await liftLimit(prefix);
+    await waitFor("both answers", async () => (await delivered("status", "done")).length === 2, 30_000);
+    const answered = [...(await providerRequests(a)), ...(await providerRequests(b))].filter((r) => r.endedAt !== undefined).sort((x, y) => x.at - y.at);
+    expect(answered).toHaveLength(2);
+    // The second call was made while the first was still answering.
+    expect(answered[1]!.at).toBeLessThan(answered[0]!.endedAt!);
+  }, 60_000);
 
   it("a tenant's own key has its own gate: it answers while the operator's key waits", async () => {
     const prefix = unique("byok");

@@ -117,6 +117,9 @@ export interface ProviderRequest {
   headers: Record<string, string>;
   authorized: boolean;
   responded?: boolean;
+  /** When it arrived, and when its answer ended (ms). */
+  at: number;
+  endedAt?: number;
   /** The usage the fake reported, in the API's own fields. */
   usage?: Record<string, unknown>;
 }

@@ -5,7 +5,8 @@
 // scenario's next step (the last repeats): { text?, toolCalls?, usage? } |
 // { status, error, headers?, retryDelay?, code? } | { hold: true, … } |
 // { echoToolResults: true }. Every request is recorded with its API, the body,
-// whether its key was right, and the usage reported. Control API under /_control.
+// whether its key was right, the usage reported, and when it arrived and when
+// its answer ended (at, endedAt). Control API under /_control.
 // A Chat Completions step may also ask for `argumentChunk: n` (arguments and
 // text cut into pieces of n characters, mid-JSON) and `interleave: true`
 // (parallel tool calls sent round-robin, chunk by chunk).
@@ -127,6 +128,7 @@ export async function startModelProvider({ gates } = {}) {
       const reply = step.echoToolResults ? { text: protocol.toolResultsText(body) } : step;
       record.usage = await protocol.stream(res, body, reply, usageOf(step), url);
       record.responded = true;
+      record.endedAt = Date.now();
     } finally {
       concurrency.now--;
     }
