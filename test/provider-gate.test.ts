@@ -2,7 +2,7 @@
 // is the key's, so every agent calling with one key waits as one. The fake
 // provider limits a key the way each API does (test/fakes/model-provider.mjs,
 // "busy"): Anthropic's retry-after, OpenAI's retry-after-ms, Gemini's
-// RetryInfo. Windows are 2 s here instead of 20 s, and the limit lasts until
+// RetryInfo. Windows are 3 s here instead of 20 s, and the limit lasts until
 // every conversation waits on it and the key was tried again (instead of a
 // fixed 45 s, which a loaded machine may not fill): the same mechanism, in seconds.
 import { env } from "cloudflare:workers";
@@ -50,7 +50,7 @@ describe("a provider's rate limit on the operator's key", () => {
   for (const api of APIS) {
     it(`${api.name}: 20 conversations of 4 tenants all answer, no request reaches it inside a window it announced, each person is told once`, async () => {
       const prefix = unique("busy");
-      await limitKey(prefix, 2_000);
+      await limitKey(prefix, 3_000);
       const tenants = [await tenantWithCallback(), await tenantWithCallback(), await tenantWithCallback(), await tenantWithCallback()];
       await chooseModels(Object.fromEntries(tenants.map((t) => [t, api.model])));
       const conversations = tenants.flatMap((tenant, i) => [0, 1, 2, 3, 4].map((j) => ({ tenant, id: `c${j}`, scenario: `${prefix}t${i}c${j}` })));
