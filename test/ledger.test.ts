@@ -184,6 +184,26 @@ describe("the usage ledger", () => {
     expect((await usage(tenant)).totals).toMatchObject(billed(requests));
   });
 
+  it("an answer cut off after it began is counted for what it reported: the prompt was billed", async () => {
+    const tenant = unique("cut");
+    expect((await worker(`/v1/tenants/${tenant}/model`, { method: "PUT", headers: ADMIN, body: JSON.stringify({ model: "fake-anthropic/claude-sonnet-4-5" }) })).status).toBe(200);
+    const s = unique("cut");
+    await script(s, [
+      { cut: true, text: "never finished", usage: { input: 700, cached: 0, output: 0 } },
+      { text: "whole", usage: { input: 40, cached: 0, output: 6 } },
+    ]);
+    await postMessage(tenant, "a", { text: `[s:${s}] hi`, conversation: s });
+    const view = await waitFor("the second call's answer", async () => {
+      const v = await settled(tenant, "a", s);
+      return v.transcript.at(-1)?.text === "whole" ? v : undefined;
+    });
+    expect(view.status).toBe("idle");
+    // What the fake reported for each: the cut one's message_start, the whole one's message_delta.
+    const sent = (await providerRequests(s)).map((r) => r.usage as { input_tokens: number; output_tokens: number });
+    expect(sent.map((u) => u.input_tokens)).toEqual([700, 40]);
+    expect((await usage(tenant)).totals).toMatchObject({ calls: 2, inputTokens: 740, outputTokens: sent[0]!.output_tokens + sent[1]!.output_tokens });
+  });
+
   it("status shows the conversation's day and the tenant's day", async () => {
     const tenant = unique("status");
     expect((await setLimit(tenant, { dailyUsd: 2 })).status).toBe(200);

@@ -101,6 +101,8 @@ export interface ScriptStep {
   interleave?: boolean;
   /** Chat Completions: each piece of text (argumentChunk characters) this long after the one before. */
   chunkDelayMs?: number;
+  /** Anthropic Messages: the stream is cut off once the answer has begun (its usage so far reported). */
+  cut?: boolean;
 }
 
 export async function script(id: string, steps: ScriptStep[]): Promise<void> {

@@ -168,13 +168,19 @@ const anthropic = {
       .filter((block) => block.type === "tool_result")
       .map((block) => textOf(block.content))
       .join("\n---\n"),
-  stream(res, body, reply, usage) {
+  async stream(res, body, reply, usage) {
     sse(res);
     const event = (type, data) => res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
     const cache = { cache_creation_input_tokens: usage.cacheWrite, cache_read_input_tokens: usage.cached };
     event("message_start", {
       message: { id: rid("msg_"), type: "message", role: "assistant", model: body.model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: usage.input, ...cache, output_tokens: 1 } },
     });
+    // `cut`: the connection drops once the answer has begun (the prompt was read, and billed).
+    if (reply.cut) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      res.destroy();
+      return { input_tokens: usage.input, ...cache, output_tokens: 1 };
+    }
     event("ping", {});
     let index = 0;
     if (reply.text) {

@@ -10,6 +10,8 @@
 // A Chat Completions step may also ask for `argumentChunk: n` (arguments and
 // text cut into pieces of n characters, mid-JSON) and `interleave: true`
 // (parallel tool calls sent round-robin, chunk by chunk).
+// An Anthropic Messages step may ask for `cut: true`: its stream is cut off
+// right after message_start (which reports the usage billed so far).
 // Any step may take `delayMs` before it answers, as a slow model does (and,
 // on Chat Completions, `chunkDelayMs` between pieces of its text); an
 // unscripted request gets `PUT /_control/unscripted {delayMs}`'s delay. The
