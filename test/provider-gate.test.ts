@@ -146,7 +146,7 @@ describe("a provider's rate limit on the operator's key", () => {
     expect(insideWindows(await busyLog(prefix))).toEqual([]);
   }, 60_000);
 
-  it("past MODEL_RATE_LIMIT_PATIENCE_SECONDS the turn fails, once, saying why", async () => {
+  it("past MODEL_RATE_LIMIT_PATIENCE_SECONDS the turn fails, once, saying why; a patience that is not a number is named", async () => {
     await withVars({ MODEL_RATE_LIMIT_PATIENCE_SECONDS: "3" }, async () => {
       const prefix = unique("patience");
       await limitKey(prefix, 2_000);
@@ -161,9 +161,20 @@ describe("a provider's rate limit on the operator's key", () => {
       }, 20_000);
       expect(notices).toHaveLength(2);
       expect(notices[0]).toMatch(/^The model is busy/);
-      expect(notices[1]).toMatch(/^Sorry, this turn failed: the model provider is rate limiting the key this agent uses and asked us to wait until \d\d:\d\d:\d\d UTC, past the 3 s a turn waits \(MODEL_RATE_LIMIT_PATIENCE_SECONDS; waited \d+ s\)/);
+      expect(notices[1]).toMatch(/^Sorry, this turn failed: the model provider is rate limiting the key this agent uses \(429 Rate limit reached for requests\. Please try again later\.\) and asked us to wait until \d\d:\d\d:\d\d UTC, past the 3 s a turn waits \(MODEL_RATE_LIMIT_PATIENCE_SECONDS; waited \d+ s\)/);
       // Two windows of 2 s: the second ends past the 3 s; no third request.
       expect((await busyLog(prefix)).requests).toHaveLength(2);
+    });
+    // A patience that is not a number fails the turn naming the variable.
+    await withVars({ MODEL_RATE_LIMIT_PATIENCE_SECONDS: "a while" }, async () => {
+      const prefix = unique("patience");
+      await limitKey(prefix, 2_000);
+      const tenant = unique("patience");
+      await chooseModels({ [tenant]: "fake-responses/gpt-4.1-mini" });
+      const s = `${prefix}c`;
+      await script(s, [{ text: "never" }]);
+      await postMessage(tenant, "a", { text: `[s:${s}] hi`, conversation: s });
+      expect(await settled(tenant, "a", s)).toMatchObject({ status: "failed", error: "configuration error: MODEL_RATE_LIMIT_PATIENCE_SECONDS is not valid JSON" });
     });
   }, 40_000);
 });

@@ -146,9 +146,9 @@ export class Courier extends DurableObject<Env> {
   }
 
   /**
-   * The spend check, then the call (through its key's gate, counted). A configuration that cannot work is
-   * a refusal (retrying cannot help); a spend limit reached too, told as it is;
-   * anything unexpected a retry.
+   * The spend check, then the call (through its key's gate, and counted). A
+   * configuration that cannot work is a refusal (retrying cannot help); a
+   * spend limit reached too, told as it is; anything unexpected a retry.
    */
   private async callModel(effect: EffectMessage, request: ModelRequest, stream?: ReplyStream): Promise<ProviderCall> {
     try {

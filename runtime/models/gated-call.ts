@@ -15,7 +15,7 @@ export async function callProvider(env: Env, route: Route, job: string, choice: 
   if (choice.kind === "local") return callModel(env, choice, request, opts);
   const gate = await gateStub(env, choice.provider.id, apiKey(env, choice.provider));
   const admission = await gate.admit();
-  if (!admission.go) return { kind: "limited", error: "the model provider asked for a pause on this key (rate limit)", until: admission.until };
+  if (!admission.go) return { kind: "limited", error: "the key waits out a rate limit the provider announced", until: admission.until };
   const { probe } = admission;
   let probeTold = false;
   // The first call after a wait lets the others go as soon as its answer begins, not when it ends.

@@ -132,17 +132,18 @@ export class ModelJobs {
   }
 
   /**
-   * The job's provider asked it to wait until `until` (a rate limit): it
+   * The job's provider asked it to wait until `limit.until` (a rate limit): it
    * waits, unless that is past `patienceMs` since its first wait, when it fails.
    * The person is told once per turn that the model is busy and when it will
    * be tried again.
    */
-  rateLimited(job: JobRow, until: number, patienceMs: number, now = Date.now()): { wait: number; tell?: string } | { fail: string } {
+  rateLimited(job: JobRow, limit: { until: number; error: string }, patienceMs: number, now = Date.now()): { wait: number; tell?: string } | { fail: string } {
+    const { until } = limit;
     const since = job.limited_since ?? now;
     if (job.limited_since === null) this.sql.exec("UPDATE model_jobs SET limited_since = ? WHERE id = ?", since, job.id);
     if (until > since + patienceMs) {
       return {
-        fail: `the model provider is rate limiting the key this agent uses and asked us to wait until ${clockTime(until)}, past the ${patienceMs / 1000} s a turn waits (MODEL_RATE_LIMIT_PATIENCE_SECONDS; waited ${Math.round((now - since) / 1000)} s). Please try again later.`,
+        fail: `the model provider is rate limiting the key this agent uses (${limit.error}) and asked us to wait until ${clockTime(until)}, past the ${patienceMs / 1000} s a turn waits (MODEL_RATE_LIMIT_PATIENCE_SECONDS; waited ${Math.round((now - since) / 1000)} s). Please try again later.`,
       };
     }
     const told = this.sql.exec("SELECT 1 FROM model_jobs WHERE conversation = ? AND turn = ? AND busy_told = 1 LIMIT 1", job.conversation, job.turn).toArray().length > 0;

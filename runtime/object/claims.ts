@@ -148,7 +148,7 @@ export class Claims {
     if (call.kind === "reply") jobs.recordUsage(jobId, call.message);
     if (call.kind === "reply") return this.settleJob(jobId, { kind: "reply", message: call.message });
     if (call.kind === "refused") return this.settleJob(jobId, { kind: "failed", error: call.error, tooLong: call.tooLong, verbatim: call.verbatim });
-    if (call.kind === "limited") return this.waitOutRateLimit(jobId, call.until);
+    if (call.kind === "limited") return this.waitOutRateLimit(jobId, call);
     const attempt = (effects.get("model", jobId)?.retries ?? 0) + 1;
     if (jobs.get(jobId)?.status !== "pending") return false;
     if (attempt > MAX_MODEL_RETRIES) {
@@ -163,7 +163,7 @@ export class Claims {
   }
 
   /** The provider (or its key's gate) said when to come back: the job is sent again then, no attempt counted, up to the patience. */
-  private async waitOutRateLimit(jobId: string, until: number): Promise<boolean> {
+  private async waitOutRateLimit(jobId: string, limit: { until: number; error: string }): Promise<boolean> {
     const { storage, env, effects, jobs, turns, wake } = this.parts;
     const job = jobs.get(jobId);
     if (job?.status !== "pending") return false;
@@ -175,7 +175,7 @@ export class Claims {
       return this.settleJob(jobId, { kind: "failed", error: `configuration error: ${err.message}` });
     }
     const wait = storage.transactionSync(() => {
-      const plan = jobs.rateLimited(job, until, patienceMs);
+      const plan = jobs.rateLimited(job, limit, patienceMs);
       if ("fail" in plan) return plan;
       effects.retryAt("model", jobId, plan.wait, false);
       if (plan.tell) turns.post(job.conversation, { kind: "notice", text: plan.tell });
