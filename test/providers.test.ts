@@ -220,6 +220,12 @@ describe("callModel's answer for a failed call", () => {
     expect(other.kind === "refused" && other.tooLong).toBeFalsy();
   });
 
+  it("OpenAI's 429 insufficient_quota (a key out of credit) is a refusal, not a rate limit to wait out", async () => {
+    const s = unique("quota");
+    await script(s, [{ status: 429, code: "insufficient_quota", error: "You exceeded your current quota, please check your plan and billing details." }]);
+    expect(await callModel(env, choiceFor("api-completions"), request(s))).toMatchObject({ kind: "refused", status: 429 });
+  });
+
   it("the object retries a job after the delay the provider asked for, counting no failed attempt", async () => {
     const route = { tenant: "api-gemini", agent: "patient" };
     const s = unique("wait");

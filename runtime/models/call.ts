@@ -107,7 +107,8 @@ export async function callModel(env: Env, choice: ModelChoice, request: ModelReq
   if (isContextOverflow(message) || errorCode(seen?.errorBody) === "context_length_exceeded") {
     return { kind: "refused", error: `the request is too long for the model (${failure.text})`, status, tooLong: true };
   }
-  if (status !== undefined && REFUSED.has(status)) {
+  // OpenAI's 429 for a key out of credit is no rate limit: waiting cannot end it.
+  if (status !== undefined && (REFUSED.has(status) || errorCode(seen?.errorBody) === "insufficient_quota")) {
     return { kind: "refused", error: `the model provider refused the request (${failure.text})`, status };
   }
   // Gemini says when to come back in its body (RetryInfo), the others in headers.
