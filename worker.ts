@@ -9,7 +9,7 @@ import { HttpError } from "./lib/http.ts";
 import { builtinPlugins } from "./plugins/index.ts";
 import { agentsApi, AgentObject as AgentCore, consumeQueue, Courier as CourierCore, type RuntimeDeps } from "./runtime/index.ts";
 
-export { ControlPlane, Ledger } from "./runtime/index.ts";
+export { ControlPlane, Ledger, ProviderGate } from "./runtime/index.ts";
 
 /** The Worker's fetch and queue handlers over the given dependencies. */
 export function createWorker(deps: RuntimeDeps): ExportedHandler<Env> {

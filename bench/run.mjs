@@ -109,7 +109,7 @@ const startBenchWorker = (extra = {}, persistDir = undefined) =>
     persistDir,
     vars: {
       ADMIN_TOKEN: ADMIN,
-      MODEL_PROVIDERS: JSON.stringify([{ id: "fake", baseUrl: `${provider.url}/v1`, auth: { secret: "FAKE_PROVIDER_KEY" }, models: { [TAIL_MODEL]: { contextWindow: TAIL_WINDOW } } }]),
+      MODEL_PROVIDERS: JSON.stringify([{ id: "fake", baseUrl: `${provider.url}/v1`, auth: { secret: "FAKE_PROVIDER_KEY" }, models: { "test-model": {}, [TAIL_MODEL]: { contextWindow: TAIL_WINDOW } } }]),
       HARNESS_MODEL: "fake/test-model",
       FAKE_PROVIDER_KEY,
       MOUNTS: JSON.stringify([

@@ -19,7 +19,7 @@ th{font-weight:600;color:var(--muted);font-size:.85rem}td.num,th.num{text-align:
 label{display:block;margin:.4rem 0}input[type=text],input[type=password],input[type=search],textarea{padding:.35rem;font:inherit;min-width:16rem}
 textarea{width:100%;box-sizing:border-box;min-height:4.5rem}
 button{padding:.3rem .9rem;margin-right:.4rem;font:inherit;cursor:pointer}
-.result{background:#fff4ce;border:1px solid #f0d58c;padding:.5rem .8rem;border-radius:4px}
+.result,.warning{background:#fff4ce;border:1px solid #f0d58c;padding:.5rem .8rem;border-radius:4px}
 .muted,small{color:var(--muted)}
 .badge{display:inline-block;padding:.05rem .5rem;border-radius:999px;font-size:.82rem;font-weight:600;background:#e8eaed;white-space:nowrap}
 .badge.running,.badge.waiting_model,.badge.approved{background:#d2e3fc;color:#174ea6}

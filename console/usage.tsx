@@ -2,7 +2,7 @@
 // days, tokens (with the cached share), cost and the agents' object busy time,
 // as a table and small inline SVG bar charts (no script, no style attribute:
 // the CSP allows neither).
-import { type UsageRead, type UsageReport, type UsageTotals, totalsOf } from "../runtime/index.ts";
+import { type UsageRead, type UsageReport, type UsageTotals, totalsOf, unpricedModels, unpricedSentence } from "../runtime/index.ts";
 import { usd } from "./layout.tsx";
 
 const DAY_MS = 86_400_000;
@@ -115,6 +115,9 @@ export function UsageSection(props: { read: UsageRead; now: number }) {
     <section class="usage">
       <h3>Usage</h3>
       <p class="muted">{`Spent today with the operator's keys: ${usd(read.reading.spentUsd)} (${limit}). Days are UTC days.`}</p>
+      {unpricedModels(read.report).map((model) => (
+        <p class="warning">{`Unpriced: ${unpricedSentence(model)}.`}</p>
+      ))}
       <table class="usage-summary">
         <thead>
           <tr><th></th><th class="num">Model calls</th><th class="num">Tokens in</th><th class="num">Cached share</th><th class="num">Tokens out</th><th class="num">Cost</th><th class="num">Object busy</th></tr>

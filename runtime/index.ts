@@ -21,5 +21,6 @@ export { AgentObject, agentStub, conversationState, type ConversationPage, type 
 export { consumeQueue, Courier } from "./courier/index.ts";
 export { adminToken, agentsApi, CONVERSATION_ID, parseRoute, readConversation, submitEvent } from "./edge/index.ts";
 export { controlPlane, ControlPlane, listAgents, listTenants, recordAgent, type AgentListing, type DirectoryEntry, type TenantListing } from "./control/index.ts";
-export { Ledger, readUsage, totalsOf, type UsageRead, type UsageReport, type UsageTotals } from "./metering/index.ts";
+export { Ledger, readUsage, totalsOf, unpricedModels, unpricedSentence, type UsageRead, type UsageReport, type UsageTotals } from "./metering/index.ts";
 export { sendTimeoutMs } from "./effects/index.ts";
+export { ProviderGate } from "./models/index.ts";

@@ -1,5 +1,5 @@
 // The usage ledger (runtime/metering/ledger.ts) and daily spend limits (runtime/metering/spend.ts):
-// what the fake provider reports is what the ledger holds, once per job, across
+// what the fake provider reports is what the ledger holds, once per paid answer, across
 // evictions; a tenant at its limit is refused before the provider, once, in words.
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
@@ -7,7 +7,7 @@ import { describe, expect, it, vi } from "vitest";
 import { courierStub } from "../runtime/courier/index.ts";
 import { ledgerStub, type UsageRowOut, type UsageTotals, limitSentence } from "../runtime/metering/index.ts";
 import { modelProviders, modelSettings } from "../runtime/models/index.ts";
-import { evict, rows } from "./agents.ts";
+import { courier, evict, rows } from "./agents.ts";
 import { captureConsole } from "./leaks.ts";
 import { conversationOf, messageEnvelope, newTs, postEvent, slackId, statusFinal, threadMessages, AGENT } from "./slack/helpers.ts";
 import { postMessage, providerRequests, releaseProvider, script, settled, unique, waitFor, withVars, worker, type ScriptStep } from "./support.ts";
@@ -39,6 +39,17 @@ function priced(model: string, u: { input: number; cached: number; cacheWrite: n
 }
 
 const near = (a: number, b: number) => expect(Math.abs(a - b)).toBeLessThan(1e-12);
+
+/** What the fake provider billed for Chat Completions requests, in the ledger's terms (input excludes cached). */
+function billed(requests: { usage?: Record<string, unknown> }[]) {
+  const sent = requests.flatMap((r) => (r.usage ? [r.usage as { prompt_tokens: number; completion_tokens: number; prompt_tokens_details: { cached_tokens: number } }] : []));
+  return {
+    calls: sent.length,
+    inputTokens: sent.reduce((n, u) => n + u.prompt_tokens - u.prompt_tokens_details.cached_tokens, 0),
+    cachedInputTokens: sent.reduce((n, u) => n + u.prompt_tokens_details.cached_tokens, 0),
+    outputTokens: sent.reduce((n, u) => n + u.completion_tokens, 0),
+  };
+}
 
 describe("the usage ledger", () => {
   it("after a scripted conversation equals the provider's reported tokens exactly, cached included; cost matches the table; it survives eviction", async () => {
@@ -115,7 +126,7 @@ describe("the usage ledger", () => {
     expect(after.totals).toEqual(before.totals);
   });
 
-  it("never counts a job twice when it is delivered again and performed twice", async () => {
+  it("counts every answer the provider was paid for: a job delivered again and performed twice is counted twice, as billed", async () => {
     const tenant = unique("redeliver");
     const s = unique("redeliver");
     // The first delivery's call is held at the provider; the job is delivered again meanwhile, to another courier.
@@ -132,17 +143,65 @@ describe("the usage ledger", () => {
       const v = await settled(tenant, "a", s);
       return v.transcript.at(-1)?.text === "second" ? v : undefined;
     });
+    // The conversation used one answer.
     expect(view.usage).toMatchObject({ inputTokens: 10 + 20, outputTokens: 5 });
-    // The first call now answers too: it was paid for, but its job is counted already.
+    // The first call now answers too: its result is not used, but it was paid for.
     await releaseProvider(s);
     const first = courierStub(env, { ...again, lane: `model:${s}` });
     await waitFor("the first courier to finish", async () => (await runInDurableObject(first, (_i, state) => state.storage.getAlarm())) === null);
     expect((await providerRequests(s)).filter((r) => r.responded)).toHaveLength(2);
-    const answer = await usage(tenant);
-    expect(answer.totals).toMatchObject({ calls: 1, inputTokens: 10, cachedInputTokens: 20, outputTokens: 5 });
-    // The platform's ledger counted the job once too.
+    expect((await usage(tenant)).totals).toMatchObject(billed(await providerRequests(s)));
+    // The platform's ledger counted both too.
     const platform = await ledgerStub(env).report(Date.now() - 3_600_000, Date.now() + 1);
-    expect(platform.usage.filter((r) => r.tenant === tenant).reduce((n, r) => n + r.calls, 0)).toBe(1);
+    expect(platform.usage.filter((r) => r.tenant === tenant).reduce((n, r) => n + r.calls, 0)).toBe(2);
+  });
+
+  it("a job whose report is lost after the provider answered: the courier reports the answer it kept, and the ledger shows what was billed", async () => {
+    const tenant = unique("lost");
+    const s = unique("lost");
+    await script(s, [
+      { text: "first, reported again", usage: { input: 1000, cached: 0, output: 100 } },
+      { text: "second, never asked", usage: { input: 10, cached: 20, output: 5 } },
+    ]);
+    // The courier's first report is lost on its way to the agent (as when the agent is unreachable): it keeps the answer and reports it again.
+    await runInDurableObject(courier(tenant, "a", "model", s), (instance) => {
+      Object.assign(instance, {
+        report: async () => {
+          Reflect.deleteProperty(instance, "report");
+          throw new Error("the report was lost on its way");
+        },
+      });
+    });
+    await postMessage(tenant, "a", { text: `[s:${s}] hi`, conversation: s });
+    const view = await waitFor("the kept answer", async () => {
+      const v = await settled(tenant, "a", s);
+      return v.transcript.at(-1)?.text === "first, reported again" ? v : undefined;
+    }, 30_000);
+    expect(view.transcript.filter((e) => e.role === "assistant").map((e) => e.text)).toEqual(["first, reported again"]);
+    const requests = await providerRequests(s);
+    expect(requests.filter((r) => r.responded)).toHaveLength(1);
+    const counted = await waitFor("the count", async () => ((await usage(tenant)).totals.calls === 1 ? (await usage(tenant)).totals : undefined));
+    expect(counted).toMatchObject(billed(requests));
+  });
+
+  it("an answer cut off after it began is counted for what it reported: the prompt was billed", async () => {
+    const tenant = unique("cut");
+    expect((await worker(`/v1/tenants/${tenant}/model`, { method: "PUT", headers: ADMIN, body: JSON.stringify({ model: "fake-anthropic/claude-sonnet-4-5" }) })).status).toBe(200);
+    const s = unique("cut");
+    await script(s, [
+      { cut: true, text: "never finished", usage: { input: 700, cached: 0, output: 0 } },
+      { text: "whole", usage: { input: 40, cached: 0, output: 6 } },
+    ]);
+    await postMessage(tenant, "a", { text: `[s:${s}] hi`, conversation: s });
+    const view = await waitFor("the second call's answer", async () => {
+      const v = await settled(tenant, "a", s);
+      return v.transcript.at(-1)?.text === "whole" ? v : undefined;
+    });
+    expect(view.status).toBe("idle");
+    // What the fake reported for each: the cut one's message_start, the whole one's message_delta.
+    const sent = (await providerRequests(s)).map((r) => r.usage as { input_tokens: number; output_tokens: number });
+    expect(sent.map((u) => u.input_tokens)).toEqual([700, 40]);
+    expect((await usage(tenant)).totals).toMatchObject({ calls: 2, inputTokens: 740, outputTokens: sent[0]!.output_tokens + sent[1]!.output_tokens });
   });
 
   it("status shows the conversation's day and the tenant's day", async () => {
@@ -165,13 +224,15 @@ describe("the usage ledger", () => {
     expect(notice).toContain(`\nTenant ${tenant} today (UTC): 2 model calls, 450 tokens in (67% cached), 25 out, $${all.toFixed(4)}; spent $${all.toFixed(4)} of a $2.00 daily limit; object busy `);
   });
 
-  it("a model without a price is counted in tokens, costs nothing, and is logged once", async () => {
+  it("a model without a price is counted in tokens, costs nothing, is logged once, and is named unpriced in status and the console", async () => {
     const tenant = unique("unpriced");
     expect((await worker(`/v1/tenants/${tenant}/model`, { method: "PUT", headers: ADMIN, body: JSON.stringify({ model: "fake/small-output" }) })).status).toBe(200);
     const lines = captureConsole();
+    const conversations: string[] = [];
     try {
       for (let i = 0; i < 2; i++) {
         const s = unique("unpriced");
+        conversations.push(s);
         await script(s, [{ text: "free", usage: { input: 100, cached: 0, output: 10 } }]);
         await postMessage(tenant, "a", { text: `[s:${s}] hi`, conversation: s });
         await settled(tenant, "a", s);
@@ -182,6 +243,22 @@ describe("the usage ledger", () => {
     const answer = await usage(tenant);
     expect(answer.totals).toMatchObject({ calls: 2, inputTokens: 200, outputTokens: 20, costUsd: 0 });
     expect(lines.filter((l) => l.includes("model fake/small-output has no price"))).toHaveLength(1);
+    const unpriced = "model fake/small-output has no price in the model table: its calls are counted in tokens but cost $0 here, so no spend limit can apply to them";
+    const status = async (t: string, conversation: string) =>
+      ((await (await postMessage(t, "a", { kind: "command", command: "status", conversation })).json()) as { notice: string }).notice;
+    expect(await status(tenant, conversations[0]!)).toContain(`\nModel: fake/small-output.\nWarning: ${unpriced}`);
+    const page = await (await worker(`/console/tenants/${tenant}`, { headers: { authorization: ADMIN.authorization } })).text();
+    expect(page).toContain(`Unpriced: ${unpriced}`);
+    // A priced model is named, without a warning.
+    const pricedTenant = unique("priced");
+    const s = unique("priced");
+    await script(s, [{ text: "paid" }]);
+    await postMessage(pricedTenant, "a", { text: `[s:${s}] hi`, conversation: s });
+    await settled(pricedTenant, "a", s);
+    const said = await status(pricedTenant, s);
+    expect(said).toMatch(/\nModel: fake\/test-model\.(\n|$)/);
+    expect(said).not.toContain("has no price");
+    expect(await (await worker(`/console/tenants/${pricedTenant}`, { headers: { authorization: ADMIN.authorization } })).text()).not.toContain("Unpriced");
   });
 
   it("answers a range, and refuses a bad one with 400", async () => {

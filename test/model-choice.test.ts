@@ -2,7 +2,7 @@
 // bring-your-own-key: a choice names the Worker secret of the tenant's key,
 // never the key. The next model call runs on the new choice.
 import { describe, expect, it } from "vitest";
-import { postMessage, providerRequests, script, settled, unique, worker } from "./support.ts";
+import { postMessage, providerRequests, script, settled, unique, withVars, worker } from "./support.ts";
 
 const ADMIN = { authorization: "Bearer test-admin-token", "content-type": "application/json" };
 
@@ -51,6 +51,25 @@ describe("model choice", () => {
     expect(((await unknownModel.json()) as { error: string }).error).toMatch(/model "claude-imaginary-9" is not one provider "fake-anthropic" lists/);
     expect((await choose(tenant, { model: "fake/test-model", secret: "sk-live-1234" })).status).toBe(422);
     expect((await choose(tenant, { model: "local", secret: "TENANT_KEY" })).status).toBe(400);
+    expect((await modelOf(tenant, "a")).effective.model).toBe("fake/test-model");
+  });
+
+  it("HARNESS_MODEL is checked as an admin's choice is: a model neither listed nor known is refused by name", async () => {
+    const tenant = unique("harness");
+    await withVars({ HARNESS_MODEL: "fake/imaginary-9" }, async () => {
+      const res = await worker(`/v1/tenants/${tenant}/agents/a/model`, { headers: ADMIN });
+      expect(res.status).toBe(503);
+      expect(((await res.json()) as { error: string }).error).toBe(
+        `configuration error: HARNESS_MODEL: model "imaginary-9" is not one provider "fake" lists in MODEL_PROVIDERS (under "models") nor one pi-ai knows there`,
+      );
+      const s = unique("harness");
+      await script(s, [{ text: "never" }]);
+      await postMessage(tenant, "a", { text: `[s:${s}] hi`, conversation: s });
+      const view = await settled(tenant, "a", s);
+      expect(view.status).toBe("failed");
+      expect(view.error).toMatch(/HARNESS_MODEL: model "imaginary-9" is not one provider "fake" lists/);
+      expect(await providerRequests(s)).toEqual([]);
+    });
     expect((await modelOf(tenant, "a")).effective.model).toBe("fake/test-model");
   });
 

@@ -191,13 +191,48 @@ describe("callModel's answer for a failed call", () => {
     expect(await callModel(env, choiceFor("api-anthropic"), request(s))).toMatchObject({ kind: "retry", status: 429, retryAfterSeconds: undefined });
   });
 
-  it("the object retries a job after the delay the provider asked for", async () => {
+  it("each API's word on when to come back is read from its headers: retry-after (seconds or a date), retry-after-ms, a used-up limit's x-ratelimit-reset", async () => {
+    const s = unique("word");
+    const asked = async (tenant: string, status: number, headers: Record<string, string>) => {
+      await script(s, [{ status, error: "Rate limit reached", headers }]);
+      const call = await callModel(env, choiceFor(tenant), request(s));
+      expect(call).toMatchObject({ kind: "retry", status });
+      return call.kind === "retry" ? call.retryAfterSeconds : undefined;
+    };
+    expect(await asked("api-anthropic", 429, { "retry-after": "20" })).toBe(20);
+    expect(await asked("api-completions", 429, { "retry-after-ms": "1500", "retry-after": "9" })).toBe(2);
+    expect(await asked("api-responses", 429, { "x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "6m0s", "x-ratelimit-remaining-tokens": "900", "x-ratelimit-reset-tokens": "1s" })).toBe(360);
+    expect(await asked("api-completions", 429, { "x-ratelimit-remaining-tokens": "0", "x-ratelimit-reset-tokens": "1m2.5s" })).toBe(63);
+    // An OpenAI-compatible gateway that names a date.
+    const wait = await asked("api-completions", 503, { "retry-after": new Date(Date.now() + 30_000).toUTCString() });
+    expect(wait).toBeGreaterThanOrEqual(28);
+    expect(wait).toBeLessThanOrEqual(31);
+    expect(await asked("api-anthropic", 429, {})).toBeUndefined();
+  });
+
+  it("a 400 whose body carries code context_length_exceeded is too long for the model, whatever its words", async () => {
+    const s = unique("code");
+    await script(s, [{ status: 400, code: "context_length_exceeded", error: "Request rejected: shorten your conversation and try once more." }]);
+    expect(await callModel(env, choiceFor("api-completions"), request(s))).toMatchObject({ kind: "refused", status: 400, tooLong: true });
+    await script(s, [{ status: 400, code: "invalid_value", error: "Request rejected: shorten your conversation and try once more." }]);
+    const other = await callModel(env, choiceFor("api-completions"), request(s));
+    expect(other).toMatchObject({ kind: "refused", status: 400 });
+    expect(other.kind === "refused" && other.tooLong).toBeFalsy();
+  });
+
+  it("OpenAI's 429 insufficient_quota (a key out of credit) is a refusal, not a rate limit to wait out", async () => {
+    const s = unique("quota");
+    await script(s, [{ status: 429, code: "insufficient_quota", error: "You exceeded your current quota, please check your plan and billing details." }]);
+    expect(await callModel(env, choiceFor("api-completions"), request(s))).toMatchObject({ kind: "refused", status: 429 });
+  });
+
+  it("the object retries a job after the delay the provider asked for, counting no failed attempt", async () => {
     const route = { tenant: "api-gemini", agent: "patient" };
     const s = unique("wait");
     await script(s, [{ status: 429, error: "Resource has been exhausted", retryDelay: "42s" }]);
     await postMessage(route.tenant, route.agent, { text: `[s:${s}] hi`, conversation: s });
     const [retry] = await waitFor("the retry to be scheduled", async () => {
-      const waiting = await rows<{ due_at: number }>(route.tenant, route.agent, "SELECT due_at FROM effects WHERE conversation = ? AND retries = 1", s);
+      const waiting = await rows<{ due_at: number }>(route.tenant, route.agent, "SELECT due_at FROM effects WHERE conversation = ? AND state = 'waiting' AND retries = 0", s);
       return waiting.length > 0 && waiting;
     });
     // 42 s from when the 429 came back (a few seconds of slack for a loaded machine), not the 0 s backoff the tests configure.

@@ -20,6 +20,8 @@ const tenantModels: Record<string, string> = {
   "overflow-responses": "fake-responses/gpt-4.1-mini",
   "overflow-anthropic": "fake-anthropic/claude-sonnet-4-5",
   "overflow-gemini": "fake-gemini/gemini-2.5-flash",
+  // OpenAI's error code alone, in a wording no pattern knows.
+  "overflow-code": "fake/test-model",
   // Thirty turns with the tools' signatures in every request outgrow the 8,000-token window.
   "cache-stable": "fake/long-context",
 };
@@ -146,6 +148,7 @@ const TOO_LONG: { tenant: string; step: ScriptStep }[] = [
   { tenant: "overflow-responses", step: { status: 400, code: "context_length_exceeded", error: "Your input exceeds the context window of this model. Please adjust your input and try again." } },
   { tenant: "overflow-anthropic", step: { status: 400, error: "prompt is too long: 213462 tokens > 200000 maximum" } },
   { tenant: "overflow-gemini", step: { status: 400, error: "The input token count (1196265) exceeds the maximum number of tokens allowed (1048575)." } },
+  { tenant: "overflow-code", step: { status: 400, code: "context_length_exceeded", error: "Request rejected: shorten your conversation and try once more." } },
 ];
 
 describe("the provider refusing a request as too long", () => {

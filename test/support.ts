@@ -101,6 +101,8 @@ export interface ScriptStep {
   interleave?: boolean;
   /** Chat Completions: each piece of text (argumentChunk characters) this long after the one before. */
   chunkDelayMs?: number;
+  /** Anthropic Messages: the stream is cut off once the answer has begun (its usage so far reported). */
+  cut?: boolean;
 }
 
 export async function script(id: string, steps: ScriptStep[]): Promise<void> {
@@ -117,6 +119,9 @@ export interface ProviderRequest {
   headers: Record<string, string>;
   authorized: boolean;
   responded?: boolean;
+  /** When it arrived, and when its answer ended (ms). */
+  at: number;
+  endedAt?: number;
   /** The usage the fake reported, in the API's own fields. */
   usage?: Record<string, unknown>;
 }

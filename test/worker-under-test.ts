@@ -39,7 +39,7 @@ const ledgerPlugin: Plugin = {
 
 const deps: RuntimeDeps = { ...deployed, plugins: [...builtinPlugins, ledgerPlugin] };
 
-export { ControlPlane, Ledger } from "../worker.ts";
+export { ControlPlane, Ledger, ProviderGate } from "../worker.ts";
 
 export class AgentObject extends AgentCore {
   constructor(ctx: DurableObjectState, env: Env) {

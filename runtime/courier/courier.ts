@@ -15,7 +15,7 @@ import { ConfigError, secretNamed } from "../../lib/config.ts";
 import { Gateway, type CallScope, type GatewayDeps, type Mount, type SessionState } from "../../plugins/index.ts";
 import { type DeliveryResult, type OutboxDelivery, type Route, type StreamTarget, outboundFor, type RuntimeDeps } from "../chat.ts";
 import type { AssistantMessage } from "@mariozechner/pi-ai";
-import { modelChoice, type ModelChoice, type ModelPick, type ModelRequest, callModel, type ProviderCall } from "../models/index.ts";
+import { callProvider, modelChoice, type GatedCall, type ModelChoice, type ModelPick, type ModelRequest } from "../models/index.ts";
 import { sendTimeoutMs, type EffectKind, type EffectMessage, type RunResults, type SendRun } from "../effects/index.ts";
 import { type EffectReport, type EffectWork, type ReportAnswer, agentStub } from "../object/index.ts";
 import { countBusy, countUsage, spendRefusal } from "../metering/index.ts";
@@ -37,10 +37,12 @@ const MAX_REPORT_RETRY_MS = 60_000;
 type Task = { seq: number; body: string; failures: number; starts: number; outcome: string | null };
 /**
  * What a task's run reports: the kind's outcome, or nothing when the work was
- * no longer wanted. `paid`: a provider reply to count in the ledgers once it is
- * reported (after, so the count is not on the reply's way).
+ * no longer wanted. `paid`: what the provider was paid for, to count in the
+ * ledgers once it is reported (after, so the count is not on the reply's way).
  */
-type Outcome = { kind: EffectKind; report: EffectReport[EffectKind]; paid?: ModelPick } | null;
+type Outcome = { kind: EffectKind; report: EffectReport[EffectKind]; paid?: Paid } | null;
+/** An answer the provider was paid for, under its own id: a job called twice was paid twice. */
+type Paid = { id: string; pick: ModelPick; message: AssistantMessage };
 
 export class Courier extends DurableObject<Env> {
   private working: Promise<void> | null = null;
@@ -141,9 +143,13 @@ export class Courier extends DurableObject<Env> {
         const stream = this.replyStream(effect, work.stream);
         // The object's busy time goes to the ledger while the provider works.
         const request = JSON.parse(work.request) as ModelRequest;
-        const [, call] = await Promise.all([countBusy(this.env, effect, work.busy), this.callModel(effect, request, stream)]);
+        const [, { call, paid }] = await Promise.all([countBusy(this.env, effect, work.busy), this.callModel(effect, request, stream)]);
         const shown = await stream?.finish(call.kind === "reply" ? textOf(call.message.content) : undefined);
-        return { kind: "model", report: { call, ...(shown ? { shown } : {}) }, ...(call.kind === "reply" ? { paid: request.model } : {}) };
+        return {
+          kind: "model",
+          report: { call, ...(shown ? { shown } : {}) },
+          ...(paid ? { paid: { id: `${effect.id}:${crypto.randomUUID()}`, pick: request.model, message: paid } } : {}),
+        };
       }
       case "send": {
         const run = await workOf("send");
@@ -196,47 +202,45 @@ export class Courier extends DurableObject<Env> {
   }
 
   /**
-   * Reports an outcome, counts a paid reply, and sends the chat run the
-   * object handed back (the turn's reply), reporting that too. A crash after
-   * the report leaves the run to its lease: it is sent again, looked for first.
+   * Reports an outcome, counts what the provider was paid for, and sends the
+   * chat run the object handed back (the turn's reply), reporting that too.
+   * A crash after the report leaves the run to its lease (it is sent again,
+   * looked for first) and the count to the resumed task (the same id: counted once).
    */
   private async reported(effect: EffectMessage, outcome: NonNullable<Outcome>): Promise<void> {
     const answer = await this.report(effect, outcome.kind, outcome.report);
-    if (outcome.paid) {
-      const { call } = outcome.report as EffectReport["model"];
-      if (call.kind === "reply") await this.count(effect, outcome.paid, call.message);
-    }
+    if (outcome.paid) await this.count(effect, outcome.paid);
     if (!answer.run) return;
     const head = answer.run.deliveries[0]!.row;
     await agentStub(this.env, effect).report(effect, "send", String(head), await this.sendRun(answer.run));
   }
 
-  /** A paid reply into the ledgers (runtime/metering/spend.ts); a model no longer configured is logged, not counted. */
-  private async count(effect: EffectMessage, pick: ModelPick, message: AssistantMessage): Promise<void> {
+  /** A paid answer into the ledgers (runtime/metering/spend.ts); a model no longer configured is logged, not counted. */
+  private async count(effect: EffectMessage, paid: Paid): Promise<void> {
     let choice: ModelChoice;
     try {
-      choice = modelChoice(this.env, pick);
+      choice = modelChoice(this.env, paid.pick);
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
-      return console.error(`job ${effect.id}: its reply cannot be counted: ${err.message}`);
+      return console.error(`job ${effect.id}: its answer cannot be counted: ${err.message}`);
     }
-    await countUsage(this.env, effect, effect.id, choice, message);
+    await countUsage(this.env, effect, paid.id, choice, paid.message);
   }
 
   /**
-   * The spend check and the call. A configuration that cannot work is
-   * a refusal (retrying cannot help); a spend limit reached too, told as it is;
-   * anything unexpected a retry.
+   * The spend check, then the call (through its key's gate). A configuration
+   * that cannot work is a refusal (retrying cannot help); a spend limit
+   * reached too, told as it is; anything unexpected a retry.
    */
-  private async callModel(effect: EffectMessage, request: ModelRequest, stream?: ReplyStream): Promise<ProviderCall> {
+  private async callModel(effect: EffectMessage, request: ModelRequest, stream?: ReplyStream): Promise<GatedCall> {
     try {
       const choice = modelChoice(this.env, request.model);
       const refusal = await spendRefusal(this.env, effect, choice);
-      if (refusal) return { kind: "refused", error: refusal, verbatim: true };
-      return await callModel(this.env, choice, request, { cacheKey: `${effect.tenant}/${effect.agent}`, onText: stream && ((text) => stream.onText(text)) });
+      if (refusal) return { call: { kind: "refused", error: refusal, verbatim: true } };
+      return await callProvider(this.env, choice, request, { cacheKey: `${effect.tenant}/${effect.agent}`, onText: stream && ((text) => stream.onText(text)) });
     } catch (err) {
-      if (err instanceof ConfigError) return { kind: "refused", error: `not configured: ${err.message}` };
-      return { kind: "retry", error: errorText(err) };
+      if (err instanceof ConfigError) return { call: { kind: "refused", error: `not configured: ${err.message}` } };
+      return { call: { kind: "retry", error: errorText(err) } };
     }
   }
 

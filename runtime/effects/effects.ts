@@ -113,9 +113,13 @@ export class Effects {
     this.sql.exec("UPDATE effects SET attempts = MAX(attempts - 1, 0), claims = MAX(claims - 1, 0) WHERE kind = ? AND id = ?", kind, id);
   }
 
-  /** The effect is to be tried again at `at`; returns how many retries it has had, this one included. */
-  retryAt(kind: EffectKind, id: string, at: number): number {
-    this.sql.exec("UPDATE effects SET state = 'waiting', due_at = ?, retries = retries + 1 WHERE kind = ? AND id = ?", at, kind, id);
+  /**
+   * The effect is to be tried again at `at`; returns how many retries it has
+   * had, this one included. A wait the other side asked for (a rate limit) is
+   * not a failed try: `counted` false leaves the count as it is.
+   */
+  retryAt(kind: EffectKind, id: string, at: number, counted = true): number {
+    this.sql.exec("UPDATE effects SET state = 'waiting', due_at = ?, retries = retries + ? WHERE kind = ? AND id = ?", at, counted ? 1 : 0, kind, id);
     return this.get(kind, id)?.retries ?? 0;
   }
 

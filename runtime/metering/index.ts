@@ -5,4 +5,4 @@ export { platformDailySpendLimit } from "./config.ts";
 export { DAY_MS, dayStart, Ledger, ledgerStub, tenantLimitSchema, type UsageReport, type UsageRowOut } from "./ledger.ts";
 export { countBusy, countUsage, effectiveLimit, forgetReading, limitSentence, spendRefusal } from "./spend.ts";
 export { readUsage, tenantDayLine, tokensText, totalsOf, type UsageRead, type UsageTotals } from "./usage-read.ts";
-export { usageRow } from "./usage.ts";
+export { unpricedModels, unpricedSentence, usageRow } from "./usage.ts";

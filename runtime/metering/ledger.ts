@@ -1,9 +1,10 @@
 // The usage ledger: a Durable Object per tenant ("tenant:<id>") and one for
 // the platform ("platform", the operator's total). Each model call's tokens and
-// priced cost are counted per (tenant, agent, model, hour), once per model job
-// (a redelivered job's second report is ignored), and each agent object's busy
-// time per (tenant, agent, hour), with the part of it that served no turn.
-// Couriers write it (runtime/metering/spend.ts); the
+// priced cost are counted per (tenant, agent, model, hour), once per provider
+// answer (a job whose call was made twice was paid, and is counted, twice;
+// one answer counted again is ignored), and each agent object's busy time per
+// (tenant, agent, hour), with the part of it that served no turn. Couriers
+// write it (runtime/metering/spend.ts); the
 // Agents API, `status` and the console read it. A tenant's ledger also keeps
 // the tenant's daily spend limit, so the check before a call asks one object.
 import { DurableObject } from "cloudflare:workers";
@@ -11,12 +12,12 @@ import { z } from "zod";
 import { type BusyPart, hourOf, type HourBusy } from "./busy-time.ts";
 
 export const DAY_MS = 86_400_000;
-/** Job ids are remembered this long; a job is never redelivered after a day (its row is pruned). */
+/** Counted answers are remembered this long; an answer is counted within seconds of arriving. */
 const KEEP_COUNTED_MS = 7 * DAY_MS;
 
 export interface UsageEntry {
-  /** The model job: a job is counted once. */
-  job: string;
+  /** The provider answer (`<job>:<unique>`): an answer is counted once. */
+  call: string;
   tenant: string;
   agent: string;
   /** `<provider>/<model>` as the reply names them. */
@@ -91,9 +92,9 @@ const SCHEMA = `
   );
   -- reading() sums today's hours before calls, report() reads a range: both by hour, not a scan of every past hour.
   CREATE INDEX IF NOT EXISTS usage_hour ON usage (hour);
-  CREATE TABLE IF NOT EXISTS counted (job TEXT PRIMARY KEY, at INTEGER NOT NULL);
-  -- count() prunes by age on every call: the platform's ledger holds a week of every tenant's jobs.
-  CREATE INDEX IF NOT EXISTS counted_at ON counted (at);
+  CREATE TABLE IF NOT EXISTS counted_calls (call TEXT PRIMARY KEY, at INTEGER NOT NULL);
+  -- count() prunes by age on every call: the platform's ledger holds a week of every tenant's calls.
+  CREATE INDEX IF NOT EXISTS counted_calls_at ON counted_calls (at);
   CREATE TABLE IF NOT EXISTS busy (
     tenant TEXT NOT NULL, agent TEXT NOT NULL, hour INTEGER NOT NULL,
     busy_ms REAL NOT NULL, passes INTEGER NOT NULL, handlers INTEGER NOT NULL,
@@ -117,10 +118,10 @@ export class Ledger extends DurableObject<Env> {
     this.sql.exec(SCHEMA);
   }
 
-  /** Counts a model call once: false when its job was counted already (a redelivered job). */
+  /** Counts a provider answer once: false when it was counted already. */
   async count(entry: UsageEntry): Promise<boolean> {
     return this.ctx.storage.transactionSync(() => {
-      if (this.sql.exec("INSERT OR IGNORE INTO counted (job, at) VALUES (?, ?)", entry.job, entry.at).rowsWritten === 0) return false;
+      if (this.sql.exec("INSERT OR IGNORE INTO counted_calls (call, at) VALUES (?, ?)", entry.call, entry.at).rowsWritten === 0) return false;
       this.sql.exec(
         `INSERT INTO usage (tenant, agent, model, hour, byok, calls, input_tokens, cache_read_tokens, cache_write_tokens, output_tokens, cost)
          VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?)
@@ -139,7 +140,7 @@ export class Ledger extends DurableObject<Env> {
         entry.outputTokens,
         entry.costUsd,
       );
-      this.sql.exec("DELETE FROM counted WHERE at < ?", entry.at - KEEP_COUNTED_MS);
+      this.sql.exec("DELETE FROM counted_calls WHERE at < ?", entry.at - KEEP_COUNTED_MS);
       return true;
     });
   }

@@ -8,7 +8,7 @@ import type { HourBusy } from "./busy-time.ts";
 import type { Route } from "../chat.ts";
 import { dailySpendLimit, platformDailySpendLimit } from "./config.ts";
 import { dayStart, ledgerStub, type LedgerReading, type TenantLimit } from "./ledger.ts";
-import { usageRow } from "./usage.ts";
+import { unpricedSentence, usageRow } from "./usage.ts";
 
 /** Who pays for a call: nobody (the local model), the operator, or the tenant with its own key (a model choice says). */
 export type Payer = { kind: "local" } | { kind: "provider"; byok?: boolean };
@@ -54,20 +54,21 @@ function usd(n: number): string {
 }
 
 /**
- * Counts a reply's usage once per job, in the tenant's ledger and, paid with
- * the operator's key, the platform's. The call is paid for already: a ledger
- * that cannot be reached is logged, never a reason to call again.
+ * Counts what one provider answer used, once per `call` (an id of that answer),
+ * in the tenant's ledger and, paid with the operator's key, the platform's. The
+ * call is paid for already: a ledger that cannot be reached is logged, never a
+ * reason to call again.
  */
-export async function countUsage(env: Env, route: Route, job: string, choice: Payer, message: AssistantMessage): Promise<void> {
+export async function countUsage(env: Env, route: Route, call: string, choice: Payer, message: AssistantMessage): Promise<void> {
   const usage = usageRow(message);
   const byok = choice.kind === "provider" && choice.byok === true;
   const tokens = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens + usage.output_tokens;
   if (choice.kind === "provider" && usage.cost === 0 && tokens > 0 && !unpriced.has(usage.model)) {
     unpriced.add(usage.model);
-    console.warn(`model ${usage.model} has no price in the model table: its calls are counted in tokens but cost nothing, and no spend limit sees them`);
+    console.warn(unpricedSentence(usage.model));
   }
   const entry = {
-    job,
+    call,
     tenant: route.tenant,
     agent: route.agent,
     model: usage.model,
@@ -86,7 +87,7 @@ export async function countUsage(env: Env, route: Route, job: string, choice: Pa
         const counted = await ledgerStub(env, tenant).count(entry);
         if (counted && !byok) addToReading(tenant, usage.cost);
       } catch (err) {
-        console.error(`the ${tenant === undefined ? "platform" : `tenant ${tenant}`} ledger could not count job ${job}`, err);
+        console.error(`the ${tenant === undefined ? "platform" : `tenant ${tenant}`} ledger could not count call ${call}`, err);
       }
     }),
   );

@@ -1,5 +1,7 @@
-// What one model call used, as the columns a model job row keeps.
+// What one model call used, as the columns a model job row keeps, and the
+// models that used tokens without a price.
 import type { AssistantMessage } from "@mariozechner/pi-ai";
+import type { UsageReport } from "./ledger.ts";
 
 /** The usage columns of `model_jobs` (runtime/store/schema.ts). */
 export interface UsageRow {
@@ -29,4 +31,18 @@ export function usageRow(message: AssistantMessage): UsageRow {
     output_tokens: usage.output,
     cost: usage.cost.total,
   };
+}
+
+/**
+ * A model without a price costs nothing here: wherever its cost is shown it is
+ * named, since no spend limit can apply to it.
+ */
+export function unpricedSentence(model: string): string {
+  return `model ${model} has no price in the model table: its calls are counted in tokens but cost $0 here, so no spend limit can apply to them (give it a cost in MODEL_PROVIDERS)`;
+}
+
+/** The models of a report that used tokens and cost nothing: unpriced. */
+export function unpricedModels(report: UsageReport): string[] {
+  const used = report.usage.filter((r) => r.costUsd === 0 && r.inputTokens + r.cachedInputTokens + r.cacheWriteTokens + r.outputTokens > 0);
+  return [...new Set(used.map((r) => r.model))].sort();
 }

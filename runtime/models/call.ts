@@ -11,6 +11,7 @@ import { ConfigError, secretNamed } from "../../lib/config.ts";
 import type { ModelRequest } from "./request.ts";
 import { textOf } from "../store/index.ts";
 import { localModel } from "./local-model.ts";
+import { errorCode, waitFromHeaders, watchResponses } from "./provider-word.ts";
 import type { ModelApi, ModelChoice, ProviderConfig } from "./types.ts";
 
 export type ProviderCall =
@@ -21,7 +22,12 @@ export type ProviderCall =
    */
   | { kind: "refused"; error: string; status?: number; tooLong?: boolean; /** The person is told `error` as it is (a spend limit). */ verbatim?: boolean }
   /** Worth another try; `retryAfterSeconds` when the provider said how long to wait. */
-  | { kind: "retry"; error: string; status?: number; retryAfterSeconds?: number };
+  | { kind: "retry"; error: string; status?: number; retryAfterSeconds?: number }
+  /**
+   * The provider's rate limit on the key: come back at `until` (ms since the
+   * epoch), as the provider or the key's gate said (runtime/models/gate.ts). Not an attempt that failed.
+   */
+  | { kind: "limited"; error: string; until: number };
 
 export interface CallOptions {
   /**
@@ -31,6 +37,10 @@ export interface CallOptions {
   cacheKey?: string;
   /** Told the text of the reply so far, each time it grows (the courier streams it to the chat). */
   onText?: (text: string) => void;
+  /** Told once a successful response has begun, before its body is read. */
+  onAccepted?: () => Promise<void>;
+  /** Told the provider's answer as read, whatever its outcome: what it used is what was paid for. */
+  onAnswer?: (message: AssistantMessage) => void;
 }
 
 const REFUSED = new Set([400, 401, 403, 404, 422]);
@@ -60,35 +70,50 @@ export async function callModel(env: Env, choice: ModelChoice, request: ModelReq
   if (choice.kind === "local") return { kind: "reply", message: localModel(request) };
   const { provider } = choice;
   const key = apiKey(env, provider);
-  const message = await read(CALLS[provider.api](
-    piModel(choice),
-    { systemPrompt: request.systemPrompt, messages: request.messages, tools: request.tools as never },
-    {
-      apiKey: key,
-      headers: authHeaders(provider, key),
-      maxTokens: choice.settings.maxTokens,
-      // Anthropic: breakpoints on the tools, the system prompt and the last message (the prefix the next call repeats).
-      // OpenAI and Gemini cache on their own; the cached share comes back in the usage either way.
-      cacheRetention: "short",
-      sessionId: opts.cacheKey,
-      // The agent's object decides retries, with backoff: the SDKs must not retry inside one call.
-      maxRetries: 0,
-      // One deadline for every API (the Gemini SDK takes no timeout).
-      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-    },
-  ), opts.onText);
+  const { result: message, seen } = await watchResponses(() =>
+    read(
+      CALLS[provider.api](
+        piModel(choice),
+        { systemPrompt: request.systemPrompt, messages: request.messages, tools: request.tools as never },
+        {
+          apiKey: key,
+          headers: authHeaders(provider, key),
+          maxTokens: choice.settings.maxTokens,
+          // Anthropic: breakpoints on the tools, the system prompt and the last message (the prefix the next call repeats).
+          // OpenAI and Gemini cache on their own; the cached share comes back in the usage either way.
+          cacheRetention: "short",
+          sessionId: opts.cacheKey,
+          // The agent's object decides retries, with backoff: the SDKs must not retry inside one call.
+          maxRetries: 0,
+          // One deadline for every API (the Gemini SDK takes no timeout).
+          signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+          ...(opts.onAccepted ? { onResponse: opts.onAccepted } : {}),
+        },
+      ),
+      opts.onText,
+    ),
+  );
+  opts.onAnswer?.(message);
   if (message.stopReason === "aborted") return { kind: "retry", error: `the model provider did not answer within ${REQUEST_TIMEOUT_MS / 1000} s` };
   if (message.stopReason !== "error") return { kind: "reply", message };
   // The error reaches the chat and SQLite: a provider that echoes the key must not leak it.
   const raw = message.errorMessage ?? "the provider returned an error";
   const failure = providerError(provider.auth ? raw.replaceAll(key, "[redacted]") : raw);
+  // The SDK's text names the status; a response the SDK could not describe still has one.
+  const status = failure.status ?? (seen && seen.status >= 400 ? seen.status : undefined);
   // OpenAI "maximum context length is N tokens" (context_length_exceeded), Anthropic "prompt is too long" (or a 413),
   // Gemini "input token count … exceeds the maximum": whatever the status, sending it again as it is cannot help.
-  if (isContextOverflow(message)) return { kind: "refused", error: `the request is too long for the model (${failure.text})`, status: failure.status, tooLong: true };
-  if (failure.status !== undefined && REFUSED.has(failure.status)) {
-    return { kind: "refused", error: `the model provider refused the request (${failure.text})`, status: failure.status };
+  // OpenAI's code says so whatever its message's wording.
+  if (isContextOverflow(message) || errorCode(seen?.errorBody) === "context_length_exceeded") {
+    return { kind: "refused", error: `the request is too long for the model (${failure.text})`, status, tooLong: true };
   }
-  return { kind: "retry", error: failure.text, status: failure.status, retryAfterSeconds: failure.retryAfterSeconds };
+  // OpenAI's 429 for a key out of credit is no rate limit: waiting cannot end it.
+  if (status !== undefined && (REFUSED.has(status) || errorCode(seen?.errorBody) === "insufficient_quota")) {
+    return { kind: "refused", error: `the model provider refused the request (${failure.text})`, status };
+  }
+  // Gemini says when to come back in its body (RetryInfo), the others in headers.
+  const retryAfterSeconds = failure.retryAfterSeconds ?? (seen && seen.status === status ? waitFromHeaders(seen.headers) : undefined);
+  return { kind: "retry", error: failure.text, status, retryAfterSeconds };
 }
 
 /** The pi-ai model for a choice: the table's settings under the operator's provider id, API and base URL. */
@@ -110,7 +135,8 @@ function piModel(choice: Extract<ModelChoice, { kind: "provider" }>): Model<Api>
   };
 }
 
-function apiKey(env: Env, provider: ProviderConfig): string {
+/** The key a provider is called with (the operator's, or a tenant's own): its Worker secret's value. */
+export function apiKey(env: Env, provider: ProviderConfig): string {
   if (!provider.auth) return "none";
   const value = secretNamed(env, provider.auth.secret);
   // Retrying cannot set it: the turn fails at once, naming what to set.

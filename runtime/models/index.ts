@@ -1,7 +1,9 @@
 // The models room: provider configuration, the model table, the one provider
-// call, and the object's model jobs.
+// call (through its key's gate), and the object's model jobs.
 export { callModel, type CallOptions, type ProviderCall } from "./call.ts";
-export { deploymentModel, modelChoice, modelProviders, retryBaseSeconds } from "./config.ts";
+export { deploymentModel, modelChoice, modelProviders, rateLimitPatienceSeconds, retryBaseSeconds } from "./config.ts";
+export { ProviderGate } from "./gate.ts";
+export { callProvider, type GatedCall } from "./gated-call.ts";
 export { type JobPurpose, type JobRow, type JobUsage, ModelJobs, type Settled } from "./jobs.ts";
 export { localModel } from "./local-model.ts";
 export { modelPickSchema, pickProblem, providerSchema, resolvePick } from "./providers.ts";

@@ -21,6 +21,8 @@ export type JobRow = {
   status: "pending" | "done" | "discarded" | "failed";
   request: string | null;
   large_key: string | null;
+  /** When the job first waited out its provider's rate limit (ms), if it did. */
+  limited_since: number | null;
 };
 
 /** What a settled job means for its turn. */
@@ -131,6 +133,27 @@ export class ModelJobs {
     this.sql.exec(`UPDATE model_jobs SET ${columns} WHERE id = ? AND model IS NULL`, ...Object.values(usage), id);
   }
 
+  /**
+   * The job's provider asked it to wait until `limit.until` (a rate limit): it
+   * waits, unless that is past `patienceMs` since its first wait, when it fails.
+   * The person is told once per turn that the model is busy and when it will
+   * be tried again.
+   */
+  rateLimited(job: JobRow, limit: { until: number; error: string }, patienceMs: number, now = Date.now()): { wait: number; tell?: string } | { fail: string } {
+    const { until } = limit;
+    const since = job.limited_since ?? now;
+    if (job.limited_since === null) this.sql.exec("UPDATE model_jobs SET limited_since = ? WHERE id = ?", since, job.id);
+    if (until > since + patienceMs) {
+      return {
+        fail: `the model provider is rate limiting the key this agent uses (${limit.error}) and asked us to wait until ${clockTime(until)}, past the ${patienceMs / 1000} s a turn waits (MODEL_RATE_LIMIT_PATIENCE_SECONDS; waited ${Math.round((now - since) / 1000)} s). Please try again later.`,
+      };
+    }
+    const told = this.sql.exec("SELECT 1 FROM model_jobs WHERE conversation = ? AND turn = ? AND busy_told = 1 LIMIT 1", job.conversation, job.turn).toArray().length > 0;
+    if (told) return { wait: until };
+    this.sql.exec("UPDATE model_jobs SET busy_told = 1 WHERE id = ?", job.id);
+    return { wait: until, tell: `The model is busy: its provider asked us to wait (a rate limit). I will try again at ${clockTime(until)} (in ${Math.max(1, Math.ceil((until - now) / 1000))} s).` };
+  }
+
   /** Removes a settled job's large request; cleanup only, so a failure is logged, never thrown. */
   async dropLargeRequest(job: JobRow): Promise<void> {
     if (job.large_key) await this.largeValues.delete(job.large_key).catch((err) => console.warn(`could not delete ${job.large_key}`, err));
@@ -145,4 +168,9 @@ export class ModelJobs {
   prune(): void {
     this.sql.exec("DELETE FROM model_jobs WHERE status != 'pending' AND settled_at < ?", Date.now() - KEEP_SETTLED_MS);
   }
+}
+
+/** A time of day as the chat shows it: UTC, to the second. */
+function clockTime(ms: number): string {
+  return `${new Date(ms).toISOString().slice(11, 19)} UTC`;
 }

@@ -15,7 +15,7 @@ import type { Gateway } from "../../plugins/index.ts";
 import type { ApprovalFlow, ToolCalls, ToolReport, ToolWork, MountReport, MountWork, ToolLists } from "../tools/index.ts";
 import type { BusyTime } from "../metering/index.ts";
 import type { ReplyAddress, Route, StreamShown } from "../chat.ts";
-import { retryBaseSeconds, streamKey, type ModelWork, type ProviderCall, type ModelJobs, type Settled } from "../models/index.ts";
+import { rateLimitPatienceSeconds, retryBaseSeconds, streamKey, type ModelWork, type ProviderCall, type ModelJobs, type Settled } from "../models/index.ts";
 import { streamReplies, type Dispatch, type EffectKind, type EffectRow, type Effects, type Outbox, type RunResults, type SendRun, type Typing } from "../effects/index.ts";
 import type { PassContext } from "../pass-context.ts";
 import type { Turns } from "../turns/index.ts";
@@ -240,6 +240,7 @@ export class Claims {
     if (call.kind === "reply") jobs.recordUsage(jobId, call.message);
     if (call.kind === "reply") return this.settleJob(jobId, { kind: "reply", message: call.message });
     if (call.kind === "refused") return this.settleJob(jobId, { kind: "failed", error: call.error, tooLong: call.tooLong, verbatim: call.verbatim });
+    if (call.kind === "limited") return this.waitOutRateLimit(jobId, call);
     const attempt = (effects.get("model", jobId)?.retries ?? 0) + 1;
     if (jobs.get(jobId)?.status !== "pending") return false;
     if (attempt > MAX_MODEL_RETRIES) {
@@ -250,6 +251,30 @@ export class Claims {
     console.warn(`model job ${jobId} attempt ${attempt} failed (${call.error}); retrying in ${delaySeconds}s`);
     effects.retryAt("model", jobId, Date.now() + delaySeconds * 1000);
     wake();
+    return true;
+  }
+
+  /** The provider (or its key's gate) said when to come back: the job is sent again then, no attempt counted, up to the patience. */
+  private async waitOutRateLimit(jobId: string, limit: { until: number; error: string }): Promise<boolean> {
+    const { storage, env, effects, jobs, turns, wake } = this.parts;
+    const job = jobs.get(jobId);
+    if (job?.status !== "pending") return false;
+    let patienceMs: number;
+    try {
+      patienceMs = rateLimitPatienceSeconds(env) * 1000;
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      return this.settleJob(jobId, { kind: "failed", error: `configuration error: ${err.message}` });
+    }
+    const wait = storage.transactionSync(() => {
+      const plan = jobs.rateLimited(job, limit, patienceMs);
+      if ("fail" in plan) return plan;
+      effects.retryAt("model", jobId, plan.wait, false);
+      if (plan.tell) turns.post(job.conversation, { kind: "notice", text: plan.tell });
+      return plan;
+    });
+    if ("fail" in wait) return this.settleJob(jobId, { kind: "failed", error: wait.fail });
+    await wake();
     return true;
   }
 

@@ -4,8 +4,8 @@
 import { policyWarnings, type Gateway } from "../../plugins/index.ts";
 import type { ConversationStatus } from "../chat.ts";
 import type { ConversationRow } from "../store/index.ts";
-import type { JobUsage } from "../models/index.ts";
-import { tokensText } from "../metering/index.ts";
+import type { JobUsage, ModelChoice } from "../models/index.ts";
+import { tokensText, unpricedSentence } from "../metering/index.ts";
 
 export interface StatusFacts {
   conv: ConversationRow;
@@ -16,6 +16,8 @@ export interface StatusFacts {
   today: JobUsage & { busyMs: number };
   /** The mounts as they are; one that cannot be read is itself worth a warning. */
   gateway: () => Gateway;
+  /** The agent's model as it is now; one that cannot be resolved is said so. */
+  model: () => ModelChoice;
 }
 
 export function statusText(f: StatusFacts): string {
@@ -34,6 +36,21 @@ export function statusText(f: StatusFacts): string {
   const tools = gateway ? gateway.toolNotes().map((note) => `\n${note}`) : [];
   return (
     `Status: ${f.status} (turn ${conv.turn}). Open model jobs for this agent: ${f.openJobs}. ` +
-    `Calls waiting for approval: ${f.pendingHolds}. This conversation today (UTC): ${today}; in all: ${total}.${error}${warnings.join("")}${tools.join("")}`
+    `Calls waiting for approval: ${f.pendingHolds}. This conversation today (UTC): ${today}; in all: ${total}.${error}${modelLine(f.model)}${warnings.join("")}${tools.join("")}`
   );
+}
+
+/** The agent's model, and a warning when it has no price (its spend is not limited). */
+function modelLine(model: () => ModelChoice): string {
+  let choice: ModelChoice;
+  try {
+    choice = model();
+  } catch (err) {
+    return `\nWarning: the model cannot be used: ${err instanceof Error ? err.message : String(err)}.`;
+  }
+  if (choice.kind === "local") return "\nModel: the built-in local model.";
+  const name = `${choice.provider.id}/${choice.model}`;
+  const { input, output, cacheRead, cacheWrite } = choice.settings.cost;
+  const unpriced = input + output + cacheRead + cacheWrite === 0 ? `\nWarning: ${unpricedSentence(name)}.` : "";
+  return `\nModel: ${name}${choice.byok ? " (on the tenant's own key)" : ""}.${unpriced}`;
 }

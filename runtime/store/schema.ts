@@ -170,6 +170,11 @@ const MIGRATIONS: string[] = [
   // The object's busy time that served no turn, per hour and part (runtime/metering/busy-time.ts):
   // with busy_turns it adds up to busy_hours.
   `CREATE TABLE busy_outside (hour INTEGER NOT NULL, part TEXT NOT NULL, busy_ms REAL NOT NULL, PRIMARY KEY (hour, part));`,
+  // A job waiting out its provider's rate limit: since when, and whether its turn told the person (runtime/models/jobs.ts).
+  `
+  ALTER TABLE model_jobs ADD COLUMN limited_since INTEGER;
+  ALTER TABLE model_jobs ADD COLUMN busy_told INTEGER NOT NULL DEFAULT 0;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

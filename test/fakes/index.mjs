@@ -6,7 +6,7 @@ import { startCallbackReceiver, WEBHOOK_SECRET } from "./callback.mjs";
 import { DISCORD_APPLICATION_ID, DISCORD_BOT_TOKEN, DISCORD_PUBLIC_KEY, DISCORD_TEST_SIGNING_KEY, startDiscord } from "./discord.mjs";
 import { startEverything } from "./everything.mjs";
 import { MCP_API_TOKEN, startMcp } from "./mcp.mjs";
-import { FAKE_PROVIDER_KEY, startModelProvider } from "./model-provider.mjs";
+import { FAKE_PROVIDER_KEY, FAKE_TENANT_KEY, startModelProvider } from "./model-provider.mjs";
 import { REMOTE_API_TOKEN, startRemote } from "./remote.mjs";
 import { FAKE_SLACK_BOT_TOKEN, FAKE_SLACK_CLIENT_ID, FAKE_SLACK_CLIENT_SECRET, FAKE_SLACK_SIGNING_SECRET, startSlack } from "./slack.mjs";
 
@@ -50,6 +50,8 @@ export async function startFakes({ gates } = {}) {
     ]),
     HARNESS_MODEL: "fake/test-model",
     FAKE_PROVIDER_KEY,
+    // A tenant's own key (bring your own key): the fake provider limits it apart from the operator's.
+    FAKE_TENANT_KEY,
     MODEL_RETRY_BASE_SECONDS: "0",
     // Short, so a send whose answer is held is given up (and found again) within a test.
     SEND_TIMEOUT_SECONDS: "3",

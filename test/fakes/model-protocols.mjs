@@ -6,6 +6,9 @@
 import { sendJson } from "./http.mjs";
 
 export const FAKE_PROVIDER_KEY = "fake-provider-key-for-tests";
+/** A second valid key, as a tenant that brings its own would have: the provider limits each key on its own. */
+export const FAKE_TENANT_KEY = "fake-tenant-key-for-tests";
+const KEYS = new Set([FAKE_PROVIDER_KEY, FAKE_TENANT_KEY]);
 
 const DEFAULT_USAGE = { input: 12, cached: 0, cacheWrite: 0, output: 5 };
 
@@ -38,7 +41,8 @@ function textOf(content) {
 
 /** Both OpenAI APIs: the key as a bearer token, errors as { error: { message, type } }. */
 const openAi = {
-  authorized: (req) => req.headers.authorization === `Bearer ${FAKE_PROVIDER_KEY}`,
+  keyOf: (req) => (req.headers.authorization ?? "").replace(/^Bearer /, ""),
+  authorized: (req) => KEYS.has(openAi.keyOf(req)),
   // Like a careless gateway, it names the key it was given: the runtime must redact it.
   unauthorized: (res, req) => openAi.error(res, 401, `Incorrect API key provided: ${(req.headers.authorization ?? "").replace(/^Bearer /, "")}`),
   // A step's `code` is OpenAI's error code (e.g. "context_length_exceeded"), sent as OpenAI sends it.
@@ -49,6 +53,9 @@ const openAi = {
       { error: { message, type: status === 401 || step.code ? "invalid_request_error" : "fake_error", param: step.code ? "messages" : null, code: step.code ?? null } },
       headers,
     ),
+  // OpenAI says how long in milliseconds (the SDK reads retry-after-ms first).
+  rateLimited: (res, waitMs) =>
+    openAi.error(res, 429, "Rate limit reached for requests. Please try again later.", { "retry-after-ms": String(waitMs) }, { code: "rate_limit_exceeded" }),
 };
 
 /** OpenAI Chat Completions: POST /v1/chat/completions, `data:` chunks, usage in a last chunk without choices. */
@@ -146,10 +153,14 @@ const ANTHROPIC_ERROR_TYPES = { 400: "invalid_request_error", 401: "authenticati
 const anthropic = {
   api: "anthropic-messages",
   matches: (path) => path === "/v1/messages",
-  authorized: (req) => req.headers["x-api-key"] === FAKE_PROVIDER_KEY && typeof req.headers["anthropic-version"] === "string",
+  keyOf: (req) => req.headers["x-api-key"] ?? "",
+  authorized: (req) => KEYS.has(anthropic.keyOf(req)) && typeof req.headers["anthropic-version"] === "string",
   unauthorized: (res) => anthropic.error(res, 401, "invalid x-api-key"),
   error: (res, status, message, headers) =>
     sendJson(res, status, { type: "error", error: { type: ANTHROPIC_ERROR_TYPES[status] ?? "api_error", message } }, { "request-id": rid("req_"), ...headers }),
+  // Anthropic: whole seconds in retry-after.
+  rateLimited: (res, waitMs) =>
+    anthropic.error(res, 429, "This request would exceed your organization's rate limit. Please try again later.", { "retry-after": String(Math.ceil(waitMs / 1000)) }),
   lastUserText: (body) => textOf((body.messages ?? []).filter((m) => m.role === "user").at(-1)?.content),
   toolResultsText: (body) =>
     (body.messages ?? [])
@@ -157,13 +168,19 @@ const anthropic = {
       .filter((block) => block.type === "tool_result")
       .map((block) => textOf(block.content))
       .join("\n---\n"),
-  stream(res, body, reply, usage) {
+  async stream(res, body, reply, usage) {
     sse(res);
     const event = (type, data) => res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
     const cache = { cache_creation_input_tokens: usage.cacheWrite, cache_read_input_tokens: usage.cached };
     event("message_start", {
       message: { id: rid("msg_"), type: "message", role: "assistant", model: body.model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: usage.input, ...cache, output_tokens: 1 } },
     });
+    // `cut`: the connection drops once the answer has begun (the prompt was read, and billed).
+    if (reply.cut) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      res.destroy();
+      return { input_tokens: usage.input, ...cache, output_tokens: 1 };
+    }
     event("ping", {});
     let index = 0;
     if (reply.text) {
@@ -190,8 +207,11 @@ const GEMINI_STATUS = { 400: "INVALID_ARGUMENT", 403: "PERMISSION_DENIED", 404: 
 const gemini = {
   api: "google-generative-ai",
   matches: (path, url) => /^\/v1beta\/models\/[^/:]+:streamGenerateContent$/.test(path) && url.searchParams.get("alt") === "sse",
-  authorized: (req, url) => req.headers["x-goog-api-key"] === FAKE_PROVIDER_KEY || url.searchParams.get("key") === FAKE_PROVIDER_KEY,
+  keyOf: (req, url) => req.headers["x-goog-api-key"] ?? url.searchParams.get("key") ?? "",
+  authorized: (req, url) => KEYS.has(gemini.keyOf(req, url)),
   unauthorized: (res) => gemini.error(res, 400, "API key not valid. Please pass a valid API key."),
+  // Gemini: no header, a RetryInfo in the error's details.
+  rateLimited: (res, waitMs) => gemini.error(res, 429, "Resource has been exhausted (e.g. check quota).", {}, { retryDelay: `${waitMs / 1000}s` }),
   error: (res, status, message, headers, step = {}) =>
     sendJson(
       res,

@@ -5,10 +5,13 @@
 // scenario's next step (the last repeats): { text?, toolCalls?, usage? } |
 // { status, error, headers?, retryDelay?, code? } | { hold: true, … } |
 // { echoToolResults: true }. Every request is recorded with its API, the body,
-// whether its key was right, and the usage reported. Control API under /_control.
+// whether its key was right, the usage reported, and when it arrived and when
+// its answer ended (at, endedAt). Control API under /_control.
 // A Chat Completions step may also ask for `argumentChunk: n` (arguments and
 // text cut into pieces of n characters, mid-JSON) and `interleave: true`
 // (parallel tool calls sent round-robin, chunk by chunk).
+// An Anthropic Messages step may ask for `cut: true`: its stream is cut off
+// right after message_start (which reports the usage billed so far).
 // Any step may take `delayMs` before it answers, as a slow model does (and,
 // on Chat Completions, `chunkDelayMs` between pieces of its text); an
 // unscripted request gets `PUT /_control/unscripted {delayMs}`'s delay. The
@@ -16,10 +19,17 @@
 // A scenario put with `by: "position"` answers each request by its place in
 // the conversation (the number of assistant messages it carries), so a request
 // sent again after a crash gets the same answer.
+// A rate limit, as a provider keeps one per key: `PUT /_control/busy/<prefix>
+// {waitMs, forMs?, key?}` makes every request of a scenario whose id starts
+// with <prefix>, made with that key (default the operator's), answer 429 for
+// forMs from the first such request (or until `POST …/lift`), each 429
+// announcing "come back in waitMs" in its API's own way. `GET
+// /_control/busy/<prefix>` → { requests: [{ at, scenario, key, status }],
+// windows: [{ from, to }] }: what arrived when, and the windows announced.
 import { listen, readBody, sendJson } from "./http.mjs";
-import { FAKE_PROVIDER_KEY, PROTOCOLS, usageOf } from "./model-protocols.mjs";
+import { FAKE_PROVIDER_KEY, FAKE_TENANT_KEY, PROTOCOLS, usageOf } from "./model-protocols.mjs";
 
-export { FAKE_PROVIDER_KEY };
+export { FAKE_PROVIDER_KEY, FAKE_TENANT_KEY };
 
 export async function startModelProvider({ gates } = {}) {
   /** id → { steps, next, requests, gates: resolvers waiting for release } */
@@ -27,6 +37,8 @@ export async function startModelProvider({ gates } = {}) {
   const unscripted = [];
   const unscriptedStep = { delayMs: 0 };
   const concurrency = { now: 0, max: 0 };
+  /** prefix → { forMs, waitMs, key, startedAt, requests, windows } */
+  const busy = new Map();
   const scenario = (id) => {
     if (!scenarios.has(id)) scenarios.set(id, { steps: [], by: "order", next: 0, requests: [], waiting: [], credits: 0 });
     return scenarios.get(id);
@@ -51,6 +63,21 @@ export async function startModelProvider({ gates } = {}) {
         return sendJson(res, 200, { ok: true });
       }
     }
+    const busyControl = /^\/_control\/busy\/([^/]+?)(\/lift)?$/.exec(url.pathname);
+    if (busyControl) {
+      const prefix = decodeURIComponent(busyControl[1]);
+      if (req.method === "PUT") {
+        const { forMs = Infinity, waitMs, key = FAKE_PROVIDER_KEY } = JSON.parse(await readBody(req));
+        busy.set(prefix, { forMs, waitMs, key, startedAt: null, requests: [], windows: [] });
+        return sendJson(res, 200, { ok: true });
+      }
+      if (req.method === "POST" && busyControl[2] && busy.has(prefix)) {
+        busy.get(prefix).forMs = 0;
+        return sendJson(res, 200, { ok: true });
+      }
+      const b = busy.get(prefix);
+      return sendJson(res, 200, b ? { requests: b.requests, windows: b.windows } : { requests: [], windows: [] });
+    }
     if (url.pathname === "/_control/unscripted" && req.method === "PUT") {
       Object.assign(unscriptedStep, JSON.parse(await readBody(req)));
       return sendJson(res, 200, { ok: true });
@@ -68,6 +95,20 @@ export async function startModelProvider({ gates } = {}) {
     if (id) scenario(id).requests.push(record);
     else unscripted.push(record);
     if (!record.authorized) return protocol.unauthorized(res, req);
+    const key = protocol.keyOf(req, url);
+    const limit = id ? [...busy].find(([prefix]) => id.startsWith(prefix))?.[1] : undefined;
+    if (limit) {
+      const arrived = { at: Date.now(), scenario: id, key: key === FAKE_PROVIDER_KEY ? "operator" : "tenant", status: 200 };
+      limit.requests.push(arrived);
+      limit.startedAt ??= key === limit.key ? arrived.at : null;
+      if (key === limit.key && arrived.at - limit.startedAt < limit.forMs) {
+        arrived.status = 429;
+        record.responded = true;
+        const from = Date.now();
+        limit.windows.push({ from, to: from + limit.waitMs });
+        return protocol.rateLimited(res, limit.waitMs);
+      }
+    }
 
     const s = id ? scenario(id) : null;
     const position = (body.messages ?? []).filter((m) => m.role === "assistant").length;
@@ -89,6 +130,7 @@ export async function startModelProvider({ gates } = {}) {
       const reply = step.echoToolResults ? { text: protocol.toolResultsText(body) } : step;
       record.usage = await protocol.stream(res, body, reply, usageOf(step), url);
       record.responded = true;
+      record.endedAt = Date.now();
     } finally {
       concurrency.now--;
     }

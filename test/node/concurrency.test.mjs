@@ -22,7 +22,7 @@ before(async () => {
     cwd: ROOT,
     vars: {
       ADMIN_TOKEN: ADMIN,
-      MODEL_PROVIDERS: JSON.stringify([{ id: "fake", baseUrl: `${provider.url}/v1`, auth: { secret: "FAKE_PROVIDER_KEY" } }]),
+      MODEL_PROVIDERS: JSON.stringify([{ id: "fake", baseUrl: `${provider.url}/v1`, auth: { secret: "FAKE_PROVIDER_KEY" }, models: { "test-model": {} } }]),
       HARNESS_MODEL: "fake/test-model",
       FAKE_PROVIDER_KEY,
     },

@@ -40,7 +40,7 @@ before(async () => {
     cwd: ROOT,
     vars: {
       ADMIN_TOKEN: TOKEN,
-      MODEL_PROVIDERS: JSON.stringify([{ id: "fake", baseUrl: `${provider.url}/v1`, auth: { secret: "FAKE_PROVIDER_KEY" } }]),
+      MODEL_PROVIDERS: JSON.stringify([{ id: "fake", baseUrl: `${provider.url}/v1`, auth: { secret: "FAKE_PROVIDER_KEY" }, models: { "test-model": {} } }]),
       HARNESS_MODEL: "fake/test-model",
       FAKE_PROVIDER_KEY,
       // Remembering a note waits for a person; the console may decide for this tenant.

@@ -45,7 +45,7 @@ before(async () => {
       SLACK_API_BASE_URL: `${slack.url}/api`,
       SLACK_BOT_TOKEN: FAKE_SLACK_BOT_TOKEN,
       SLACK_SIGNING_SECRET: "unused-over-the-socket",
-      MODEL_PROVIDERS: JSON.stringify([{ id: "fake", baseUrl: `${provider.url}/v1`, auth: { secret: "FAKE_PROVIDER_KEY" } }]),
+      MODEL_PROVIDERS: JSON.stringify([{ id: "fake", baseUrl: `${provider.url}/v1`, auth: { secret: "FAKE_PROVIDER_KEY" }, models: { "test-model": {} } }]),
       HARNESS_MODEL: "fake/test-model",
       FAKE_PROVIDER_KEY,
     },
