@@ -230,6 +230,12 @@ describe("a script that computes", () => {
     expect(await runScript("/(a+)+$/.test('a'.repeat(40) + 'b')", { cpuMs: 50 })).toEqual({ text: "CPU time limit: the code was stopped after 50 ms of computation.", isError: true });
   });
 
+  it("takes a tool's answer that came while it computed between its slices, never into a paused one", async () => {
+    const { caller } = fakeTools(() => new Promise((resolve) => setTimeout(() => resolve({ text: "early" }), 5)));
+    const output = await runScript("(async () => { const pending = tools.a.quick({}); let n = 0; for (let i = 0; i < 2e6; i++) n += i; return [await pending, n]; })()", {}, { caller });
+    expect(output).toEqual({ text: `Result: ${JSON.stringify(["early", 1999999000000])}`, isError: false });
+  });
+
   it("runs side by side with another script, each in an instance of its own", async () => {
     const [spun, summed] = await Promise.all([
       runScript("for (;;) {}", { cpuMs: 300 }),

@@ -69,6 +69,12 @@ interface ContextMemory {
   toPointerArray(handles: QuickJSHandle[]): Lifetime<number>;
 }
 
+type WasmFunction = (...args: number[]) => unknown;
+
+function eachFunction<T extends object>(values: T, wrap: (fn: WasmFunction) => WasmFunction): T {
+  return Object.fromEntries(Object.entries(values).map(([key, value]) => [key, typeof value === "function" ? wrap(value as WasmFunction) : value])) as T;
+}
+
 export type Evaluated = { value: QuickJSHandle } | { error: QuickJSHandle };
 
 /**
@@ -86,17 +92,41 @@ class Slicer {
   private ticks = 0;
   private ticksPerSlice = FIRST_SLICE_TICKS;
   private computedUntil = 0;
+  /** A sliced call is suspended mid-operation: the instance's heap and stack are the script's. */
+  private paused = false;
+  private readonly unguarded = new WeakMap<WasmFunction, WasmFunction>();
 
   /** An import of the wasm, counted while the host runs it. */
-  host<F extends (...args: never[]) => unknown>(fn: F): F {
-    return ((...args: Parameters<F>) => {
+  host(fn: WasmFunction): WasmFunction {
+    return (...args) => {
       this.hostDepth++;
       try {
         return fn(...args);
       } finally {
         this.hostDepth--;
       }
-    }) as F;
+    };
+  }
+
+  /**
+   * An export of the wasm, refused while a sliced call is suspended: QuickJS
+   * may be inside malloc or mid-bytecode there, so anything the host has for
+   * the script (a tool's answer) waits for the slice to end.
+   */
+  guard(fn: WasmFunction): WasmFunction {
+    const guarded: WasmFunction = (...args) => {
+      if (this.paused) throw new Error("the sandbox was called while its script is paused mid-operation");
+      return fn(...args);
+    };
+    this.unguarded.set(guarded, fn);
+    return guarded;
+  }
+
+  /** The export itself, for WebAssembly.promising (which takes only a wasm function). */
+  raw(guarded: WasmFunction): WasmFunction {
+    const fn = this.unguarded.get(guarded);
+    if (!fn) throw new Error("not an export of this sandbox");
+    return fn;
   }
 
   async sliced<T>(call: () => Promise<T>): Promise<T> {
@@ -125,7 +155,12 @@ class Slicer {
 
   /** The script's stack is suspended here while the isolate serves others; then it runs on, or is stopped. */
   readonly pause = async (): Promise<number> => {
-    await new Promise((resolve) => setTimeout(resolve, 0));
+    this.paused = true;
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 0));
+    } finally {
+      this.paused = false;
+    }
     const resumed = Date.now();
     // Where the clock stood still, the slice is measured to its resumption, the wait for the isolate included.
     const slice = this.computedUntil > this.sliceStart ? this.computedUntil - this.sliceStart : resumed - this.sliceStart;
@@ -158,10 +193,10 @@ export class Sandbox {
     readonly vm: QuickJSContext,
   ) {
     this.memory = (vm as unknown as { memory: ContextMemory }).memory;
-    const raw = this.memory.module;
-    this.evalIn = jspi.promising(raw._QTS_Eval);
-    this.callIn = jspi.promising(raw._QTS_Call);
-    this.jobsIn = jspi.promising(raw._QTS_ExecutePendingJob);
+    const exports = this.memory.module;
+    this.evalIn = jspi.promising(slicer.raw(exports._QTS_Eval) as typeof exports._QTS_Eval);
+    this.callIn = jspi.promising(slicer.raw(exports._QTS_Call) as typeof exports._QTS_Call);
+    this.jobsIn = jspi.promising(slicer.raw(exports._QTS_ExecutePendingJob) as typeof exports._QTS_ExecutePendingJob);
   }
 
   static async create(memoryLimitBytes: number, maxStackBytes: number): Promise<Sandbox> {
@@ -169,16 +204,13 @@ export class Sandbox {
     const variant = newVariant(releaseSyncVariant, {
       emscriptenModule: {
         instantiateWasm(imports, onSuccess) {
-          const host = Object.fromEntries(
-            Object.entries(imports).map(([name, fns]) => [
-              name,
-              Object.fromEntries(Object.entries(fns).map(([key, value]) => [key, typeof value === "function" ? slicer.host(value as (...args: never[]) => unknown) : value])),
-            ]),
-          );
+          const host = Object.fromEntries(Object.entries(imports).map(([name, fns]) => [name, eachFunction(fns, (fn) => slicer.host(fn))]));
           // Synchronous, so that a failure rejects the loader instead of leaving it waiting.
           const instance = new WebAssembly.Instance(slicedWasm, { ...host, antiproton: { tick: slicer.tick, pause: new jspi.Suspending(slicer.pause) } });
-          onSuccess(instance);
-          return instance.exports;
+          // Emscripten reads only the exports.
+          const exports = eachFunction(instance.exports, (fn) => slicer.guard(fn));
+          onSuccess({ exports } as WebAssembly.Instance);
+          return exports;
         },
       },
     });
@@ -186,10 +218,6 @@ export class Sandbox {
     runtime.setMemoryLimit(memoryLimitBytes);
     runtime.setMaxStackSize(maxStackBytes);
     return new Sandbox(slicer, runtime, runtime.newContext());
-  }
-
-  get cpuSpent(): number {
-    return this.slicer.cpuSpent;
   }
 
   /** The limits the next sliced calls run under; the CPU count starts again. */
