@@ -115,67 +115,90 @@ const skipMemarg = (r) => {
 };
 
 /**
- * Copies one function body's instructions, renumbering function indices and
- * inserting the countdown after each loop. Returns the new bytes and the number of loops.
+ * Walks one instruction from `r.pos`: skips its immediates and answers what
+ * the rewrite needs of it (a function index, branch labels, a block). An
+ * instruction it does not know stops the rewrite.
  */
-function rewriteBody(bytes, shift, fuel, tick) {
+function instruction(r) {
+  const start = r.pos;
+  const op = r.byte();
+  const found = { op, start };
+  if (op === 0x10 || op === 0x12 || op === 0xd2) found.func = r.u32();
+  else if (op === 0x02 || op === 0x03 || op === 0x04) skipBlockType(r);
+  else if (op === 0x0c || op === 0x0d) found.labels = [r.u32()];
+  else if (op === 0x0e) {
+    const n = r.u32();
+    found.labels = Array.from({ length: n + 1 }, () => r.u32());
+  } else if ((op >= 0x20 && op <= 0x26) || op === 0x3f || op === 0x40 || op === 0xd0) r.u32();
+  else if (op === 0x11 || op === 0x13) {
+    r.u32();
+    r.u32();
+  } else if (op === 0x1c) r.skip(r.u32());
+  else if (op >= 0x28 && op <= 0x3e) skipMemarg(r);
+  else if (op === 0x41 || op === 0x42) r.skipSigned();
+  else if (op === 0x43) r.skip(4);
+  else if (op === 0x44) r.skip(8);
+  else if (op === 0xfc) {
+    const sub = r.u32();
+    if (sub <= 7) {
+      // saturating truncations: no immediates
+    } else if (sub === 8 || sub === 10 || sub === 12 || sub === 14) {
+      r.u32();
+      r.u32();
+    } else if (sub === 9 || sub === 11 || sub === 13 || (sub >= 15 && sub <= 17)) r.u32();
+    else throw new Error(`unknown 0xfc instruction ${sub} at ${start}`);
+  } else if (!(op <= 0x01 || op === 0x05 || op === 0x0b || op === 0x0f || op === 0x1a || op === 0x1b || (op >= 0x45 && op <= 0xc4) || op === 0xd1)) {
+    throw new Error(`instruction 0x${op.toString(16)} at ${start} is not one this rewrite knows`);
+  }
+  return found;
+}
+
+/**
+ * Copies one function body, renumbering function indices and inserting the
+ * countdown after each loop. The count lives in a local of the function (a
+ * register, so a tight loop pays little for it) and in the fuel global across
+ * calls: stored before each call and each way out, loaded after each call.
+ * Returns the new bytes and the number of loops.
+ */
+function rewriteBody(bytes, params, shift, fuel, tick) {
   const r = new Reader(bytes);
   const out = new Writer();
   const copyFrom = (start) => out.add(bytes.subarray(start, r.pos));
-  // Locals: copied as they are.
   const groups = r.u32();
+  let locals = 0;
   for (let i = 0; i < groups; i++) {
-    r.u32();
+    locals += r.u32();
     r.byte();
   }
-  copyFrom(0);
-  // if fuel { fuel -= 1 } else { fuel = tick(); if fuel < 0 { fuel = pause() } }
-  const set = [0x24, ...u32(fuel)];
-  const get = [0x23, ...u32(fuel)];
+  // The locals as they are, and one more i32: the count.
+  out.push(...u32(groups + 1));
+  out.add(bytes.subarray(u32(groups).length, r.pos));
+  out.push(0x01, 0x7f);
+  const count = params + locals;
+  const load = [0x23, ...u32(fuel), 0x21, ...u32(count)];
+  const store = [0x20, ...u32(count), 0x24, ...u32(fuel)];
+  const get = [0x20, ...u32(count)];
+  const set = [0x21, ...u32(count)];
+  // if count { count -= 1 } else { count = tick(); if count < 0 { count = pause() } }
   const countdown = [...get, 0x04, 0x40, ...get, 0x41, 0x01, 0x6b, ...set, 0x05, 0x10, ...u32(tick), ...set, ...get, 0x41, 0x00, 0x48, 0x04, 0x40, 0x10, ...u32(tick + 1), ...set, 0x0b, 0x0b];
+  out.push(...load);
   let loops = 0;
+  let depth = 0; // open blocks; a branch to label `depth` leaves the function
   while (r.pos < bytes.length) {
-    const start = r.pos;
-    const op = r.byte();
-    if (op === 0x10 || op === 0x12 || op === 0xd2) {
-      // call, return_call, ref.func: the function index moves past the new import.
-      out.push(op, ...u32(shift(r.u32())));
-      continue;
-    }
-    if (op === 0x02 || op === 0x04) skipBlockType(r);
-    else if (op === 0x03) {
-      skipBlockType(r);
-      copyFrom(start);
+    const { op, start, func, labels } = instruction(r);
+    const leaves = op === 0x0f || op === 0x12 || op === 0x13 || (op === 0x0b && depth === 0) || (labels !== undefined && labels.includes(depth));
+    if (leaves) out.push(...store);
+    const calls = op === 0x10 || op === 0x11;
+    if (calls) out.push(...store);
+    if (func !== undefined) out.push(op, ...u32(shift(func)));
+    else copyFrom(start);
+    if (calls) out.push(...load);
+    if (op === 0x02 || op === 0x03 || op === 0x04) depth++;
+    else if (op === 0x0b) depth--;
+    if (op === 0x03) {
       out.push(...countdown);
       loops++;
-      continue;
-    } else if (op === 0x0c || op === 0x0d || (op >= 0x20 && op <= 0x26) || op === 0x3f || op === 0x40 || op === 0xd0) r.u32();
-    else if (op === 0x0e) {
-      const n = r.u32();
-      for (let i = 0; i <= n; i++) r.u32();
-    } else if (op === 0x11 || op === 0x13) {
-      r.u32();
-      r.u32();
-    } else if (op === 0x1c) {
-      const n = r.u32();
-      r.skip(n);
-    } else if (op >= 0x28 && op <= 0x3e) skipMemarg(r);
-    else if (op === 0x41 || op === 0x42) r.skipSigned();
-    else if (op === 0x43) r.skip(4);
-    else if (op === 0x44) r.skip(8);
-    else if (op === 0xfc) {
-      const sub = r.u32();
-      if (sub <= 7) {
-        // saturating truncations: no immediates
-      } else if (sub === 8 || sub === 10 || sub === 12 || sub === 14) {
-        r.u32();
-        r.u32();
-      } else if (sub === 9 || sub === 11 || sub === 13 || (sub >= 15 && sub <= 17)) r.u32();
-      else throw new Error(`unknown 0xfc instruction ${sub} at ${start}`);
-    } else if (!(op <= 0x01 || op === 0x05 || op === 0x0b || op === 0x0f || op === 0x1a || op === 0x1b || (op >= 0x45 && op <= 0xc4) || op === 0xd1)) {
-      throw new Error(`instruction 0x${op.toString(16)} at ${start} is not one this rewrite knows`);
     }
-    copyFrom(start);
   }
   return { bytes: out.bytes(), loops };
 }
@@ -197,10 +220,12 @@ export function sliceQuickJS(input) {
   // Types: reuse or append `() -> i32` for the tick.
   const types = new Reader(find(1).body);
   const typeCount = types.u32();
+  const paramCounts = [];
   let tickType = -1;
   for (let i = 0; i < typeCount; i++) {
     if (types.byte() !== 0x60) throw new Error("unexpected type form");
     const params = types.u32();
+    paramCounts.push(params);
     types.skip(params);
     const results = types.u32();
     const resultType = results === 1 ? types.bytes[types.pos] : undefined;
@@ -291,6 +316,10 @@ export function sliceQuickJS(input) {
     elements.body = new Uint8Array(out);
   }
 
+  // The type of each defined function, for its parameter count (its locals are numbered after them).
+  const functions = new Reader(find(3).body);
+  const functionTypes = Array.from({ length: functions.u32() }, () => functions.u32());
+
   // Code: every body rewritten.
   const code = find(10);
   const cr = new Reader(code.body);
@@ -300,7 +329,7 @@ export function sliceQuickJS(input) {
   let loops = 0;
   for (let i = 0; i < bodies; i++) {
     const size = cr.u32();
-    const rewritten = rewriteBody(cr.bytes.subarray(cr.pos, cr.pos + size), shift, fuel, tick);
+    const rewritten = rewriteBody(cr.bytes.subarray(cr.pos, cr.pos + size), paramCounts[functionTypes[i]], shift, fuel, tick);
     cr.skip(size);
     codeOut.push(...u32(rewritten.bytes.length));
     codeOut.add(rewritten.bytes);

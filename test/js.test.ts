@@ -103,6 +103,11 @@ describe("the js plugin's run tool", () => {
     expect((await run("1 + 2")).text).toBe("Result: 3");
   });
 
+  it("stops a script that nests too deeply for the host's stack (QuickJS's own limit comes too late for JSON.parse), and the next call still works", async () => {
+    expect(await run("JSON.parse('['.repeat(100_000) + ']'.repeat(100_000))")).toEqual({ text: "Stack limit: the code nested calls or values too deeply and was stopped.", isError: true });
+    expect((await run("1 + 2")).text).toBe("Result: 3");
+  });
+
   it("caps the output and the console", async () => {
     const big = await run('"x".repeat(50_000)');
     expect(big.text).toHaveLength(20_000 + "\n[output truncated at 20000 characters]".length);

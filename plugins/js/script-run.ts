@@ -18,8 +18,14 @@ const MiB = 1 << 20;
 const MAX_OUTPUT = 20_000;
 const MAX_LOG_LINES = 1_000;
 const MAX_ARGS_CHARS = 100_000;
-// Above about 512 KiB the host's own stack overflows before QuickJS notices deep recursion.
-const MAX_STACK = 256 * 1024;
+// QuickJS's own stack limit, which the script can catch ("InternalError: stack
+// overflow"). The wasm's native frames live on the host's stack (JSPI's, for a
+// sliced call), which a recursion with large frames can still overflow first
+// (a deeply nested JSON.parse): that stops the script ("stack" below). At 256
+// KiB an ordinary recursion already overflowed the host's stack once the wasm
+// was optimised; at 128 KiB a plain recursion goes about 740 calls deep.
+const MAX_STACK = 128 * 1024;
+const HOST_STACK_OVERFLOW = "Maximum call stack size exceeded";
 // Reporting (serialising the value, describing an error) gets its own small
 // budget, so that a heap or clock the code used up can still be reported.
 const REPORT_MS = 500;
@@ -46,7 +52,7 @@ const PRELUDE = `(emit, call) => {
   return [show, describe];
 }`;
 
-type Limit = TimeLimit | "memory";
+type Limit = TimeLimit | "memory" | "stack";
 type Outcome = { value: QuickJSHandle } | { error: QuickJSHandle } | { pending: true } | { limit: Limit } | { unreachable: string };
 
 export interface ScriptOptions {
@@ -118,12 +124,13 @@ class ScriptRun {
     }
   }
 
-  /** A sliced call, or the limit that stopped it. */
+  /** A sliced call, or the limit that stopped it (the sandbox is then unusable). */
   private async stoppable<T extends object>(work: () => Promise<T>): Promise<T | { limit: Limit }> {
     try {
       return await work();
     } catch (err) {
       if (err instanceof LimitReached) return { limit: err.limit };
+      if (err instanceof RangeError && err.message === HOST_STACK_OVERFLOW) return { limit: "stack" };
       throw err;
     }
   }
@@ -231,6 +238,8 @@ class ScriptRun {
         return `Wall time limit: the script was stopped after ${wallMs} ms, tool calls included (${this.calls} calls made, ${this.inFlight.size} unanswered).`;
       case "memory":
         return `Memory limit: the code used more than ${memoryMiB} MiB.`;
+      case "stack":
+        return "Stack limit: the code nested calls or values too deeply and was stopped.";
     }
   }
 
