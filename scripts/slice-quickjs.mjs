@@ -157,8 +157,10 @@ function instruction(r) {
  * Copies one function body, renumbering function indices and inserting the
  * countdown after each loop. The count lives in a local of the function (a
  * register, so a tight loop pays little for it) and in the fuel global across
- * calls: stored before each call and each way out, loaded after each call.
- * Returns the new bytes and the number of loops.
+ * calls: stored before each call made inside a loop and each way out, loaded
+ * at entry and after such a call. A function without a loop only has its
+ * calls renumbered: it neither counts nor disturbs the count. Returns the new
+ * bytes and the number of loops.
  */
 function rewriteBody(bytes, params, shift, fuel, tick) {
   const r = new Reader(bytes);
@@ -170,9 +172,23 @@ function rewriteBody(bytes, params, shift, fuel, tick) {
     locals += r.u32();
     r.byte();
   }
+  const code = r.pos;
+  const hasLoop = (() => {
+    for (const scan = new Reader(bytes, code); scan.pos < bytes.length; ) if (instruction(scan).op === 0x03) return true;
+    return false;
+  })();
+  if (!hasLoop) {
+    copyFrom(0);
+    while (r.pos < bytes.length) {
+      const { op, start, func } = instruction(r);
+      if (func !== undefined) out.push(op, ...u32(shift(func)));
+      else copyFrom(start);
+    }
+    return { bytes: out.bytes(), loops: 0 };
+  }
   // The locals as they are, and one more i32: the count.
   out.push(...u32(groups + 1));
-  out.add(bytes.subarray(u32(groups).length, r.pos));
+  out.add(bytes.subarray(u32(groups).length, code));
   out.push(0x01, 0x7f);
   const count = params + locals;
   const load = [0x23, ...u32(fuel), 0x21, ...u32(count)];
@@ -183,18 +199,18 @@ function rewriteBody(bytes, params, shift, fuel, tick) {
   const countdown = [...get, 0x04, 0x40, ...get, 0x41, 0x01, 0x6b, ...set, 0x05, 0x10, ...u32(tick), ...set, ...get, 0x41, 0x00, 0x48, 0x04, 0x40, 0x10, ...u32(tick + 1), ...set, 0x0b, 0x0b];
   out.push(...load);
   let loops = 0;
-  let depth = 0; // open blocks; a branch to label `depth` leaves the function
+  const open = []; // the blocks open, each true for a loop; a branch to label open.length leaves the function
   while (r.pos < bytes.length) {
     const { op, start, func, labels } = instruction(r);
+    const depth = open.length;
     const leaves = op === 0x0f || op === 0x12 || op === 0x13 || (op === 0x0b && depth === 0) || (labels !== undefined && labels.includes(depth));
-    if (leaves) out.push(...store);
-    const calls = op === 0x10 || op === 0x11;
-    if (calls) out.push(...store);
+    const callsInLoop = (op === 0x10 || op === 0x11) && open.includes(true);
+    if (leaves || callsInLoop) out.push(...store);
     if (func !== undefined) out.push(op, ...u32(shift(func)));
     else copyFrom(start);
-    if (calls) out.push(...load);
-    if (op === 0x02 || op === 0x03 || op === 0x04) depth++;
-    else if (op === 0x0b) depth--;
+    if (callsInLoop) out.push(...load);
+    if (op === 0x02 || op === 0x03 || op === 0x04) open.push(op === 0x03);
+    else if (op === 0x0b) open.pop();
     if (op === 0x03) {
       out.push(...countdown);
       loops++;
