@@ -112,7 +112,7 @@ class ScriptRun {
     const value = this.scope.manage(evaluated.value);
     for (;;) {
       this.handInAnswers();
-      // A limit met inside a promise callback may surface as a rejection the script caught: the limit decides.
+      // The heap could not take an answer: the memory limit decides, whatever the script would make of it.
       if (this.limit) return { limit: this.limit };
       const jobs = await this.stoppable(async () => ({ jobError: await this.sandbox.executePendingJobs() }));
       if ("limit" in jobs) return jobs;
