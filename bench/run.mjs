@@ -20,6 +20,9 @@
 //   load   one object: a reply's busy time with 10 vs BENCH_RUNNING running
 //          conversations, and with BENCH_PAST past conversations vs fresh
 //          (BENCH_HISTORY seeded through the API, the rest copied: bench/amplify.mjs)
+//   script another conversation of the agent while a js__run script spins at its
+//          CPU limit vs while none runs (accepted, answered), interleaved; and the
+//          sandbox's countdown vs the installed QuickJS in this process (bench/countdown.mjs)
 import { spawn } from "node:child_process";
 import { createHmac } from "node:crypto";
 import { rmSync, writeFileSync } from "node:fs";
@@ -32,6 +35,7 @@ import { FAKE_SLACK_BOT_TOKEN, startSlack } from "../test/fakes/slack.mjs";
 import { startWorker, until } from "../test/node/wrangler-dev.mjs";
 import { amplifyHistory } from "./amplify.mjs";
 import { armedAlarms, objectCounters } from "./counters.mjs";
+import { countdownRatios } from "./countdown.mjs";
 import { objectBusy } from "./object-busy.mjs";
 import { cpuMs, cpuOf, workerdOf } from "./proc.mjs";
 import { pool, row, summary, timed, unionLength } from "./stats.mjs";
@@ -39,7 +43,7 @@ import { TAIL_MODEL, TAIL_WINDOW, tailSection } from "./tail.mjs";
 
 const num = (name, fallback) => Number(process.env[name] ?? fallback);
 // ack leaves a backlog of turns (one per event) behind it: it runs after idle and peer, and load starts its own wrangler dev.
-const SECTIONS = ["busy", "stream", "tail", "fleet", "idle", "peer", "ack", "load"];
+const SECTIONS = ["busy", "stream", "tail", "fleet", "idle", "peer", "ack", "script", "load"];
 const ONLY = process.env.BENCH_ONLY ? process.env.BENCH_ONLY.split(",").map((s) => s.trim()) : SECTIONS;
 for (const s of ONLY) if (!SECTIONS.includes(s)) throw new Error(`BENCH_ONLY: unknown section ${s} (known: ${SECTIONS.join(", ")})`);
 
@@ -68,6 +72,8 @@ const BURST = num("BENCH_BURST", 0);
 const BURST_TEAMS = num("BENCH_BURST_TEAMS", 10);
 /** How many of the burst's events are in flight at once (0: all). */
 const BURST_WIDTH = num("BENCH_BURST_WIDTH", 0);
+const SCRIPT_ROUNDS = num("BENCH_SCRIPT_ROUNDS", 10);
+const SCRIPT_CPU_MS = 3_000;
 
 const ADMIN = "bench-admin-token";
 const SLACK_SECRET = "bench-slack-signing-secret";
@@ -788,7 +794,58 @@ async function idleSection() {
   print(row(`invocations in the idle ${IDLE_S} s`, { value: invocations }, "", undefined, { text: "0", met: invocations === 0 }));
 }
 
-// ---- 5. load: one object under load, and with a long past -------------------------------
+// ---- 5. script: a script computing at its limit does not hold up its agent ------------------
+
+async function scriptSection() {
+  const tenant = `script${run}`;
+  const agent = "coder";
+  await expectStatus(await api(`/tenants/${tenant}/agents/${agent}/mounts`, { method: "PUT", body: JSON.stringify([{ alias: "js", plugin: "js", config: { cpuMs: SCRIPT_CPU_MS } }]) }), 200);
+  const pingSid = `scriptping${run}`;
+  await putScenario(pingSid, [{ text: "pong" }]);
+  /** Another conversation of the agent: POST → 202, and POST → its answer in the transcript. */
+  const ping = async (conversation) => {
+    const start = performance.now();
+    await post(tenant, agent, conversation, `[s:${pingSid}] ping`);
+    const accepted = performance.now() - start;
+    const answer = await until(`${conversation} answered`, async () => (await view(tenant, agent, conversation)).transcript.find((e) => e.role === "assistant" && e.text === "pong"));
+    return { accepted, answered: performance.now() - start, answeredAt: answer.at };
+  };
+  const quiet = { accepted: [], answered: [] };
+  const spinning = { accepted: [], answered: [] };
+  let during = 0;
+  for (let i = 0; i < SCRIPT_ROUNDS; i++) {
+    const q = await ping(`quiet-${i}`);
+    quiet.accepted.push(q.accepted);
+    quiet.answered.push(q.answered);
+    // A script that calls a tool (so the bench knows when it runs), then computes until its CPU limit.
+    const marker = `/script-${run}-${i}`;
+    const code = `(async () => { await tools.api.get({ url: "${tool.url}${marker}" }); for (;;) {} })()`;
+    const sid = `spin${run}${i}`;
+    await putScenario(sid, [{ toolCalls: [{ name: "js__run", arguments: { code } }] }, { text: "spun" }], "position");
+    await post(tenant, agent, `spin-${i}`, `[s:${sid}] spin`);
+    await until("the script's tool call", async () => toolCalls.some((c) => c.url === marker) || undefined);
+    await sleep(200); // the answer reported, handed back, and the script into its loop
+    const s = await ping(`during-${i}`);
+    spinning.accepted.push(s.accepted);
+    spinning.answered.push(s.answered);
+    const spun = await settled(tenant, agent, `spin-${i}`, 1, 120_000);
+    const result = spun.transcript.find((e) => e.role === "tool");
+    if (!result?.text.startsWith("CPU time limit")) throw new Error(`spin-${i}: ${result?.text}`);
+    // Answered while the script still ran: its result came after the ping's answer.
+    if (result.at > s.answeredAt) during++;
+  }
+  const [qa, sa, qd, sd] = [summary(quiet.accepted), summary(spinning.accepted), summary(quiet.answered), summary(spinning.answered)];
+  print(`script: another conversation of the agent while a js__run script spins at its CPU limit (${SCRIPT_CPU_MS} ms) vs while none runs, ${SCRIPT_ROUNDS} each, interleaved`);
+  print(row("baseline: accepted (POST → 202), no script running", qa, "ms"));
+  print(row("accepted while a script spins", sa, "ms", `${ratio(sa.median, qa.median).toFixed(2)}× (median), ${ratio(sa.p99, qa.p99).toFixed(2)}× (p99)`, { text: "every one under 1 s", met: sa.p99 < 1_000 }));
+  print(row("baseline: answered (POST → reply), no script running", qd, "ms"));
+  print(row("answered while a script spins", sd, "ms", `${ratio(sd.median, qd.median).toFixed(2)}×; ${during} of ${SCRIPT_ROUNDS} before the script was stopped`, { text: "all before the script ended", met: during === SCRIPT_ROUNDS }));
+  const countdown = await countdownRatios(SCRIPT_ROUNDS);
+  print(`  the sandbox's countdown (scripts/slice-quickjs.mjs) vs the installed QuickJS, in this Node process without pauses, ${SCRIPT_ROUNDS} rounds each, interleaved`);
+  for (const [name, { ratios, stockMs }] of Object.entries(countdown)) print(row(`sliced / stock: ${name}`, summary(ratios), "x", `stock ${summary(stockMs).median.toFixed(0)} ms`));
+}
+
+// ---- 6. load: one object under load, and with a long past -------------------------------
 
 /** The object's busy time for one reply (a fresh conversation, the provider answering at once), PROBES times. */
 async function probe(tenant, agent, tag) {
@@ -867,7 +924,7 @@ const sectionRetries = () => {
 };
 
 const tail = () => tailSection({ api, post, view, putScenario, print, row, summary, run });
-const sections = { busy: busySection, stream: streamSection, tail, peer: peerSection, ack: ackSection, fleet: fleetSection, idle: idleSection, load: loadSection };
+const sections = { busy: busySection, stream: streamSection, tail, peer: peerSection, ack: ackSection, fleet: fleetSection, idle: idleSection, script: scriptSection, load: loadSection };
 const began = Date.now();
 try {
   print(`antiproton bench — wrangler dev on loopback, fakes for Slack and the provider; ${new Date().toISOString()}; sections: ${ONLY.join(", ")}`);

@@ -1,7 +1,7 @@
 // The plugins folder's public interface.
 import { clockPlugin } from "./clock.ts";
 import { httpPlugin } from "./http.ts";
-import { jsPlugin } from "./js.ts";
+import { jsPlugin } from "./js/index.ts";
 import { mcpPlugin } from "./mcp.ts";
 import { memoryPlugin } from "./memory.ts";
 import type { Plugin } from "./contract.ts";

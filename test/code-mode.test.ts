@@ -1,8 +1,9 @@
 // Code mode: a js__run script calls the agent's other tools through the
 // gateway, under the same policy as a direct call, each call journaled under
 // the script's own key; the script runs in a courier, so the object answers
-// other conversations while it waits, and a courier crash mid-script does not
-// repeat a write the script already made.
+// other conversations while it waits, and in slices, so it answers them while
+// the script computes too; a courier crash mid-script does not repeat a write
+// the script already made.
 import { env } from "cloudflare:workers";
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -55,7 +56,8 @@ async function turn(...codes: string[]): Promise<{ s: string; view: View; result
   return { s, view, results: view.transcript.filter((e) => e.role === "tool") };
 }
 
-const journal = (s: string) => rows<{ key: string; name: string; status: string }>(T, A, "SELECT key, name, status FROM tool_calls WHERE conversation = ? ORDER BY started_at, key", s);
+const journal = (s: string, agentName = A) =>
+  rows<{ key: string; name: string; status: string }>(T, agentName, "SELECT key, name, status FROM tool_calls WHERE conversation = ? ORDER BY started_at, key", s);
 
 describe("a script that calls tools", () => {
   it("calls two tools and joins their results in one model step: the provider sees one tool call, the receiver two", async () => {
@@ -202,6 +204,41 @@ describe("a script waiting for a tool", () => {
     await waitFor("the courier to be done", async () => (await rows(T, A, "SELECT kind FROM effects WHERE conversation = ?", s)).length === 0);
     expect(await ledgerAppends(second)).toHaveLength(0);
     expect((await journal(s)).map((c) => c.name)).not.toContain("ledger__append");
+  });
+});
+
+describe("a script that computes without end", () => {
+  it("does not hold up the agent: while it spins at its limit, another conversation is accepted in < 1 s and answered", async () => {
+    const spinner = "spinner";
+    await mount(spinner, [{ alias: "js", plugin: "js", config: { cpuMs: 10_000, wallMs: 60_000 } }]);
+    const entry = unique("spin");
+    const s = await start(spinner, `(async () => { await tools.ledger.append({ entry: "${entry}" }); for (;;) {} })()`);
+    // Its call answered, the script runs on into the loop at once.
+    await waitFor("the script's call to be done", async () => (await journal(s, spinner)).some((c) => c.name === "ledger__append" && c.status === "done"));
+    const other = unique("other");
+    await script(other, [{ text: "meanwhile" }]);
+    const sent = Date.now();
+    const accepted = await postMessage(T, spinner, { text: `[s:${other}] hello`, conversation: other });
+    const acceptMs = Date.now() - sent;
+    expect(accepted.status).toBe(202);
+    expect(acceptMs).toBeLessThan(1_000);
+    await answered(T, spinner, other, "meanwhile");
+    // Answered while the script still spins: its result has not come.
+    expect((await getConversation(T, spinner, s)).transcript.filter((e) => e.role === "tool")).toEqual([]);
+    const view = await settled(T, spinner, s, 30_000);
+    expect(view.transcript.find((e) => e.role === "tool")).toMatchObject({ isError: true, text: "CPU time limit: the code was stopped after 10000 ms of computation." });
+  }, 45_000);
+
+  it("a BigInt loop is stopped at the wall limit (inside its long built-in calls), and the turn goes on", async () => {
+    const bigint = "bigint";
+    await mount(bigint, [{ alias: "js", plugin: "js", config: { cpuMs: 10_000, wallMs: 1_000 } }]);
+    const s = await start(bigint, "for (;;) (10n ** 150000n).toString()");
+    const view = await settled(T, bigint, s, 25_000);
+    expect(view.transcript.find((e) => e.role === "tool")).toMatchObject({
+      isError: true,
+      text: "Wall time limit: the script was stopped after 1000 ms, tool calls included (0 calls made, 0 unanswered).",
+    });
+    expect(view.transcript.at(-1)).toMatchObject({ role: "assistant", text: "Done." });
   });
 });
 

@@ -1,9 +1,11 @@
-// The js plugin: model-written JavaScript runs in a fresh QuickJS runtime per
-// call, inside real turns, with time and memory limits and nothing of the host.
-// A handle left undisposed makes QuickJS abort when its runtime is freed, so
-// every clean answer below also shows that the call released everything.
+// The js plugin: model-written JavaScript runs in a fresh QuickJS instance per
+// call, inside real turns, with time and memory limits and nothing of the host,
+// and never holds the isolate: it runs in slices, and a limit stops it inside
+// a long built-in too. A handle left undisposed makes QuickJS abort when its
+// runtime is freed, so every clean answer below also shows that the call
+// released everything.
 import { describe, expect, it } from "vitest";
-import { jsPlugin, runScript } from "../plugins/js.ts";
+import { jsPlugin, runScript } from "../plugins/js/index.ts";
 import type { ToolCaller, ToolContext, ToolOutput } from "../plugins/index.ts";
 import { postMessage, script, settled, unique, type View } from "./support.ts";
 
@@ -48,7 +50,8 @@ describe("js__run in a turn", () => {
   });
 
   it("stops a memory bomb at the memory limit", async () => {
-    const view = await turn("const hoard = []; for (;;) hoard.push({ n: hoard.length, s: String(hoard.length) });");
+    // One piece larger than the heap: met at once (filling it with small objects takes QuickJS seconds on a loaded machine, racing the CPU limit).
+    const view = await turn('const hoard = ["x".repeat(2 ** 25)]; hoard.length');
     expect(toolResults(view)[0]).toMatchObject({ text: "Memory limit: the code used more than 16 MiB.", isError: true });
   });
 
@@ -97,6 +100,11 @@ describe("the js plugin's run tool", () => {
 
   it("turns runaway recursion into a stack overflow error, and the next call still works", async () => {
     expect(await run("function f() { return f() + 1 } f()")).toMatchObject({ text: expect.stringMatching(/^Uncaught InternalError: stack overflow/), isError: true });
+    expect((await run("1 + 2")).text).toBe("Result: 3");
+  });
+
+  it("stops a script that nests too deeply for the host's stack (QuickJS's own limit comes too late for JSON.parse), and the next call still works", async () => {
+    expect(await run("JSON.parse('['.repeat(100_000) + ']'.repeat(100_000))")).toEqual({ text: "Stack limit: the code nested calls or values too deeply and was stopped.", isError: true });
     expect((await run("1 + 2")).text).toBe("Result: 3");
   });
 
@@ -200,13 +208,45 @@ describe("a script's tool calls (code mode), in the sandbox", () => {
   });
 });
 
-describe("the CPU limit where the clock stands still (a deployed Worker's clock moves only on I/O)", () => {
-  const frozen = () => 0;
-  it("stops an endless loop by its poll budget", async () => {
-    expect(await runScript("for (;;) {}", { cpuMs: 50 }, { now: frozen })).toEqual({ text: "CPU time limit: the code was stopped after 50 ms of computation.", isError: true });
+describe("a script that computes", () => {
+  const timer = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+  it("does not hold the isolate: a timer set while it spins fires long before it is stopped", async () => {
+    let stopped = false;
+    const spinning = runScript("for (;;) {}", { cpuMs: 2_000 }).then((output) => ((stopped = true), output));
+    await timer(50);
+    expect(stopped).toBe(false);
+    expect(await spinning).toEqual({ text: "CPU time limit: the code was stopped after 2000 ms of computation.", isError: true });
   });
 
-  it("stops a regular expression that backtracks without end (a long built-in call)", async () => {
-    expect(await runScript("/(a+)+$/.test('a'.repeat(40) + 'b')", { cpuMs: 50 }, { now: frozen })).toEqual({ text: "CPU time limit: the code was stopped after 50 ms of computation.", isError: true });
+  it("is stopped inside one long built-in call (a BigInt's toString), and the next script runs", async () => {
+    expect(await runScript("(10n ** 150000n).toString().length", { cpuMs: 50 })).toEqual({ text: "CPU time limit: the code was stopped after 50 ms of computation.", isError: true });
+    expect((await run("1 + 2")).text).toBe("Result: 3");
+  });
+
+  it("stops a loop of long built-ins at the wall limit", async () => {
+    expect(await runScript("for (;;) (10n ** 150000n).toString()", { wallMs: 300, cpuMs: 10_000 })).toEqual({
+      text: "Wall time limit: the script was stopped after 300 ms, tool calls included (0 calls made, 0 unanswered).",
+      isError: true,
+    });
+  });
+
+  it("stops a regular expression that backtracks without end", async () => {
+    expect(await runScript("/(a+)+$/.test('a'.repeat(40) + 'b')", { cpuMs: 50 })).toEqual({ text: "CPU time limit: the code was stopped after 50 ms of computation.", isError: true });
+  });
+
+  it("takes a tool's answer that came while it computed between its slices, never into a paused one", async () => {
+    const { caller } = fakeTools(() => new Promise((resolve) => setTimeout(() => resolve({ text: "early" }), 5)));
+    const output = await runScript("(async () => { const pending = tools.a.quick({}); let n = 0; for (let i = 0; i < 2e6; i++) n += i; return [await pending, n]; })()", {}, { caller });
+    expect(output).toEqual({ text: `Result: ${JSON.stringify(["early", 1999999000000])}`, isError: false });
+  });
+
+  it("runs side by side with another script, each in an instance of its own", async () => {
+    const [spun, summed] = await Promise.all([
+      runScript("for (;;) {}", { cpuMs: 300 }),
+      runScript("let s = 0n; for (let i = 0n; i < 200000n; i++) s += i * i; s", {}),
+    ]);
+    expect(spun.text).toBe("CPU time limit: the code was stopped after 300 ms of computation.");
+    expect(summed).toEqual({ text: `Result: ${(199999n * 200000n * 399999n) / 6n}`, isError: false });
   });
 });
