@@ -69,6 +69,7 @@ describe("js__run in a turn", () => {
 
 const ctx = (config: Record<string, unknown> = {}): ToolContext => ({
   callKey: "k",
+  alias: "js",
   tenant: T,
   agent: A,
   conversation: "c",
