@@ -49,7 +49,16 @@ export class Machine extends Container<Env> {
     return { id: this.ctx.id.name ?? this.ctx.id.toString(), labels: kept.labels, spec: kept.spec, createdAt: new Date(kept.createdAt).toISOString(), lastUsedAt: new Date(kept.lastUsedAt).toISOString(), busy: false };
   }
 
-  async ensure(spec: MachineSpec, labels: MachineLabels): Promise<{ created: boolean; machine: MachineStatus }> {
+  /** The ensure under way: a second one waits for it, so concurrent first calls start one machine. */
+  private ensuring: Promise<unknown> = Promise.resolve();
+
+  ensure(spec: MachineSpec, labels: MachineLabels): Promise<{ created: boolean; machine: MachineStatus }> {
+    const next = this.ensuring.catch(() => undefined).then(() => this.ensureNow(spec, labels));
+    this.ensuring = next;
+    return next;
+  }
+
+  private async ensureNow(spec: MachineSpec, labels: MachineLabels): Promise<{ created: boolean; machine: MachineStatus }> {
     const kept = await this.kept();
     if (kept && sameSpec(kept.spec, spec)) {
       kept.lastUsedAt = Date.now();

@@ -15,15 +15,18 @@
 //                     reach some hosts: served inside the machine on
 //                     127.0.0.1:3128 and named in every command's proxy variables
 //   MACHINED_MEMORY_BYTES  each command's data segment limit (prlimit), if set
+//   MACHINED_EXTRA_CA  a CA certificate commands must trust besides the system's
+//                     (Cloudflare's, for a container whose https is intercepted)
 import { spawn } from "node:child_process";
-import { createReadStream, promises as fs } from "node:fs";
+import { createReadStream, existsSync, promises as fs } from "node:fs";
 import { createServer } from "node:http";
 import { connect, createServer as createTcpServer } from "node:net";
 import path from "node:path";
 
 const WORKSPACE = process.env.MACHINED_WORKSPACE || "/workspace";
 const PROXY_SOCKET = process.env.MACHINED_PROXY_SOCKET || "";
-const MEMORY_BYTES = Number(process.env.MACHINED_MEMORY_BYTES || "0");
+/** Each command's memory limit, where the image has prlimit (util-linux) to set it. */
+const MEMORY_BYTES = existsSync("/usr/bin/prlimit") ? Number(process.env.MACHINED_MEMORY_BYTES || "0") : 0;
 const PROXY_PORT = 3128;
 /** A written file's body, at most. */
 const MAX_WRITE_BYTES = 10 * 1024 * 1024;
@@ -121,7 +124,21 @@ class CappedOutput {
   }
 }
 
-function commandEnv(extra) {
+const EXTRA_CA = process.env.MACHINED_EXTRA_CA || "";
+const SYSTEM_CAS = "/etc/ssl/certs/ca-certificates.crt";
+let caEnv;
+
+/** The variables that make common clients trust the extra CA too: a bundle of it and the system's, made once it exists. */
+async function trustEnv() {
+  if (caEnv || !EXTRA_CA || !existsSync(EXTRA_CA)) return caEnv ?? {};
+  const bundle = path.join(process.env.TMPDIR || "/tmp", "machined-ca-bundle.crt");
+  const system = existsSync(SYSTEM_CAS) ? await fs.readFile(SYSTEM_CAS, "utf8") : "";
+  await fs.writeFile(bundle, `${system}\n${await fs.readFile(EXTRA_CA, "utf8")}`);
+  caEnv = { SSL_CERT_FILE: bundle, CURL_CA_BUNDLE: bundle, REQUESTS_CA_BUNDLE: bundle, GIT_SSL_CAINFO: bundle, NODE_EXTRA_CA_CERTS: EXTRA_CA };
+  return caEnv;
+}
+
+function commandEnv(extra, trust) {
   const env = {
     PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
     HOME: WORKSPACE,
@@ -132,7 +149,7 @@ function commandEnv(extra) {
     const proxy = `http://127.0.0.1:${PROXY_PORT}`;
     Object.assign(env, { HTTP_PROXY: proxy, HTTPS_PROXY: proxy, http_proxy: proxy, https_proxy: proxy, ALL_PROXY: proxy, NO_PROXY: "", no_proxy: "" });
   }
-  return { ...env, ...extra };
+  return { ...env, ...trust, ...extra };
 }
 
 function parseExec(body) {
@@ -151,9 +168,9 @@ async function exec(req, res) {
     throw fsError(err, run.cwd);
   });
   if (!stat.isDirectory()) throw new RequestError(409, `${run.cwd} is not a folder`);
-  const argv = MEMORY_BYTES > 0 ? ["prlimit", `--data=${MEMORY_BYTES}`, "--", "/bin/sh", "-c", run.command] : ["/bin/sh", "-c", run.command];
+  const argv = MEMORY_BYTES > 0 ? ["/usr/bin/prlimit", `--data=${MEMORY_BYTES}`, "--", "/bin/sh", "-c", run.command] : ["/bin/sh", "-c", run.command];
   const started = Date.now();
-  const child = spawn(argv[0], argv.slice(1), { cwd: run.cwd, env: commandEnv(run.env), detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(argv[0], argv.slice(1), { cwd: run.cwd, env: commandEnv(run.env, await trustEnv()), detached: true, stdio: ["ignore", "pipe", "pipe"] });
   const stdout = new CappedOutput(run.maxOutputBytes);
   const stderr = new CappedOutput(run.maxOutputBytes);
   child.stdout.on("data", (c) => stdout.push(c));
@@ -247,7 +264,7 @@ async function list(url, res) {
 async function route(req, res) {
   const url = new URL(req.url ?? "/", "http://machine");
   const key = `${req.method} ${url.pathname}`;
-  if (key === "GET /health") return sendJson(res, 200, { ok: true, workspace: WORKSPACE, network: PROXY_SOCKET ? "allowed hosts" : "none" });
+  if (key === "GET /health") return sendJson(res, 200, { ok: true, workspace: WORKSPACE, network: PROXY_SOCKET ? "allowed hosts" : "none", memoryLimitPerCommand: MEMORY_BYTES || null });
   if (key === "POST /exec") return exec(req, res);
   if (key === "GET /file") return readFile(url, res);
   if (key === "PUT /file") return writeFile(req, url, res);

@@ -146,9 +146,122 @@ describe.each(backends)("the machine backend contract: %s", (_name, make) => {
     await backend.destroy(id);
   });
 
+  it("concurrent first calls for one machine start one machine", async () => {
+    const id = newId();
+    const who = labels();
+    const all = await Promise.all([1, 2, 3, 4].map(() => backend.ensure(id, SPEC, who)));
+    expect(all.filter((r) => r.created)).toHaveLength(1);
+    expect(new Set(all.map((r) => r.machine.createdAt)).size).toBe(1);
+    await backend.destroy(id);
+  });
+
   it("refuses a profile it does not have", async () => {
     const err = await failure(backend.ensure(newId(), { ...SPEC, profile: "gpu-xl" }, labels()));
     expect(err.kind).toBe("refused");
     expect(err.message).toContain('profile "gpu-xl"');
+  });
+});
+
+/** The host's window onto itself (test/machines/host.mjs). */
+async function hostWindow<T>(path: string): Promise<T> {
+  return (await fetch(`${E.MACHINE_HOST_WINDOW_URL}${path}`)).json() as Promise<T>;
+}
+
+describe("the local backend's sandbox", () => {
+  let backend: HostBackend;
+  beforeAll(() => {
+    backend = hostBackend();
+  });
+
+  it("shows a machine its workspace and the system read-only, as an unprivileged user with no capabilities: no host secret, no other machine", async () => {
+    const [a, b] = [newId(), newId()];
+    await backend.ensure(a, SPEC, labels());
+    await backend.ensure(b, SPEC, labels());
+    await backend.writeFile(a, "mine.txt", enc("only a's"), false);
+    const seen = await run(backend, b, "id -u; grep CapEff /proc/self/status; ls /; touch /usr/x 2>&1; cat /etc/shadow 2>&1; ls /root 2>&1; find / -path /proc -prune -o -path /usr -prune -o -name mine.txt -print 2>/dev/null | wc -l; ls /run/machine");
+    const out = seen.stdout.head;
+    expect(out).toMatch(/^1000\nCapEff:\t0000000000000000\n/);
+    expect(out).toContain("touch: cannot touch '/usr/x': Read-only file system");
+    expect(out).toContain("/etc/shadow: No such file or directory");
+    expect(out).toContain("cannot access '/root': No such file or directory");
+    // Its own socket only; a's file is nowhere in b.
+    expect(out).toMatch(/\n0\nmachined\.sock\n$/);
+    await Promise.all([backend.destroy(a), backend.destroy(b)]);
+  });
+
+  it("enforces the disk (the workspace's size) and each command's memory", async () => {
+    const id = newId();
+    await backend.ensure(id, { ...SPEC, diskMiB: 32, memoryMiB: 256 }, labels());
+    const disk = await run(backend, id, "dd if=/dev/zero of=big bs=1M count=64");
+    expect(disk.exitCode).not.toBe(0);
+    expect(disk.stderr.head).toContain("No space left on device");
+    const memory = await run(backend, id, "python3 -c 'x = bytearray(400 * 1024 * 1024); print(\"allocated\")'");
+    expect(memory.exitCode).not.toBe(0);
+    expect(memory.stdout.head).not.toContain("allocated");
+    expect(memory.stderr.head).toContain("MemoryError");
+    await backend.destroy(id);
+  });
+
+  it("with a cgroup, limits the machine's processes and CPU as a whole", async ({ skip }) => {
+    const health = (await (await fetch(`${E.MACHINE_HOST_URL}/health`, { headers: { authorization: `Bearer ${E.MACHINE_HOST_TOKEN}` } })).json()) as { limits: { cgroups: string; cgroupsUnavailable?: string } };
+    if (health.limits.cgroups === "none") skip(`this host has no cgroups: ${health.limits.cgroupsUnavailable}`);
+    const id = newId();
+    await backend.ensure(id, { ...SPEC, processes: 16, cpu: 0.25 }, labels());
+    const forks = await run(backend, id, "for i in $(seq 40); do sleep 2 & done 2>&1; wait; echo done");
+    expect(forks.stderr.head + forks.stdout.head).toMatch(/fork|Resource temporarily unavailable/i);
+    // Two seconds of a busy loop get about a quarter of a core.
+    const busy = await run(backend, id, "node -e 'const s = Date.now(); while (Date.now() - s < 2000); console.log(Math.round(process.cpuUsage().user / 1000))'");
+    expect(Number(busy.stdout.head.trim())).toBeLessThan(800);
+    await backend.destroy(id);
+  });
+
+  it("a machine whose daemon is killed from inside is gone, cleaned up, and the next call starts a new one", async () => {
+    const id = newId();
+    const who = labels();
+    await backend.ensure(id, SPEC, who);
+    await run(backend, id, "(sleep 0.2; kill -9 $PPID) >/dev/null 2>&1 &").catch(() => undefined);
+    await waitUntil(async () => (await backend.status(id)) === undefined);
+    await waitUntil(async () => !(await hostWindow<{ exists: boolean }>(`/folder?id=${id}`)).exists);
+    expect((await backend.ensure(id, SPEC, who)).created).toBe(true);
+    await backend.destroy(id);
+  });
+
+  it("answers only requests that carry its token", async () => {
+    const res = await fetch(`${E.MACHINE_HOST_URL}/machines`, { headers: { authorization: "Bearer not-the-token" } });
+    expect(res.status).toBe(401);
+    const wrong = new HostBackend(E.MACHINE_HOST_URL!, "not-the-token");
+    expect((await failure(wrong.ensure(newId(), SPEC, labels()))).message).toContain("MACHINE_HOST_TOKEN");
+  });
+});
+
+async function waitUntil(check: () => Promise<boolean>): Promise<void> {
+  for (let i = 0; !(await check()); i++) {
+    if (i > 200) throw new Error("timed out");
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+describe("the Cloudflare backend's container", () => {
+  const runtime = (id: string) => fetch(`${E.FAKE_CONTAINERS_URL}/containers/${id}`).then((r) => r.json() as Promise<{ running: boolean; starts: { entrypoint: string[]; enableInternet: boolean; env: Record<string, string> }[]; intercepts: { kind: string; host: string }[] }>);
+  const objectId = (id: string) => env.MACHINE.idFromName(id).toString();
+
+  it("starts machined in the image with no internet, the memory limit and Cloudflare's CA trusted, and is gone when destroyed", async () => {
+    const backend = new ContainerBackend(env.MACHINE);
+    const id = newId();
+    await backend.ensure(id, { ...SPEC, memoryMiB: 300 }, labels());
+    const seen = await runtime(objectId(id));
+    expect(seen.running).toBe(true);
+    expect(seen.starts).toHaveLength(1);
+    const [start] = seen.starts;
+    expect(start!.enableInternet).toBe(false);
+    expect(start!.entrypoint.slice(0, 3)).toEqual(["node", "--input-type=module", "-e"]);
+    expect(start!.entrypoint[3]).toContain("machined: the daemon inside every machine");
+    expect(start!.env).toMatchObject({ MACHINED_PORT: "8080", MACHINED_WORKSPACE: "/workspace", MACHINED_MEMORY_BYTES: String(300 * 1024 * 1024) });
+    // No allowed hosts: every http and https request is intercepted, and the object's proxy denies it.
+    expect(seen.intercepts).toEqual(expect.arrayContaining([{ kind: "http", host: "*" }, { kind: "https", host: "*" }]));
+    const trusted = await run(backend, id, 'tail -2 "$SSL_CERT_FILE"; echo "$NODE_EXTRA_CA_CERTS"');
+    expect(trusted.stdout.head).toBe("fake-cloudflare-containers-ca\n-----END CERTIFICATE-----\n/etc/cloudflare/certs/cloudflare-containers-ca.crt\n");
+    await backend.destroy(id);
+    expect((await runtime(objectId(id))).running).toBe(false);
   });
 });

@@ -47,6 +47,14 @@ function usrLinks() {
   return args;
 }
 
+/** What every machine sees of the host: /usr and its links, the /etc files above, /proc and /dev; all read-only but /dev. */
+export function systemArgs() {
+  const args = ["--ro-bind", "/usr", "/usr", ...usrLinks()];
+  for (const name of ETC) args.push("--ro-bind-try", `/etc/${name}`, `/etc/${name}`);
+  args.push("--proc", "/proc", "--dev", "/dev");
+  return args;
+}
+
 function bwrapArgs(folder, spec) {
   // fd 3: bubblewrap writes the sandbox's first pid there, which names its pid namespace.
   const args = [...namespaceArgs(), "--info-fd", "3", "--hostname", "machine", "--uid", String(UID), "--gid", String(UID), "--clearenv"];
@@ -58,10 +66,8 @@ function bwrapArgs(folder, spec) {
   };
   if (spec.allowedHosts.length) env.MACHINED_PROXY_SOCKET = "/run/machine/proxy.sock";
   for (const [name, value] of Object.entries(env)) args.push("--setenv", name, value);
-  args.push("--ro-bind", "/usr", "/usr", ...usrLinks());
-  for (const name of ETC) args.push("--ro-bind-try", `/etc/${name}`, `/etc/${name}`);
+  args.push(...systemArgs());
   for (const name of ["passwd", "group", "hosts"]) args.push("--ro-bind", join(folder, "etc", name), `/etc/${name}`);
-  args.push("--proc", "/proc", "--dev", "/dev");
   // The workspace is the machine's disk: a tmpfs of the mount's size; /tmp lives in it, so it counts too.
   args.push("--size", String(spec.diskMiB * MIB), "--tmpfs", "/workspace", "--perms", "1777", "--dir", "/workspace/.tmp", "--symlink", "/workspace/.tmp", "/tmp");
   args.push("--bind", join(folder, "run"), "/run/machine");

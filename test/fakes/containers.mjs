@@ -4,18 +4,23 @@
 // test/fakes/container.ts, which drives this server. Each container is its
 // entrypoint run as a process, with what a real container gives it mapped
 // onto this host: its own /workspace (a folder bound there by bubblewrap's
-// mount namespace, the only isolation it gets), its port (MACHINED_PORT,
+// mount namespace, the only isolation it gets), Cloudflare's CA file, its port (MACHINED_PORT,
 // 8080 inside) onto a free loopback port. It has the host's network: network
 // rules are asserted on the start options and the interceptions the object
 // registers, not enforced here (the local backend's tests show a machine
 // without network cannot reach loopback).
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { createServer as createNetServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { systemArgs } from "../../machines/host/sandbox.mjs";
 import { listen, readBody, sendJson } from "./http.mjs";
+
+/** The CA Cloudflare puts in a container for its HTTPS interception (a stand-in: its text is what the tests look for). */
+export const FAKE_CLOUDFLARE_CA = "-----BEGIN CERTIFICATE-----\nfake-cloudflare-containers-ca\n-----END CERTIFICATE-----\n";
+const CA_PATH = "/etc/cloudflare/certs/cloudflare-containers-ca.crt";
 
 /** The text a port fetch fails with while nothing listens, as Cloudflare's runtime words it. */
 const NOT_LISTENING = "the container is not listening";
@@ -55,8 +60,10 @@ export async function startContainers() {
     const port = await freePort();
     const folder = join(root, `${id}-${starts.get(id).length}`);
     mkdirSync(join(folder, "workspace"), { recursive: true });
-    const env = { ...options.env, PATH: process.env.PATH, MACHINED_PORT: String(port) };
-    const filesystem = ["--dev-bind", "/", "/", "--bind", join(folder, "workspace"), "/workspace", "--chdir", "/workspace", "--die-with-parent"];
+    writeFileSync(join(folder, "ca.crt"), FAKE_CLOUDFLARE_CA);
+    // The image: this host's system read-only and its node (where the real one has node on PATH).
+    const env = { ...options.env, PATH: "/opt/node/bin:/usr/bin:/bin", MACHINED_PORT: String(port) };
+    const filesystem = [...systemArgs(), "--ro-bind", process.execPath, "/opt/node/bin/node", "--bind", join(folder, "workspace"), "/workspace", "--ro-bind", join(folder, "ca.crt"), CA_PATH, "--tmpfs", "/tmp", "--chdir", "/workspace", "--die-with-parent"];
     const child = spawn("bwrap", [...filesystem, "--", ...options.entrypoint], { env, detached: true, stdio: ["ignore", "ignore", "ignore"] });
     child.unref();
     const c = { child, port, innerPort: options.env?.MACHINED_PORT, folder, exitCode: undefined };
