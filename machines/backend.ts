@@ -93,6 +93,10 @@ export interface MachineBackend {
   readFile(id: string, path: string, offset: number, length: number): Promise<FileRead>;
   writeFile(id: string, path: string, content: Uint8Array, append: boolean): Promise<{ path: string; size: number }>;
   list(id: string, path: string): Promise<Listing>;
+  /** The named workspace folders that exist, as one gzipped tar; undefined when none exists. */
+  archive(id: string, folders: string[]): Promise<Uint8Array | undefined>;
+  /** Unpacks an archive made by `archive` into the workspace. */
+  restore(id: string, archive: Uint8Array): Promise<void>;
   /** Kills its processes and removes its files; a machine already gone is answered `{ destroyed: false }`. */
   destroy(id: string): Promise<{ destroyed: boolean }>;
 }

@@ -143,6 +143,8 @@ export class ContainerBackend implements MachineBackend {
   readFile: MachineBackend["readFile"] = (id, path, offset, length) => this.machined(id).readFile(path, offset, length);
   writeFile: MachineBackend["writeFile"] = (id, path, content, append) => this.machined(id).writeFile(path, content, append);
   list: MachineBackend["list"] = (id, path) => this.machined(id).list(path);
+  archive: MachineBackend["archive"] = (id, folders) => this.machined(id).archive(folders);
+  restore: MachineBackend["restore"] = (id, archive) => this.machined(id).restore(archive);
 
   async destroy(id: string): Promise<{ destroyed: boolean }> {
     return this.stub(id).destroyMachine();

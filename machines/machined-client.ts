@@ -41,5 +41,13 @@ export function machinedClient(send: MachinedFetch) {
     async list(path: string): Promise<Listing> {
       return json(await send(`/list?${new URLSearchParams({ path })}`, { method: "GET" }), `listing ${path}`);
     },
+    async archive(folders: string[]): Promise<Uint8Array | undefined> {
+      const res = await send("/archive", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ paths: folders }) });
+      if (!res.ok) throw await answerError(res, `archiving ${folders.join(", ")}`);
+      return res.status === 204 ? undefined : new Uint8Array(await res.arrayBuffer());
+    },
+    async restore(archive: Uint8Array): Promise<void> {
+      await json(await send("/restore", { method: "POST", headers: { "content-type": "application/gzip" }, body: archive }), "restoring the kept folders");
+    },
   };
 }

@@ -33,6 +33,8 @@ const MAX_WRITE_BYTES = 10 * 1024 * 1024;
 const MAX_READ_BYTES = 1024 * 1024;
 const MAX_LIST_ENTRIES = 1000;
 const MAX_OUTPUT_BYTES = 1024 * 1024;
+/** A kept folders' archive, at most (it is held in memory on its way to storage). */
+const MAX_ARCHIVE_BYTES = 50 * 1024 * 1024;
 /** After a command exits, how long its output may still drain (a background child may hold the pipe open). */
 const DRAIN_MS = 200;
 
@@ -261,6 +263,50 @@ async function list(url, res) {
   sendJson(res, 200, { path: folder, entries, more: Math.max(0, names.length - MAX_LIST_ENTRIES) });
 }
 
+/** Runs tar in the workspace; resolves with its stdout, or rejects with its stderr. */
+function tar(args, input, limit) {
+  return new Promise((resolve, reject) => {
+    const child = spawn("tar", args, { cwd: WORKSPACE, stdio: ["pipe", "pipe", "pipe"] });
+    const out = [];
+    let size = 0;
+    let err = "";
+    child.stdout.on("data", (chunk) => {
+      size += chunk.length;
+      if (size > limit) return child.kill("SIGKILL");
+      out.push(chunk);
+    });
+    child.stderr.on("data", (chunk) => (err = (err + chunk).slice(-2000)));
+    child.on("error", (e) => reject(new RequestError(500, `tar could not run: ${e.message}`)));
+    child.on("close", (code) => {
+      if (size > limit) return reject(new RequestError(413, `the archive is over ${limit} bytes`));
+      if (code !== 0) return reject(new RequestError(500, `tar failed: ${err.trim() || `exit ${code}`}`));
+      resolve(Buffer.concat(out));
+    });
+    child.stdin.on("error", () => undefined);
+    child.stdin.end(input);
+  });
+}
+
+/** The workspace folders named that exist, as one gzipped tar (204 when none exists). */
+async function archive(req, res) {
+  const { paths } = (await readJson(req)) ?? {};
+  if (!Array.isArray(paths) || paths.some((p) => typeof p !== "string" || p === "" || p.startsWith("/") || p.split("/").includes(".."))) {
+    throw new RequestError(400, "paths must be folders inside the workspace (relative, no ..)");
+  }
+  const present = [];
+  for (const p of paths) if (await fs.stat(path.join(WORKSPACE, p)).catch(() => undefined)) present.push(p);
+  if (present.length === 0) return res.writeHead(204).end();
+  const bytes = await tar(["-czf", "-", "--", ...present], "", MAX_ARCHIVE_BYTES);
+  res.writeHead(200, { "content-type": "application/gzip", "content-length": bytes.length });
+  res.end(bytes);
+}
+
+async function restore(req, res) {
+  const body = await readBody(req, MAX_ARCHIVE_BYTES);
+  await tar(["-xzf", "-"], body, MAX_OUTPUT_BYTES);
+  sendJson(res, 200, { restored: body.length });
+}
+
 async function route(req, res) {
   const url = new URL(req.url ?? "/", "http://machine");
   const key = `${req.method} ${url.pathname}`;
@@ -269,6 +315,8 @@ async function route(req, res) {
   if (key === "GET /file") return readFile(url, res);
   if (key === "PUT /file") return writeFile(req, url, res);
   if (key === "GET /list") return list(url, res);
+  if (key === "POST /archive") return archive(req, res);
+  if (key === "POST /restore") return restore(req, res);
   throw new RequestError(404, `no route ${key}`);
 }
 

@@ -73,14 +73,14 @@ export function machineSpec(config: MachineConfig): MachineSpec {
   return { profile: config.profile, cpu: config.cpu, memoryMiB: config.memoryMiB, diskMiB: config.diskMiB, processes: config.processes, allowedHosts: config.network?.allowedHosts ?? [] };
 }
 
-interface Target {
+export interface Target {
   backend: MachineBackend;
   id: string;
   labels: MachineLabels;
   config: MachineConfig;
 }
 
-async function target(ctx: ToolContext): Promise<Target> {
+export async function target(ctx: Pick<ToolContext, "tenant" | "agent" | "alias" | "conversation" | "config">): Promise<Target> {
   const labels = { tenant: ctx.tenant, agent: ctx.agent, alias: ctx.alias, conversation: ctx.conversation };
   // ToolContext carries no env: the deployment's bindings are read from the Worker's own module.
   return { backend: machineBackend(env), id: await machineId(labels), labels, config: ctx.config as MachineConfig };
@@ -92,12 +92,43 @@ function failure(err: unknown): ToolOutput {
   throw err;
 }
 
-/** Runs `use` on the conversation's machine, started if none runs; `note` tells the model when it is new (its workspace is empty). */
+/** Where a machine's kept folders wait for the next machine of the same conversation and mount. */
+function keptKey(t: Target): string {
+  return `machine-keep/${encodeURIComponent(t.labels.tenant)}/${t.id}.tar.gz`;
+}
+
+/** Puts the kept folders saved from the machine before into a new one; says so, or nothing. */
+async function restoreKept(t: Target): Promise<string> {
+  if (t.config.keep.length === 0) return "";
+  const saved = await env.LARGE_VALUES.get(keptKey(t));
+  if (!saved) return "";
+  await t.backend.restore(t.id, new Uint8Array(await saved.arrayBuffer()));
+  return ` Its kept folders (${t.config.keep.join(", ")}) were restored from the machine before it.`;
+}
+
+/**
+ * Ends a machine: its kept folders are saved (or their old copy removed when
+ * none exists any more), then it is destroyed. The lease ends machines the
+ * same way.
+ */
+export async function retire(t: Target): Promise<{ destroyed: boolean; saved: boolean }> {
+  let saved = false;
+  if (t.config.keep.length > 0 && (await t.backend.status(t.id))) {
+    const archive = await t.backend.archive(t.id, t.config.keep);
+    if (archive) await env.LARGE_VALUES.put(keptKey(t), archive);
+    else await env.LARGE_VALUES.delete(keptKey(t));
+    saved = archive !== undefined;
+  }
+  return { ...(await t.backend.destroy(t.id)), saved };
+}
+
+/** Runs `use` on the conversation's machine, started if none runs; `note` tells the model when it is new (and what it was given). */
 async function withMachine(ctx: ToolContext, use: (t: Target, note: string) => Promise<ToolOutput>): Promise<ToolOutput> {
   try {
     const t = await target(ctx);
     const { created } = await t.backend.ensure(t.id, machineSpec(t.config), t.labels);
-    return await use(t, created ? "(A new machine was started for this call: its workspace /workspace was empty.)\n" : "");
+    const note = created ? `(A new machine was started for this call: its workspace /workspace was empty.${await restoreKept(t)})\n` : "";
+    return await use(t, note);
   } catch (err) {
     return failure(err);
   }
@@ -215,15 +246,16 @@ export const machinePlugin: Plugin = {
     },
     {
       name: "release",
-      description: "Destroys this conversation's machine now (its processes end, its files are removed) when the work is done; a later call starts a new, empty one.",
+      description: "Destroys this conversation's machine now (its processes end, its files are removed, but for the mount's kept folders) when the work is done; a later call starts a new one.",
       parameters: z.object({}),
       sideEffects: "write",
       idempotency: "idempotent",
       async call(_args, ctx) {
         try {
           const t = await target(ctx);
-          const { destroyed } = await t.backend.destroy(t.id);
-          return { text: destroyed ? "The machine was released: its processes were ended and its files removed." : "There was no machine to release." };
+          const { destroyed, saved } = await retire(t);
+          const kept = saved ? ` Its kept folders (${t.config.keep.join(", ")}) were saved for the next machine.` : "";
+          return { text: destroyed ? `The machine was released: its processes were ended and its files removed.${kept}` : "There was no machine to release." };
         } catch (err) {
           return failure(err);
         }

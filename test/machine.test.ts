@@ -6,9 +6,9 @@ import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { HostBackend } from "../machines/index.ts";
 import { machineId } from "../plugins/machine.ts";
-import { agent, storedText } from "./agents.ts";
+import { agent, rows, storedText } from "./agents.ts";
 import { captureConsole } from "./leaks.ts";
-import { getConversation, postMessage, providerRequests, script, settled, unique, waitFor, withVars, worker, type ScriptStep, type View } from "./support.ts";
+import { answered, getConversation, postMessage, providerRequests, script, settled, unique, waitFor, withVars, worker, type ScriptStep, type View } from "./support.ts";
 
 const E = env as unknown as Record<string, string>;
 const ADMIN = { authorization: "Bearer test-admin-token", "content-type": "application/json" };
@@ -137,6 +137,46 @@ describe("the machine plugin in a conversation (local backend)", () => {
     expect(refused!.text).toMatch(/stdout:\n403/);
     expect(direct!.text).toMatch(/exit code 7 .*Failed to connect/s);
     await host().destroy(await machineOf(A, conversation));
+  });
+
+  it("keeps the mount's keep folders across a release: the conversation's next machine has them, and nothing else", async () => {
+    const A = "keeper";
+    await mount(A, [boxMount({ keep: ["cache"] }, { policy: { tools: { exec: "allow" } } })]);
+    const { view, s, conversation } = await turn(A, [
+      { toolCalls: [{ name: "box__write_file", arguments: { path: "cache/data.txt", content: "keep me" } }, { name: "box__write_file", arguments: { path: "scratch.txt", content: "lose me" } }] },
+      { toolCalls: [{ name: "box__release", arguments: {} }] },
+      { text: "released" },
+      { toolCalls: [{ name: "box__read_file", arguments: { path: "cache/data.txt" } }] },
+      { toolCalls: [{ name: "box__list", arguments: {} }] },
+      { text: "restored" },
+    ]);
+    expect(toolResults(view).at(-1)).toMatchObject({ text: "The machine was released: its processes were ended and its files removed. Its kept folders (cache) were saved for the next machine." });
+    await postMessage(T, A, { text: `[s:${s}] again`, conversation });
+    const next = await answered(T, A, conversation, "restored");
+    const [read, list] = toolResults(next).slice(-2);
+    expect(read!.text).toBe("(A new machine was started for this call: its workspace /workspace was empty. Its kept folders (cache) were restored from the machine before it.)\nkeep me");
+    expect(list!.text).not.toContain("scratch.txt");
+    await host().destroy(await machineOf(A, conversation));
+  });
+
+  it("postpone is recorded once per machine for the lease; a second is refused, and without a machine there is nothing to postpone", async () => {
+    const A = "postponer";
+    await mount(A, [boxMount({}, { policy: { tools: { exec: "allow" } } })]);
+    const { view, conversation } = await turn(A, [
+      { toolCalls: [{ name: "box__postpone", arguments: {} }] },
+      { toolCalls: [{ name: "box__exec", arguments: { command: "true" } }] },
+      { toolCalls: [{ name: "box__postpone", arguments: {} }] },
+      { toolCalls: [{ name: "box__postpone", arguments: {} }] },
+      { text: "done" },
+    ]);
+    const [none, , first, second] = toolResults(view);
+    expect(none).toMatchObject({ isError: true, text: "There is no machine to keep: a call that needs one starts it." });
+    expect(first).toMatchObject({ isError: false, text: "Postponed: the machine's idle limit is extended once, by its full length." });
+    expect(second).toMatchObject({ isError: true, text: "This machine's idle limit was already postponed once; it cannot be postponed again." });
+    const id = await machineOf(A, conversation);
+    const [kept] = await rows<{ value: string }>(T, A, "SELECT value FROM mount_sessions WHERE alias = 'box' AND key = 'lease_postponed'");
+    expect(Object.keys(JSON.parse(kept!.value) as Record<string, unknown>)).toEqual([id]);
+    await host().destroy(id);
   });
 
   it("says no machine backend is available when there is none, and the turn goes on", async () => {

@@ -146,6 +146,22 @@ describe.each(backends)("the machine backend contract: %s", (_name, make) => {
     await backend.destroy(id);
   });
 
+  it("archives the named workspace folders that exist and restores them into another machine", async () => {
+    const [a, b] = [newId(), newId()];
+    await backend.ensure(a, SPEC, labels());
+    await backend.writeFile(a, "cache/deep/data.txt", enc("keep me"), false);
+    await backend.writeFile(a, "scratch.txt", enc("lose me"), false);
+    expect(await backend.archive(a, ["nothing-here"])).toBeUndefined();
+    const archive = await backend.archive(a, ["cache", "nothing-here"]);
+    expect(archive!.byteLength).toBeGreaterThan(0);
+    await backend.ensure(b, SPEC, labels());
+    await backend.restore(b, archive!);
+    expect(dec((await backend.readFile(b, "cache/deep/data.txt", 0, 100)).bytes)).toBe("keep me");
+    expect((await backend.list(b, ".")).entries.map((e) => e.name)).not.toContain("scratch.txt");
+    expect((await failure(backend.archive(a, ["../etc"]))).kind).toBe("refused");
+    await Promise.all([backend.destroy(a), backend.destroy(b)]);
+  });
+
   it("concurrent first calls for one machine start one machine", async () => {
     const id = newId();
     const who = labels();

@@ -16,7 +16,7 @@
 //   GET    /machines/:id             one machine (404 when there is none)
 //   DELETE /machines/:id             destroy it: processes killed, folder removed (idempotent: { destroyed: false } when absent)
 //   POST   /machines/:id/exec        forwarded to machined, as are
-//   GET|PUT /machines/:id/file, GET /machines/:id/list
+//   GET|PUT /machines/:id/file, GET /machines/:id/list, POST /machines/:id/archive|restore
 import { timingSafeEqual } from "node:crypto";
 import { createServer, request } from "node:http";
 import { rmSync } from "node:fs";
@@ -216,7 +216,7 @@ export class MachineHost {
     }
     if (parts.length === 3) {
       const op = `${method} ${parts[2]}`;
-      if (["POST exec", "GET file", "PUT file", "GET list"].includes(op)) {
+      if (["POST exec", "GET file", "PUT file", "GET list", "POST archive", "POST restore"].includes(op)) {
         const machine = this.machines.get(id);
         if (!machine) throw new HostError(404, `no machine ${id}`);
         return this.forward(machine, req, res, `/${parts[2]}${url.search}`);
