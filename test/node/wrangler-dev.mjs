@@ -8,6 +8,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { localWranglerEnv } from "../../scripts/wrangler-env.mjs";
 
 export function freePort() {
   return new Promise((resolve) => {
@@ -87,7 +88,7 @@ export async function startWorker({ cwd, vars = {}, command, script, env = {}, p
     cwd,
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, WRANGLER_SEND_METRICS: "false", PORT: String(port), INSPECTOR_PORT: String(inspectorPort), ...env },
+    env: { ...localWranglerEnv(), PORT: String(port), INSPECTOR_PORT: String(inspectorPort), ...env },
   });
   let output = "";
   child.stdout.on("data", (d) => (output += d));
