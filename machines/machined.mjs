@@ -15,10 +15,15 @@
 //                     reach some hosts: served inside the machine on
 //                     127.0.0.1:3128 and named in every command's proxy variables
 //   MACHINED_MEMORY_BYTES  each command's data segment limit (prlimit), if set
+//   MACHINED_TOKEN_FILE  a file holding the secret every request must carry
+//                     (`Authorization: Bearer …`): locally, so a machine that
+//                     points its socket's name at another machine's socket
+//                     reaches nothing there
 //   MACHINED_EXTRA_CA  a CA certificate commands must trust besides the system's
 //                     (Cloudflare's, for a container whose https is intercepted)
 import { spawn } from "node:child_process";
-import { createReadStream, existsSync, promises as fs } from "node:fs";
+import { timingSafeEqual } from "node:crypto";
+import { createReadStream, existsSync, readFileSync, promises as fs } from "node:fs";
 import { createServer } from "node:http";
 import { connect, createServer as createTcpServer } from "node:net";
 import path from "node:path";
@@ -28,6 +33,7 @@ const PROXY_SOCKET = process.env.MACHINED_PROXY_SOCKET || "";
 /** Each command's memory limit, where the image has prlimit (util-linux) to set it. */
 const MEMORY_BYTES = existsSync("/usr/bin/prlimit") ? Number(process.env.MACHINED_MEMORY_BYTES || "0") : 0;
 const PROXY_PORT = 3128;
+const TOKEN = process.env.MACHINED_TOKEN_FILE ? Buffer.from(`Bearer ${readFileSync(process.env.MACHINED_TOKEN_FILE, "utf8").trim()}`) : undefined;
 /** A written file's body, at most. */
 const MAX_WRITE_BYTES = 10 * 1024 * 1024;
 const MAX_READ_BYTES = 1024 * 1024;
@@ -307,7 +313,14 @@ async function restore(req, res) {
   sendJson(res, 200, { restored: body.length });
 }
 
+function authorized(req) {
+  if (!TOKEN) return true;
+  const given = Buffer.from(req.headers.authorization ?? "");
+  return given.length === TOKEN.length && timingSafeEqual(given, TOKEN);
+}
+
 async function route(req, res) {
+  if (!authorized(req)) throw new RequestError(401, "this machine answers its host only");
   const url = new URL(req.url ?? "/", "http://machine");
   const key = `${req.method} ${url.pathname}`;
   if (key === "GET /health") return sendJson(res, 200, { ok: true, workspace: WORKSPACE, network: PROXY_SOCKET ? "allowed hosts" : "none", memoryLimitPerCommand: MEMORY_BYTES || null });

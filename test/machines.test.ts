@@ -242,6 +242,19 @@ describe("the local backend's sandbox", () => {
     await backend.destroy(id);
   });
 
+  it("a machine that points its socket's name at another machine's socket reaches nothing there", async () => {
+    const [a, b] = [newId(), newId()];
+    await backend.ensure(a, SPEC, labels());
+    await backend.ensure(b, SPEC, labels());
+    const { path: bFolder } = await hostWindow<{ path: string }>(`/folder?id=${b}`);
+    // The folder bound at /run/machine is the host's: a's link is followed by the host when it connects.
+    await run(backend, a, `rm -f /run/machine/machined.sock && ln -s ${bFolder}/run/machined.sock /run/machine/machined.sock`);
+    const err = await failure(run(backend, a, "echo pwned > /workspace/pwned.txt"));
+    expect(err.message).toContain("this machine answers its host only");
+    expect((await backend.list(b, ".")).entries.map((e) => e.name)).not.toContain("pwned.txt");
+    await Promise.all([backend.destroy(a), backend.destroy(b)]);
+  });
+
   it("answers only requests that carry its token", async () => {
     const res = await fetch(`${E.MACHINE_HOST_URL}/machines`, { headers: { authorization: "Bearer not-the-token" } });
     expect(res.status).toBe(401);

@@ -4,6 +4,7 @@
 // a control group where the host has them, and prlimit for the rest.
 // Destroying it kills every process it holds and removes its folder.
 import { spawn, spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { join } from "node:path";
@@ -63,6 +64,7 @@ function bwrapArgs(folder, spec) {
     MACHINED_SOCKET: "/run/machine/machined.sock",
     MACHINED_WORKSPACE: "/workspace",
     MACHINED_MEMORY_BYTES: String(spec.memoryMiB * MIB),
+    MACHINED_TOKEN_FILE: "/run/machined-token",
   };
   if (spec.allowedHosts.length) env.MACHINED_PROXY_SOCKET = "/run/machine/proxy.sock";
   for (const [name, value] of Object.entries(env)) args.push("--setenv", name, value);
@@ -70,15 +72,15 @@ function bwrapArgs(folder, spec) {
   for (const name of ["passwd", "group", "hosts"]) args.push("--ro-bind", join(folder, "etc", name), `/etc/${name}`);
   // The workspace is the machine's disk: a tmpfs of the mount's size; /tmp lives in it, so it counts too.
   args.push("--size", String(spec.diskMiB * MIB), "--tmpfs", "/workspace", "--perms", "1777", "--dir", "/workspace/.tmp", "--symlink", "/workspace/.tmp", "/tmp");
-  args.push("--bind", join(folder, "run"), "/run/machine");
+  args.push("--bind", join(folder, "run"), "/run/machine", "--ro-bind", join(folder, "token"), "/run/machined-token");
   args.push("--ro-bind", MACHINED, "/opt/machine/machined.mjs", "--ro-bind", process.execPath, "/opt/machine/node");
   args.push("--chdir", "/workspace", "--", "/opt/machine/node", "/opt/machine/machined.mjs");
   return args;
 }
 
-function health(socketPath) {
+function health(socketPath, token) {
   return new Promise((resolve) => {
-    const req = request({ socketPath, path: "/health", timeout: 1000 }, (res) => {
+    const req = request({ socketPath, path: "/health", timeout: 1000, headers: { authorization: `Bearer ${token}` } }, (res) => {
       res.resume();
       resolve(res.statusCode === 200);
     });
@@ -99,8 +101,12 @@ export async function startSandbox({ id, folder, spec, cgroups, onExit }) {
   writeFileSync(join(folder, "etc", "passwd"), `machine:x:${UID}:${UID}:machine:/workspace:/bin/sh\n`);
   writeFileSync(join(folder, "etc", "group"), `machine:x:${UID}:\n`);
   writeFileSync(join(folder, "etc", "hosts"), "127.0.0.1 localhost machine\n::1 localhost\n");
+  // machined answers only requests with this machine's own token: a machine that points its
+  // socket's name at another machine's socket gets its own requests refused there.
+  const token = randomBytes(24).toString("hex");
+  writeFileSync(join(folder, "token"), token, { mode: 0o600 });
   const socketPath = join(folder, "run", "machined.sock");
-  const parts = { folder, socketPath, group: undefined, proxy: undefined, child: undefined, stderr: "" };
+  const parts = { folder, socketPath, token, group: undefined, proxy: undefined, child: undefined, stderr: "" };
   try {
     if (cgroups.create) parts.group = cgroups.create(id, { memoryBytes: spec.memoryMiB * MIB, cpu: spec.cpu, processes: spec.processes });
     if (spec.allowedHosts.length) parts.proxy = await startProxy(join(folder, "run", "proxy.sock"), spec.allowedHosts);
@@ -122,7 +128,7 @@ export async function startSandbox({ id, folder, spec, cgroups, onExit }) {
       onExit?.({ code, signal, stderr: parts.stderr });
     });
     const deadline = Date.now() + START_TIMEOUT_MS;
-    while (!(await health(socketPath))) {
+    while (!(await health(socketPath, token))) {
       if (exited) throw new Error(`the sandbox ended as it started: ${parts.stderr.trim() || "no message"}`);
       if (Date.now() > deadline) throw new Error(`machined did not answer within ${START_TIMEOUT_MS} ms`);
       await sleep(25);
