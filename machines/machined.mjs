@@ -1,29 +1,24 @@
 // machined: the daemon inside every machine. It runs commands and reads,
 // writes and lists files for whoever can reach it, which is only the machine
-// host (locally: a unix socket in the machine's own folder, bound into its
-// bubblewrap sandbox) or the machine's Durable Object (on Cloudflare: the
-// container's port). It logs nothing about the requests it serves: a command's
+// host (locally: a unix socket the host made in the machine's folder and
+// handed over, which the machine cannot replace) or the machine's Durable
+// Object (on Cloudflare: the container's port). It logs nothing about the requests it serves: a command's
 // environment may hold a secret for that one call.
 //
 // Plain Node built-ins only: the Worker hands this very file to a container
 // as `node --input-type=module -e <source>`, and the local host runs it as a
 // file. Configured by environment:
-//   MACHINED_SOCKET   listen on this unix socket, or
+//   MACHINED_LISTEN_FD  serve the listening socket the host passed on this fd, or
 //   MACHINED_PORT     listen on this TCP port (in a container)
 //   MACHINED_WORKSPACE  the machine's working folder (commands start there)
 //   MACHINED_PROXY_SOCKET  the host's filtering proxy for a machine that may
 //                     reach some hosts: served inside the machine on
 //                     127.0.0.1:3128 and named in every command's proxy variables
 //   MACHINED_MEMORY_BYTES  each command's data segment limit (prlimit), if set
-//   MACHINED_TOKEN_FILE  a file holding the secret every request must carry
-//                     (`Authorization: Bearer …`): locally, so a machine that
-//                     points its socket's name at another machine's socket
-//                     reaches nothing there
 //   MACHINED_EXTRA_CA  a CA certificate commands must trust besides the system's
 //                     (Cloudflare's, for a container whose https is intercepted)
 import { spawn } from "node:child_process";
-import { timingSafeEqual } from "node:crypto";
-import { createReadStream, existsSync, readFileSync, promises as fs } from "node:fs";
+import { createReadStream, existsSync, promises as fs } from "node:fs";
 import { createServer } from "node:http";
 import { connect, createServer as createTcpServer } from "node:net";
 import path from "node:path";
@@ -33,7 +28,6 @@ const PROXY_SOCKET = process.env.MACHINED_PROXY_SOCKET || "";
 /** Each command's memory limit, where the image has prlimit (util-linux) to set it. */
 const MEMORY_BYTES = existsSync("/usr/bin/prlimit") ? Number(process.env.MACHINED_MEMORY_BYTES || "0") : 0;
 const PROXY_PORT = 3128;
-const TOKEN = process.env.MACHINED_TOKEN_FILE ? Buffer.from(`Bearer ${readFileSync(process.env.MACHINED_TOKEN_FILE, "utf8").trim()}`) : undefined;
 /** A written file's body, at most. */
 const MAX_WRITE_BYTES = 10 * 1024 * 1024;
 const MAX_READ_BYTES = 1024 * 1024;
@@ -313,14 +307,7 @@ async function restore(req, res) {
   sendJson(res, 200, { restored: body.length });
 }
 
-function authorized(req) {
-  if (!TOKEN) return true;
-  const given = Buffer.from(req.headers.authorization ?? "");
-  return given.length === TOKEN.length && timingSafeEqual(given, TOKEN);
-}
-
 async function route(req, res) {
-  if (!authorized(req)) throw new RequestError(401, "this machine answers its host only");
   const url = new URL(req.url ?? "/", "http://machine");
   const key = `${req.method} ${url.pathname}`;
   if (key === "GET /health") return sendJson(res, 200, { ok: true, workspace: WORKSPACE, network: PROXY_SOCKET ? "allowed hosts" : "none", memoryLimitPerCommand: MEMORY_BYTES || null });
@@ -355,6 +342,6 @@ const server = createServer((req, res) => {
 server.requestTimeout = 0;
 server.headersTimeout = 30_000;
 if (PROXY_SOCKET) serveProxy();
-const socket = process.env.MACHINED_SOCKET;
-if (socket) server.listen(socket);
+const listenFd = process.env.MACHINED_LISTEN_FD;
+if (listenFd) server.listen({ fd: Number(listenFd) });
 else server.listen(Number(process.env.MACHINED_PORT || "8080"), "0.0.0.0");

@@ -75,7 +75,7 @@ describe("the machine plugin in a conversation (local backend)", () => {
     const id = await machineOf(A, conversation);
     expect(await host().status(id)).toBeUndefined();
     expect(await hostWindow<number[]>("/processes?marker=811.5")).toEqual([]);
-    expect(await hostWindow<{ exists: boolean }>(`/folder?id=${id}`)).toMatchObject({ exists: false });
+    expect(await hostWindow<{ exists: boolean }>(`/folder?id=${id}`)).toEqual({ exists: false });
   });
 
   it("holds exec for approval by default: a card, nothing run, then performed once after Approve", async () => {

@@ -169,10 +169,9 @@ export class MachineHost {
   forward(machine, req, res, path) {
     machine.busy++;
     machine.lastUsedAt = Date.now();
-    const headers = { authorization: `Bearer ${machine.parts.token}` };
+    const headers = {};
     for (const name of ["content-type", "content-length"]) if (req.headers[name]) headers[name] = req.headers[name];
-    // A connection per request (no keep-alive): each one is checked by machined's token anew.
-    const upstream = request({ socketPath: machine.parts.socketPath, method: req.method, path, headers, agent: false }, (answer) => {
+    const upstream = request({ socketPath: machine.parts.socketPath, method: req.method, path, headers }, (answer) => {
       const passed = {};
       for (const name of ["content-type", "content-length", "x-file-size"]) if (answer.headers[name]) passed[name] = answer.headers[name];
       res.writeHead(answer.statusCode ?? 502, passed);

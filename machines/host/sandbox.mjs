@@ -4,9 +4,9 @@
 // a control group where the host has them, and prlimit for the rest.
 // Destroying it kills every process it holds and removes its folder.
 import { spawn, spawnSync } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
+import { linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
+import { createServer } from "node:net";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { startProxy } from "./proxy.mjs";
@@ -15,6 +15,8 @@ const MACHINED = new URL("../machined.mjs", import.meta.url).pathname;
 const MIB = 1024 * 1024;
 const START_TIMEOUT_MS = 15_000;
 const UID = 1000;
+/** The fd machined finds its listening socket on (0-2 are stdio, 3 is bubblewrap's info). */
+const LISTEN_FD = 4;
 
 /** The host's /etc files a machine gets (read-only): no credentials, no host configuration beyond what programs need to run. */
 const ETC = ["alternatives", "ssl", "ca-certificates", "ca-certificates.conf", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "nsswitch.conf", "protocols", "services", "mime.types", "os-release", "debian_version"];
@@ -61,10 +63,9 @@ function bwrapArgs(folder, spec) {
   const args = [...namespaceArgs(), "--info-fd", "3", "--hostname", "machine", "--uid", String(UID), "--gid", String(UID), "--clearenv"];
   const env = {
     PATH: "/usr/local/bin:/usr/bin:/bin",
-    MACHINED_SOCKET: "/run/machine/machined.sock",
+    MACHINED_LISTEN_FD: String(LISTEN_FD),
     MACHINED_WORKSPACE: "/workspace",
     MACHINED_MEMORY_BYTES: String(spec.memoryMiB * MIB),
-    MACHINED_TOKEN_FILE: "/run/machined-token",
   };
   if (spec.allowedHosts.length) env.MACHINED_PROXY_SOCKET = "/run/machine/proxy.sock";
   for (const [name, value] of Object.entries(env)) args.push("--setenv", name, value);
@@ -72,15 +73,16 @@ function bwrapArgs(folder, spec) {
   for (const name of ["passwd", "group", "hosts"]) args.push("--ro-bind", join(folder, "etc", name), `/etc/${name}`);
   // The workspace is the machine's disk: a tmpfs of the mount's size; /tmp lives in it, so it counts too.
   args.push("--size", String(spec.diskMiB * MIB), "--tmpfs", "/workspace", "--perms", "1777", "--dir", "/workspace/.tmp", "--symlink", "/workspace/.tmp", "/tmp");
-  args.push("--bind", join(folder, "run"), "/run/machine", "--ro-bind", join(folder, "token"), "/run/machined-token");
+  // Read-only: the machine can neither replace its socket nor write to the host's disk.
+  args.push("--ro-bind", join(folder, "run"), "/run/machine");
   args.push("--ro-bind", MACHINED, "/opt/machine/machined.mjs", "--ro-bind", process.execPath, "/opt/machine/node");
   args.push("--chdir", "/workspace", "--", "/opt/machine/node", "/opt/machine/machined.mjs");
   return args;
 }
 
-function health(socketPath, token) {
+function health(socketPath) {
   return new Promise((resolve) => {
-    const req = request({ socketPath, path: "/health", timeout: 1000, headers: { authorization: `Bearer ${token}` } }, (res) => {
+    const req = request({ socketPath, path: "/health", timeout: 1000 }, (res) => {
       res.resume();
       resolve(res.statusCode === 200);
     });
@@ -88,6 +90,20 @@ function health(socketPath, token) {
     req.on("timeout", () => req.destroy());
     req.end();
   });
+}
+
+/**
+ * The socket machined serves, made by the host in the machine's folder so the
+ * machine cannot replace it: listening, to be handed over. Node removes a
+ * socket's name when its server closes, so it is made under a name of its own
+ * and linked where the host connects.
+ */
+async function listenOn(folder, socketPath) {
+  const listener = createServer();
+  const made = join(folder, "listen.sock");
+  await new Promise((resolve, reject) => listener.once("error", reject).listen(made, resolve));
+  linkSync(made, socketPath);
+  return listener;
 }
 
 /**
@@ -101,19 +117,18 @@ export async function startSandbox({ id, folder, spec, cgroups, onExit }) {
   writeFileSync(join(folder, "etc", "passwd"), `machine:x:${UID}:${UID}:machine:/workspace:/bin/sh\n`);
   writeFileSync(join(folder, "etc", "group"), `machine:x:${UID}:\n`);
   writeFileSync(join(folder, "etc", "hosts"), "127.0.0.1 localhost machine\n::1 localhost\n");
-  // machined answers only requests with this machine's own token: a machine that points its
-  // socket's name at another machine's socket gets its own requests refused there.
-  const token = randomBytes(24).toString("hex");
-  writeFileSync(join(folder, "token"), token, { mode: 0o600 });
   const socketPath = join(folder, "run", "machined.sock");
-  const parts = { folder, socketPath, token, group: undefined, proxy: undefined, child: undefined, stderr: "" };
+  const parts = { folder, socketPath, group: undefined, proxy: undefined, child: undefined, stderr: "" };
   try {
     if (cgroups.create) parts.group = cgroups.create(id, { memoryBytes: spec.memoryMiB * MIB, cpu: spec.cpu, processes: spec.processes });
     if (spec.allowedHosts.length) parts.proxy = await startProxy(join(folder, "run", "proxy.sock"), spec.allowedHosts);
     // The first process joins the machine's cgroup before it becomes bubblewrap, so nothing it starts is outside it.
     const join_ = ["/bin/sh", "-c", 'for f in $CGROUP_PROCS; do echo $$ > "$f" || exit 97; done; exec "$@"', "join-cgroup"];
     const argv = [...join_, "prlimit", "--nofile=4096:4096", "--core=0", "--", "bwrap", ...bwrapArgs(folder, spec)];
-    const child = spawn(argv[0], argv.slice(1), { detached: true, stdio: ["ignore", "ignore", "pipe", "pipe"], env: { PATH: process.env.PATH, CGROUP_PROCS: parts.group?.procsFiles.join(" ") ?? "" } });
+    const listener = await listenOn(folder, socketPath);
+    const child = spawn(argv[0], argv.slice(1), { detached: true, stdio: ["ignore", "ignore", "pipe", "pipe", listener._handle.fd], env: { PATH: process.env.PATH, CGROUP_PROCS: parts.group?.procsFiles.join(" ") ?? "" } });
+    // machined has it now; this process accepts nothing on it.
+    listener.close();
     parts.child = child;
     child.stderr.on("data", (chunk) => (parts.stderr = (parts.stderr + chunk).slice(-2000)));
     let info = "";
@@ -128,7 +143,7 @@ export async function startSandbox({ id, folder, spec, cgroups, onExit }) {
       onExit?.({ code, signal, stderr: parts.stderr });
     });
     const deadline = Date.now() + START_TIMEOUT_MS;
-    while (!(await health(socketPath, token))) {
+    while (!(await health(socketPath))) {
       if (exited) throw new Error(`the sandbox ended as it started: ${parts.stderr.trim() || "no message"}`);
       if (Date.now() > deadline) throw new Error(`machined did not answer within ${START_TIMEOUT_MS} ms`);
       await sleep(25);

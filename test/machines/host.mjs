@@ -72,7 +72,7 @@ export async function startMachineHost() {
     const query = new URL(req.url, "http://x").searchParams;
     if (req.url.startsWith("/log")) return sendJson(res, 200, lines);
     if (req.url.startsWith("/processes")) return sendJson(res, 200, processesWith(query.get("marker") ?? "\0"));
-    if (req.url.startsWith("/folder")) return sendJson(res, 200, { exists: existsSync(join(root, query.get("id") ?? "\0")), path: join(root, query.get("id") ?? "") });
+    if (req.url.startsWith("/folder")) return sendJson(res, 200, { exists: existsSync(join(root, query.get("id") ?? "\0")) });
     return sendJson(res, 404, { error: "no route" });
   });
   return {
