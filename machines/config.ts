@@ -22,7 +22,7 @@ export function machineBackendKind(env: Env): MachineBackendKind {
 
 /** Where the local machine host listens (MACHINE_HOST_URL) and the secret it wants (MACHINE_HOST_TOKEN). */
 export function machineHost(env: Env): { url: string; token: string } {
-  const url = parsed("MACHINE_HOST_URL", env.MACHINE_HOST_URL?.trim() || "http://127.0.0.1:8790", hostUrl).replace(/\/+$/, "");
+  const url = parsed("MACHINE_HOST_URL", env.MACHINE_HOST_URL?.trim() || "http://127.0.0.1:8789", hostUrl).replace(/\/+$/, "");
   const token = secretNamed(env, "MACHINE_HOST_TOKEN");
   if (!token) throw new ConfigError("MACHINE_HOST_TOKEN is not set: the local machine host needs it (npm start writes one into .dev.vars)");
   return { url, token };

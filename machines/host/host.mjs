@@ -4,7 +4,7 @@
 // (sandbox.mjs); the host starts, lists, forwards to and destroys them, and
 // answers only requests that carry MACHINE_HOST_TOKEN.
 //
-//   node machines/host/host.mjs           serve (MACHINE_HOST_PORT, default 8790)
+//   node machines/host/host.mjs           serve (MACHINE_HOST_PORT, default 8789)
 //   node machines/host/host.mjs --check   exit 0 if machines can be made here, else say why (exit 1)
 //   --exit-with-stdin                     destroy every machine and exit when stdin ends (the parent that
 //                                         started it is gone, however it ended: npm start, the tests)
@@ -253,7 +253,7 @@ const settings = {
   doc: "docs/machines.md",
   settings: {
     MACHINE_HOST_TOKEN: { help: "the secret the Worker sends (npm start writes one into .dev.vars)", schema: z.string().min(16, "must be at least 16 characters") },
-    MACHINE_HOST_PORT: { help: "the loopback port to serve (default 8790)", schema: z.coerce.number().int().min(1).max(65535).default(8790) },
+    MACHINE_HOST_PORT: { help: "the loopback port to serve (default 8789)", schema: z.coerce.number().int().min(1).max(65535).default(8789) },
     MACHINE_ROOT: { help: "the folder machines' folders are made in (default .tmp/machines/<port>, emptied at start)", schema: z.string().optional() },
   },
 };
