@@ -7,8 +7,8 @@
 // container with no internet (only the mount's allowed hosts, through the
 // Containers outbound interception) and forwards machined's requests to it.
 import { Container } from "@cloudflare/containers";
-import { MachineError, type MachineBackend, type MachineLabels, type MachineSpec, type MachineStatus } from "./backend.ts";
-import { machinedClient } from "./machined-client.ts";
+import { MachineError, type MachineLabels, type MachineSpec, type MachineStatus } from "./backend.ts";
+import { MachinedBackend, type MachinedFetch } from "./machined-client.ts";
 // The file's text (a Text module rule in wrangler.jsonc), run by the container's node.
 import machinedSource from "./machined.mjs";
 
@@ -112,17 +112,19 @@ export class Machine extends Container<Env> {
 /** The Machine objects' namespace, as the backend uses it (the seam the tests' fake container sits behind). */
 export type MachineNamespace = DurableObjectNamespace<Machine>;
 
-export class ContainerBackend implements MachineBackend {
+export class ContainerBackend extends MachinedBackend {
   readonly name = "Cloudflare Containers";
 
-  constructor(private readonly machines: MachineNamespace) {}
+  constructor(private readonly machines: MachineNamespace) {
+    super();
+  }
 
   private stub(id: string) {
     return this.machines.get(this.machines.idFromName(id));
   }
 
-  private machined(id: string) {
-    return machinedClient(async (path, init) => this.stub(id).fetch(new Request(`http://machine${path}`, init)));
+  protected send(id: string): MachinedFetch {
+    return (path, init) => this.stub(id).fetch(new Request(`http://machine${path}`, init));
   }
 
   async ensure(id: string, spec: MachineSpec, labels: MachineLabels): Promise<{ created: boolean; machine: MachineStatus }> {
@@ -138,13 +140,6 @@ export class ContainerBackend implements MachineBackend {
   async status(id: string): Promise<MachineStatus | undefined> {
     return this.stub(id).describe();
   }
-
-  exec: MachineBackend["exec"] = (id, request) => this.machined(id).exec(request);
-  readFile: MachineBackend["readFile"] = (id, path, offset, length) => this.machined(id).readFile(path, offset, length);
-  writeFile: MachineBackend["writeFile"] = (id, path, content, append) => this.machined(id).writeFile(path, content, append);
-  list: MachineBackend["list"] = (id, path) => this.machined(id).list(path);
-  archive: MachineBackend["archive"] = (id, folders) => this.machined(id).archive(folders);
-  restore: MachineBackend["restore"] = (id, archive) => this.machined(id).restore(archive);
 
   async destroy(id: string): Promise<{ destroyed: boolean }> {
     return this.stub(id).destroyMachine();

@@ -1,18 +1,20 @@
 // The local backend: the machine host (machines/host/host.mjs) on loopback,
 // which runs each machine in bubblewrap. workerd cannot start processes, so
 // the Worker asks the host over HTTP, as it would ask a container's port.
-import { MachineError, type MachineBackend, type MachineLabels, type MachineSpec, type MachineStatus } from "./backend.ts";
-import { answerError, machinedClient } from "./machined-client.ts";
+import { MachineError, type MachineLabels, type MachineSpec, type MachineStatus } from "./backend.ts";
+import { answerError, MachinedBackend, type MachinedFetch } from "./machined-client.ts";
 
-export class HostBackend implements MachineBackend {
+export class HostBackend extends MachinedBackend {
   readonly name = "bubblewrap on the local machine host";
 
   constructor(
     private readonly url: string,
     private readonly token: string,
-  ) {}
+  ) {
+    super();
+  }
 
-  private async send(path: string, init: RequestInit = {}): Promise<Response> {
+  private async request(path: string, init: RequestInit = {}): Promise<Response> {
     const headers = new Headers(init.headers);
     headers.set("authorization", `Bearer ${this.token}`);
     try {
@@ -22,12 +24,12 @@ export class HostBackend implements MachineBackend {
     }
   }
 
-  private machined(id: string) {
-    return machinedClient((path, init) => this.send(`/machines/${id}${path}`, init));
+  protected send(id: string): MachinedFetch {
+    return (path, init) => this.request(`/machines/${id}${path}`, init);
   }
 
   async ensure(id: string, spec: MachineSpec, labels: MachineLabels): Promise<{ created: boolean; machine: MachineStatus }> {
-    const put = () => this.send(`/machines/${id}`, { method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify({ spec, labels }) });
+    const put = () => this.request(`/machines/${id}`, { method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify({ spec, labels }) });
     let res = await put();
     if (res.status === 409) {
       // It runs with an older spec (the mount was changed): a new machine replaces it.
@@ -41,7 +43,7 @@ export class HostBackend implements MachineBackend {
   }
 
   async status(id: string): Promise<MachineStatus | undefined> {
-    const res = await this.send(`/machines/${id}`);
+    const res = await this.request(`/machines/${id}`);
     if (res.status === 404) {
       await res.body?.cancel();
       return undefined;
@@ -50,15 +52,8 @@ export class HostBackend implements MachineBackend {
     return (await res.json()) as MachineStatus;
   }
 
-  exec: MachineBackend["exec"] = (id, request) => this.machined(id).exec(request);
-  readFile: MachineBackend["readFile"] = (id, path, offset, length) => this.machined(id).readFile(path, offset, length);
-  writeFile: MachineBackend["writeFile"] = (id, path, content, append) => this.machined(id).writeFile(path, content, append);
-  list: MachineBackend["list"] = (id, path) => this.machined(id).list(path);
-  archive: MachineBackend["archive"] = (id, folders) => this.machined(id).archive(folders);
-  restore: MachineBackend["restore"] = (id, archive) => this.machined(id).restore(archive);
-
   async destroy(id: string): Promise<{ destroyed: boolean }> {
-    const res = await this.send(`/machines/${id}`, { method: "DELETE" });
+    const res = await this.request(`/machines/${id}`, { method: "DELETE" });
     if (!res.ok) throw await answerError(res, "destroying the machine");
     return (await res.json()) as { destroyed: boolean };
   }

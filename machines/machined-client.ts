@@ -1,7 +1,7 @@
 // The machined protocol (machines/machined.mjs) as a client, over whatever
 // reaches one machine's machined: the local host's forwarding routes, or the
 // container's port through its Durable Object.
-import { MachineError, type ExecRequest, type ExecResult, type FileRead, type Listing } from "./backend.ts";
+import { MachineError, type ExecRequest, type ExecResult, type FileRead, type Listing, type MachineBackend, type MachineLabels, type MachineSpec, type MachineStatus } from "./backend.ts";
 
 /** Sends a request to one machine's machined at `path` (e.g. "/exec"). */
 export type MachinedFetch = (path: string, init: RequestInit) => Promise<Response>;
@@ -24,7 +24,7 @@ async function json<T>(res: Response, what: string): Promise<T> {
   return (await res.json()) as T;
 }
 
-export function machinedClient(send: MachinedFetch) {
+function machinedClient(send: MachinedFetch) {
   return {
     async exec(request: ExecRequest): Promise<ExecResult> {
       return json(await send("/exec", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(request) }), "running the command");
@@ -50,4 +50,25 @@ export function machinedClient(send: MachinedFetch) {
       await json(await send("/restore", { method: "POST", headers: { "content-type": "application/gzip" }, body: archive }), "restoring the kept folders");
     },
   };
+}
+
+/** A backend whose machines run machined: the file and command calls are machined's, reached through `machined(id)`. */
+export abstract class MachinedBackend implements MachineBackend {
+  abstract readonly name: string;
+  abstract ensure(id: string, spec: MachineSpec, labels: MachineLabels): Promise<{ created: boolean; machine: MachineStatus }>;
+  abstract status(id: string): Promise<MachineStatus | undefined>;
+  abstract destroy(id: string): Promise<{ destroyed: boolean }>;
+  /** Sends a request to the machined of machine `id`. */
+  protected abstract send(id: string): MachinedFetch;
+
+  private machined(id: string) {
+    return machinedClient(this.send(id));
+  }
+
+  exec: MachineBackend["exec"] = (id, request) => this.machined(id).exec(request);
+  readFile: MachineBackend["readFile"] = (id, path, offset, length) => this.machined(id).readFile(path, offset, length);
+  writeFile: MachineBackend["writeFile"] = (id, path, content, append) => this.machined(id).writeFile(path, content, append);
+  list: MachineBackend["list"] = (id, path) => this.machined(id).list(path);
+  archive: MachineBackend["archive"] = (id, folders) => this.machined(id).archive(folders);
+  restore: MachineBackend["restore"] = (id, archive) => this.machined(id).restore(archive);
 }

@@ -122,16 +122,21 @@ export async function retire(t: Target): Promise<{ destroyed: boolean; saved: bo
   return { ...(await t.backend.destroy(t.id)), saved };
 }
 
-/** Runs `use` on the conversation's machine, started if none runs; `note` tells the model when it is new (and what it was given). */
-async function withMachine(ctx: ToolContext, use: (t: Target, note: string) => Promise<ToolOutput>): Promise<ToolOutput> {
+/** Runs `use` on the conversation's machine as it is (none may run); a backend's refusal is its answer. */
+async function withTarget(ctx: ToolContext, use: (t: Target) => Promise<ToolOutput>): Promise<ToolOutput> {
   try {
-    const t = await target(ctx);
-    const { created } = await t.backend.ensure(t.id, machineSpec(t.config), t.labels);
-    const note = created ? `(A new machine was started for this call: its workspace /workspace was empty.${await restoreKept(t)})\n` : "";
-    return await use(t, note);
+    return await use(await target(ctx));
   } catch (err) {
     return failure(err);
   }
+}
+
+/** Runs `use` on the conversation's machine, started if none runs; `note` tells the model when it is new (and what it was given). */
+function withMachine(ctx: ToolContext, use: (t: Target, note: string) => Promise<ToolOutput>): Promise<ToolOutput> {
+  return withTarget(ctx, async (t) => {
+    const { created } = await t.backend.ensure(t.id, machineSpec(t.config), t.labels);
+    return use(t, created ? `(A new machine was started for this call: its workspace /workspace was empty.${await restoreKept(t)})\n` : "");
+  });
 }
 
 function bytes(n: number): string {
@@ -250,16 +255,12 @@ export const machinePlugin: Plugin = {
       parameters: z.object({}),
       sideEffects: "write",
       idempotency: "idempotent",
-      async call(_args, ctx) {
-        try {
-          const t = await target(ctx);
+      call: (_args, ctx) =>
+        withTarget(ctx, async (t) => {
           const { destroyed, saved } = await retire(t);
           const kept = saved ? ` Its kept folders (${t.config.keep.join(", ")}) were saved for the next machine.` : "";
           return { text: destroyed ? `The machine was released: its processes were ended and its files removed.${kept}` : "There was no machine to release." };
-        } catch (err) {
-          return failure(err);
-        }
-      },
+        }),
     },
     {
       name: "postpone",
@@ -267,9 +268,8 @@ export const machinePlugin: Plugin = {
       parameters: z.object({}),
       sideEffects: "write",
       idempotency: "idempotent",
-      async call(_args, ctx) {
-        try {
-          const t = await target(ctx);
+      call: (_args, ctx) =>
+        withTarget(ctx, async (t) => {
           const machine = await t.backend.status(t.id);
           if (!machine) return { text: "There is no machine to keep: a call that needs one starts it.", isError: true };
           const now = Date.now();
@@ -277,10 +277,7 @@ export const machinePlugin: Plugin = {
           if (all.some(([id, p]) => id === t.id && p.createdAt === machine.createdAt)) return { text: "This machine's idle limit was already postponed once; it cannot be postponed again.", isError: true };
           ctx.session.set(POSTPONED, Object.fromEntries([...all.filter(([id]) => id !== t.id), [t.id, { createdAt: machine.createdAt, at: now }]]));
           return { text: "Postponed: the machine's idle limit is extended once, by its full length." };
-        } catch (err) {
-          return failure(err);
-        }
-      },
+        }),
     },
   ],
 };

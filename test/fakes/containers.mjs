@@ -12,10 +12,10 @@
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
-import { createServer as createNetServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { systemArgs } from "../../machines/host/sandbox.mjs";
+import { freePort } from "../node/wrangler-dev.mjs";
 import { listen, readBody, sendJson } from "./http.mjs";
 
 /** The CA Cloudflare puts in a container for its HTTPS interception (a stand-in: its text is what the tests look for). */
@@ -25,15 +25,6 @@ const CA_PATH = "/etc/cloudflare/certs/cloudflare-containers-ca.crt";
 /** The text a port fetch fails with while nothing listens, as Cloudflare's runtime words it. */
 const NOT_LISTENING = "the container is not listening";
 
-function freePort() {
-  return new Promise((resolve) => {
-    const server = createNetServer();
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 export async function startContainers() {
   /** id → { child, port, folder, exited: Promise<number>, exitCode } */

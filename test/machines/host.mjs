@@ -6,23 +6,14 @@
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { listen, sendJson } from "../fakes/http.mjs";
+import { freePort } from "../node/wrangler-dev.mjs";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
 const HOST = join(ROOT, "machines", "host", "host.mjs");
 
-function freePort() {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** Host pids whose command line holds `marker`. */
 function processesWith(marker) {
