@@ -94,11 +94,11 @@ describe.each(backends)("the machine backend contract: %s", (_name, make) => {
     const id = newId();
     await backend.ensure(id, SPEC, labels());
     const started = Date.now();
-    const result = await run(backend, id, "(sleep 30; echo late > late.txt) & echo started; sleep 30", { timeoutMs: 500 });
+    const result = await run(backend, id, "(sleep 2; echo late > late.txt) & echo started; sleep 30", { timeoutMs: 500 });
     expect(result).toMatchObject({ timedOut: true, stdout: { head: "started\n" } });
     expect(Date.now() - started).toBeLessThan(5_000);
-    // Nothing of it is left to finish later: its process group was killed.
-    expect((await run(backend, id, "sleep 1; ls late.txt 2>/dev/null || echo none")).stdout.head).toBe("none\n");
+    // Nothing of it is left to finish later: its whole process group was killed.
+    expect((await run(backend, id, "sleep 3; ls late.txt 2>/dev/null || echo none")).stdout.head).toBe("none\n");
     await backend.destroy(id);
   });
 
