@@ -78,7 +78,7 @@ export async function startWorker({ cwd, vars = {}, command, script, env = {}, p
   const port = givenPort ?? (await freePort());
   let inspectorPort;
   do inspectorPort = await freePort();
-  while (inspectorPort === port + 1); // the demo inbox's port
+  while (inspectorPort === port + 1 || inspectorPort === port + 2); // the demo inbox's port, the machine host's
   const persistDir = given ?? mkdtempSync(join(tmpdir(), "antiproton-dev-"));
   const args = command ?? [
     "npx", "wrangler", "dev", ...(script ? [script] : []), "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspectorPort), "--persist-to", persistDir,
