@@ -55,7 +55,7 @@ type MachineConfig = z.infer<typeof configSchema>;
 
 /** Session key: machine id → when its lease was postponed, for the machine started at `createdAt` (the runtime's lease reads it). */
 export const POSTPONED = "lease_postponed";
-export interface Postponement {
+interface Postponement {
   createdAt: string;
   at: number;
 }
@@ -69,7 +69,7 @@ export async function machineId(labels: MachineLabels): Promise<string> {
   return `m-${[...digest.slice(0, 20)].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
 }
 
-export function machineSpec(config: MachineConfig): MachineSpec {
+function machineSpec(config: MachineConfig): MachineSpec {
   return { profile: config.profile, cpu: config.cpu, memoryMiB: config.memoryMiB, diskMiB: config.diskMiB, processes: config.processes, allowedHosts: config.network?.allowedHosts ?? [] };
 }
 
