@@ -94,6 +94,7 @@ function v2(base) {
       return group([dir], existsSync(join(dir, "cgroup.kill")));
     },
     cleanup: () => clearStale(base, (dir) => group([dir], existsSync(join(dir, "cgroup.kill")))),
+    remove: () => removeDirs([base]),
   };
 }
 
@@ -118,6 +119,7 @@ function v1(bases) {
       return group(dirs, false);
     },
     cleanup: () => clearStale(bases.memory, (dir) => group(V1_CONTROLLERS.map((c) => join(bases[c], dir.split("/").pop())), false)),
+    remove: () => removeDirs(Object.values(bases)),
   };
 }
 
@@ -132,8 +134,9 @@ async function clearStale(base, groupOf) {
 
 /**
  * The cgroup support this host has, proven by making a group under `name`
- * (one per host, so two hosts keep apart): `{ kind, create(name, limits), cleanup() }`,
- * or `{ kind: "none", reason }`.
+ * (one per host, so two hosts keep apart): `{ kind, create(name, limits),
+ * cleanup() (what a dead host left), remove() (the host's own group, empty, at
+ * its end) }`, or `{ kind: "none", reason }`.
  */
 export function detectCgroups(name) {
   const own = ownPaths();

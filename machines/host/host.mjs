@@ -280,7 +280,15 @@ async function main() {
   const host = new MachineHost({ root, cgroups, bubblewrap: bubblewrap.version });
   await serve(host, { port, token });
   console.log(`machine host on http://127.0.0.1:${port} (${bubblewrap.version}; limits: ${cgroups.kind === "none" ? `prlimit only, ${cgroups.reason}` : `${cgroups.kind} and prlimit`}; machines in ${root})`);
-  const stop = () => host.destroyAll().finally(() => process.exit(0));
+  // At its end the host leaves nothing: its machines, their folder and its cgroup go.
+  const stop = () =>
+    host
+      .destroyAll()
+      .then(() => {
+        rmSync(root, { recursive: true, force: true });
+        cgroups.remove?.();
+      })
+      .finally(() => process.exit(0));
   process.on("SIGINT", stop);
   process.on("SIGTERM", stop);
   if (process.argv.includes("--exit-with-stdin")) process.stdin.on("end", stop).resume();
