@@ -51,7 +51,7 @@ module.exports = {
       comment: "lib/ holds helpers every folder may use: it imports nothing of the project outside lib/.",
       severity: "error",
       from: { path: "^lib/" },
-      to: { path: "^(runtime|bridges|console|plugins|approvals)/" },
+      to: { path: "^(runtime|bridges|console|plugins|approvals|machines)/" },
     },
     {
       name: "approvals-below-runtime",
@@ -59,6 +59,20 @@ module.exports = {
       severity: "error",
       from: { path: "^approvals/" },
       to: { path: "^(runtime|bridges|console)/" },
+    },
+    {
+      name: "machines-door",
+      comment: "Machines (backends and the host) are reached only through machines/index.ts, and know nothing of the runtime, the bridges or the console.",
+      severity: "error",
+      from: { pathNot: ["^machines/", "^test/"] },
+      to: { path: "^machines/", pathNot: ["^machines/index\\.ts$"] },
+    },
+    {
+      name: "machines-below-runtime",
+      comment: "A machine backend serves the machine plugin; it imports no runtime, bridge, console or plugin. The machine host is a Node program like the connectors and reads its settings the same way (bridges/shared/connector.mjs).",
+      severity: "error",
+      from: { path: "^machines/" },
+      to: { path: "^(runtime|bridges|console|plugins)/", pathNot: ["^bridges/shared/connector\\.mjs$"] },
     },
   ],
   options: {

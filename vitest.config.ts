@@ -2,17 +2,21 @@ import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
 // @ts-expect-error: plain ESM helper shared with the Node tests
 import { startFakes } from "./test/fakes/index.mjs";
+// @ts-expect-error: plain ESM helper
+import { startMachineHost } from "./test/machines/host.mjs";
 
 // The fakes (model provider, Slack, Discord, callback receiver) are real HTTP
 // servers on loopback, started once here so their URLs can be bound into the Worker.
+// So is the real machine host (bubblewrap), the `machine` plugin's local backend.
 const { bindings } = await startFakes();
+const machineHost = await startMachineHost();
 
 export default defineConfig({
   plugins: [
     cloudflareTest({
       main: "./test/worker-under-test.ts",
       wrangler: { configPath: "./wrangler.jsonc" },
-      miniflare: { bindings },
+      miniflare: { bindings: { ...bindings, ...machineHost.bindings } },
     }),
   ],
   test: {

@@ -21,6 +21,8 @@ export type Audience = { kind: "dm"; person: string } | { kind: "channel" };
 export interface ToolContext {
   /** Stable for one tool call across replays: use it as an idempotency key. */
   callKey: string;
+  /** The mount's alias: two mounts of one plugin are two authorities. */
+  alias: string;
   tenant: string;
   agent: string;
   conversation: string;

@@ -309,7 +309,7 @@ export class Gateway {
     try {
       const toolsChanged = () => this.discovered.get(mount.alias)?.list.changed();
       const tools = tool.callsTools ? this.deps.caller?.(scope) : undefined;
-      output = await tool.call(checked.args, { ...scope, config, secret, session: this.deps.session(mount.alias), toolsChanged, tools });
+      output = await tool.call(checked.args, { ...scope, alias: mount.alias, config, secret, session: this.deps.session(mount.alias), toolsChanged, tools });
     } catch (err) {
       output = { text: `${name} failed: ${err instanceof Error ? err.message : String(err)}`, isError: true };
     }

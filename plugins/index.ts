@@ -2,6 +2,7 @@
 import { clockPlugin } from "./clock.ts";
 import { httpPlugin } from "./http.ts";
 import { jsPlugin } from "./js/index.ts";
+import { machinePlugin } from "./machine.ts";
 import { mcpPlugin } from "./mcp.ts";
 import { memoryPlugin } from "./memory.ts";
 import type { Plugin } from "./contract.ts";
@@ -12,4 +13,4 @@ export { evaluatePolicy, mountPolicy, policyDecision, policyWarnings, type Mount
 export { Gateway, MountError, mountSchema, type ModelTool, type Mount, type CallScope, type Standing, type GatewayDeps, type GatewayResult, type Disposition } from "./gateway.ts";
 
 /** The plugins this project ships; the Worker entry hands them (and any of its own) to the runtime. */
-export const builtinPlugins: readonly Plugin[] = [clockPlugin, httpPlugin, jsPlugin, mcpPlugin, memoryPlugin];
+export const builtinPlugins: readonly Plugin[] = [clockPlugin, httpPlugin, jsPlugin, machinePlugin, mcpPlugin, memoryPlugin];

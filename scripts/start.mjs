@@ -1,11 +1,16 @@
 // `npm start`: wrangler dev on 127.0.0.1:$PORT (8787) with embedded defaults.
 // Creates .dev.vars from .dev.vars.example on first run so the Agents API has a
-// token. `npm start -- --demo` also serves a demo inbox and mounts a gated http
-// tool that posts to it, with console:admin as approver of tenant "demo".
-import { copyFileSync, existsSync } from "node:fs";
+// token. Starts the machine host (the `machine` plugin's local backend) on
+// PORT + 2 where bubblewrap can run, and says so where it cannot. `npm start
+// -- --demo` also serves a demo inbox and mounts a gated http tool that posts
+// to it, with console:admin as approver of tenant "demo".
+import { appendFileSync, copyFileSync, existsSync, readFileSync } from "node:fs";
+import { randomBytes } from "node:crypto";
 import { createServer } from "node:http";
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { setTimeout as sleep } from "node:timers/promises";
+import { parseDevVars } from "../bridges/shared/connector.mjs";
+import { localWranglerEnv } from "./wrangler-env.mjs";
 
 if (!existsSync(".dev.vars")) {
   copyFileSync(".dev.vars.example", ".dev.vars");
@@ -61,7 +66,47 @@ function demoVars(inboxUrl) {
   return { MOUNTS: JSON.stringify(mounts), APPROVERS: JSON.stringify({ demo: ["console:admin"] }) };
 }
 
+/** The secret the Worker and the machine host share: from .dev.vars, or made now and written there. */
+function machineHostToken() {
+  const known = process.env.MACHINE_HOST_TOKEN || parseDevVars(readFileSync(".dev.vars", "utf8")).MACHINE_HOST_TOKEN;
+  if (known) return known;
+  const token = randomBytes(24).toString("hex");
+  appendFileSync(".dev.vars", `\n# The machine host's secret, shared with the Worker (written by npm start).\nMACHINE_HOST_TOKEN=${token}\n`);
+  console.log("Wrote a new MACHINE_HOST_TOKEN into .dev.vars (the machine host's secret).");
+  return token;
+}
+
+/**
+ * Starts the machine host where bubblewrap can run, and resolves with the
+ * Worker variables that point at it; otherwise says why and resolves with
+ * MACHINE_BACKEND=none (the machine plugin then answers that no backend is
+ * available). The host ends with this process (its stdin closes).
+ */
+async function startMachineHost(hostPort) {
+  const none = (reason) => {
+    console.log(`No machine backend: ${reason} Mounts of the machine plugin answer that none is available (docs/machines.md).`);
+    return { MACHINE_BACKEND: "none" };
+  };
+  const check = spawnSync(process.execPath, ["machines/host/host.mjs", "--check"], { encoding: "utf8" });
+  if (check.status !== 0) return none((check.stderr || check.stdout).trim().replace(/^No machine backend: /, ""));
+  const token = machineHostToken();
+  const host = spawn(process.execPath, ["machines/host/host.mjs", "--exit-with-stdin"], {
+    env: { ...process.env, MACHINE_HOST_TOKEN: token, MACHINE_HOST_PORT: String(hostPort) },
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  for (const stream of [host.stdout, host.stderr]) stream.on("data", (chunk) => process.stdout.write(String(chunk).replace(/^(?=.)/gm, "[machines] ")));
+  const url = `http://127.0.0.1:${hostPort}`;
+  for (;;) {
+    if (host.exitCode !== null) return none(`the machine host stopped as it started (exit ${host.exitCode}).`);
+    const up = await fetch(`${url}/health`, { headers: { authorization: `Bearer ${token}` } }).then((res) => res.ok, () => false);
+    if (up) return { MACHINE_BACKEND: "local", MACHINE_HOST_URL: url };
+    await sleep(100);
+  }
+}
+
 const vars = [];
+const machineVars = await startMachineHost(Number(process.env.MACHINE_HOST_PORT ?? port + 2));
+for (const [name, value] of Object.entries(machineVars)) vars.push("--var", `${name}:${value}`);
 if (demo) {
   const inboxUrl = `http://127.0.0.1:${port + 1}/inbox`;
   startDemoInbox(port + 1);
@@ -76,8 +121,7 @@ if (demo) {
 const child = spawn("npx", ["wrangler", "dev", "--ip", "127.0.0.1", "--port", String(port), ...inspector, ...vars, ...passThrough], {
   stdio: "inherit",
   env: {
-    ...process.env,
-    WRANGLER_SEND_METRICS: "false",
+    ...localWranglerEnv(),
     // Miniflare fetches a real Request.cf object from workers.cloudflare.com on
     // each start; offline that prints a stack trace. Its placeholder serves a
     // local run, and nothing here reads request.cf. Set "true" to fetch it.

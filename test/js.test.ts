@@ -72,6 +72,7 @@ describe("js__run in a turn", () => {
 
 const ctx = (config: Record<string, unknown> = {}): ToolContext => ({
   callKey: "k",
+  alias: "js",
   tenant: T,
   agent: A,
   conversation: "c",

@@ -1,9 +1,13 @@
 // The Worker as deployed, plus one test-only plugin standing in for an outside
-// system with a non-idempotent write (it talks to the loopback ledger fake).
+// system with a non-idempotent write (it talks to the loopback ledger fake),
+// and the Machine object on a fake container runtime (the tests have no
+// containers: test/fakes/container.ts plays the platform's ctx.container).
 import { z } from "zod";
 import { builtinPlugins, type Plugin } from "../plugins/index.ts";
 import { AgentObject as AgentCore, Courier as CourierCore, type RuntimeDeps } from "../runtime/index.ts";
+import { Machine as MachineCore } from "../machines/index.ts";
 import { createWorker, deps as deployed } from "../worker.ts";
+import { fakeContainer } from "./fakes/container.ts";
 
 const ledgerPlugin: Plugin = {
   name: "ledger",
@@ -39,7 +43,15 @@ const ledgerPlugin: Plugin = {
 
 const deps: RuntimeDeps = { ...deployed, plugins: [...builtinPlugins, ledgerPlugin] };
 
-export { ControlPlane, Ledger, ProviderGate } from "../worker.ts";
+export { ControlPlane, Ledger, ProviderGate, ContainerProxy } from "../worker.ts";
+
+export class Machine extends MachineCore {
+  constructor(ctx: DurableObjectState<{}>, env: Env) {
+    const url = (env as unknown as Record<string, string>).FAKE_CONTAINERS_URL!;
+    Object.defineProperty(ctx, "container", { value: fakeContainer(url, ctx.id.toString()), configurable: true });
+    super(ctx, env);
+  }
+}
 
 export class AgentObject extends AgentCore {
   constructor(ctx: DurableObjectState, env: Env) {

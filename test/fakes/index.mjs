@@ -8,6 +8,7 @@ import { startEverything } from "./everything.mjs";
 import { MCP_API_TOKEN, startMcp } from "./mcp.mjs";
 import { FAKE_PROVIDER_KEY, FAKE_TENANT_KEY, startModelProvider } from "./model-provider.mjs";
 import { REMOTE_API_TOKEN, startRemote } from "./remote.mjs";
+import { startContainers } from "./containers.mjs";
 import { FAKE_SLACK_BOT_TOKEN, FAKE_SLACK_CLIENT_ID, FAKE_SLACK_CLIENT_SECRET, FAKE_SLACK_SIGNING_SECRET, startSlack } from "./slack.mjs";
 
 /** `gates` (test/fakes/gates.mjs), when given, lets a harness watch and hold requests. */
@@ -22,7 +23,8 @@ export async function startFakes({ gates } = {}) {
   const remote = await startRemote();
   const mcp = await startMcp();
   const everything = await starting;
-  const fakes = { provider, ledger, slack, discord, callback, remote, mcp, everything };
+  const containers = await startContainers();
+  const fakes = { provider, ledger, slack, discord, callback, remote, mcp, everything, containers };
   const remoteHost = new URL(remote.url).host;
   const bindings = {
     ADMIN_TOKEN: "test-admin-token",
@@ -73,6 +75,7 @@ export async function startFakes({ gates } = {}) {
     FAKE_MCP_URL: mcp.url,
     MCP_EVERYTHING_URL: everything.url,
     MCP_EVERYTHING_CONTROL_URL: everything.controlUrl,
+    FAKE_CONTAINERS_URL: containers.url,
     APPROVERS: JSON.stringify({ approvals: ["U_APPROVER", "D_APPROVER"], T_APPROVALS: ["U_APPROVER"], "424242": ["U_APPROVER", "1400000000000000042"], console_ok: ["console:admin"] }),
     SLACK_API_BASE_URL: `${slack.url}/api`,
     SLACK_SIGNING_SECRET: FAKE_SLACK_SIGNING_SECRET,

@@ -8,7 +8,7 @@ import { join, relative } from "node:path";
 import { test } from "node:test";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
-const SOURCE_FOLDERS = ["runtime", "bridges", "console", "plugins", "approvals", "lib"];
+const SOURCE_FOLDERS = ["runtime", "bridges", "console", "plugins", "approvals", "machines", "lib"];
 const MAX_TOP_FILES = 4;
 const MAX_ROOM_LINES = 1_200;
 const MAX_FILE_LINES = 400;

@@ -8,6 +8,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { localWranglerEnv } from "../../scripts/wrangler-env.mjs";
 
 export function freePort() {
   return new Promise((resolve) => {
@@ -77,7 +78,7 @@ export async function startWorker({ cwd, vars = {}, command, script, env = {}, p
   const port = givenPort ?? (await freePort());
   let inspectorPort;
   do inspectorPort = await freePort();
-  while (inspectorPort === port + 1); // the demo inbox's port
+  while (inspectorPort === port + 1 || inspectorPort === port + 2); // the demo inbox's port, the machine host's
   const persistDir = given ?? mkdtempSync(join(tmpdir(), "antiproton-dev-"));
   const args = command ?? [
     "npx", "wrangler", "dev", ...(script ? [script] : []), "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspectorPort), "--persist-to", persistDir,
@@ -87,7 +88,7 @@ export async function startWorker({ cwd, vars = {}, command, script, env = {}, p
     cwd,
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, WRANGLER_SEND_METRICS: "false", PORT: String(port), INSPECTOR_PORT: String(inspectorPort), ...env },
+    env: { ...localWranglerEnv(), PORT: String(port), INSPECTOR_PORT: String(inspectorPort), ...env },
   });
   let output = "";
   child.stdout.on("data", (d) => (output += d));
