@@ -345,30 +345,45 @@ describe("Inbound", () => {
 });
 
 describe("Scheduler", () => {
-  it("runs one pass at a time (a second call joins it and asks for another round), arms a watchdog while it runs, and arms only what is due", () =>
+  it("runs one pass at a time (a second call joins it and asks for another round only for work due now), arms a watchdog while it runs, and arms only what is due", () =>
     inObject(async (storage) => {
       let passes = 0;
       let due: (number | null)[] = [];
+      let hold: Promise<void> | null = null;
       let release!: () => void;
-      const gate = new Promise<void>((r) => (release = r));
+      const held = () => (hold = new Promise<void>((r) => (release = r)));
       const scheduler = new Scheduler(
         storage,
         async () => {
           passes++;
-          if (passes === 1) await gate;
+          due = due.filter((t) => t === null || t > Date.now()); // a pass does what is due now
+          if (hold) await hold;
+          hold = null;
         },
         () => due,
       );
+      held();
       const first = scheduler.drive();
       await new Promise((r) => setTimeout(r, 10));
       expect(await storage.getAlarm()).toBeGreaterThan(Date.now() + 10_000); // the watchdog
+      // Work due now arrives while the pass runs: one more round.
       const second = scheduler.drive();
+      due = [Date.now()];
       release();
       await Promise.all([first, second]);
       expect(passes).toBe(2);
       expect(await storage.getAlarm()).toBeNull(); // nothing due: idle means nothing armed
+      // Asked again while a pass runs, but nothing is due now: no empty round.
+      held();
+      const third = scheduler.drive();
+      await new Promise((r) => setTimeout(r, 10));
+      const fourth = scheduler.drive();
+      release();
+      await Promise.all([third, fourth]);
+      expect(passes).toBe(3);
       due = [null, Date.now() + 60_000, Date.now() + 5_000];
       await scheduler.drive();
+      expect(passes).toBe(4);
       expect(await storage.getAlarm()).toBe(due[2]);
     }));
 });

@@ -46,12 +46,8 @@ export class Scheduler {
           await this.storage.setAlarm(Date.now() + PASS_WATCHDOG_MS);
           await this.runPass();
           await this.arm();
-          if (!this.passAgain) break;
-          // Asked again meanwhile, but for nothing due now: the alarm is set for it, and no pass runs empty.
-          if (!this.dueNow()) {
-            await this.arm();
-            break;
-          }
+          // Asked again meanwhile, but for nothing due now: the alarm is set for what is due later, and no pass runs empty.
+          if (!this.passAgain || !this.dueNow()) break;
         }
       } finally {
         this.pass = null;
