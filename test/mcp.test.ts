@@ -130,7 +130,7 @@ describe("an MCP server as a mount", () => {
     const { conversation } = await turn(A, [{ text: "no docs yet" }]);
     await mount(T, A, [docsMount()]);
     expect(await status(T, A, conversation)).toContain('Mount "docs": its tool list is being fetched; it offers no tools until then.');
-    // That status woke the agent, whose pass asked for the list.
+    // The settings' push woke the agent, whose pass asked for the list.
     await waitFor("the list", async () => /Mount "docs": \d+ tools, listed at/.test(await status(T, A, conversation)));
   });
 

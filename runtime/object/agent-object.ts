@@ -246,7 +246,7 @@ export class AgentObject extends DurableObject<Env> {
   /** The control plane's push of this agent's settings after a change (runtime/control/settings.ts). */
   async applySettings(route: Route, settings: SettingsText): Promise<void> {
     this.identity.claim(route);
-    this.settings.apply(settings);
+    if (this.settings.apply(settings)) this.scheduler.kick();
   }
 
   // ---- what a pass knows (runtime/object/pass.ts runs it) -------------------------------

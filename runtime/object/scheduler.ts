@@ -26,11 +26,13 @@ export class Scheduler {
    * so no pass runs to find nothing to do. A pass under way goes round again.
    */
   wake(): void {
-    if (this.pass || this.dueNow()) {
-      this.drive().catch((err: unknown) => console.error("a pass failed; its watchdog alarm runs it again", err));
-    } else {
-      this.arm().catch((err: unknown) => console.error("the alarm could not be set", err));
-    }
+    if (this.pass || this.dueNow()) this.kick();
+    else this.arm().catch((err: unknown) => console.error("the alarm could not be set", err));
+  }
+
+  /** A pass now, in the background, whatever is due: new settings make work (a new mount's tool list) no due time shows. */
+  kick(): void {
+    this.drive().catch((err: unknown) => console.error("a pass failed; its watchdog alarm runs it again", err));
   }
 
   /** Runs a pass, or asks the running one to go round again. */
