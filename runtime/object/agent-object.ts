@@ -246,7 +246,8 @@ export class AgentObject extends DurableObject<Env> {
   /** The control plane's push of this agent's settings after a change (runtime/control/settings.ts). */
   async applySettings(route: Route, settings: SettingsText): Promise<void> {
     this.identity.claim(route);
-    if (this.settings.apply(settings)) this.scheduler.kick();
+    // A new mount's tool list is work no due time shows: asked for at once, not at the next message.
+    if (this.settings.apply(settings) && this.#listsDue()) this.scheduler.kick();
   }
 
   // ---- what a pass knows (runtime/object/pass.ts runs it) -------------------------------
@@ -257,6 +258,15 @@ export class AgentObject extends DurableObject<Env> {
     const pick = modelFrom(this.env, settings);
     const model = modelChoice(this.env, pick);
     return { route, gateway: this.#gateway(settings), pick, model, systemPrompt: systemPrompt(this.env, route, model) };
+  }
+
+  /** A mount whose tool list should be fetched now; a configuration that cannot work is the next pass's to report. */
+  #listsDue(): boolean {
+    try {
+      return this.#gateway().toolListsDue(Date.now()).length > 0;
+    } catch {
+      return true;
+    }
   }
 
   /** Secrets resolve only for plugins that run in the object; a courier resolves its own. */

@@ -30,7 +30,7 @@ export class Scheduler {
     else this.arm().catch((err: unknown) => console.error("the alarm could not be set", err));
   }
 
-  /** A pass now, in the background, whatever is due: new settings make work (a new mount's tool list) no due time shows. */
+  /** A pass now, in the background, whatever is due: for work no due time shows (a new mount's tool list). */
   kick(): void {
     this.drive().catch((err: unknown) => console.error("a pass failed; its watchdog alarm runs it again", err));
   }
