@@ -6,7 +6,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { HostBackend } from "../machines/index.ts";
 import { machineId } from "../plugins/machine.ts";
-import { agent, rows, storedText } from "./agents.ts";
+import { agent, alarmOf, fireAlarm, rows, storedText } from "./agents.ts";
 import { captureConsole } from "./leaks.ts";
 import { answered, getConversation, postMessage, providerRequests, script, settled, unique, waitFor, withVars, worker, type ScriptStep, type View } from "./support.ts";
 
@@ -76,6 +76,8 @@ describe("the machine plugin in a conversation (local backend)", () => {
     expect(await host().status(id)).toBeUndefined();
     expect(await hostWindow<number[]>("/processes?marker=811.5")).toEqual([]);
     expect(await hostWindow<{ exists: boolean }>(`/folder?id=${id}`)).toEqual({ exists: false });
+    // Its lease ended with the release, not later.
+    expect(await leaseOf(A, conversation)).toBeUndefined();
   });
 
   it("holds exec for approval by default: a card, nothing run, then performed once after Approve", async () => {
@@ -185,6 +187,93 @@ describe("the machine plugin in a conversation (local backend)", () => {
     const { view } = await withVars({ MACHINE_BACKEND: "none" }, () => turn(A, [{ toolCalls: [{ name: "box__exec", arguments: { command: "true" } }] }, { text: "no machine" }]));
     expect(toolResults(view)[0]).toMatchObject({ isError: true, text: expect.stringMatching(/^No machine backend is available: MACHINE_BACKEND is none/) });
     expect(view.transcript.at(-1)!.text).toBe("no machine");
+  });
+});
+
+/** The model is warned this long before its machine is destroyed for being idle. */
+const IDLE_WARNING_MS = 5 * 60_000;
+type Lease = { alias: string; conversation: string; expires_at: number; idle_ms: number; postponed: number; warned: number; state: string };
+const leaseOf = async (name: string, conversation: string) => (await rows<Lease>(T, name, "SELECT * FROM leases WHERE conversation = ?", conversation))[0];
+
+/** Nothing of the machine is left on the host: no machine, no process of it, no folder. */
+async function gone(id: string, marker: string): Promise<void> {
+  await waitFor("the machine to be destroyed", async () => (await host().status(id)) === undefined);
+  expect(await hostWindow<number[]>(`/processes?marker=${marker}`)).toEqual([]);
+  expect(await hostWindow<{ exists: boolean }>(`/folder?id=${id}`)).toEqual({ exists: false });
+}
+
+describe("the lease: a machine lives while its conversation has something open", () => {
+  it("destroys the machine in the pass after its turn settles (no process, no folder); the next turn gets a fresh one with the keep folders restored; the agent is then idle", async () => {
+    const A = "leased";
+    await mount(A, [boxMount({ keep: ["cache"] }, { policy: { tools: { exec: "allow" } } })]);
+    const { view, s, conversation } = await turn(A, [
+      { toolCalls: [{ name: "box__write_file", arguments: { path: "cache/data.txt", content: "keep me" } }, { name: "box__write_file", arguments: { path: "scratch.txt", content: "lose me" } }] },
+      { toolCalls: [{ name: "box__exec", arguments: { command: "(sleep 812.5 &)" } }] },
+      { text: "written" },
+      { toolCalls: [{ name: "box__read_file", arguments: { path: "cache/data.txt" } }, { name: "box__list", arguments: {} }] },
+      { text: "read again" },
+    ]);
+    expect(view.transcript.at(-1)!.text).toBe("written");
+    const id = await machineOf(A, conversation);
+    // Ended by the pass that settled the turn (the turn is seen idle a moment before that pass reaches its leases): no alarm, no idle limit.
+    await waitFor("the lease to be ending", async () => (await leaseOf(A, conversation))?.state !== "open", 2000);
+    await gone(id, "812.5");
+    await waitFor("the lease to be closed", async () => (await leaseOf(A, conversation)) === undefined);
+    await waitFor("the agent to have nothing armed", async () => (await alarmOf(T, A)) === null);
+
+    await postMessage(T, A, { text: `[s:${s}] again`, conversation });
+    const next = await answered(T, A, conversation, "read again");
+    const [read, list] = toolResults(next).slice(-2);
+    expect(read!.text).toBe("(A new machine was started for this call: its workspace /workspace was empty. Its kept folders (cache) were restored from the machine before it.)\nkeep me");
+    expect(list!.text).not.toContain("scratch.txt");
+    await waitFor("the second machine to be destroyed", async () => (await host().status(id)) === undefined);
+    await waitFor("the agent to have nothing armed", async () => (await alarmOf(T, A)) === null);
+  });
+
+  it("holds the machine while a call waits for approval; warns the model 5 minutes before the idle limit, postpone extends once by its length, and at the limit it is destroyed", async () => {
+    const A = "lingering";
+    await mount(A, [boxMount({}, { policy: { tools: { exec: "allow", write_file: "approval" } } })]);
+    const { s, conversation } = await turn(A, [
+      { toolCalls: [{ name: "box__exec", arguments: { command: "(sleep 813.5 &)" } }] },
+      { toolCalls: [{ name: "box__write_file", arguments: { path: "later.txt", content: "x" } }] },
+      { text: "waiting for approval" },
+      { toolCalls: [{ name: "box__postpone", arguments: {} }] },
+      { text: "postponed" },
+    ]);
+    const id = await machineOf(A, conversation);
+    // Settled, but a hold is open: the machine stays, and its lease keeps the alarm for its warning.
+    await fireAlarm(T, A).catch(() => false);
+    expect(await host().status(id)).toBeDefined();
+    const open = (await leaseOf(A, conversation))!;
+    expect(open).toMatchObject({ state: "open", warned: 0, postponed: 0, idle_ms: 30 * 60_000 });
+    expect(await alarmOf(T, A)).toBe(open.expires_at - IDLE_WARNING_MS);
+
+    // The test clock: the limit is 5 minutes and a little away, then just under 5 minutes: only then is the model warned.
+    await rows(T, A, "UPDATE leases SET expires_at = ? WHERE conversation = ?", Date.now() + IDLE_WARNING_MS + 60_000, conversation);
+    await fireAlarm(T, A);
+    expect((await leaseOf(A, conversation))!.warned).toBe(0);
+    await rows(T, A, "UPDATE leases SET expires_at = ? WHERE conversation = ?", Date.now() + IDLE_WARNING_MS - 1000, conversation);
+    await fireAlarm(T, A);
+    const warned = (await leaseOf(A, conversation))!;
+    expect(warned.warned).toBe(1);
+    expect(await alarmOf(T, A)).toBe(warned.expires_at);
+
+    // The warning reaches the model at its next step; it postpones.
+    await postMessage(T, A, { text: `[s:${s}] still there?`, conversation });
+    await answered(T, A, conversation, "postponed");
+    const asked = JSON.stringify((await providerRequests(s)).at(-2)!.body.messages);
+    expect(asked).toContain('Machine \\"box\\" has had no call for a while: it will be destroyed in 5 minutes');
+    expect(asked).toContain("Call box__postpone to keep it 30 minutes longer (once)");
+    const postponed = (await leaseOf(A, conversation))!;
+    expect(postponed).toMatchObject({ state: "open", postponed: 1, warned: 0, expires_at: warned.expires_at + 30 * 60_000 });
+    expect(await host().status(id)).toBeDefined();
+
+    // At the limit it is destroyed, open hold or not, and the agent arms nothing.
+    await rows(T, A, "UPDATE leases SET expires_at = ? WHERE conversation = ?", Date.now() - 1, conversation);
+    await fireAlarm(T, A);
+    await gone(id, "813.5");
+    await waitFor("the lease to be closed", async () => (await leaseOf(A, conversation)) === undefined);
+    await waitFor("the agent to have nothing armed", async () => (await alarmOf(T, A)) === null);
   });
 });
 

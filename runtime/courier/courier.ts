@@ -19,7 +19,7 @@ import { callProvider, modelChoice, type GatedCall, type ModelChoice, type Model
 import { sendTimeoutMs, type EffectKind, type EffectMessage, type RunResults, type SendRun } from "../effects/index.ts";
 import { type EffectReport, type EffectWork, type ReportAnswer, agentStub } from "../object/index.ts";
 import { countBusy, countUsage, spendRefusal } from "../metering/index.ts";
-import { sessionCopy, type ToolReport, type ToolWork, type MountReport, type MountWork } from "../tools/index.ts";
+import { sessionCopy, type LeaseReport, type LeaseUse, type LeaseWork, type ToolReport, type ToolWork, type MountReport, type MountWork } from "../tools/index.ts";
 import { ReplyStream } from "./reply-stream.ts";
 import { ScriptCaller } from "./script-caller.ts";
 import { textOf } from "../store/index.ts";
@@ -182,6 +182,11 @@ export class Courier extends DurableObject<Env> {
         if (!work) return null;
         return { kind: "mount", report: await this.fetchTools(effect, work) };
       }
+      case "lease": {
+        const work = await workOf("lease");
+        if (!work) return null;
+        return { kind: "lease", report: await this.endLease(effect, work) };
+      }
     }
   }
 
@@ -304,8 +309,20 @@ export class Courier extends DurableObject<Env> {
   private async runTool(work: ToolWork, scripts?: ScriptCaller): Promise<ToolReport> {
     const session = sessionCopy(work.session);
     const caller = scripts && ((scope: CallScope) => scripts.forScript(scope.callKey));
-    const result = await this.gateway(work.mount, session.state, caller).call(work.tool, work.args, work.scope, { replay: work.replay, approved: work.approved });
-    return { result, alias: work.mount.alias, session: session.changed() };
+    const gateway = this.gateway(work.mount, session.state, caller);
+    const result = await gateway.call(work.tool, work.args, work.scope, { replay: work.replay, approved: work.approved });
+    const act = leaseAct(gateway.leaseOf(work.tool), result.isError === true);
+    return { result, alias: work.mount.alias, session: session.changed(), ...(act ? { lease: { conversation: work.scope.conversation, act } } : {}) };
+  }
+
+  /** Ends what a leased mount's calls left running in the conversation (a machine: its kept folders saved, then destroyed). */
+  private async endLease(route: Route, work: LeaseWork): Promise<LeaseReport> {
+    try {
+      await this.gateway(work.mount, sessionCopy({}).state).retire(work.mount.alias, { tenant: route.tenant, agent: route.agent, conversation: work.conversation });
+      return {};
+    } catch (err) {
+      return { error: errorText(err) };
+    }
   }
 
   private async fetchTools(route: Route, work: MountWork): Promise<MountReport> {
@@ -317,6 +334,13 @@ export class Courier extends DurableObject<Env> {
   private gateway(mount: Mount, session: SessionState, caller?: GatewayDeps["caller"]): Gateway {
     return new Gateway([mount], this.deps.plugins, { secret: (name) => secretNamed(this.env, name), session: () => session, caller });
   }
+}
+
+/** How a leased mount's call bears on its lease: a release or postpone that failed did neither (a failed release may have left the machine: a use). */
+function leaseAct(lease: { ends: boolean; postpones: boolean } | undefined, failed: boolean): LeaseUse["act"] | undefined {
+  if (!lease) return undefined;
+  if (lease.postpones) return failed ? undefined : "postpone";
+  return lease.ends && !failed ? "end" : "use";
 }
 
 function sleep(ms: number): Promise<void> {
@@ -345,7 +369,7 @@ export function courierStub(env: Env, effect: Pick<EffectMessage, "tenant" | "ag
 const effectMessage = z.object({
   tenant: z.string(),
   agent: z.string(),
-  kind: z.enum(["model", "send", "tool", "hold", "mount", "typing"]),
+  kind: z.enum(["model", "send", "tool", "hold", "mount", "typing", "lease"]),
   id: z.string(),
   lane: z.string(),
   // A message sent before effects carried their work has no attempt: its first.
