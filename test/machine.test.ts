@@ -8,7 +8,7 @@ import { HostBackend } from "../machines/index.ts";
 import { machineId } from "../plugins/machine.ts";
 import { agent, alarmOf, fireAlarm, rows, storedText } from "./agents.ts";
 import { captureConsole } from "./leaks.ts";
-import { answered, getConversation, postMessage, providerRequests, script, settled, unique, waitFor, withVars, worker, type ScriptStep, type View } from "./support.ts";
+import { answered, getConversation, postMessage, providerRequests, releaseProvider, script, settled, unique, waitFor, withVars, worker, type ScriptStep, type View } from "./support.ts";
 
 const E = env as unknown as Record<string, string>;
 const ADMIN = { authorization: "Bearer test-admin-token", "content-type": "application/json" };
@@ -54,13 +54,21 @@ describe("the machine plugin in a conversation (local backend)", () => {
   it("writes a file, runs sh -c over it and reads the result back, all through the gateway; release destroys the machine, processes and folder", async () => {
     const A = "worker";
     await mount(A, [boxMount({}, { policy: { tools: { exec: "allow" } } })]);
-    const { view, s, conversation } = await turn(A, [
+    const s = unique("box");
+    const conversation = unique("c");
+    await script(s, [
       { toolCalls: [{ name: "box__write_file", arguments: { path: "notes.txt", content: "alpha\nbeta\n" } }] },
       { toolCalls: [{ name: "box__exec", arguments: { command: "sh -c 'tr a-z A-Z < notes.txt > upper.txt && wc -l < upper.txt' && (sleep 811.5 &)" } }] },
       { toolCalls: [{ name: "box__read_file", arguments: { path: "upper.txt" } }, { name: "box__list", arguments: {} }] },
       { toolCalls: [{ name: "box__release", arguments: {} }] },
-      { text: "ALPHA BETA, and the machine is gone." },
+      { text: "ALPHA BETA, and the machine is gone.", hold: true },
     ]);
+    await postMessage(T, A, { text: `[s:${s}] go`, conversation });
+    // The release closed the machine's lease at once: the turn still runs (its last model call is held), and nothing is left to end.
+    await waitFor("the model call after the release", async () => (await providerRequests(s)).length === 5);
+    expect(await rows(T, A, "SELECT * FROM leases")).toEqual([]);
+    await releaseProvider(s);
+    const view = await settled(T, A, conversation);
     expect(view.status).toBe("idle");
     const [write, exec, read, list, release] = toolResults(view);
     expect(write).toMatchObject({ text: "(A new machine was started for this call: its workspace /workspace was empty.)\nWrote /workspace/notes.txt (11 bytes now).", isError: false });
@@ -76,8 +84,6 @@ describe("the machine plugin in a conversation (local backend)", () => {
     expect(await host().status(id)).toBeUndefined();
     expect(await hostWindow<number[]>("/processes?marker=811.5")).toEqual([]);
     expect(await hostWindow<{ exists: boolean }>(`/folder?id=${id}`)).toEqual({ exists: false });
-    // Its lease ended with the release, not later.
-    expect(await leaseOf(A, conversation)).toBeUndefined();
   });
 
   it("holds exec for approval by default: a card, nothing run, then performed once after Approve", async () => {
