@@ -253,6 +253,9 @@ describe("the lease: a machine lives while its conversation has something open",
     const open = (await leaseOf(A, conversation))!;
     expect(open).toMatchObject({ state: "open", warned: 0, postponed: 0, idle_ms: 30 * 60_000 });
     expect(await alarmOf(T, A)).toBe(open.expires_at - IDLE_WARNING_MS);
+    // status lists it.
+    const status = await agent(T, A).submit({ tenant: T, agent: A }, { id: unique("ev"), kind: "command", command: "status", conversation, user: REQUESTER });
+    expect(status.notice).toContain("\nOpen machines: box of this conversation (30 min left without a call).");
 
     // The test clock: the limit is 5 minutes and a little away, then just under 5 minutes: only then is the model warned.
     await rows(T, A, "UPDATE leases SET expires_at = ? WHERE conversation = ?", Date.now() + IDLE_WARNING_MS + 60_000, conversation);

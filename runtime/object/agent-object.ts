@@ -139,6 +139,7 @@ export class AgentObject extends DurableObject<Env> {
         status,
         openJobs: this.jobs.openCount(),
         pendingHolds: this.approvals.holds.pending().length,
+        machines: this.leases.open(),
         today: { ...this.jobs.usageSince(conv.id, dayStart(Date.now())), busyMs: this.busyTime.ofConversationSince(conv.id, dayStart(Date.now())) },
         gateway: () => this.#gateway(),
         model: () => modelChoice(this.env, modelFrom(this.env, this.settings.get() ?? NO_SETTINGS)),

@@ -126,7 +126,7 @@ export class Leases {
     this.sql.exec("DELETE FROM leases WHERE alias = ? AND conversation = ? AND state = 'ending'", alias, conversation);
   }
 
-  /** Open leases, for `status`. */
+  /** Leases not yet ended (one ending is still open until its courier reports), for `status`. */
   open(): { alias: string; conversation: string; expiresAt: number }[] {
     return this.sql
       .exec<Pick<LeaseRow, "alias" | "conversation" | "expires_at">>("SELECT alias, conversation, expires_at FROM leases ORDER BY expires_at")
