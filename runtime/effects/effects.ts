@@ -1,6 +1,6 @@
 // Effects: everything the object needs done off the object (a model call, a
 // chat send, a remote tool call, an approved hold performed, a mount's tool
-// list fetched, the typing indicator renewed) is a row here, next to the
+// list fetched, the typing indicator renewed, a leased machine ended) is a row here, next to the
 // domain row it belongs to. The pass sends due rows to the effect queue in
 // batches, each with its work where the work can travel (the courier claims
 // it from the object otherwise, and where it must be decided when it is
