@@ -218,6 +218,11 @@ export class Gateway {
     return lease && { mount: found.mount, ends: lease.ends.includes(found.tool.name), postpones: lease.postpone === found.tool.name };
   }
 
+  /** Whether any mount's plugin holds something on a lease (a machine). */
+  holdsLeases(): boolean {
+    return this.resolvedMounts.some((r) => r.plugin.lease !== undefined);
+  }
+
   /** Ends what a leased mount's calls left running in a conversation; false when the mount's plugin holds nothing. */
   async retire(alias: string, scope: { tenant: string; agent: string; conversation: string }): Promise<boolean> {
     const resolved = this.resolvedMounts.find((r) => r.mount.alias === alias);

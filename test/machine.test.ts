@@ -201,11 +201,14 @@ const IDLE_WARNING_MS = 5 * 60_000;
 type Lease = { alias: string; conversation: string; expires_at: number; idle_ms: number; postponed: number; warned: number; state: string };
 const leaseOf = async (name: string, conversation: string) => (await rows<Lease>(T, name, "SELECT * FROM leases WHERE conversation = ?", conversation))[0];
 
-/** Nothing of the machine is left on the host: no machine, no process of it, no folder. */
+/** Waits until nothing of the machine is left on the host: no machine, no process of it, no folder (the host forgets a machine first, then cleans up). */
 async function gone(id: string, marker: string): Promise<void> {
-  await waitFor("the machine to be destroyed", async () => (await host().status(id)) === undefined);
-  expect(await hostWindow<number[]>(`/processes?marker=${marker}`)).toEqual([]);
-  expect(await hostWindow<{ exists: boolean }>(`/folder?id=${id}`)).toEqual({ exists: false });
+  await waitFor("the machine, its processes and its folder to be gone", async () => {
+    const machine = await host().status(id);
+    const processes = await hostWindow<number[]>(`/processes?marker=${marker}`);
+    const folder = await hostWindow<{ exists: boolean }>(`/folder?id=${id}`);
+    return machine === undefined && processes.length === 0 && !folder.exists;
+  });
 }
 
 describe("the lease: a machine lives while its conversation has something open", () => {
@@ -283,6 +286,18 @@ describe("the lease: a machine lives while its conversation has something open",
     await gone(id, "813.5");
     await waitFor("the lease to be closed", async () => (await leaseOf(A, conversation)) === undefined);
     await waitFor("the agent to have nothing armed", async () => (await alarmOf(T, A)) === null);
+  });
+});
+
+describe("MACHINE_IDLE_MINUTES", () => {
+  it("a bad value fails the turns of an agent with a machine mount, naming the variable; an agent without one is not concerned", async () => {
+    await mount("badidle", [boxMount({}, { policy: { tools: { exec: "allow" } } })]);
+    await mount("noidle", [{ alias: "clock", plugin: "clock" }]);
+    const [withMachine, without] = await withVars({ MACHINE_IDLE_MINUTES: "soon" }, () =>
+      Promise.all([turn("badidle", [{ toolCalls: [{ name: "box__exec", arguments: { command: "true" } }] }, { text: "ran" }]), turn("noidle", [{ text: "fine" }])]),
+    );
+    expect(withMachine.view).toMatchObject({ status: "failed", error: "configuration error: MACHINE_IDLE_MINUTES is not valid JSON" });
+    expect(without.view).toMatchObject({ status: "idle" });
   });
 });
 

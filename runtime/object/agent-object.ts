@@ -211,7 +211,7 @@ export class AgentObject extends DurableObject<Env> {
     this.identity.claim(route);
     const pass = this.#passContext(route);
     const answer = await this.scripts.call(pass, call);
-    if (answer.kind === "perform") this.leases.claimed(pass.gateway.leaseOf(answer.work.tool), answer.work.scope.conversation, pass.machineIdleMs);
+    if (answer.kind === "perform") this.leases.claimed(pass, answer.work);
     return answer;
   }
 
@@ -267,7 +267,9 @@ export class AgentObject extends DurableObject<Env> {
     const settings = this.settings.get() ?? NO_SETTINGS;
     const pick = modelFrom(this.env, settings);
     const model = modelChoice(this.env, pick);
-    return { route, gateway: this.#gateway(settings), pick, model, systemPrompt: systemPrompt(this.env, route, model), machineIdleMs: machineIdleMs(this.env) };
+    const gateway = this.#gateway(settings);
+    // Read only where a machine can be mounted: a bad value fails those agents' turns, naming the variable.
+    return { route, gateway, pick, model, systemPrompt: systemPrompt(this.env, route, model), machineIdleMs: gateway.holdsLeases() ? machineIdleMs(this.env) : null };
   }
 
   /** Secrets resolve only for plugins that run in the object; a courier resolves its own. */

@@ -129,7 +129,7 @@ export class Claims {
         const work = storage.transactionSync(() => {
           const claimed = kind === "tool" ? tools.claim(pass, id, replay) : approvals.claim(pass, id, replay);
           // A machine's lease opens before the call can start it.
-          if (claimed) leases.claimed(pass.gateway.leaseOf(claimed.tool), claimed.scope.conversation, pass.machineIdleMs);
+          if (claimed) leases.claimed(pass, claimed);
           return claimed;
         });
         if (!work) wake();

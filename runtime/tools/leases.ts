@@ -10,6 +10,8 @@
 // end: an agent with a machine is not idle; one with none arms nothing.
 import type { Mount } from "../../plugins/index.ts";
 import type { Effects } from "../effects/index.ts";
+import type { PassContext } from "../pass-context.ts";
+import type { ToolWork } from "./tool-calls.ts";
 
 /** The model is told this long before its machine is destroyed for being idle. */
 export const IDLE_WARNING_MS = 5 * 60_000;
@@ -44,9 +46,12 @@ export class Leases {
     private readonly note: (conversation: string, text: string) => void,
   ) {}
 
-  /** A courier claimed a call of a leased mount: the lease opens (or is renewed), before anything runs. */
-  claimed(lease: { mount: Mount; ends: boolean; postpones: boolean } | undefined, conversation: string, idleMs: number): void {
-    if (!lease || lease.ends || lease.postpones) return;
+  /** A courier claimed a call: of a leased mount, its lease opens (or is renewed), before anything runs. */
+  claimed(pass: PassContext, work: Pick<ToolWork, "tool" | "scope">): void {
+    const lease = pass.gateway.leaseOf(work.tool);
+    const idleMs = pass.machineIdleMs;
+    if (!lease || lease.ends || lease.postpones || idleMs === null) return;
+    const conversation = work.scope.conversation;
     this.sql.exec(
       `INSERT INTO leases (alias, conversation, mount, idle_ms, expires_at, postponed, warned, state) VALUES (?, ?, ?, ?, ?, 0, 0, 'open')
        ON CONFLICT (alias, conversation) DO UPDATE SET mount = excluded.mount, idle_ms = excluded.idle_ms, expires_at = excluded.expires_at, warned = 0, state = 'open'`,
