@@ -11,7 +11,6 @@
 import type { Mount } from "../../plugins/index.ts";
 import type { Effects } from "../effects/index.ts";
 import type { PassContext } from "../pass-context.ts";
-import type { ToolWork } from "./tool-calls.ts";
 
 /** The model is told this long before its machine is destroyed for being idle. */
 export const IDLE_WARNING_MS = 5 * 60_000;
@@ -47,7 +46,7 @@ export class Leases {
   ) {}
 
   /** A courier claimed a call: of a leased mount, its lease opens (or is renewed), before anything runs. */
-  claimed(pass: PassContext, work: Pick<ToolWork, "tool" | "scope">): void {
+  claimed(pass: PassContext, work: { tool: string; scope: { conversation: string } }): void {
     const lease = pass.gateway.leaseOf(work.tool);
     const idleMs = pass.machineIdleMs;
     if (!lease || lease.ends || lease.postpones || idleMs === null) return;
