@@ -168,4 +168,25 @@ export interface Plugin {
   standing?: StandingDocument;
   /** Validates the mount's `config`; a bad config is reported at start-up of the pass, by alias. */
   config?: z.ZodType<Record<string, unknown>>;
+  /** Its calls leave something running per conversation (a machine), which the runtime holds on a lease and ends. */
+  lease?: PluginLease;
+}
+
+/** What the runtime's lease knows of a plugin whose calls leave something running (runtime/tools/leases.ts). */
+export interface PluginLease {
+  /** Ends what the conversation's calls left running (saving what the plugin keeps). Runs in a courier. */
+  retire(ctx: LeaseContext): Promise<void>;
+  /** Tools whose call ends it (nothing is held after one). */
+  ends: string[];
+  /** The tool whose call extends the lease once. */
+  postpone: string;
+}
+
+/** Whose running thing to end: the mount's conversation, with its config as the plugin parsed it. */
+export interface LeaseContext {
+  tenant: string;
+  agent: string;
+  alias: string;
+  conversation: string;
+  config: Record<string, unknown>;
 }

@@ -208,6 +208,29 @@ export class Gateway {
     return this.byName.get(name)?.mount;
   }
 
+  /**
+   * For a tool of a plugin that holds something per conversation on a lease
+   * (a machine): its mount, and whether the call ends the lease or postpones it.
+   */
+  leaseOf(name: string): { mount: Mount; ends: boolean; postpones: boolean } | undefined {
+    const found = this.byName.get(name);
+    const lease = found?.plugin.lease;
+    return lease && { mount: found.mount, ends: lease.ends.includes(found.tool.name), postpones: lease.postpone === found.tool.name };
+  }
+
+  /** Whether any mount's plugin holds something on a lease (a machine). */
+  holdsLeases(): boolean {
+    return this.resolvedMounts.some((r) => r.plugin.lease !== undefined);
+  }
+
+  /** Ends what a leased mount's calls left running in a conversation; false when the mount's plugin holds nothing. */
+  async retire(alias: string, scope: { tenant: string; agent: string; conversation: string }): Promise<boolean> {
+    const resolved = this.resolvedMounts.find((r) => r.mount.alias === alias);
+    if (!resolved?.plugin.lease) return false;
+    await resolved.plugin.lease.retire({ ...scope, alias, config: resolved.config });
+    return true;
+  }
+
   /** The mount under an alias, as configured now. */
   mounted(alias: string): Mount | undefined {
     return this.mounts.find((m) => m.alias === alias);

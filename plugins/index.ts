@@ -7,7 +7,7 @@ import { mcpPlugin } from "./mcp.ts";
 import { memoryPlugin } from "./memory.ts";
 import type { Plugin } from "./contract.ts";
 
-export type { Audience, Plugin, PluginTool, ToolContext, ToolOutput, SideEffects, Idempotency, SessionState, StandingContext, StandingDocument, MountContext, ToolDiscovery, FetchedTools, ToolCaller, CallableTool } from "./contract.ts";
+export type { Audience, Plugin, PluginTool, ToolContext, ToolOutput, SideEffects, Idempotency, SessionState, StandingContext, StandingDocument, MountContext, ToolDiscovery, FetchedTools, ToolCaller, CallableTool, PluginLease, LeaseContext } from "./contract.ts";
 export { ToolList } from "./tool-lists.ts";
 export { evaluatePolicy, mountPolicy, policyDecision, policyWarnings, type MountPolicy, type PolicyDecision, type MountUnderPolicy, type ToolUnderPolicy } from "./policy.ts";
 export { Gateway, MountError, mountSchema, type ModelTool, type Mount, type CallScope, type Standing, type GatewayDeps, type GatewayResult, type Disposition } from "./gateway.ts";

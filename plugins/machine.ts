@@ -53,7 +53,7 @@ const configSchema = z
   .strict();
 type MachineConfig = z.infer<typeof configSchema>;
 
-/** Session key: machine id → when its lease was postponed, for the machine started at `createdAt` (the runtime's lease reads it). */
+/** Session key: machine id → when its lease was postponed, for the machine started at `createdAt` (a second postpone of one machine is refused). */
 export const POSTPONED = "lease_postponed";
 interface Postponement {
   createdAt: string;
@@ -174,6 +174,14 @@ export const machinePlugin: Plugin = {
   config: configSchema,
   // A command can do anything the machine can: a person signs it unless the mount's per-tool entry says otherwise.
   defaultPolicy: { exec: "approval" },
+  // The runtime's lease (runtime/tools/leases.ts) ends the machine when its turn settles or it sits idle; release ends it at once.
+  lease: {
+    retire: async (ctx) => {
+      await retire(await target(ctx));
+    },
+    ends: ["release"],
+    postpone: "postpone",
+  },
   tools: [
     {
       name: "exec",

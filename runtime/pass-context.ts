@@ -14,4 +14,6 @@ export interface PassContext {
   model: ModelChoice;
   /** The agent's instructions (the standing documents follow them, per conversation). */
   systemPrompt: string;
+  /** How long a leased mount's machine may go without a call (MACHINE_IDLE_MINUTES); null when no mount holds a lease. */
+  machineIdleMs: number | null;
 }

@@ -6,9 +6,9 @@ import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { HostBackend } from "../machines/index.ts";
 import { machineId } from "../plugins/machine.ts";
-import { agent, rows, storedText } from "./agents.ts";
+import { agent, alarmOf, fireAlarm, rows, storedText } from "./agents.ts";
 import { captureConsole } from "./leaks.ts";
-import { answered, getConversation, postMessage, providerRequests, script, settled, unique, waitFor, withVars, worker, type ScriptStep, type View } from "./support.ts";
+import { answered, getConversation, postMessage, providerRequests, releaseProvider, script, settled, unique, waitFor, withVars, worker, type ScriptStep, type View } from "./support.ts";
 
 const E = env as unknown as Record<string, string>;
 const ADMIN = { authorization: "Bearer test-admin-token", "content-type": "application/json" };
@@ -54,13 +54,21 @@ describe("the machine plugin in a conversation (local backend)", () => {
   it("writes a file, runs sh -c over it and reads the result back, all through the gateway; release destroys the machine, processes and folder", async () => {
     const A = "worker";
     await mount(A, [boxMount({}, { policy: { tools: { exec: "allow" } } })]);
-    const { view, s, conversation } = await turn(A, [
+    const s = unique("box");
+    const conversation = unique("c");
+    await script(s, [
       { toolCalls: [{ name: "box__write_file", arguments: { path: "notes.txt", content: "alpha\nbeta\n" } }] },
       { toolCalls: [{ name: "box__exec", arguments: { command: "sh -c 'tr a-z A-Z < notes.txt > upper.txt && wc -l < upper.txt' && (sleep 811.5 &)" } }] },
       { toolCalls: [{ name: "box__read_file", arguments: { path: "upper.txt" } }, { name: "box__list", arguments: {} }] },
       { toolCalls: [{ name: "box__release", arguments: {} }] },
-      { text: "ALPHA BETA, and the machine is gone." },
+      { text: "ALPHA BETA, and the machine is gone.", hold: true },
     ]);
+    await postMessage(T, A, { text: `[s:${s}] go`, conversation });
+    // The release closed the machine's lease at once: the turn still runs (its last model call is held), and nothing is left to end.
+    await waitFor("the model call after the release", async () => (await providerRequests(s)).length === 5);
+    expect(await rows(T, A, "SELECT * FROM leases")).toEqual([]);
+    await releaseProvider(s);
+    const view = await settled(T, A, conversation);
     expect(view.status).toBe("idle");
     const [write, exec, read, list, release] = toolResults(view);
     expect(write).toMatchObject({ text: "(A new machine was started for this call: its workspace /workspace was empty.)\nWrote /workspace/notes.txt (11 bytes now).", isError: false });
@@ -185,6 +193,111 @@ describe("the machine plugin in a conversation (local backend)", () => {
     const { view } = await withVars({ MACHINE_BACKEND: "none" }, () => turn(A, [{ toolCalls: [{ name: "box__exec", arguments: { command: "true" } }] }, { text: "no machine" }]));
     expect(toolResults(view)[0]).toMatchObject({ isError: true, text: expect.stringMatching(/^No machine backend is available: MACHINE_BACKEND is none/) });
     expect(view.transcript.at(-1)!.text).toBe("no machine");
+  });
+});
+
+/** The model is warned this long before its machine is destroyed for being idle. */
+const IDLE_WARNING_MS = 5 * 60_000;
+type Lease = { alias: string; conversation: string; expires_at: number; idle_ms: number; postponed: number; warned: number; state: string };
+const leaseOf = async (name: string, conversation: string) => (await rows<Lease>(T, name, "SELECT * FROM leases WHERE conversation = ?", conversation))[0];
+
+/** Waits until nothing of the machine is left on the host: no machine, no process of it, no folder (the host forgets a machine first, then cleans up). */
+async function gone(id: string, marker: string): Promise<void> {
+  await waitFor("the machine, its processes and its folder to be gone", async () => {
+    const machine = await host().status(id);
+    const processes = await hostWindow<number[]>(`/processes?marker=${marker}`);
+    const folder = await hostWindow<{ exists: boolean }>(`/folder?id=${id}`);
+    return machine === undefined && processes.length === 0 && !folder.exists;
+  });
+}
+
+describe("the lease: a machine lives while its conversation has something open", () => {
+  it("destroys the machine in the pass after its turn settles (no process, no folder); the next turn gets a fresh one with the keep folders restored; the agent is then idle", async () => {
+    const A = "leased";
+    await mount(A, [boxMount({ keep: ["cache"] }, { policy: { tools: { exec: "allow" } } })]);
+    const { view, s, conversation } = await turn(A, [
+      { toolCalls: [{ name: "box__write_file", arguments: { path: "cache/data.txt", content: "keep me" } }, { name: "box__write_file", arguments: { path: "scratch.txt", content: "lose me" } }] },
+      { toolCalls: [{ name: "box__exec", arguments: { command: "(sleep 812.5 &)" } }] },
+      { text: "written" },
+      { toolCalls: [{ name: "box__read_file", arguments: { path: "cache/data.txt" } }, { name: "box__list", arguments: {} }] },
+      { text: "read again" },
+    ]);
+    expect(view.transcript.at(-1)!.text).toBe("written");
+    const id = await machineOf(A, conversation);
+    // Ended by the pass that settled the turn (the turn is seen idle a moment before that pass reaches its leases): no alarm, no idle limit.
+    await waitFor("the lease to be ending", async () => (await leaseOf(A, conversation))?.state !== "open", 2000);
+    await gone(id, "812.5");
+    await waitFor("the lease to be closed", async () => (await leaseOf(A, conversation)) === undefined);
+    await waitFor("the agent to have nothing armed", async () => (await alarmOf(T, A)) === null);
+
+    await postMessage(T, A, { text: `[s:${s}] again`, conversation });
+    const next = await answered(T, A, conversation, "read again");
+    const [read, list] = toolResults(next).slice(-2);
+    expect(read!.text).toBe("(A new machine was started for this call: its workspace /workspace was empty. Its kept folders (cache) were restored from the machine before it.)\nkeep me");
+    expect(list!.text).not.toContain("scratch.txt");
+    await waitFor("the second machine to be destroyed", async () => (await host().status(id)) === undefined);
+    await waitFor("the agent to have nothing armed", async () => (await alarmOf(T, A)) === null);
+  });
+
+  it("holds the machine while a call waits for approval; warns the model 5 minutes before the idle limit, postpone extends once by its length, and at the limit it is destroyed", async () => {
+    const A = "lingering";
+    await mount(A, [boxMount({}, { policy: { tools: { exec: "allow", write_file: "approval" } } })]);
+    const { s, conversation } = await turn(A, [
+      { toolCalls: [{ name: "box__exec", arguments: { command: "(sleep 813.5 &)" } }] },
+      { toolCalls: [{ name: "box__write_file", arguments: { path: "later.txt", content: "x" } }] },
+      { text: "waiting for approval" },
+      { toolCalls: [{ name: "box__postpone", arguments: {} }] },
+      { text: "postponed" },
+    ]);
+    const id = await machineOf(A, conversation);
+    // Settled, but a hold is open: the machine stays, and its lease keeps the alarm for its warning.
+    await fireAlarm(T, A).catch(() => false);
+    expect(await host().status(id)).toBeDefined();
+    const open = (await leaseOf(A, conversation))!;
+    expect(open).toMatchObject({ state: "open", warned: 0, postponed: 0, idle_ms: 30 * 60_000 });
+    expect(await alarmOf(T, A)).toBe(open.expires_at - IDLE_WARNING_MS);
+    // status lists it.
+    const status = await agent(T, A).submit({ tenant: T, agent: A }, { id: unique("ev"), kind: "command", command: "status", conversation, user: REQUESTER });
+    expect(status.notice).toContain("\nOpen machines: box of this conversation (30 min left without a call).");
+
+    // The test clock: the limit is 5 minutes and a little away, then just under 5 minutes: only then is the model warned.
+    await rows(T, A, "UPDATE leases SET expires_at = ? WHERE conversation = ?", Date.now() + IDLE_WARNING_MS + 60_000, conversation);
+    await fireAlarm(T, A);
+    expect((await leaseOf(A, conversation))!.warned).toBe(0);
+    await rows(T, A, "UPDATE leases SET expires_at = ? WHERE conversation = ?", Date.now() + IDLE_WARNING_MS - 1000, conversation);
+    await fireAlarm(T, A);
+    const warned = (await leaseOf(A, conversation))!;
+    expect(warned.warned).toBe(1);
+    expect(await alarmOf(T, A)).toBe(warned.expires_at);
+
+    // The warning reaches the model at its next step; it postpones.
+    await postMessage(T, A, { text: `[s:${s}] still there?`, conversation });
+    await answered(T, A, conversation, "postponed");
+    const asked = JSON.stringify((await providerRequests(s)).at(-2)!.body.messages);
+    expect(asked).toContain('Machine \\"box\\" has had no call for a while: it will be destroyed in 5 minutes');
+    expect(asked).toContain("Call box__postpone to keep it 30 minutes longer (once)");
+    const postponed = (await leaseOf(A, conversation))!;
+    expect(postponed).toMatchObject({ state: "open", postponed: 1, warned: 0, expires_at: warned.expires_at + 30 * 60_000 });
+    expect(await host().status(id)).toBeDefined();
+
+    // At the limit it is destroyed, open hold or not, and the agent arms nothing.
+    await rows(T, A, "UPDATE leases SET expires_at = ? WHERE conversation = ?", Date.now() - 1, conversation);
+    await fireAlarm(T, A);
+    await gone(id, "813.5");
+    await waitFor("the lease to be closed", async () => (await leaseOf(A, conversation)) === undefined);
+    await waitFor("the agent to have nothing armed", async () => (await alarmOf(T, A)) === null);
+  });
+});
+
+describe("MACHINE_IDLE_MINUTES", () => {
+  it("a bad value fails the turns of an agent with a machine mount, naming the variable; an agent without one is not concerned", async () => {
+    await mount("badidle", [boxMount({}, { policy: { tools: { exec: "allow" } } })]);
+    await mount("noidle", [{ alias: "clock", plugin: "clock" }]);
+    const [withMachine, without] = await withVars({ MACHINE_IDLE_MINUTES: "soon" }, () =>
+      Promise.all([turn("badidle", [{ toolCalls: [{ name: "box__exec", arguments: { command: "true" } }] }, { text: "ran" }]), turn("noidle", [{ text: "fine" }])]),
+    );
+    expect(withMachine.view).toMatchObject({ status: "failed", error: "configuration error: MACHINE_IDLE_MINUTES is not valid JSON" });
+    expect(without.view).toMatchObject({ status: "idle" });
   });
 });
 

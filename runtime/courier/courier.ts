@@ -11,16 +11,15 @@
 // The object decides everything else: retries, order, failure.
 import { DurableObject } from "cloudflare:workers";
 import { z } from "zod";
-import { ConfigError, secretNamed } from "../../lib/config.ts";
-import { Gateway, type CallScope, type GatewayDeps, type Mount, type SessionState } from "../../plugins/index.ts";
-import { type DeliveryResult, type OutboxDelivery, type Route, type StreamTarget, outboundFor, type RuntimeDeps } from "../chat.ts";
+import { ConfigError } from "../../lib/config.ts";
+import { type DeliveryResult, type OutboxDelivery, type StreamTarget, outboundFor, type RuntimeDeps } from "../chat.ts";
 import type { AssistantMessage } from "@mariozechner/pi-ai";
 import { callProvider, modelChoice, type GatedCall, type ModelChoice, type ModelPick, type ModelRequest } from "../models/index.ts";
 import { sendTimeoutMs, type EffectKind, type EffectMessage, type RunResults, type SendRun } from "../effects/index.ts";
 import { type EffectReport, type EffectWork, type ReportAnswer, agentStub } from "../object/index.ts";
 import { countBusy, countUsage, spendRefusal } from "../metering/index.ts";
-import { sessionCopy, type ToolReport, type ToolWork, type MountReport, type MountWork } from "../tools/index.ts";
 import { ReplyStream } from "./reply-stream.ts";
+import { MountCalls } from "./mount-calls.ts";
 import { ScriptCaller } from "./script-caller.ts";
 import { textOf } from "../store/index.ts";
 
@@ -45,6 +44,7 @@ type Outcome = { kind: EffectKind; report: EffectReport[EffectKind]; paid?: Paid
 type Paid = { id: string; pick: ModelPick; message: AssistantMessage };
 
 export class Courier extends DurableObject<Env> {
+  private readonly mounts: MountCalls;
   private working: Promise<void> | null = null;
   private hasTable = false;
   private workAgain = false;
@@ -55,6 +55,7 @@ export class Courier extends DurableObject<Env> {
     private readonly deps: RuntimeDeps,
   ) {
     super(ctx, env);
+    this.mounts = new MountCalls(env, deps.plugins);
   }
 
   /** Takes an effect (a second copy of one it holds is ignored) and starts on it. */
@@ -171,8 +172,8 @@ export class Courier extends DurableObject<Env> {
         const work = await this.claim(effect, effect.kind);
         if (!work) return null;
         // A script's own tool calls (code mode) are performed here too, each one handed over by the object.
-        const scripts = new ScriptCaller(this.env, effect, (child) => this.runTool(child));
-        const report = await this.runTool(work, scripts);
+        const scripts = new ScriptCaller(this.env, effect, (child) => this.mounts.runTool(child));
+        const report = await this.mounts.runTool(work, scripts);
         // The script was stopped because the object could not be reached: try the task again (its re-run gets recorded answers).
         if (scripts.unreachable) throw scripts.unreachable;
         return { kind: effect.kind, report };
@@ -180,7 +181,12 @@ export class Courier extends DurableObject<Env> {
       case "mount": {
         const work = await workOf("mount");
         if (!work) return null;
-        return { kind: "mount", report: await this.fetchTools(effect, work) };
+        return { kind: "mount", report: await this.mounts.fetchTools(effect, work) };
+      }
+      case "lease": {
+        const work = await workOf("lease");
+        if (!work) return null;
+        return { kind: "lease", report: await this.mounts.endLease(effect, work) };
       }
     }
   }
@@ -299,24 +305,6 @@ export class Courier extends DurableObject<Env> {
       return { ok: false, error: errorText(err) };
     }
   }
-
-  /** The gateway, here: the mount's secret is resolved and redacted in the courier, never in the object. */
-  private async runTool(work: ToolWork, scripts?: ScriptCaller): Promise<ToolReport> {
-    const session = sessionCopy(work.session);
-    const caller = scripts && ((scope: CallScope) => scripts.forScript(scope.callKey));
-    const result = await this.gateway(work.mount, session.state, caller).call(work.tool, work.args, work.scope, { replay: work.replay, approved: work.approved });
-    return { result, alias: work.mount.alias, session: session.changed() };
-  }
-
-  private async fetchTools(route: Route, work: MountWork): Promise<MountReport> {
-    const session = sessionCopy(work.session);
-    await this.gateway(work.mount, session.state).fetchTools(work.mount.alias, { tenant: route.tenant, agent: route.agent });
-    return { session: session.changed() };
-  }
-
-  private gateway(mount: Mount, session: SessionState, caller?: GatewayDeps["caller"]): Gateway {
-    return new Gateway([mount], this.deps.plugins, { secret: (name) => secretNamed(this.env, name), session: () => session, caller });
-  }
 }
 
 function sleep(ms: number): Promise<void> {
@@ -345,7 +333,7 @@ export function courierStub(env: Env, effect: Pick<EffectMessage, "tenant" | "ag
 const effectMessage = z.object({
   tenant: z.string(),
   agent: z.string(),
-  kind: z.enum(["model", "send", "tool", "hold", "mount", "typing"]),
+  kind: z.enum(["model", "send", "tool", "hold", "mount", "typing", "lease"]),
   id: z.string(),
   lane: z.string(),
   // A message sent before effects carried their work has no attempt: its first.

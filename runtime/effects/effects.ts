@@ -1,6 +1,6 @@
 // Effects: everything the object needs done off the object (a model call, a
 // chat send, a remote tool call, an approved hold performed, a mount's tool
-// list fetched, the typing indicator renewed) is a row here, next to the
+// list fetched, the typing indicator renewed, a leased machine ended) is a row here, next to the
 // domain row it belongs to. The pass sends due rows to the effect queue in
 // batches, each with its work where the work can travel (the courier claims
 // it from the object otherwise, and where it must be decided when it is
@@ -10,7 +10,7 @@
 // it with a sentence the person sees. Idle means no row, so no alarm.
 import type { Route } from "../chat.ts";
 
-export type EffectKind = "model" | "send" | "tool" | "hold" | "mount" | "typing";
+export type EffectKind = "model" | "send" | "tool" | "hold" | "mount" | "typing" | "lease";
 
 /** The queue message: the effect and, where it can travel, its work. */
 export interface EffectMessage extends Route {
@@ -51,6 +51,8 @@ const RUN_LEASE_MS: Record<EffectKind, number> = {
   // Connecting and listing, each within the mcp plugin's 60 s ceiling.
   mount: 150_000,
   typing: 30_000,
+  // Saving a machine's kept folders (up to 50 MiB) and destroying it.
+  lease: 90_000,
 };
 
 export type EffectRow = {
@@ -201,13 +203,14 @@ export class Effects {
 }
 
 /**
- * Tool calls and held calls of one conversation share a lane, so they happen
- * in the order the model asked; so do its chat sends and typing indicators, so
+ * Tool calls, held calls and the end of a leased mount's machine of one
+ * conversation share a lane, so they happen in the order the model asked (a
+ * machine is destroyed only after the calls before it); so do its chat sends and typing indicators, so
  * typing never shows after the reply. A mount's tool list belongs to no
  * conversation: its lane is the mount's.
  */
 function laneOf(row: EffectRow): string {
   if (row.kind === "mount") return `mount:${row.id}`;
   if (row.kind === "typing") return `send:${row.conversation}`;
-  return `${row.kind === "hold" ? "tool" : row.kind}:${row.conversation}`;
+  return `${row.kind === "hold" || row.kind === "lease" ? "tool" : row.kind}:${row.conversation}`;
 }

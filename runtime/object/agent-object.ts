@@ -9,7 +9,7 @@ import { DurableObject } from "cloudflare:workers";
 import { cardFor, Holds, type Card, type Person } from "../../approvals/index.ts";
 import { secretNamed } from "../../lib/config.ts";
 import { Gateway, type ToolOutput } from "../../plugins/index.ts";
-import { ApprovalFlow, MountSessions, ScriptCalls, type ScriptAnswer, type ScriptCall, ToolCalls, type ToolReport, ToolLists } from "../tools/index.ts";
+import { ApprovalFlow, Leases, machineIdleMs, MountSessions, ScriptCalls, type ScriptAnswer, type ScriptCall, ToolCalls, type ToolReport, ToolLists } from "../tools/index.ts";
 import { AGENT_HANDLERS, BusyTime, measureHandlers, type TurnBusy, dayStart } from "../metering/index.ts";
 import type { ChatEvent, ConversationStatus, Platform, Route, StreamShown, SubmitResult, RuntimeDeps } from "../chat.ts";
 import { Claims, type EffectReport, type EffectWork, type ReportAnswer } from "./claims.ts";
@@ -53,6 +53,7 @@ export class AgentObject extends DurableObject<Env> {
   private readonly typing: Typing;
   private readonly turns: Turns;
   private readonly approvals: ApprovalFlow;
+  private readonly leases: Leases;
   private readonly scheduler: Scheduler;
   private readonly identity: Identity;
   private readonly scripts: ScriptCalls;
@@ -88,13 +89,14 @@ export class AgentObject extends DurableObject<Env> {
       post: (conversation, message, refKey) => this.turns.post(conversation, message, refKey),
     });
     this.turns = new Turns(ctx.storage, this.store, this.jobs, this.tools, this.outbox, this.typing, this.approvals);
+    this.leases = new Leases(this.sql, this.effects, (conversation, text) => this.turns.note(this.store.get(conversation)!, text));
     this.scheduler = new Scheduler(
       ctx.storage,
       async () => {
         const route = this.identity.route();
         if (route) await this.busyTime.measure({ part: "pass" }, () => this.pass.run(route), false);
       },
-      () => [this.store.anyMarked() || this.approvals.hasWork() ? Date.now() : null, this.effects.nextDue()],
+      () => [this.store.anyMarked() || this.approvals.hasWork() ? Date.now() : null, this.effects.nextDue(), this.leases.nextDue()],
     );
     this.pass = new Pass({
       storage: ctx.storage,
@@ -107,6 +109,7 @@ export class AgentObject extends DurableObject<Env> {
       outbox: this.outbox,
       turns: this.turns,
       approvals: this.approvals,
+      leases: this.leases,
       busyTime: this.busyTime,
       context: (route) => this.#passContext(route),
       dispatch: (route, row) => this.claims.dispatch(route, row),
@@ -122,6 +125,7 @@ export class AgentObject extends DurableObject<Env> {
       tools: this.tools,
       approvals: this.approvals,
       toolLists: this.toolLists,
+      leases: this.leases,
       busyTime: this.busyTime,
       wake: () => this.scheduler.wake(),
       drive: () => this.scheduler.drive(),
@@ -135,6 +139,7 @@ export class AgentObject extends DurableObject<Env> {
         status,
         openJobs: this.jobs.openCount(),
         pendingHolds: this.approvals.holds.pending().length,
+        machines: this.leases.open(),
         today: { ...this.jobs.usageSince(conv.id, dayStart(Date.now())), busyMs: this.busyTime.ofConversationSince(conv.id, dayStart(Date.now())) },
         gateway: () => this.#gateway(),
         model: () => modelChoice(this.env, modelFrom(this.env, this.settings.get() ?? NO_SETTINGS)),
@@ -204,13 +209,19 @@ export class AgentObject extends DurableObject<Env> {
   /** A script's call, decided with the mounts as they are now: its answer, or the work to perform. */
   async claimScriptCall(route: Route, call: ScriptCall): Promise<ScriptAnswer> {
     this.identity.claim(route);
-    return this.scripts.call(this.#passContext(route), call);
+    const pass = this.#passContext(route);
+    const answer = await this.scripts.call(pass, call);
+    if (answer.kind === "perform") this.leases.claimed(pass, answer.work);
+    return answer;
   }
 
   /** The result of a script's call the courier performed: what the journal now holds. */
   async reportScriptCall(route: Route, key: string, report: ToolReport): Promise<ToolOutput> {
     this.identity.claim(route);
-    return this.ctx.storage.transactionSync(() => this.scripts.report(key, report));
+    return this.ctx.storage.transactionSync(() => {
+      if (report.lease) this.leases.reported(report.alias, report.lease);
+      return this.scripts.report(key, report);
+    });
   }
 
   /** A bridge's word that nothing can be delivered to `platform` any more (its app was uninstalled): the unsent rows fail. */
@@ -257,7 +268,9 @@ export class AgentObject extends DurableObject<Env> {
     const settings = this.settings.get() ?? NO_SETTINGS;
     const pick = modelFrom(this.env, settings);
     const model = modelChoice(this.env, pick);
-    return { route, gateway: this.#gateway(settings), pick, model, systemPrompt: systemPrompt(this.env, route, model) };
+    const gateway = this.#gateway(settings);
+    // Read only where a machine can be mounted: a bad value fails those agents' turns, naming the variable.
+    return { route, gateway, pick, model, systemPrompt: systemPrompt(this.env, route, model), machineIdleMs: gateway.holdsLeases() ? machineIdleMs(this.env) : null };
   }
 
   /** A mount whose tool list should be fetched now; a configuration that cannot work is the next pass's to report. */

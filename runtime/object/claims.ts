@@ -12,7 +12,7 @@
 // else: retries, order, failure.
 import { ConfigError } from "../../lib/config.ts";
 import type { Gateway } from "../../plugins/index.ts";
-import type { ApprovalFlow, ToolCalls, ToolReport, ToolWork, MountReport, MountWork, ToolLists } from "../tools/index.ts";
+import type { ApprovalFlow, Leases, LeaseReport, LeaseWork, ToolCalls, ToolReport, ToolWork, MountReport, MountWork, ToolLists } from "../tools/index.ts";
 import type { BusyTime } from "../metering/index.ts";
 import type { ReplyAddress, Route, StreamShown } from "../chat.ts";
 import { rateLimitPatienceSeconds, retryBaseSeconds, streamKey, type ModelWork, type ProviderCall, type ModelJobs, type Settled } from "../models/index.ts";
@@ -29,6 +29,7 @@ export interface EffectWork {
   tool: ToolWork;
   hold: ToolWork;
   mount: MountWork;
+  lease: LeaseWork;
 }
 
 /** What the courier reports, by kind of effect. */
@@ -41,6 +42,7 @@ export interface EffectReport {
   tool: ToolReport;
   hold: ToolReport;
   mount: MountReport;
+  lease: LeaseReport;
 }
 
 /** A provider call that failed this many times in a row fails its turn. */
@@ -58,6 +60,7 @@ export interface ClaimParts {
   tools: ToolCalls;
   approvals: ApprovalFlow;
   toolLists: ToolLists;
+  leases: Leases;
   busyTime: BusyTime;
   wake: () => void;
   /** Runs a pass now (or waits for the running one to go round again). */
@@ -81,7 +84,7 @@ export class Claims {
 
   /** What travels with a due effect: its work now, "claim" when it must be decided as it is performed, or null when it is no longer wanted. */
   dispatch(route: Route, row: EffectRow): Dispatch {
-    const { outbox, typing, toolLists, gateway } = this.parts;
+    const { outbox, typing, toolLists, leases, gateway } = this.parts;
     const carried = (work: EffectWork[EffectKind] | null): Dispatch => work && { work };
     switch (row.kind) {
       case "model":
@@ -99,6 +102,8 @@ export class Claims {
         return carried(typing.work(row.id));
       case "mount":
         return carried(toolLists.work(gateway(), row.id));
+      case "lease":
+        return carried(leases.work(row.id));
       case "tool":
       case "hold":
         return "claim";
@@ -106,7 +111,7 @@ export class Claims {
   }
 
   async claim(route: Route, kind: EffectKind, id: string): Promise<EffectWork[EffectKind] | null> {
-    const { storage, effects, outbox, typing, tools, approvals, toolLists, wake, context, gateway } = this.parts;
+    const { storage, effects, outbox, typing, tools, approvals, toolLists, leases, wake, context, gateway } = this.parts;
     const claimed = storage.transactionSync(() => effects.claim(kind, id));
     if (!claimed) return null;
     switch (kind) {
@@ -121,12 +126,19 @@ export class Claims {
         // The work under the mount's policy as it is now.
         const pass = context(route);
         const replay = claimed.earlierClaims > 0;
-        const work = storage.transactionSync(() => (kind === "tool" ? tools.claim(pass, id, replay) : approvals.claim(pass, id, replay)));
+        const work = storage.transactionSync(() => {
+          const claimed = kind === "tool" ? tools.claim(pass, id, replay) : approvals.claim(pass, id, replay);
+          // A machine's lease opens before the call can start it.
+          if (claimed) leases.claimed(pass, claimed);
+          return claimed;
+        });
         if (!work) wake();
         return work;
       }
       case "mount":
         return this.orDone(kind, id, toolLists.work(gateway(), id));
+      case "lease":
+        return this.orDone(kind, id, leases.work(id));
     }
   }
 
@@ -147,8 +159,10 @@ export class Claims {
   }
 
   private async settle(route: Route, kind: Exclude<EffectKind, "model">, id: string, outcome: EffectReport[EffectKind]): Promise<boolean> {
-    const { storage, outbox, typing, tools, approvals, toolLists, wake } = this.parts;
+    const { storage, outbox, typing, tools, approvals, toolLists, leases, wake } = this.parts;
     const taken = storage.transactionSync(() => {
+      const call = kind === "tool" || kind === "hold" ? (outcome as ToolReport) : undefined;
+      if (call?.lease) leases.reported(call.alias, call.lease);
       switch (kind) {
         case "send":
           return outbox.settle(Number(id), outcome as EffectReport["send"]);
@@ -160,6 +174,8 @@ export class Claims {
           return approvals.report(route, id, outcome as EffectReport["hold"]);
         case "mount":
           return toolLists.report(id, outcome as EffectReport["mount"]);
+        case "lease":
+          return leases.report(id, outcome as EffectReport["lease"]);
       }
     });
     wake();

@@ -6,7 +6,7 @@
 // only.
 import { ConfigError } from "../../lib/config.ts";
 import { MountError } from "../../plugins/index.ts";
-import type { ApprovalFlow, ToolCalls, ToolLists } from "../tools/index.ts";
+import type { ApprovalFlow, Leases, ToolCalls, ToolLists } from "../tools/index.ts";
 import type { BusyTime } from "../metering/index.ts";
 import type { Route } from "../chat.ts";
 import type { Conversations } from "../store/index.ts";
@@ -33,6 +33,7 @@ export interface PassParts {
   outbox: Outbox;
   turns: Turns;
   approvals: ApprovalFlow;
+  leases: Leases;
   busyTime: BusyTime;
   /** Mounts and model as they are now (throws on a configuration that cannot work). */
   context: (route: Route) => PassContext;
@@ -46,13 +47,15 @@ export class Pass {
   constructor(private readonly parts: PassParts) {}
 
   async run(route: Route): Promise<void> {
-    const { effects, toolLists, approvals, busyTime, storage, queue, dispatch } = this.parts;
+    const { effects, toolLists, approvals, leases, busyTime, storage, queue, dispatch } = this.parts;
     const pass = this.contextOrFailTurns(route);
     if (pass) {
       toolLists.request(pass.gateway);
       await approvals.performApproved(pass);
       for (const id of this.dueConversations()) await busyTime.serving(id, () => this.advanceOrFail(pass, id));
     }
+    // After the turns moved: a machine whose conversation settled ends in this pass.
+    storage.transactionSync(() => leases.sweep());
     const { sent, givenUp } = await effects.send(queue(), route, (row) => dispatch(route, row));
     busyTime.served([...sent, ...givenUp].map((effect) => effect.conversation));
     if (givenUp.length > 0) storage.transactionSync(() => givenUp.forEach((effect) => this.giveUp(route, effect)));
@@ -71,7 +74,7 @@ export class Pass {
 
   /** An effect whose leases all ran out: its owner ends it with a sentence the person sees. */
   private giveUp(route: Route, effect: EffectRow): void {
-    const { jobs, turns, outbox, tools, approvals, toolLists } = this.parts;
+    const { jobs, turns, outbox, tools, approvals, toolLists, leases } = this.parts;
     switch (effect.kind) {
       case "model": {
         const job = jobs.get(effect.id);
@@ -86,6 +89,8 @@ export class Pass {
         return approvals.giveUp(route, effect.id);
       case "mount":
         return toolLists.giveUp(effect.id);
+      case "lease":
+        return leases.giveUp(effect.id);
       case "typing":
         return; // nobody waits for it; the next model call shows it again
     }

@@ -12,6 +12,8 @@ export interface StatusFacts {
   status: ConversationStatus;
   openJobs: number;
   pendingHolds: number;
+  /** The agent's open machines (runtime/tools/leases.ts), each ending at `expiresAt` at the latest without a call. */
+  machines: { alias: string; conversation: string; expiresAt: number }[];
   /** The conversation's day (UTC) so far: its model jobs' usage and the object's busy time on it. */
   today: JobUsage & { busyMs: number };
   /** The mounts as they are; one that cannot be read is itself worth a warning. */
@@ -36,8 +38,15 @@ export function statusText(f: StatusFacts): string {
   const tools = gateway ? gateway.toolNotes().map((note) => `\n${note}`) : [];
   return (
     `Status: ${f.status} (turn ${conv.turn}). Open model jobs for this agent: ${f.openJobs}. ` +
-    `Calls waiting for approval: ${f.pendingHolds}. This conversation today (UTC): ${today}; in all: ${total}.${error}${modelLine(f.model)}${warnings.join("")}${tools.join("")}`
+    `Calls waiting for approval: ${f.pendingHolds}. This conversation today (UTC): ${today}; in all: ${total}.${error}${machinesLine(f)}${modelLine(f.model)}${warnings.join("")}${tools.join("")}`
   );
+}
+
+/** The agent's open machines: whose, and how long each has left without a call. */
+function machinesLine({ machines, conv }: StatusFacts): string {
+  if (machines.length === 0) return "";
+  const each = machines.map((m) => `${m.alias} of ${m.conversation === conv.id ? "this conversation" : `conversation ${m.conversation}`} (${Math.max(0, Math.ceil((m.expiresAt - Date.now()) / 60_000))} min left without a call)`);
+  return `\nOpen machines: ${each.join(", ")}.`;
 }
 
 /** The agent's model, and a warning when it has no price (its spend is not limited). */

@@ -175,6 +175,21 @@ const MIGRATIONS: string[] = [
   ALTER TABLE model_jobs ADD COLUMN limited_since INTEGER;
   ALTER TABLE model_jobs ADD COLUMN busy_told INTEGER NOT NULL DEFAULT 0;
   `,
+  // What a leased mount (a machine) holds per conversation, and when it ends (runtime/tools/leases.ts).
+  // mount: as last used, so an unmounted one still ends; state: open, or ending (its effect under way).
+  `
+  CREATE TABLE leases (
+    alias TEXT NOT NULL,
+    conversation TEXT NOT NULL,
+    mount TEXT NOT NULL,
+    idle_ms INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    postponed INTEGER NOT NULL,
+    warned INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    PRIMARY KEY (alias, conversation)
+  );
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

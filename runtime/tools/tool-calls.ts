@@ -7,6 +7,7 @@ import type { AssistantMessage, ToolCall, ToolResultMessage } from "@mariozechne
 import type { CallScope, GatewayResult, Mount } from "../../plugins/index.ts";
 import { audienceOf, type Conversations, type ConversationRow } from "../store/index.ts";
 import type { Effects } from "../effects/index.ts";
+import type { LeaseUse } from "./leases.ts";
 import type { MountSessions } from "./mount-sessions.ts";
 import type { PassContext } from "../pass-context.ts";
 
@@ -29,6 +30,8 @@ export interface ToolReport {
   /** The mount whose session state comes back. */
   alias: string;
   session: Record<string, unknown>;
+  /** A leased mount's call (a machine's): how it bears on the conversation's lease. */
+  lease?: LeaseUse;
 }
 
 type JournalRow = { key: string; conversation: string; turn: number; name: string; call: string; status: "started" | "done"; result: string | null };

@@ -8,6 +8,13 @@
 // model call 2 answers REPLY-1 → the person approves on the card → the held
 // append is performed → model call 3 answers REPLY-2 → the status says Done.
 //
+// "during exec" is a turn of its own: model call 1 asks box__exec (a machine on
+// the real local machine host, which outlives the Worker as a container
+// would) to run curl, which POSTs to the ledger; the kill comes while the
+// ledger holds that request. After the restart the call is answered "outcome
+// unknown" (never run twice), model call 2 answers REPLY-1, and the machine is
+// destroyed with the turn's end: none is left on the host.
+//
 // Each kill point is an event from the fakes (test/fakes/gates.mjs), never a
 // sleep: the fake holds the chosen request (or has just answered it) and the
 // harness kills at once. Every wait is bounded. Exit code 1 on any loss or
@@ -20,12 +27,15 @@ import { createHmac, randomUUID } from "node:crypto";
 import { once } from "node:events";
 import { Gates } from "../fakes/gates.mjs";
 import { startFakes } from "../fakes/index.mjs";
+import { startMachineHost } from "../machines/host.mjs";
 import { startWorker } from "../node/wrangler-dev.mjs";
 
 const RUNS = Number(process.env.FAULTS_RUNS ?? 3);
 const SETTLE_MS = Number(process.env.FAULTS_SETTLE_SECONDS ?? 45) * 1000;
 /** How long a healthy Worker may take to reach a kill point or a step before it. */
 const STEP_MS = 30_000;
+/** After a machine's turn is done, how long its machine may take to be destroyed. */
+const MACHINE_GONE_MS = 15_000;
 /** After the turn is done, how long no new Slack call must come before the counts are read. */
 const QUIET_MS = 1_500;
 const TEAM = "TFAULTS";
@@ -40,6 +50,7 @@ const POINTS = [
   { name: "tool call in flight", hold: (run) => ["ledger", (i) => i.op === "append" && i.entry === run.entryA] },
   { name: "during a chat send", hold: (run) => ["slack", (c) => c.method === "chat.postMessage" && c.body.channel === run.channel && String(c.body.text ?? "").includes(`REPLY-1 ${run.id}`)] },
   { name: "during a decision", hold: (run) => ["ledger", (i) => i.op === "append" && i.entry === run.entryB] },
+  { name: "during exec", machine: true, hold: (run) => ["ledger", (i) => i.op === "append" && i.entry === run.entryC] },
 ];
 
 const gates = new Gates();
@@ -47,6 +58,8 @@ gates.setMaxListeners(0);
 const { fakes, bindings } = await startFakes({ gates });
 const signingSecret = bindings.SLACK_SIGNING_SECRET;
 const ledgerUrl = fakes.ledger.url;
+const machineHost = await startMachineHost();
+const { MACHINE_BACKEND, MACHINE_HOST_URL, MACHINE_HOST_TOKEN, MACHINE_HOST_MISSING } = machineHost.bindings;
 const vars = {
   ADMIN_TOKEN: bindings.ADMIN_TOKEN,
   MODEL_PROVIDERS: bindings.MODEL_PROVIDERS,
@@ -58,7 +71,11 @@ const vars = {
   MOUNTS: JSON.stringify([
     { alias: "ledger", plugin: "ledger", config: { url: ledgerUrl } },
     { alias: "vault", plugin: "ledger", config: { url: ledgerUrl }, policy: { write: "approval" } },
+    // Its only way out is the ledger, which its command calls.
+    { alias: "box", plugin: "machine", config: { memoryMiB: 256, diskMiB: 64, network: { allowedHosts: [new URL(ledgerUrl).host] } }, policy: { tools: { exec: "allow" } } },
   ]),
+  MACHINE_BACKEND,
+  ...(MACHINE_HOST_URL ? { MACHINE_HOST_URL, MACHINE_HOST_TOKEN } : {}),
   SLACK_API_BASE_URL: bindings.SLACK_API_BASE_URL,
   SLACK_SIGNING_SECRET: signingSecret,
   SLACK_BOT_TOKEN: bindings.SLACK_BOT_TOKEN,
@@ -140,7 +157,7 @@ async function crashAndRestart() {
 
 function runOf(point, n) {
   const id = `f${randomUUID().replaceAll("-", "").slice(0, 10)}`;
-  return { point, n, id, channel: `C${id.toUpperCase()}`, entryA: `a-${id}`, entryB: `b-${id}`, ts: `${Math.floor(Date.now() / 1000)}.${String(n).padStart(6, "0")}` };
+  return { point, n, id, channel: `C${id.toUpperCase()}`, entryA: `a-${id}`, entryB: `b-${id}`, entryC: `c-${id}`, ts: `${Math.floor(Date.now() / 1000)}.${String(n).padStart(6, "0")}` };
 }
 
 const inChannel = (run) => slackCalls.filter((c) => c.body.channel === run.channel);
@@ -149,10 +166,11 @@ const replyPosts = (run, label) => posts(run).filter((c) => !c.body.blocks && St
 const cardPosts = (run) => posts(run).filter((c) => JSON.stringify(c.body.blocks ?? []).includes("hold:approve:"));
 const failureNotices = (run) => posts(run).filter((c) => String(c.body.text ?? "").includes("this turn failed"));
 
-/** Done: REPLY-2 was posted, and after it the status message said Done. */
+/** Done: the turn's last reply (REPLY-2, or REPLY-1 of a machine's turn) was posted, and after it the status message said Done. */
 function finished(run) {
   const calls = inChannel(run);
-  const reply = calls.findIndex((c) => c.method === "chat.postMessage" && !c.body.blocks && String(c.body.text ?? "").includes(`REPLY-2 ${run.id}`));
+  const last = run.point.machine ? "REPLY-1" : "REPLY-2";
+  const reply = calls.findIndex((c) => c.method === "chat.postMessage" && !c.body.blocks && String(c.body.text ?? "").includes(`${last} ${run.id}`));
   return reply >= 0 && calls.slice(reply + 1).some((c) => c.body.blocks && /Done\.$/.test(String(c.body.text ?? "")));
 }
 
@@ -169,6 +187,7 @@ async function converse(run, deadline) {
   };
   const res = await toWorker("/slack/events", signed(JSON.stringify(mention), "application/json"), deadline);
   await res.body?.cancel();
+  if (run.point.machine) return slackUntil("REPLY-1 and Done", () => finished(run), deadline);
   await slackUntil("card and REPLY-1", () => cardPosts(run).length > 0 && replyPosts(run, "REPLY-1").length > 0, deadline);
   const card = cardPosts(run)[0];
   const approve = card.body.blocks.flatMap((b) => b.elements ?? []).find((e) => String(e.value ?? "").startsWith("hold:approve:"));
@@ -218,18 +237,46 @@ async function quiet(run) {
   }
 }
 
+/** The machine host's live machines. */
+async function machines() {
+  const res = await fetch(`${MACHINE_HOST_URL}/machines`, { headers: { authorization: `Bearer ${MACHINE_HOST_TOKEN}` } });
+  return (await res.json()).machines;
+}
+
+/** Waits (bounded) until the host has no machine left; returns how many are. */
+async function machinesLeft() {
+  const until = Date.now() + MACHINE_GONE_MS;
+  let left = await machines();
+  while (left.length > 0 && Date.now() < until) {
+    await sleep(250);
+    left = await machines();
+  }
+  return left.length;
+}
+
+function steps(run) {
+  if (run.point.machine) {
+    const append = `curl -sS -m 55 -H 'content-type: application/json' -d '{"entry":"${run.entryC}"}' ${ledgerUrl}/append`;
+    return [{ toolCalls: [{ name: "box__exec", arguments: { command: append } }] }, { text: `REPLY-1 ${run.id}: the command ran (or its outcome is unknown).` }];
+  }
+  return [
+    { toolCalls: [{ name: "ledger__append", arguments: { entry: run.entryA } }, { name: "vault__append", arguments: { entry: run.entryB } }] },
+    { text: `REPLY-1 ${run.id}: the second entry waits for your approval.` },
+    { text: `REPLY-2 ${run.id}: both entries are recorded.` },
+  ];
+}
+
+/** A machine's turn: its exec was answered "outcome unknown" (a kill mid-exec is never run again), and no machine is left. */
+async function machineChecks(run) {
+  const requests = await (await fetch(`${fakes.provider.url}/_control/scenarios/${run.id}/requests`)).json();
+  const told = JSON.stringify(requests.at(-1)?.body ?? {}).includes("The outcome of box__exec is unknown");
+  const left = await machinesLeft();
+  return { leftMachines: left, note: `${told ? "exec answered: outcome unknown" : "exec NOT answered outcome unknown"}; ${left} machines left` , told };
+}
+
 async function trial(run) {
-  await fetch(`${fakes.provider.url}/_control/scenarios/${run.id}`, {
-    method: "PUT",
-    body: JSON.stringify({
-      by: "position",
-      steps: [
-        { toolCalls: [{ name: "ledger__append", arguments: { entry: run.entryA } }, { name: "vault__append", arguments: { entry: run.entryB } }] },
-        { text: `REPLY-1 ${run.id}: the second entry waits for your approval.` },
-        { text: `REPLY-2 ${run.id}: both entries are recorded.` },
-      ],
-    }),
-  });
+  if (run.point.machine && MACHINE_HOST_MISSING) return { ...run, outcome: "error", note: `no machine host here: ${MACHINE_HOST_MISSING}`, dupReplies: 0, dupEffects: 0 };
+  await fetch(`${fakes.provider.url}/_control/scenarios/${run.id}`, { method: "PUT", body: JSON.stringify({ by: "position", steps: steps(run) }) });
   const reached = killPoint(run);
   const started = Date.now();
   let outcome = "completed";
@@ -241,7 +288,7 @@ async function trial(run) {
     const first = await Promise.race([reached.then(() => "kill"), conversation.then(() => "ended")]);
     if (first !== "kill") {
       gates.clear();
-      return { ...run, outcome: "error", note: "the kill point was never reached", replies: 0, effects: 0 };
+      return { ...run, outcome: "error", note: "the kill point was never reached", replies: 0, effects: 0, leftMachines: 0 };
     }
     deadline.at = Infinity;
     note = `restarted in ${await crashAndRestart()} ms`;
@@ -254,8 +301,12 @@ async function trial(run) {
   }
   await quiet(run);
   const dupReplies = ["REPLY-1", "REPLY-2"].reduce((n, label) => n + Math.max(0, replyPosts(run, label).length - 1), 0) + Math.max(0, cardPosts(run).length - 1);
-  const dupEffects = [run.entryA, run.entryB].reduce((n, entry) => n + Math.max(0, (appends.get(entry) ?? 0) - 1), 0);
-  return { ...run, outcome, note, dupReplies, dupEffects, ms: Date.now() - started };
+  const dupEffects = [run.entryA, run.entryB, run.entryC].reduce((n, entry) => n + Math.max(0, (appends.get(entry) ?? 0) - 1), 0);
+  if (!run.point.machine) return { ...run, outcome, note, dupReplies, dupEffects, leftMachines: 0, ms: Date.now() - started };
+  const checked = await machineChecks(run);
+  // A crash mid-exec must be answered "outcome unknown"; a run with no kill must not be.
+  if (outcome === "completed" && checked.told !== (reached !== null)) outcome = "lost";
+  return { ...run, outcome, note: `${note}; ${checked.note}`, dupReplies, dupEffects, leftMachines: checked.leftMachines, ms: Date.now() - started };
 }
 
 const wanted = process.env.FAULTS_POINTS?.split(",").map((s) => s.trim());
@@ -272,6 +323,7 @@ try {
   }
 } finally {
   await worker.stop();
+  await machineHost.close();
 }
 
 const rows = points.map((point) => {
@@ -284,10 +336,11 @@ const rows = points.map((point) => {
     lost: count("lost") + count("error"),
     replies: mine.reduce((n, r) => n + r.dupReplies, 0),
     effects: mine.reduce((n, r) => n + r.dupEffects, 0),
+    machines: mine.reduce((n, r) => n + r.leftMachines, 0),
   };
 });
-console.log("\n| kill point | completed | failed (told) | lost | duplicate replies | duplicate effects |\n| --- | --- | --- | --- | --- | --- |");
-for (const r of rows) console.log(`| ${r.point} | ${r.completed} | ${r.failed} | ${r.lost} | ${r.replies} | ${r.effects} |`);
-const bad = results.filter((r) => r.outcome !== "completed" || r.dupReplies > 0 || r.dupEffects > 0);
-console.log(bad.length === 0 ? "\nevery kill point: completed, nothing lost, nothing said or done twice" : `\n${bad.length} of ${results.length} runs lost, failed or repeated something`);
+console.log("\n| kill point | completed | failed (told) | lost | duplicate replies | duplicate effects | machines left |\n| --- | --- | --- | --- | --- | --- | --- |");
+for (const r of rows) console.log(`| ${r.point} | ${r.completed} | ${r.failed} | ${r.lost} | ${r.replies} | ${r.effects} | ${r.machines} |`);
+const bad = results.filter((r) => r.outcome !== "completed" || r.dupReplies > 0 || r.dupEffects > 0 || r.leftMachines > 0);
+console.log(bad.length === 0 ? "\nevery kill point: completed, nothing lost, nothing said or done twice, no machine left" : `\n${bad.length} of ${results.length} runs lost, failed or repeated something`);
 process.exit(bad.length === 0 ? 0 : 1);

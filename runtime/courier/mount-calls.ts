@@ -1,0 +1,53 @@
+// A mount's calls as a courier makes them: a tool call, a tool list fetched,
+// a leased mount's machine ended. Each gets a gateway of that one mount, with
+// its secret resolved here (never in the agent's object) and redacted from
+// what comes back.
+import { secretNamed } from "../../lib/config.ts";
+import { Gateway, type CallScope, type GatewayDeps, type Mount, type Plugin, type SessionState } from "../../plugins/index.ts";
+import type { Route } from "../chat.ts";
+import { sessionCopy, type LeaseReport, type LeaseUse, type LeaseWork, type ToolReport, type ToolWork, type MountReport, type MountWork } from "../tools/index.ts";
+import type { ScriptCaller } from "./script-caller.ts";
+
+export class MountCalls {
+  constructor(
+    private readonly env: Env,
+    private readonly plugins: readonly Plugin[],
+  ) {}
+
+  /** The gateway, here: the mount's secret is resolved and redacted in the courier, never in the object. */
+  async runTool(work: ToolWork, scripts?: ScriptCaller): Promise<ToolReport> {
+    const session = sessionCopy(work.session);
+    const caller = scripts && ((scope: CallScope) => scripts.forScript(scope.callKey));
+    const gateway = this.gateway(work.mount, session.state, caller);
+    const result = await gateway.call(work.tool, work.args, work.scope, { replay: work.replay, approved: work.approved });
+    const act = leaseAct(gateway.leaseOf(work.tool), result.isError === true);
+    return { result, alias: work.mount.alias, session: session.changed(), ...(act ? { lease: { conversation: work.scope.conversation, act } } : {}) };
+  }
+
+  /** Ends what a leased mount's calls left running in the conversation (a machine: its kept folders saved, then destroyed). */
+  async endLease(route: Route, work: LeaseWork): Promise<LeaseReport> {
+    try {
+      await this.gateway(work.mount, sessionCopy({}).state).retire(work.mount.alias, { tenant: route.tenant, agent: route.agent, conversation: work.conversation });
+      return {};
+    } catch (err) {
+      return { error: err instanceof Error ? err.message : String(err) };
+    }
+  }
+
+  async fetchTools(route: Route, work: MountWork): Promise<MountReport> {
+    const session = sessionCopy(work.session);
+    await this.gateway(work.mount, session.state).fetchTools(work.mount.alias, { tenant: route.tenant, agent: route.agent });
+    return { session: session.changed() };
+  }
+
+  private gateway(mount: Mount, session: SessionState, caller?: GatewayDeps["caller"]): Gateway {
+    return new Gateway([mount], this.plugins, { secret: (name) => secretNamed(this.env, name), session: () => session, caller });
+  }
+}
+
+/** How a leased mount's call bears on its lease: a release or postpone that failed did neither (a failed release may have left the machine: a use). */
+function leaseAct(lease: { ends: boolean; postpones: boolean } | undefined, failed: boolean): LeaseUse["act"] | undefined {
+  if (!lease) return undefined;
+  if (lease.postpones) return failed ? undefined : "postpone";
+  return lease.ends && !failed ? "end" : "use";
+}
