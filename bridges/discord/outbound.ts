@@ -101,21 +101,21 @@ async function send(env: Env, call: Call, message?: CreateBody): Promise<Respons
 async function outcome(res: Response, wantRef: boolean, channelId?: string): Promise<DeliveryResult> {
   const body = (await res.json().catch(() => null)) as Partial<Pick<APIMessage, "id"> & RESTRateLimit & { code: number }> | null;
   const spent = channelId !== undefined && res.headers.get("x-ratelimit-remaining") === "0" ? seconds(res.headers.get("x-ratelimit-reset-after")) : undefined;
-  const holds = spent !== undefined ? [{ key: channelPaceKey(channelId!), ms: spent }] : [];
+  const holds = spent !== undefined ? { holds: [{ key: channelPaceKey(channelId!), ms: spent }] } : {};
   if (res.ok) {
     // The ref names the message in a later PATCH path: only a snowflake is kept.
-    return { ...(wantRef && snowflake.safeParse(body?.id).success ? { ok: true, ref: body!.id! } : { ok: true }), holds };
+    return { ...(wantRef && snowflake.safeParse(body?.id).success ? { ok: true, ref: body!.id! } : { ok: true }), ...holds };
   }
   const error = `Discord answered ${res.status}: ${body?.message ?? res.statusText}`;
   if (res.status === 429) {
     const retryAfterMs = seconds(body?.retry_after ?? res.headers.get("retry-after")) ?? 1000;
     const global = body?.global === true || res.headers.get("x-ratelimit-global") === "true";
     const key = global ? GLOBAL_PACE_KEY : channelId !== undefined ? channelPaceKey(channelId) : undefined;
-    return { ok: false, error, retryAfterMs, holds: key ? [{ key, ms: retryAfterMs }] : [] };
+    return { ok: false, error, retryAfterMs, ...(key ? { holds: [{ key, ms: retryAfterMs }] } : {}) };
   }
-  if (res.status >= 500) return { ok: false, error, holds };
+  if (res.status >= 500) return { ok: false, error, ...holds };
   const gone = channelId !== undefined && (res.status === 401 || res.status === 403 || (body?.code !== undefined && CHANNEL_GONE_CODES.has(body.code)));
-  return { ok: false, error, permanent: true, ...(gone ? { unreachable: true } : {}), holds };
+  return { ok: false, error, permanent: true, ...(gone ? { unreachable: true } : {}), ...holds };
 }
 
 /** Discord's seconds (a float) as whole milliseconds; undefined when it gave none. */

@@ -36,6 +36,8 @@ const WATCHDOG_MS = 5_000;
  * courier that is only waiting.
  */
 const PACE_WAIT_BUDGET_MS = SEND_LEASE_MS / 3;
+/** Couriers told to ask again at the same moment ask up to this much later, spread out. */
+const PACE_JITTER_MS = 50;
 /** A courier that cannot reach the agent's object tries again after this, doubling. */
 const REPORT_RETRY_MS = 2_000;
 const MAX_REPORT_RETRY_MS = 60_000;
@@ -301,10 +303,11 @@ export class Courier extends DurableObject<Env> {
     const rules = outbound.paceOf?.(delivery) ?? [];
     const turn = await takeTurn(this.env, rules, paceUntil);
     if (!turn.go) return { ok: false, error: `${delivery.address.platform} rate limit: waiting for a turn to send`, retryAfterMs: Math.max(1, turn.at - Date.now()) };
-    await sleep(turn.at - Date.now());
+    const sentAt = Date.now();
     const result = await this.platformCall(() => outbound.deliver(this.env, delivery));
-    const holds = result.holds ?? (!result.ok && result.retryAfterMs !== undefined ? rules.map(({ key }) => ({ key, ms: result.retryAfterMs! })) : []);
-    await Promise.all(holds.map(({ key, ms }) => paceStub(this.env, key).hold(Date.now() + ms)));
+    const told = result.holds ?? (!result.ok && result.retryAfterMs !== undefined ? rules.map(({ key }) => ({ key, ms: result.retryAfterMs! })) : []);
+    const holds = [...rules.filter((r) => r.spacingMs > 0).map(({ key, spacingMs }) => ({ key, until: sentAt + spacingMs })), ...told.map(({ key, ms }) => ({ key, until: Date.now() + ms }))];
+    await Promise.all(holds.map(({ key, until }) => paceStub(this.env, key).hold(until)));
     return result;
   }
 
@@ -337,16 +340,21 @@ export class Courier extends DurableObject<Env> {
   }
 }
 
-/** A turn under every rule (the latest of their slots), or when to come back if one has none free before `until`. */
+/**
+ * A turn to send under every rule, waiting for it until `until` (asking again
+ * when told, with a little jitter so the couriers of a channel do not all ask
+ * at once); past that, when to come back.
+ */
 async function takeTurn(env: Env, rules: PaceRule[], until: number): Promise<Slot> {
-  let at = Date.now();
   for (const { key, spacingMs } of rules) {
-    // A slot free now is always taken, however little of the budget is left.
-    const slot = await paceStub(env, key).take(spacingMs, Math.max(0, until - Date.now()));
-    if (!slot.go) return slot;
-    at = Math.max(at, slot.at);
+    for (;;) {
+      const slot = await paceStub(env, key).take(spacingMs);
+      if (slot.go) break;
+      if (slot.at > until) return slot;
+      await sleep(slot.at - Date.now() + Math.random() * PACE_JITTER_MS);
+    }
   }
-  return { go: true, at };
+  return { go: true };
 }
 
 function sleep(ms: number): Promise<void> {

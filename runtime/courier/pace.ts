@@ -1,16 +1,17 @@
 // The pace of one chat rate limit: a small Durable Object per pace key (a
 // Slack channel, a Discord route, Discord's global limit), shared by every
 // courier that sends there. Twenty threads of one channel answered at once are
-// twenty couriers; each takes the next free slot here (the platform's spacing
-// apart) and waits for it, so a burst queues instead of bouncing off 429s. A
-// platform's own word (a spent bucket's reset, a 429's Retry-After) holds the
-// key: no slot before it. The object answers at once and never holds a
-// caller; a slot too far off is not taken, and its courier hands the send
-// back to wait on the queue.
+// twenty couriers; one at a time is let through here, the platform's spacing
+// apart, and the others are told when to ask again, so a burst queues instead
+// of bouncing off 429s. The spacing runs from when a send really left (the
+// courier says so), not from when it was let through: a courier held up on
+// its way would otherwise crowd the next one. A platform's own word (a spent
+// bucket's reset, a 429's Retry-After) holds the key too. The object answers
+// at once and never holds a caller.
 import { DurableObject } from "cloudflare:workers";
 
-/** A slot taken (go at `at`), or none free before `at`: come back then. */
-export type Slot = { go: true; at: number } | { go: false; at: number };
+/** Go now, or not before `at`. */
+export type Slot = { go: true } | { go: false; at: number };
 
 export class SendPace extends DurableObject<Env> {
   private readonly sql: SqlStorage;
@@ -21,20 +22,16 @@ export class SendPace extends DurableObject<Env> {
     this.sql.exec("CREATE TABLE IF NOT EXISTS pace (id INTEGER PRIMARY KEY CHECK (id = 1), next_at INTEGER NOT NULL)");
   }
 
-  /**
-   * The next free slot, taken when it comes within `maxWaitMs` (the slot after
-   * it then starts `spacingMs` later); otherwise left for others, and when to
-   * come back.
-   */
-  async take(spacingMs: number, maxWaitMs: number): Promise<Slot> {
+  /** Lets one send through when the key is free (the next waits `spacingMs` at least), else says when to ask again. */
+  async take(spacingMs: number): Promise<Slot> {
     const now = Date.now();
-    const at = Math.max(now, this.nextAt());
-    if (at - now > maxWaitMs) return { go: false, at };
-    if (spacingMs > 0) this.setNextAt(at + spacingMs);
-    return { go: true, at };
+    const at = this.nextAt();
+    if (at > now) return { go: false, at };
+    if (spacingMs > 0) this.setNextAt(now + spacingMs);
+    return { go: true };
   }
 
-  /** The platform said no call before `until`: the slots start there at the earliest. */
+  /** No send before `until`: the platform said so, or a send let through left only now (its spacing runs from then). */
   async hold(until: number): Promise<void> {
     if (until > this.nextAt()) this.setNextAt(until);
   }
