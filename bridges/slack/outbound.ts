@@ -35,6 +35,8 @@ type SlackMessage = {
 const OUTBOX_EVENT = "antiproton_outbox";
 /** The thread is read from the row's creation on, less this: Slack's clock is not the Worker's. */
 const CLOCK_SKEW_MS = 60_000;
+/** A channel's new messages go at least this far apart (paceOf). */
+const POST_SPACING_MS = 1_100;
 /** Messages read back at once: the row's own is among the first after it was written (the thread's later rows wait for it). */
 const READ_BACK_LIMIT = 100;
 
@@ -81,12 +83,9 @@ async function deliver(env: Env, delivery: OutboxDelivery): Promise<DeliveryResu
  */
 function paceOf(delivery: OutboxDelivery): PaceRule[] {
   const { channel, thread_ts } = delivery.address.target;
-  const { kind } = delivery.message;
-  const posts =
-    delivery.ref === undefined && (kind !== "status" || thread_ts === undefined || !isAssistantThread(delivery.address.target));
+  const posts = delivery.ref === undefined && (delivery.message.kind !== "status" || thread_ts === undefined || !isAssistantThread(delivery.address.target));
   return typeof channel === "string" && posts ? [{ key: `slack:${delivery.route.tenant}:${channel}`, spacingMs: POST_SPACING_MS }] : [];
 }
-const POST_SPACING_MS = 1_100;
 
 /** The line under an assistant thread's input: thinking while the turn works, then what it waits for, or nothing. */
 function assistantStatus(message: Extract<OutboundMessage, { kind: "status" }>): string {

@@ -13,14 +13,14 @@ import { DurableObject } from "cloudflare:workers";
 import { z } from "zod";
 import { ConfigError, secretNamed } from "../../lib/config.ts";
 import { Gateway, type CallScope, type GatewayDeps, type Mount, type SessionState } from "../../plugins/index.ts";
-import { type DeliveryResult, type OutboxDelivery, type PaceRule, type Route, type StreamTarget, outboundFor, type RuntimeDeps } from "../chat.ts";
+import { type DeliveryResult, type OutboxDelivery, type Route, type StreamTarget, outboundFor, type RuntimeDeps } from "../chat.ts";
 import type { AssistantMessage } from "@mariozechner/pi-ai";
 import { callProvider, modelChoice, type GatedCall, type ModelChoice, type ModelPick, type ModelRequest } from "../models/index.ts";
 import { SEND_LEASE_MS, sendTimeoutMs, type EffectKind, type EffectMessage, type RunResults, type SendRun } from "../effects/index.ts";
 import { type EffectReport, type EffectWork, type ReportAnswer, agentStub } from "../object/index.ts";
 import { countBusy, countUsage, spendRefusal } from "../metering/index.ts";
 import { sessionCopy, type ToolReport, type ToolWork, type MountReport, type MountWork } from "../tools/index.ts";
-import { paceStub, type Slot } from "./pace.ts";
+import { holdAfter, sleep, takeTurn } from "./pace.ts";
 import { ReplyStream } from "./reply-stream.ts";
 import { ScriptCaller } from "./script-caller.ts";
 import { textOf } from "../store/index.ts";
@@ -30,14 +30,8 @@ import { textOf } from "../store/index.ts";
  * killed) runs its alarm again after this, and resumes the task it still holds.
  */
 const WATCHDOG_MS = 5_000;
-/**
- * How long a run of sends may wait for its turns under the platforms' rate
- * limits: well inside the send lease, so that the lease never runs out on a
- * courier that is only waiting.
- */
+/** How long a run of sends may wait for turns under the platforms' rate limits: well inside the send lease. */
 const PACE_WAIT_BUDGET_MS = SEND_LEASE_MS / 3;
-/** Couriers told to ask again at the same moment ask up to this much later, spread out. */
-const PACE_JITTER_MS = 50;
 /** A courier that cannot reach the agent's object tries again after this, doubling. */
 const REPORT_RETRY_MS = 2_000;
 const MAX_REPORT_RETRY_MS = 60_000;
@@ -305,9 +299,7 @@ export class Courier extends DurableObject<Env> {
     if (!turn.go) return { ok: false, error: `${delivery.address.platform} rate limit: waiting for a turn to send`, retryAfterMs: Math.max(1, turn.at - Date.now()) };
     const sentAt = Date.now();
     const result = await this.platformCall(() => outbound.deliver(this.env, delivery));
-    const told = result.holds ?? (!result.ok && result.retryAfterMs !== undefined ? rules.map(({ key }) => ({ key, ms: result.retryAfterMs! })) : []);
-    const holds = [...rules.filter((r) => r.spacingMs > 0).map(({ key, spacingMs }) => ({ key, until: sentAt + spacingMs })), ...told.map(({ key, ms }) => ({ key, until: Date.now() + ms }))];
-    await Promise.all(holds.map(({ key, until }) => paceStub(this.env, key).hold(until)));
+    await holdAfter(this.env, rules, sentAt, result);
     return result;
   }
 
@@ -338,27 +330,6 @@ export class Courier extends DurableObject<Env> {
   private gateway(mount: Mount, session: SessionState, caller?: GatewayDeps["caller"]): Gateway {
     return new Gateway([mount], this.deps.plugins, { secret: (name) => secretNamed(this.env, name), session: () => session, caller });
   }
-}
-
-/**
- * A turn to send under every rule, waiting for it until `until` (asking again
- * when told, with a little jitter so the couriers of a channel do not all ask
- * at once); past that, when to come back.
- */
-async function takeTurn(env: Env, rules: PaceRule[], until: number): Promise<Slot> {
-  for (const { key, spacingMs } of rules) {
-    for (;;) {
-      const slot = await paceStub(env, key).take(spacingMs);
-      if (slot.go) break;
-      if (slot.at > until) return slot;
-      await sleep(slot.at - Date.now() + Math.random() * PACE_JITTER_MS);
-    }
-  }
-  return { go: true };
-}
-
-function sleep(ms: number): Promise<void> {
-  return ms > 0 ? new Promise((resolve) => setTimeout(resolve, ms)) : Promise.resolve();
 }
 
 /** The timer is cleared once the call answers: a pending one would keep the courier awake for nothing. */

@@ -9,6 +9,10 @@
 // bucket's reset, a 429's Retry-After) holds the key too. The object answers
 // at once and never holds a caller.
 import { DurableObject } from "cloudflare:workers";
+import type { DeliveryResult, PaceRule } from "../chat.ts";
+
+/** Couriers told to ask again at the same moment ask up to this much later, spread out. */
+const PACE_JITTER_MS = 50;
 
 /** Go now, or not before `at`. */
 export type Slot = { go: true } | { go: false; at: number };
@@ -48,4 +52,38 @@ export class SendPace extends DurableObject<Env> {
 export function paceStub(env: Env, key: string): DurableObjectStub<SendPace> {
   const namespace = env.SEND_PACE as DurableObjectNamespace<SendPace>;
   return namespace.get(namespace.idFromName(key));
+}
+
+/**
+ * A turn to send under every rule, waiting for it until `until` (asking again
+ * when told, with a little jitter so the couriers of a channel do not all ask
+ * at once); past that, when to come back.
+ */
+export async function takeTurn(env: Env, rules: PaceRule[], until: number): Promise<Slot> {
+  for (const { key, spacingMs } of rules) {
+    for (;;) {
+      const slot = await paceStub(env, key).take(spacingMs);
+      if (slot.go) break;
+      if (slot.at > until) return slot;
+      await sleep(slot.at - Date.now() + Math.random() * PACE_JITTER_MS);
+    }
+  }
+  return { go: true };
+}
+
+/**
+ * After a send: its spacing runs from when it left, and the platform's word
+ * holds its keys (a 429 without one holds every key of the send for its wait).
+ */
+export async function holdAfter(env: Env, rules: PaceRule[], sentAt: number, result: DeliveryResult): Promise<void> {
+  const told = result.holds ?? (!result.ok && result.retryAfterMs !== undefined ? rules.map(({ key }) => ({ key, ms: result.retryAfterMs! })) : []);
+  const holds = [
+    ...rules.filter((r) => r.spacingMs > 0).map(({ key, spacingMs }) => ({ key, until: sentAt + spacingMs })),
+    ...told.map(({ key, ms }) => ({ key, until: Date.now() + ms })),
+  ];
+  await Promise.all(holds.map(({ key, until }) => paceStub(env, key).hold(until)));
+}
+
+export function sleep(ms: number): Promise<void> {
+  return ms > 0 ? new Promise((resolve) => setTimeout(resolve, ms)) : Promise.resolve();
 }
