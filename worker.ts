@@ -9,7 +9,7 @@ import { HttpError } from "./lib/http.ts";
 import { builtinPlugins } from "./plugins/index.ts";
 import { agentsApi, AgentObject as AgentCore, consumeQueue, Courier as CourierCore, type RuntimeDeps } from "./runtime/index.ts";
 
-export { ControlPlane, Ledger, ProviderGate } from "./runtime/index.ts";
+export { ControlPlane, Ledger, ProviderGate, SendPace } from "./runtime/index.ts";
 // The Cloudflare machine backend's objects, and the entrypoint its outbound filtering goes through.
 export { Machine, ContainerProxy } from "./machines/index.ts";
 

@@ -116,9 +116,38 @@ export interface OutboxDelivery {
   uncertain?: boolean;
 }
 
+/**
+ * A chat platform's word that no call under a pace key may go for `ms` (a
+ * spent rate-limit bucket, a 429): every courier sending under that key waits
+ * it out (runtime/courier/pace.ts).
+ */
+export interface PaceHold {
+  key: string;
+  ms: number;
+}
+
+/**
+ * The rate limit a delivery falls under: its key (a channel, a route; shared
+ * by every courier that sends there) and the least time between two sends
+ * under it (0: only the platform's holds pace it).
+ */
+export interface PaceRule {
+  key: string;
+  spacingMs: number;
+}
+
+/**
+ * A send's answer. `retryAfterMs`: the platform refused it for its rate limit
+ * and posted nothing (a wait, never a failed attempt). `permanent`: a refusal
+ * that will not change by trying again; `unreachable` with it: nothing more can
+ * be posted where it was going (the channel is gone, the token revoked), so no
+ * word of the failure can be posted there either. `holds`: the platform's word
+ * on when its limits allow the next send (absent on a 429: the delivery's pace
+ * keys wait out `retryAfterMs`).
+ */
 export type DeliveryResult =
-  | { ok: true; ref?: string }
-  | { ok: false; error: string; retryAfterMs?: number; permanent?: boolean };
+  | { ok: true; ref?: string; holds?: PaceHold[] }
+  | { ok: false; error: string; retryAfterMs?: number; permanent?: boolean; unreachable?: boolean; holds?: PaceHold[] };
 
 /**
  * Where a courier streams a reply while the model writes it (runtime/courier/reply-stream.ts).
@@ -153,6 +182,12 @@ export interface ChatOutbound {
   /** A reply split into the messages the platform accepts, in order. */
   split(text: string): string[];
   deliver(env: Env, delivery: OutboxDelivery): Promise<DeliveryResult>;
+  /**
+   * The platform's rate limits a delivery falls under, so that couriers
+   * sending to one channel at once take turns instead of bouncing off a 429;
+   * none: the delivery is not paced.
+   */
+  paceOf?(delivery: OutboxDelivery): PaceRule[];
   /**
    * Shows that the agent is at work in the conversation (Discord's typing
    * indicator), where the platform has such a thing; it fades by itself, and

@@ -182,6 +182,9 @@ describe("Typing", () => {
     }));
 });
 
+/** An outbox's conversations are told nothing where a test does not look. */
+const untold = () => {};
+
 describe("Outbox", () => {
   const address = { platform: "slack" as const, target: { channel: "C1", thread_ts: "1.2" } };
   const outbound: ChatOutbound = { platform: "slack", split: (text) => text.split("|"), deliver: async () => ({ ok: true }) };
@@ -201,7 +204,7 @@ describe("Outbox", () => {
   it("sends a conversation's waiting rows as one run, in order, one run at a time; a reply is split as the platform takes it", () =>
     inObject(async (storage) => {
       const effects = new Effects(storage.sql, 30_000, 3_600_000);
-      const outbox = new Outbox(storage, "obj", deps, effects);
+      const outbox = new Outbox(storage, "obj", deps, effects, untold);
       outbox.post("c1", address, { kind: "reply", text: "one|two" }, null);
       outbox.post("c2", address, { kind: "notice", text: "other" }, null);
       const [c1, c2] = await sendDue(effects, outbox);
@@ -221,7 +224,7 @@ describe("Outbox", () => {
   it("an update replaces a waiting earlier state of itself, never a row already under way", () =>
     inObject(async (storage) => {
       const effects = new Effects(storage.sql, 30_000, 3_600_000);
-      const outbox = new Outbox(storage, "obj", deps, effects);
+      const outbox = new Outbox(storage, "obj", deps, effects, untold);
       outbox.post("c1", address, status("working"), "status:c1:1");
       outbox.post("c1", address, status("still working"), "status:c1:1");
       expect(storage.sql.exec("SELECT COUNT(*) AS n FROM outbox").one().n).toBe(1);
@@ -244,12 +247,14 @@ describe("Outbox", () => {
   it("a 429 waits out Retry-After and leaves no doubt; no answer leaves the doubt; a permanent failure gives the row up and the run goes on", () =>
     inObject(async (storage) => {
       const effects = new Effects(storage.sql, 30_000, 3_600_000);
-      const outbox = new Outbox(storage, "obj", deps, effects);
+      const outbox = new Outbox(storage, "obj", deps, effects, untold);
       outbox.post("c1", address, { kind: "reply", text: "a|b" }, null);
       const [first] = await sendDue(effects, outbox);
       const [a, b] = first!.rows.map((d) => d.row);
       outbox.settle(first!.head, [{ row: a!, result: { ok: false, error: "ratelimited", retryAfterMs: 7_000 } }]);
-      expect(effects.get("send", String(a))).toMatchObject({ state: "waiting", retries: 1 });
+      // A wait, not an attempt: neither the effect's retries nor the row's attempts count it.
+      expect(effects.get("send", String(a))).toMatchObject({ state: "waiting", retries: 0 });
+      expect(storage.sql.exec("SELECT attempts FROM outbox WHERE id = ?", a).one().attempts).toBe(0);
       expect(effects.nextDue()).toBeGreaterThan(Date.now() + 5_000);
       storage.sql.exec("UPDATE effects SET due_at = ?", Date.now() - 1);
       const [second] = await sendDue(effects, outbox);
@@ -259,18 +264,48 @@ describe("Outbox", () => {
       const [third] = await sendDue(effects, outbox);
       expect(third!.rows.map((d) => [d.row, d.uncertain])).toEqual([[a, true], [b, false]]);
       outbox.settle(third!.head, [
-        { row: a!, result: { ok: false, error: "channel_not_found", permanent: true } },
+        { row: a!, result: { ok: false, error: "channel_not_found", permanent: true, unreachable: true } },
         { row: b!, result: ok },
       ]);
       expect(storage.sql.exec("SELECT id, status FROM outbox ORDER BY id").toArray()).toEqual([{ id: a, status: "failed" }, { id: b, status: "sent" }]);
       expect(effects.nextDue()).toBeNull();
     }));
 
+  it("rate limits never give a row up, however many; a refusal that will not change does, and the conversation is told (its thread too while it can be posted to)", () =>
+    inObject(async (storage) => {
+      const told: [string, string][] = [];
+      const effects = new Effects(storage.sql, 30_000, 3_600_000);
+      const outbox = new Outbox(storage, "obj", deps, effects, (conversation, error) => told.push([conversation, error]));
+      outbox.post("c1", address, { kind: "reply", text: "patient" }, null);
+      for (let i = 0; i < 25; i++) {
+        storage.sql.exec("UPDATE effects SET due_at = ?", Date.now() - 1);
+        const [run] = await sendDue(effects, outbox);
+        expect(run!.rows.map((d) => d.message)).toEqual([{ kind: "reply", text: "patient" }]);
+        outbox.settle(run!.head, [{ row: run!.rows[0]!.row, result: { ok: false, error: "chat.postMessage: rate limited", retryAfterMs: 1_000 } }]);
+      }
+      expect(told).toEqual([]);
+      storage.sql.exec("UPDATE effects SET due_at = ?", Date.now() - 1);
+      const [last] = await sendDue(effects, outbox);
+      outbox.settle(last!.head, [{ row: last!.rows[0]!.row, result: { ok: false, error: "chat.postMessage: msg_blocks_too_long", permanent: true } }]);
+      expect(told).toEqual([["c1", "a message could not be delivered to slack: chat.postMessage: msg_blocks_too_long"]]);
+      // The thread hears of it; a notice refused in turn is not noticed again.
+      const [notice] = await sendDue(effects, outbox);
+      expect(notice!.rows.map((d) => d.message)).toEqual([{ kind: "notice", text: "⚠️ A message in this conversation could not be delivered (chat.postMessage: msg_blocks_too_long)." }]);
+      outbox.settle(notice!.head, [{ row: notice!.rows[0]!.row, result: { ok: false, error: "chat.postMessage: msg_too_long", permanent: true } }]);
+      expect(await sendDue(effects, outbox)).toEqual([]);
+      // Where nothing can be posted any more (the channel is gone), only the console is told.
+      outbox.post("c2", address, { kind: "reply", text: "lost" }, null);
+      const [gone] = await sendDue(effects, outbox);
+      outbox.settle(gone!.head, [{ row: gone!.rows[0]!.row, result: { ok: false, error: "chat.postMessage: channel_not_found", permanent: true, unreachable: true } }]);
+      expect(told.at(-1)).toEqual(["c2", "a message could not be delivered to slack: chat.postMessage: channel_not_found"]);
+      expect(await sendDue(effects, outbox)).toEqual([]);
+    }));
+
   it("a run that starts with an update of a posted message waits out the platform's spacing since the conversation's last one; a later state replaces it meanwhile", () =>
     inObject(async (storage) => {
       const paced: RuntimeDeps = { outbounds: [{ ...outbound, updateSpacingMs: 1000 }], plugins: [] };
       const effects = new Effects(storage.sql, 30_000, 3_600_000);
-      const outbox = new Outbox(storage, "obj", paced, effects);
+      const outbox = new Outbox(storage, "obj", paced, effects, untold);
       const due = (conversation: string) => storage.sql.exec<{ id: string; due_at: number }>("SELECT id, due_at FROM effects WHERE conversation = ?", conversation).one();
       outbox.post("c1", address, status("working"), "status:c1:1");
       expect(due("c1").due_at).toBeLessThanOrEqual(Date.now()); // the first post goes at once
@@ -309,7 +344,7 @@ describe("Inbound", () => {
     const store = new Conversations(storage.sql);
     const effects = new Effects(storage.sql, 30_000, 3_600_000);
     const jobs = new ModelJobs(storage, "obj", undefined as unknown as R2Bucket, effects);
-    const outbox = new Outbox(storage, "obj", { outbounds: [], plugins: [] }, effects);
+    const outbox = new Outbox(storage, "obj", { outbounds: [], plugins: [] }, effects, untold);
     const typing = new Typing(effects, store, new Holds(storage.sql), { outbounds: [], plugins: [] });
     const tools = new ToolCalls(storage, store, effects, new MountSessions(storage.sql), () => { throw new Error("no holds here"); });
     const turns = new Turns(storage, store, jobs, tools, outbox, typing, undefined as never);

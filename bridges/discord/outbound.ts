@@ -1,12 +1,16 @@
 // Discord's side of the outbox: posts and edits messages through the REST API
 // (DISCORD_API_BASE_URL), through the interaction webhook while its token is
-// valid, else as the bot in the channel. Honours 429 retry_after. A message
+// valid, else as the bot in the channel. Keeps to Discord's rate limits
+// (DC-rl): the bot's calls in a channel are paced by what its route bucket's
+// headers say (X-RateLimit-Remaining 0: nothing more until -Reset-After), a
+// 429 is waited out for its retry_after (the whole bot's calls for a global
+// one), and all calls together are paced under the global 50 a second. A message
 // the bot creates carries a nonce made from the outbox row's key, enforced: a
 // row sent again (its first answer lost) gets back the message Discord already
 // made instead of a second one.
 import type { APIMessage, RESTPostAPIChannelMessageJSONBody, RESTRateLimit } from "discord-api-types/v10";
 import { hmacHex } from "../../lib/http.ts";
-import { sendTimeoutMs, type ChatOutbound, type DeliveryResult, type OutboundMessage, type OutboxDelivery, type ReplyAddress, type Route, type StreamTarget } from "../../runtime/index.ts";
+import { sendTimeoutMs, type ChatOutbound, type DeliveryResult, type OutboundMessage, type OutboxDelivery, type PaceRule, type ReplyAddress, type Route, type StreamTarget } from "../../runtime/index.ts";
 import { clip, splitText } from "../../lib/text.ts";
 import { snowflake, targetSchema } from "./address.ts";
 import { apiBaseUrl, botToken } from "./config.ts";
@@ -17,6 +21,13 @@ const INTERACTION_TOKEN_TTL_MS = 14 * 60_000;
 const USER_AGENT = "DiscordBot (https://github.com/antiproton, 0.1.0)";
 /** Discord's limit on a nonce's length. */
 const NONCE_LENGTH = 25;
+/** The bot's global limit is 50 requests a second: its calls go at least this far apart. */
+const GLOBAL_SPACING_MS = 20;
+const GLOBAL_PACE_KEY = "discord:global";
+/** A channel's calls share its route buckets (the channel is their major parameter). */
+const channelPaceKey = (channelId: string) => `discord:channel:${channelId}`;
+/** Refusals that mean the bot can no longer post in the channel at all (Unknown Channel, Missing Access, Missing Permissions). */
+const CHANNEL_GONE_CODES = new Set([10003, 50001, 50013]);
 
 const STATUS_ICONS = { working: "⏳", done: "✅", stopped: "⏹️", failed: "⚠️" } as const;
 
@@ -81,19 +92,36 @@ async function send(env: Env, call: Call, message?: CreateBody): Promise<Respons
   return fetch(`${base}${call.path}`, { method: call.method, headers, body, signal: AbortSignal.timeout(sendTimeoutMs(env)) });
 }
 
-async function outcome(res: Response, wantRef: boolean): Promise<DeliveryResult> {
-  const body = (await res.json().catch(() => null)) as Partial<Pick<APIMessage, "id"> & RESTRateLimit> | null;
+/**
+ * Discord's answer, with its word on the channel's limits: a spent route
+ * bucket holds the channel's calls until it resets, a 429 holds them (or, a
+ * global one, every call of the bot) for its retry_after. `channelId` is
+ * absent for an interaction's webhook, whose buckets are its own.
+ */
+async function outcome(res: Response, wantRef: boolean, channelId?: string): Promise<DeliveryResult> {
+  const body = (await res.json().catch(() => null)) as Partial<Pick<APIMessage, "id"> & RESTRateLimit & { code: number }> | null;
+  const spent = channelId !== undefined && res.headers.get("x-ratelimit-remaining") === "0" ? seconds(res.headers.get("x-ratelimit-reset-after")) : undefined;
+  const holds = spent !== undefined ? { holds: [{ key: channelPaceKey(channelId!), ms: spent }] } : {};
   if (res.ok) {
     // The ref names the message in a later PATCH path: only a snowflake is kept.
-    return wantRef && snowflake.safeParse(body?.id).success ? { ok: true, ref: body!.id! } : { ok: true };
+    return { ...(wantRef && snowflake.safeParse(body?.id).success ? { ok: true, ref: body!.id! } : { ok: true }), ...holds };
   }
   const error = `Discord answered ${res.status}: ${body?.message ?? res.statusText}`;
   if (res.status === 429) {
-    const seconds = Number(body?.retry_after ?? res.headers.get("retry-after") ?? 1);
-    return { ok: false, error, retryAfterMs: Math.ceil((Number.isFinite(seconds) ? seconds : 1) * 1000) };
+    const retryAfterMs = seconds(body?.retry_after ?? res.headers.get("retry-after")) ?? 1000;
+    const global = body?.global === true || res.headers.get("x-ratelimit-global") === "true";
+    const key = global ? GLOBAL_PACE_KEY : channelId !== undefined ? channelPaceKey(channelId) : undefined;
+    return { ok: false, error, retryAfterMs, ...(key ? { holds: [{ key, ms: retryAfterMs }] } : {}) };
   }
-  if (res.status >= 500) return { ok: false, error };
-  return { ok: false, error, permanent: true };
+  if (res.status >= 500) return { ok: false, error, ...holds };
+  const gone = channelId !== undefined && (res.status === 401 || res.status === 403 || (body?.code !== undefined && CHANNEL_GONE_CODES.has(body.code)));
+  return { ok: false, error, permanent: true, ...(gone ? { unreachable: true } : {}), ...holds };
+}
+
+/** Discord's seconds (a float) as whole milliseconds; undefined when it gave none. */
+function seconds(value: unknown): number | undefined {
+  const n = Number(value ?? NaN);
+  return Number.isFinite(n) && n >= 0 ? Math.ceil(n * 1000) : undefined;
 }
 
 async function deliver(env: Env, delivery: OutboxDelivery): Promise<DeliveryResult> {
@@ -118,10 +146,21 @@ async function deliver(env: Env, delivery: OutboxDelivery): Promise<DeliveryResu
     if (!(res instanceof Response)) return res;
     // 401/404: the token expired early or Discord lost it (discord-api-docs#6851): post as the bot instead.
     if (res.status !== 401 && res.status !== 404) return outcome(res, wantRef);
+    await res.body?.cancel();
   }
   const call = channelCall(channelId, message, ref);
   const res = await send(env, call, call.method === "POST" ? await withNonce(body, delivery.idempotencyKey) : body);
-  return res instanceof Response ? outcome(res, wantRef) : res;
+  return res instanceof Response ? outcome(res, wantRef, channelId) : res;
+}
+
+/** Every call of the bot under the global limit; the bot's calls in a channel under its route buckets. */
+function paceOf(delivery: OutboxDelivery): PaceRule[] {
+  const target = targetSchema.safeParse(delivery.address.target);
+  if (!target.success) return [];
+  return [
+    { key: channelPaceKey(target.data.channelId), spacingMs: 0 },
+    { key: GLOBAL_PACE_KEY, spacingMs: GLOBAL_SPACING_MS },
+  ];
 }
 
 /**
@@ -134,7 +173,7 @@ async function streamReply(env: Env, _route: Route, stream: StreamTarget, text: 
   const { channelId } = target.data;
   if (stream.ref === undefined) {
     const res = await send(env, { method: "POST", path: `/channels/${channelId}/messages`, bot: true }, { content: text });
-    return res instanceof Response ? outcome(res, true) : res;
+    return res instanceof Response ? outcome(res, true, channelId) : res;
   }
   const edited = await edit(env, channelId, stream.ref, text);
   return edited.ok ? { ok: true, ref: stream.ref } : edited;
@@ -148,7 +187,7 @@ function finishStream(env: Env, channelId: string, ref: string, shown: string | 
 async function edit(env: Env, channelId: string, ref: string, text: string): Promise<DeliveryResult> {
   if (!snowflake.safeParse(ref).success) return { ok: false, error: "the message to edit is not a Discord message id", permanent: true };
   const res = await send(env, { method: "PATCH", path: `/channels/${channelId}/messages/${ref}`, bot: true }, { content: text });
-  return res instanceof Response ? outcome(res, false) : res;
+  return res instanceof Response ? outcome(res, false, channelId) : res;
 }
 
 
@@ -160,4 +199,4 @@ async function typing(env: Env, address: ReplyAddress): Promise<DeliveryResult> 
   return res instanceof Response ? outcome(res, false) : res;
 }
 
-export const discordOutbound: ChatOutbound = { platform: "discord", split: (text) => splitText(text, DISCORD_MESSAGE_LIMIT), deliver, typing, stream: streamReply };
+export const discordOutbound: ChatOutbound = { platform: "discord", split: (text) => splitText(text, DISCORD_MESSAGE_LIMIT), deliver, paceOf, typing, stream: streamReply };

@@ -10,7 +10,7 @@
 // the channel's history for a DM's top-level reply), and a message found
 // there is the row sent: no second post.
 import type { KnownBlock, MessageMetadata } from "@slack/types";
-import type { ChatOutbound, DeliveryResult, OutboundMessage, OutboxDelivery } from "../../runtime/index.ts";
+import type { ChatOutbound, DeliveryResult, OutboundMessage, OutboxDelivery, PaceRule } from "../../runtime/index.ts";
 import { clip } from "../../lib/text.ts";
 import { isAssistantThread, setStatus } from "./assistant.ts";
 import { cardBlocks, cardFallback } from "./card.ts";
@@ -35,6 +35,8 @@ type SlackMessage = {
 const OUTBOX_EVENT = "antiproton_outbox";
 /** The thread is read from the row's creation on, less this: Slack's clock is not the Worker's. */
 const CLOCK_SKEW_MS = 60_000;
+/** A channel's new messages go at least this far apart (paceOf). */
+const POST_SPACING_MS = 1_100;
 /** Messages read back at once: the row's own is among the first after it was written (the thread's later rows wait for it). */
 const READ_BACK_LIMIT = 100;
 
@@ -42,10 +44,10 @@ async function deliver(env: Env, delivery: OutboxDelivery): Promise<DeliveryResu
   const { channel, thread_ts } = delivery.address.target;
   // A DM's running conversation is answered in the DM itself: no thread.
   if (typeof channel !== "string" || (thread_ts !== undefined && typeof thread_ts !== "string")) {
-    return { ok: false, error: "reply address has no Slack channel (and thread)", permanent: true };
+    return { ok: false, error: "reply address has no Slack channel (and thread)", permanent: true, unreachable: true };
   }
   const token = await botTokenFor(env, delivery.route.tenant);
-  if (!token) return { ok: false, error: `no bot token for workspace ${delivery.route.tenant}`, permanent: true };
+  if (!token) return { ok: false, error: `no bot token for workspace ${delivery.route.tenant}`, permanent: true, unreachable: true };
 
   const thread = thread_ts === undefined ? { channel } : { channel, thread_ts };
   const message = delivery.message;
@@ -71,6 +73,18 @@ async function deliver(env: Env, delivery: OutboxDelivery): Promise<DeliveryResu
     case "card":
       return postOrUpdate(env, token, delivery, { ...thread, text: cardFallback(message.card), blocks: cardBlocks(message.card) });
   }
+}
+
+/**
+ * chat.postMessage takes about one message a second per channel: a new
+ * message in a channel goes under its pace key, this far apart (a tenth over
+ * the second, for the couriers' clocks and the way to Slack). Updates,
+ * stopped streams and an assistant thread's status post nothing new.
+ */
+function paceOf(delivery: OutboxDelivery): PaceRule[] {
+  const { channel, thread_ts } = delivery.address.target;
+  const posts = delivery.ref === undefined && (delivery.message.kind !== "status" || thread_ts === undefined || !isAssistantThread(delivery.address.target));
+  return typeof channel === "string" && posts ? [{ key: `slack:${delivery.route.tenant}:${channel}`, spacingMs: POST_SPACING_MS }] : [];
 }
 
 /** The line under an assistant thread's input: thinking while the turn works, then what it waits for, or nothing. */
@@ -133,6 +147,7 @@ export const slackOutbound: ChatOutbound = {
   platform: "slack",
   split: (text) => splitForSlack(text),
   deliver,
+  paceOf,
   updateSpacingMs: UPDATE_SPACING_MS,
   stream: streamReply,
 };

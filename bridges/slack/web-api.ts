@@ -4,10 +4,23 @@ import { apiBaseUrl } from "./config.ts";
 
 export type SlackResult =
   | { ok: true; data: Record<string, unknown> }
-  | { ok: false; error: string; retryAfterMs?: number; permanent?: boolean };
+  | { ok: false; error: string; retryAfterMs?: number; permanent?: boolean; unreachable?: boolean };
 
 /** Errors worth retrying; every other `ok:false` (channel_not_found, invalid_auth…) would fail again. */
 const TRANSIENT_ERRORS = new Set(["ratelimited", "internal_error", "fatal_error", "service_unavailable", "request_timeout"]);
+/** Refusals after which nothing at all can be posted there (the channel is gone or closed to the app, its token dead). */
+const UNREACHABLE_ERRORS = new Set([
+  "channel_not_found",
+  "not_in_channel",
+  "is_archived",
+  "invalid_auth",
+  "not_authed",
+  "token_revoked",
+  "token_expired",
+  "account_inactive",
+  "team_access_not_granted",
+  "ekm_access_denied",
+]);
 const DEFAULT_RETRY_AFTER_MS = 1000;
 
 function retryAfterMs(res: Response): number {
@@ -40,5 +53,6 @@ export async function callSlack(env: Env, method: string, auth: string | null, b
   if (data.ok === true) return { ok: true, data };
   const error = typeof data.error === "string" ? data.error : "unknown_error";
   if (error === "ratelimited") return { ok: false, error: `${method}: ${error}`, retryAfterMs: retryAfterMs(res) };
+  if (UNREACHABLE_ERRORS.has(error)) return { ok: false, error: `${method}: ${error}`, permanent: true, unreachable: true };
   return { ok: false, error: `${method}: ${error}`, permanent: !TRANSIENT_ERRORS.has(error) };
 }

@@ -15,9 +15,10 @@ import { ConfigError } from "../../lib/config.ts";
 import { type DeliveryResult, type OutboxDelivery, type StreamTarget, outboundFor, type RuntimeDeps } from "../chat.ts";
 import type { AssistantMessage } from "@mariozechner/pi-ai";
 import { callProvider, modelChoice, type GatedCall, type ModelChoice, type ModelPick, type ModelRequest } from "../models/index.ts";
-import { sendTimeoutMs, type EffectKind, type EffectMessage, type RunResults, type SendRun } from "../effects/index.ts";
+import { SEND_LEASE_MS, sendTimeoutMs, type EffectKind, type EffectMessage, type RunResults, type SendRun } from "../effects/index.ts";
 import { type EffectReport, type EffectWork, type ReportAnswer, agentStub } from "../object/index.ts";
 import { countBusy, countUsage, spendRefusal } from "../metering/index.ts";
+import { holdAfter, sleep, takeTurn } from "./pace.ts";
 import { ReplyStream } from "./reply-stream.ts";
 import { MountCalls } from "./mount-calls.ts";
 import { ScriptCaller } from "./script-caller.ts";
@@ -28,6 +29,8 @@ import { textOf } from "../store/index.ts";
  * killed) runs its alarm again after this, and resumes the task it still holds.
  */
 const WATCHDOG_MS = 5_000;
+/** How long a run of sends may wait for turns under the platforms' rate limits: well inside the send lease. */
+const PACE_WAIT_BUDGET_MS = SEND_LEASE_MS / 3;
 /** A courier that cannot reach the agent's object tries again after this, doubling. */
 const REPORT_RETRY_MS = 2_000;
 const MAX_REPORT_RETRY_MS = 60_000;
@@ -270,11 +273,12 @@ export class Courier extends DurableObject<Env> {
     const refs = new Map<string, string>();
     let lastPacedAt = run.lastPacedAt;
     const results: RunResults = [];
+    const paceUntil = Date.now() + PACE_WAIT_BUDGET_MS;
     for (const { row, refKey, ...delivery } of run.deliveries) {
       const ref = delivery.ref ?? (refKey ? refs.get(refKey) : undefined);
       const update = refKey !== null && ref !== undefined;
       if (update && run.spacingMs > 0 && lastPacedAt !== null) await sleep(lastPacedAt + run.spacingMs - Date.now());
-      const result = await this.deliver(ref === undefined ? delivery : { ...delivery, ref });
+      const result = await this.deliver(ref === undefined ? delivery : { ...delivery, ref }, paceUntil);
       results.push({ row, result });
       if (!result.ok && result.permanent !== true) break;
       if (result.ok && refKey !== null) {
@@ -288,12 +292,21 @@ export class Courier extends DurableObject<Env> {
   /**
    * A chat send, given up after SEND_TIMEOUT_SECONDS. The platform may still
    * have posted it: the object's next claim of the row says so (uncertain),
-   * and the bridge looks for the message before posting it again.
+   * and the bridge looks for the message before posting it again. It goes in
+   * its turn under the platform's rate limits (pace.ts): a turn that comes
+   * after `paceUntil` is not waited for here but handed back as a wait (the
+   * object sends the row again then, as after a 429, and counts no attempt).
    */
-  private async deliver(delivery: OutboxDelivery): Promise<DeliveryResult> {
+  private async deliver(delivery: OutboxDelivery, paceUntil: number): Promise<DeliveryResult> {
     const outbound = outboundFor(this.deps, delivery.address.platform);
     if (!outbound) return { ok: false, error: `no bridge for platform ${delivery.address.platform}`, permanent: true };
-    return this.platformCall(() => outbound.deliver(this.env, delivery));
+    const rules = outbound.paceOf?.(delivery) ?? [];
+    const turn = await takeTurn(this.env, rules, paceUntil);
+    if (!turn.go) return { ok: false, error: `${delivery.address.platform} rate limit: waiting for a turn to send`, retryAfterMs: Math.max(1, turn.at - Date.now()) };
+    const sentAt = Date.now();
+    const result = await this.platformCall(() => outbound.deliver(this.env, delivery));
+    await holdAfter(this.env, rules, sentAt, result);
+    return result;
   }
 
   /** A call to a chat platform, given up after SEND_TIMEOUT_SECONDS; a missing setting fails for good. */
@@ -305,10 +318,6 @@ export class Courier extends DurableObject<Env> {
       return { ok: false, error: errorText(err) };
     }
   }
-}
-
-function sleep(ms: number): Promise<void> {
-  return ms > 0 ? new Promise((resolve) => setTimeout(resolve, ms)) : Promise.resolve();
 }
 
 /** The timer is cleared once the call answers: a pending one would keep the courier awake for nothing. */

@@ -1,4 +1,6 @@
 // The courier room: the small objects that do the waiting the agent's object
-// must never do (one lane per kind of effect per conversation), and the queue
-// consumer that hands them their effects.
+// must never do (one lane per kind of effect per conversation), the pace of
+// each chat rate limit they share, and the queue consumer that hands them
+// their effects.
 export { consumeQueue, Courier, courierStub } from "./courier.ts";
+export { SendPace } from "./pace.ts";

@@ -4,13 +4,18 @@
 // waiting behind it, and the courier sends them one after another and reports
 // them at once (a turn's reply and its final status are one hop, not two).
 // The next run is released when that one is reported. A rate-limited row
-// waits out the platform's Retry-After; other conversations' rows do not wait
-// for it. An update of a message changed in place is paced to the platform's
+// waits out the platform's Retry-After, for as long as it is told, and the wait
+// is not a failed attempt; other conversations' rows do not wait for it. A row
+// is given up on a refusal that will not change (or after MAX_ATTEMPTS other
+// failures), and its conversation is told: the console shows it as the
+// conversation's error, and a notice says so in the thread when posting there
+// is still possible. An update of a message changed in place is paced to the platform's
 // spacing: a run's first row by the object (it waits, and a later state
 // replaces it meanwhile), the rest by the courier.
 import { type DeliveryResult, type OutboundMessage, type OutboxDelivery, type Platform, type ReplyAddress, type Route, type StreamShown, outboundFor, type RuntimeDeps } from "../chat.ts";
 import type { Effects } from "./effects.ts";
 
+/** Failures other than rate limits (the platform's own errors, no answer) before a row is given up. */
 const MAX_ATTEMPTS = 10;
 /** Rows one courier sends in a run. */
 const MAX_RUN = 10;
@@ -51,6 +56,8 @@ export class Outbox {
     private readonly objectId: string,
     private readonly deps: RuntimeDeps,
     private readonly effects: Effects,
+    /** A row given up: its conversation's record says why (the console shows it). */
+    private readonly undelivered: (conversation: string, error: string) => void,
   ) {
     this.sql = storage.sql;
   }
@@ -194,6 +201,14 @@ export class Outbox {
 
   /** One row's answer; false when it is to be tried again (the run stops there). */
   private settleRow(row: Row, result: DeliveryResult): boolean {
+    if (!result.ok && result.retryAfterMs !== undefined && result.permanent !== true) {
+      // A rate limit is a wait, not an attempt; and a refusal: nothing was posted, so it leaves the next attempt no doubt to clear up (no read-back).
+      const at = Date.now() + result.retryAfterMs;
+      this.sql.exec("UPDATE outbox SET error = ?, run = NULL WHERE id = ?", result.error, row.id);
+      this.effects.add("send", String(row.id), row.conversation, at);
+      this.effects.retryAt("send", String(row.id), at, false);
+      return false;
+    }
     const attempts = row.attempts + 1;
     if (result.ok) {
       this.sql.exec("UPDATE outbox SET status = 'sent', attempts = ?, ref = ?, sent_at = ?, run = NULL WHERE id = ?", attempts, result.ref ?? null, Date.now(), row.id);
@@ -202,12 +217,10 @@ export class Outbox {
     }
     this.sql.exec("UPDATE outbox SET attempts = ?, error = ? WHERE id = ?", attempts, result.error, row.id);
     if (result.permanent === true || attempts >= MAX_ATTEMPTS) {
-      this.fail(row, result.error);
+      this.fail(row, result.error, result.unreachable === true);
       return true;
     }
-    // A rate limit is a refusal: nothing was posted, so it leaves the next attempt no doubt to clear up (no read-back).
-    if (result.retryAfterMs !== undefined) this.sql.exec("UPDATE outbox SET run = NULL WHERE id = ?", row.id);
-    const delay = result.retryAfterMs ?? Math.min(60_000, 1000 * 2 ** (attempts - 1));
+    const delay = Math.min(60_000, 1000 * 2 ** (attempts - 1));
     this.effects.add("send", String(row.id), row.conversation, Date.now() + delay);
     this.effects.retryAt("send", String(row.id), Date.now() + delay);
     return false;
@@ -217,7 +230,7 @@ export class Outbox {
   giveUp(id: number): void {
     const row = this.sql.exec<Row>("SELECT * FROM outbox WHERE id = ?", id).toArray()[0];
     if (row?.status !== "pending") return;
-    this.fail(row, "the platform did not answer in time");
+    this.fail(row, "the platform did not answer in time", true);
     this.release(row.conversation);
   }
 
@@ -239,8 +252,17 @@ export class Outbox {
     return rows.length;
   }
 
-  private fail(row: Row, error: string): void {
+  /**
+   * The row is given up, and its conversation told: its record (the console)
+   * always; its thread too, with a notice, unless nothing more can be posted
+   * there or the row was itself a notice (one refused notice never makes another).
+   */
+  private fail(row: Row, error: string, unreachable = false): void {
     this.sql.exec("UPDATE outbox SET status = 'failed', error = ?, run = NULL WHERE id = ?", error, row.id);
-    console.error(`outbox ${row.id} to ${(JSON.parse(row.address) as ReplyAddress).platform} failed for good: ${error}`);
+    const address = JSON.parse(row.address) as ReplyAddress;
+    console.error(`outbox ${row.id} to ${address.platform} failed for good: ${error}`);
+    this.undelivered(row.conversation, `a message could not be delivered to ${address.platform}: ${error}`);
+    if (unreachable || (JSON.parse(row.message) as OutboundMessage).kind === "notice") return;
+    this.insert(row.conversation, address, { kind: "notice", text: `⚠️ A message in this conversation could not be delivered (${error}).` }, null);
   }
 }

@@ -81,7 +81,7 @@ export class AgentObject extends DurableObject<Env> {
     // The approvals glue and the turn machine call each other: each is handed the other's few verbs.
     this.tools = new ToolCalls(ctx.storage, this.store, this.effects, this.sessions, (pass, conv, key, call) => this.approvals.hold(pass, conv, key, call));
     this.toolLists = new ToolLists(this.store, this.effects, this.sessions);
-    this.outbox = new Outbox(ctx.storage, id, deps, this.effects);
+    this.outbox = new Outbox(ctx.storage, id, deps, this.effects, (conversation, error) => this.store.noteError(conversation, error));
     const holds = new Holds(this.sql);
     this.typing = new Typing(this.effects, this.store, holds, deps);
     this.approvals = new ApprovalFlow(ctx.storage, env, holds, this.store, this.tools, this.effects, this.sessions, {

@@ -91,6 +91,11 @@ export class Conversations {
     this.sql.exec("UPDATE conversations SET status = ?, error = ?, updated_at = ? WHERE id = ?", status, error, Date.now(), id);
   }
 
+  /** Something the conversation's people should know went wrong after its turn (a message given up): the console shows it as its error. */
+  noteError(id: string, error: string): void {
+    this.sql.exec("UPDATE conversations SET error = ?, updated_at = ? WHERE id = ?", error, Date.now(), id);
+  }
+
   addUsage(id: string, inputTokens: number, outputTokens: number, cost: number): void {
     this.sql.exec(
       "UPDATE conversations SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, cost = cost + ?, updated_at = ? WHERE id = ?",

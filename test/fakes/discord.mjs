@@ -10,7 +10,14 @@
 // message created in the channel is made but answered only after ms, or never;
 // GET /_control/messages?channel= the messages that exist there). The bot's
 // typing indicator (POST /channels/{id}/typing) is recorded apart:
-// GET /_control/typing?channel=.
+// GET /_control/typing?channel=. POST /_control/buckets {channels, limit?,
+// resetAfter?, global?}: the bot's message calls in those channels are
+// limited as Discord limits them: per route (method and path, per channel) at
+// most `limit` calls per `resetAfter` seconds (Discord's 5 per 5 s), every
+// answer saying so in X-RateLimit-Limit, -Remaining, -Reset, -Reset-After
+// and -Bucket, a call beyond it answered 429 with retry_after; and all of
+// them together at most `global` a second (Discord's 50), beyond that a 429
+// with `global: true` and X-RateLimit-Global.
 import { Gates } from "./gates.mjs";
 import { listen, readBody, sendJson } from "./http.mjs";
 
@@ -34,6 +41,7 @@ export async function startDiscord({ gates = new Gates() } = {}) {
   const expiredTokens = new Set();
   const nonces = new Map(); // nonce → { id, at } of the bot's message created with it
   const typings = []; // { channelId, authorized, at }
+  const limited = { channels: new Set(), limit: 5, resetAfterMs: 5000, global: 50, routes: new Map(), globalHits: [] };
   let nextId = 1473200000000000000n;
   const newMessage = (channelId, content) => {
     const message = { id: String(nextId++), channel_id: channelId, content };
@@ -68,6 +76,12 @@ export async function startDiscord({ gates = new Gates() } = {}) {
       rateLimits.push({ match, times, retryAfter });
       return sendJson(res, 200, { ok: true });
     }
+    if (url.pathname === "/_control/buckets" && req.method === "POST") {
+      const { channels, limit = 5, resetAfter = 5, global = 50 } = JSON.parse(raw);
+      for (const channel of channels) limited.channels.add(channel);
+      Object.assign(limited, { limit, resetAfterMs: resetAfter * 1000, global });
+      return sendJson(res, 200, { ok: true });
+    }
     if (url.pathname === "/_control/hold" && req.method === "POST") {
       const { channel, textIncludes = "", ms } = JSON.parse(raw);
       const match = (c) => c.kind === "channel" && c.method === "POST" && c.channelId === channel && String(c.body?.content ?? "").includes(textIncludes);
@@ -100,10 +114,11 @@ export async function startDiscord({ gates = new Gates() } = {}) {
     // When the fake received it (its own clock).
     call.at = Date.now();
     calls.push(call);
+    let bucketHeaders = {};
     const answer = (status, body, headers) => {
       call.status = status;
       call.responseId = body.id;
-      sendJson(res, status, body, headers);
+      sendJson(res, status, body, { ...bucketHeaders, ...headers });
     };
 
     const limit = rateLimits.find((l) => l.times > 0 && url.pathname.includes(l.match));
@@ -116,6 +131,37 @@ export async function startDiscord({ gates = new Gates() } = {}) {
     }
     if (call.kind === "channel" && req.headers.authorization !== `Bot ${DISCORD_BOT_TOKEN}`) {
       return answer(401, { message: "401: Unauthorized", code: 0 });
+    }
+    if (call.kind === "channel" && limited.channels.has(call.channelId)) {
+      const now = Date.now();
+      limited.globalHits = limited.globalHits.filter((at) => at > now - 1000);
+      if (limited.globalHits.length >= limited.global) {
+        const retryAfter = (limited.globalHits[0] + 1000 - now) / 1000;
+        call.limited = "global";
+        return answer(429, { message: "You are being rate limited.", retry_after: retryAfter, global: true }, {
+          "retry-after": String(Math.ceil(retryAfter)),
+          "x-ratelimit-global": "true",
+          "x-ratelimit-scope": "global",
+        });
+      }
+      const route = `${req.method} /channels/${call.channelId}/messages${call.messageId ? "/{id}" : ""}`;
+      let bucket = limited.routes.get(route);
+      if (!bucket || now >= bucket.resetAt) limited.routes.set(route, (bucket = { used: 0, resetAt: now + limited.resetAfterMs, hash: `b${limited.routes.size}` }));
+      const resetAfter = (bucket.resetAt - now) / 1000;
+      const full = bucket.used >= limited.limit;
+      if (!full) bucket.used++;
+      bucketHeaders = {
+        "x-ratelimit-limit": String(limited.limit),
+        "x-ratelimit-remaining": String(limited.limit - bucket.used),
+        "x-ratelimit-reset": String(bucket.resetAt / 1000),
+        "x-ratelimit-reset-after": String(resetAfter),
+        "x-ratelimit-bucket": bucket.hash,
+      };
+      if (full) {
+        call.limited = "route";
+        return answer(429, { message: "You are being rate limited.", retry_after: resetAfter, global: false }, { "retry-after": String(Math.ceil(resetAfter)), "x-ratelimit-scope": "user" });
+      }
+      limited.globalHits.push(now);
     }
     if (call.kind === "webhook" && (webhookRoute[1] !== DISCORD_APPLICATION_ID || expiredTokens.has(call.token))) {
       return answer(401, { message: "Invalid Webhook Token", code: 50027 });

@@ -16,6 +16,8 @@
 //   POST /_control/revoke                   {token}: calls with it are answered token_revoked from now on
 //   GET  /_control/messages?channel=        the channel's messages as they stand now (text, thread_ts, ts, streaming)
 //   POST /_control/refuse-streaming         {channel}: chat.startStream there answers unknown_method (a workspace without streaming)
+//   POST /_control/pace                     {channels, spacingMs?}: in those channels chat.postMessage posts at most one message
+//                                          per spacingMs (1000: Slack's one a second), answering 429 + Retry-After (whole seconds) otherwise
 // A response_url takes 5 posts, as Slack's does; the 6th is answered 404 expired_url.
 // chat.startStream / appendStream / stopStream: a message that grows while its
 // stream is open; chat.update refuses it until the stream is stopped.
@@ -42,6 +44,7 @@ export async function startSlack({ gates = new Gates() } = {}) {
   const files = new Map(); // "/files-pri/<id>/<name>" → {bytes, mimetype}
   const fileFetches = [];
   const revoked = new Set();
+  const paced = new Map(); // channel → {spacingMs, lastPostAt}
   // A message's ts is its time in microseconds, as Slack's is, kept unique.
   let lastMicros = 0;
   const nextTs = () => {
@@ -98,6 +101,11 @@ export async function startSlack({ gates = new Gates() } = {}) {
       return sendJson(res, 200, { ok: true });
     }
     if (url.pathname === "/_control/file-fetches") return sendJson(res, 200, fileFetches);
+    if (url.pathname === "/_control/pace") {
+      const { channels, spacingMs = 1000 } = JSON.parse(raw);
+      for (const channel of channels) paced.set(channel, { spacingMs, lastPostAt: 0 });
+      return sendJson(res, 200, { ok: true });
+    }
     if (url.pathname === "/_control/revoke") {
       revoked.add(JSON.parse(raw).token);
       return sendJson(res, 200, { ok: true });
@@ -183,6 +191,16 @@ export async function startSlack({ gates = new Gates() } = {}) {
     if (typeof body.channel !== "string" || body.channel === "") return sendJson(res, 200, { ok: false, error: "channel_not_found" });
     if (typeof body.text === "string" && body.text.length > TEXT_LIMIT) return sendJson(res, 200, { ok: false, error: "msg_too_long" });
     if (method === "chat.postMessage") {
+      const pace = paced.get(body.channel);
+      if (pace) {
+        const now = Date.now();
+        const wait = pace.lastPostAt + pace.spacingMs - now;
+        if (wait > 0) {
+          call.limited = true;
+          return sendJson(res, 429, { ok: false, error: "ratelimited" }, { "retry-after": String(Math.ceil(wait / 1000)) });
+        }
+        pace.lastPostAt = now;
+      }
       const ts = nextTs();
       messages.set(`${body.channel}:${ts}`, { ...body, ts });
       call.ts = ts;

@@ -93,7 +93,7 @@ describe("Slack outbound", () => {
     expect(result).toEqual({ ok: false, error: "chat.postMessage: rate limited", retryAfterMs: 7000 });
   });
 
-  it("gives up on errors that would fail again", async () => {
+  it("gives up on errors that would fail again (a channel that is gone: nothing more can be posted there)", async () => {
     const result = await slackOutbound.deliver(env, {
       route: { tenant: slackId("T"), agent: AGENT },
       conversation: "c",
@@ -102,7 +102,7 @@ describe("Slack outbound", () => {
       idempotencyKey: "k",
       createdAt: Date.now(),
     });
-    expect(result).toEqual({ ok: false, error: "chat.postMessage: channel_not_found", permanent: true });
+    expect(result).toEqual({ ok: false, error: "chat.postMessage: channel_not_found", permanent: true, unreachable: true });
   });
 
   it("posts an approval card with Approve and Deny, then updates it in place once decided", async () => {
@@ -147,11 +147,17 @@ describe("Slack outbound", () => {
     await rateLimit({ method: "chat.postMessage", channel, textIncludes: "worth the wait", times: 1, retryAfter: 2 });
     await postEvent(messageEnvelope({ team, channel, ts, text: `[s:${s}] go` }));
     await waitFor("the 429", async () => (await slackCalls(channel, "chat.postMessage")).some((c) => c.limited));
-    // While it waits, the limited row is due no sooner than the Retry-After, and nothing queued behind it goes first.
+    // While it waits, the limited row is due no sooner than the Retry-After, and nothing queued behind it goes first;
+    // the wait is not a failed attempt (the row's attempts and the effect's retries stay 0).
     const [head] = await waitFor("the limited row to wait", async () => {
-      const waiting = await rows<{ due_at: number }>(team, AGENT, "SELECT due_at FROM effects WHERE kind = 'send' AND state = 'waiting' AND retries > 0");
+      const waiting = await rows<{ due_at: number; retries: number; attempts: number }>(
+        team,
+        AGENT,
+        "SELECT e.due_at, e.retries, o.attempts FROM effects e JOIN outbox o ON o.id = CAST(e.id AS INTEGER) WHERE e.kind = 'send' AND e.state = 'waiting' AND o.error LIKE '%rate limited%'",
+      );
       return waiting.length > 0 && waiting;
     });
+    expect([head!.retries, head!.attempts]).toEqual([0, 0]);
     const limited = (await slackCalls(channel, "chat.postMessage")).find((c) => c.limited)!;
     expect(head!.due_at).toBeGreaterThanOrEqual(limited.at + 2000);
     await statusFinal(channel, "Done.");
