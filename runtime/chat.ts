@@ -16,6 +16,8 @@ export interface ChatUser {
   platform: Platform;
   id: string;
   name?: string;
+  /** The person's own workspace, where that is not the tenant (a Slack organisation's install spans several). */
+  team?: string;
 }
 
 /**
