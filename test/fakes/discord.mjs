@@ -10,7 +10,9 @@
 // message created in the channel is made but answered only after ms, or never;
 // GET /_control/messages?channel= the messages that exist there). The bot's
 // typing indicator (POST /channels/{id}/typing) is recorded apart:
-// GET /_control/typing?channel=.
+// GET /_control/typing?channel=. A message whose content says @everyone or
+// @here pings the channel unless its allowed_mentions leaves "everyone" out of
+// `parse`, as Discord's does: it is kept with `mention_everyone: true`.
 import { Gates } from "./gates.mjs";
 import { listen, readBody, sendJson } from "./http.mjs";
 
@@ -24,6 +26,9 @@ const CONTENT_LIMIT = 2000;
 const NONCE_LIMIT = 25;
 /** How long Discord remembers an enforced nonce ("the past few minutes"). */
 const NONCE_WINDOW_MS = 5 * 60_000;
+
+/** Whether a message's body pings everyone: @everyone or @here in it, and allowed_mentions not ruling it out (absent: all parsed). */
+const pings = (body) => /@(everyone|here)\b/.test(String(body?.content ?? "")) && (body?.allowed_mentions?.parse ?? ["everyone"]).includes("everyone");
 
 export async function startDiscord({ gates = new Gates() } = {}) {
   /** { method, path, kind: "channel"|"webhook", channelId?, token?, messageId?, status, body } */
@@ -139,6 +144,7 @@ export async function startDiscord({ gates = new Gates() } = {}) {
         return answer(200, messages.get(earlier.id));
       }
       const message = newMessage(call.channelId ?? `webhook:${call.token}`, content);
+      if (pings(call.body)) message.mention_everyone = true;
       if (enforced) nonces.set(String(nonce), { id: message.id, at: Date.now() });
       // Made: a test may hold the answer, as a lost connection would.
       await gates.pass("discord", call);
@@ -153,6 +159,7 @@ export async function startDiscord({ gates = new Gates() } = {}) {
       const message = messages.get(id);
       if (!message) return answer(404, { message: "Unknown Message", code: 10008 });
       message.content = content;
+      if (pings(call.body)) message.mention_everyone = true;
       return answer(200, message);
     }
     return answer(405, { message: "405: Method Not Allowed", code: 0 });
