@@ -7,7 +7,7 @@
 // or edits the message to the whole first part of the reply, or does nothing
 // when the message already shows it. Every way sends the reply as Slack's own
 // Markdown (slackMarkdown), so it renders the same whichever way it went.
-import { controlPlane, type DeliveryResult, type Route, type StreamTarget } from "../../runtime/index.ts";
+import { controlPlane, openingSince, type DeliveryResult, type Route, type StreamTarget } from "../../runtime/index.ts";
 import { botTokenFor } from "./installations.ts";
 import { slackMarkdown } from "./mrkdwn.ts";
 import { callSlack, type SlackResult } from "./web-api.ts";
@@ -41,6 +41,13 @@ export async function streamReply(env: Env, route: Route, target: StreamTarget, 
   const token = await botTokenFor(env, route.tenant);
   if (!token) return { ok: false, error: `no bot token for workspace ${route.tenant}`, permanent: true };
   if (!target.ref) return open(env, token, route, thread, target, text);
+  const since = openingSince(target.ref);
+  if (since !== undefined) {
+    // An earlier run asked for the message and its answer was lost: the message it made (if any) is taken over.
+    const found = await findOpened(env, token, thread, since);
+    if (!found.ok) return found;
+    return found.ts === undefined ? open(env, token, route, thread, target, text) : edit(env, token, thread.channel, `${STREAM_REF}${found.ts}`, text);
+  }
   const streaming = openStream(target.ref);
   if (streaming && target.shown !== undefined && text.startsWith(target.shown)) {
     // A stream Slack ended (it expires) answers message_not_in_streaming_state, permanent: the courier stops
@@ -67,6 +74,14 @@ export async function finishStream(
   postRest: (markdown: string) => Promise<DeliveryResult>,
 ): Promise<DeliveryResult> {
   const { ref, shown, text } = finish;
+  const since = openingSince(ref);
+  if (since !== undefined) {
+    const found = await findOpened(env, token, thread, since);
+    if (!found.ok) return found;
+    if (found.ts === undefined) return postRest(slackMarkdown(text));
+    const edited = await edit(env, token, thread.channel, `${STREAM_REF}${found.ts}`, text);
+    return edited.ok ? { ok: true } : edited;
+  }
   const streaming = openStream(ref);
   if (streaming && shown !== undefined && text.startsWith(shown)) {
     const rest = added(shown, text);
@@ -83,6 +98,35 @@ export async function finishStream(
   if (!streaming && shown === text) return { ok: true };
   const edited = await edit(env, token, thread.channel, ref, text);
   return edited.ok ? { ok: true } : edited;
+}
+
+/** Slack's clock is not the Worker's: the thread is read from a minute before the opening was asked for. */
+const CLOCK_SKEW_MS = 60_000;
+
+/**
+ * The message an opening whose answer was lost made, if Slack made it: the
+ * bot's newest message in the thread since then that carries no outbox row's
+ * metadata (every post does; a stream cannot). Undefined ts: none was made.
+ */
+async function findOpened(env: Env, token: string, thread: Thread, since: number): Promise<{ ok: true; ts?: string } | Extract<SlackResult, { ok: false }>> {
+  const me = await callSlack(env, "auth.test", token, {});
+  if (!me.ok) return me;
+  const query = new URLSearchParams({
+    channel: thread.channel,
+    ...(thread.thread_ts === undefined ? {} : { ts: thread.thread_ts }),
+    oldest: ((since - CLOCK_SKEW_MS) / 1000).toFixed(6),
+    include_all_metadata: "true",
+    limit: "100",
+  });
+  const read = await callSlack(env, thread.thread_ts === undefined ? "conversations.history" : "conversations.replies", token, query);
+  if (!read.ok) return read;
+  type Read = { ts?: unknown; user?: unknown; bot_id?: unknown; metadata?: unknown } | null;
+  const messages = Array.isArray(read.data.messages) ? (read.data.messages as Read[]) : [];
+  const mine = (m: Read) => m !== null && ((me.data.bot_id !== undefined && m.bot_id === me.data.bot_id) || m.user === me.data.user_id);
+  // The newest such message: an earlier job's stream may be there too, but none is made after the lost one before it is found.
+  const candidates = messages.filter((m) => mine(m) && typeof m?.ts === "string" && m.ts !== thread.thread_ts && m.metadata === undefined);
+  const opened = candidates.sort((a, b) => (String(a!.ts) < String(b!.ts) ? 1 : -1))[0];
+  return typeof opened?.ts === "string" ? { ok: true, ts: opened.ts } : { ok: true };
 }
 
 /** What a message of the thread shows now, as conversations.replies reads it. */

@@ -6,7 +6,7 @@
 // whole reply. Its ref goes to the object as soon as the message exists (one
 // call per job), so a re-run after a crash, and the outbox row that finishes
 // the message, find it.
-import type { ChatOutbound, Route, StreamShown, StreamTarget } from "../chat.ts";
+import { type ChatOutbound, openingRef, type Route, type StreamShown, type StreamTarget } from "../chat.ts";
 
 /** The least time between two updates of a streamed message (and from the first text to the first). */
 export const STREAM_INTERVAL_MS = 1_000;
@@ -91,6 +91,8 @@ export class ReplyStream {
     const text = this.firstPart();
     if (this.refused || text === "" || (this.target.ref && text === this.target.shown)) return;
     try {
+      // Before the platform is asked to make the message, the object hears that it may exist: its answer can be lost.
+      if (!this.target.ref) await this.opened({ ref: openingRef(Date.now()), shown: "" });
       const result = await this.outbound.stream(this.env, this.route, this.target, text);
       if (!result.ok) {
         // A refusal that will not change (the platform ended the stream): no more updates; the outbox finishes the reply.

@@ -35,6 +35,8 @@ export const FAKE_SLACK_CLIENT_SECRET = "fake-slack-client-secret";
 const TEXT_LIMIT = 4000;
 /** Slack takes at most this much markdown_text in one call. */
 const MARKDOWN_LIMIT = 12_000;
+/** The bot's id: the messages it makes carry it, as Slack's do (with its user id). */
+const BOT_ID = "BFAKEBOT";
 const BROADCAST = /<!(channel|here|everyone)[>|]/;
 /** Slack's response_url can be used 5 times. */
 const RESPONSE_URL_USES = 5;
@@ -170,7 +172,7 @@ export async function startSlack({ gates = new Gates() } = {}) {
     if (!token || !tokens.has(token)) return sendJson(res, 200, { ok: false, error: "invalid_auth" });
     if (revoked.has(token)) return sendJson(res, 200, { ok: false, error: "token_revoked" });
     call.authorized = true;
-    if (method === "auth.test") return sendJson(res, 200, { ok: true, user_id: "UFAKEBOT" });
+    if (method === "auth.test") return sendJson(res, 200, { ok: true, user_id: "UFAKEBOT", bot_id: BOT_ID });
     if (method.startsWith("assistant.threads.")) {
       // Assistant threads live in the app's DM; prompts are at most 4 {title, message}.
       const where = typeof body.channel_id === "string" && body.channel_id.startsWith("D") && typeof body.thread_ts === "string";
@@ -202,7 +204,7 @@ export async function startSlack({ gates = new Gates() } = {}) {
     /** A message as sent: its markdown is its text; a broadcast in it pings. */
     const written = ({ markdown_text, ...rest }) => {
       const text = markdown_text ?? rest.text ?? "";
-      return { ...rest, text, ...(markdown_text !== undefined ? { markdown: true } : {}), ...(BROADCAST.test(text) ? { pinged: true } : {}) };
+      return { ...rest, text, bot_id: BOT_ID, user: "UFAKEBOT", ...(markdown_text !== undefined ? { markdown: true } : {}), ...(BROADCAST.test(text) ? { pinged: true } : {}) };
     };
     if (method === "chat.postMessage") {
       const ts = nextTs();

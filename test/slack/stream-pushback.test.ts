@@ -2,12 +2,15 @@
 // expired is finished by posting the rest, never dropped; a workspace's refusal
 // of streaming is remembered for a while; a broadcast the model writes pings
 // nobody whether the reply was streamed or posted whole; an organisation's
-// install streams in channels too (the recipient's own workspace named).
+// install streams in channels too (the recipient's own workspace named); a
+// stream whose opening answer was lost is found again, not made twice.
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { runDurableObjectAlarm } from "cloudflare:test";
 import { controlPlane } from "../../runtime/index.ts";
-import { script, unique } from "../support.ts";
-import { conversationOf, messageEnvelope, newTs, postEvent, slackCalls, slackId, statusFinal } from "./helpers.ts";
+import { courier, evictCourier } from "../agents.ts";
+import { script, unique, waitFor } from "../support.ts";
+import { AGENT, conversationOf, messageEnvelope, newTs, postEvent, slackCalls, slackId, statusFinal } from "./helpers.ts";
 
 const FAKE_SLACK_URL = (env as unknown as Record<string, string>).FAKE_SLACK_URL!;
 
@@ -123,6 +126,21 @@ describe("a streamed Slack reply when Slack pushes back", () => {
     await statusFinal(channel, "Done.");
     const [start] = await slackCalls(channel, "chat.startStream");
     expect(start!.body).toMatchObject({ recipient_team_id: team, recipient_user_id: "UPERSON1" });
+    expect(await replies(channel)).toMatchObject([{ text: REPLY, streaming: false }]);
+  });
+
+  it("whose chat.startStream answer never came back (its courier died waiting) ends as one message, whole", async () => {
+    const s = unique("lost-open");
+    await script(s, [slowly(REPLY, 3, 150)]);
+    const channel = slackId("C");
+    await control("hold", { method: "chat.startStream", channel });
+    const { team, conversation } = await ask(s, { channel });
+    await waitFor("the stream to be asked for", async () => (await slackCalls(channel, "chat.startStream")).length > 0);
+    await evictCourier(courier(team, AGENT, "model", conversation));
+    // Its watchdog alarm resumes the job: the re-run finds the message the lost opening made and takes it over.
+    expect(await runDurableObjectAlarm(courier(team, AGENT, "model", conversation))).toBe(true);
+    await statusFinal(channel, "Done.");
+    expect(await slackCalls(channel, "chat.startStream")).toHaveLength(1);
     expect(await replies(channel)).toMatchObject([{ text: REPLY, streaming: false }]);
   });
 });
