@@ -202,7 +202,7 @@ describe("a Slack post whose answer is lost", () => {
 
     const posts = (await threadMessages(channel)).filter((m) => m.body.markdown_text === "said once");
     expect(posts).toHaveLength(1);
-    expect(posts[0]!.body.metadata).toEqual({ event_type: "antiproton_outbox", event_payload: { key: expect.stringMatching(/^[0-9a-f]{64}:\d+$/) } });
+    expect(posts[0]!.body.metadata).toEqual({ event_type: "antiproton_outbox", event_payload: { key: expect.stringMatching(/^[0-9a-f]{64}:[0-9a-f]{16}:\d+$/) } });
     // The row's next claim read the thread back, with metadata, once the first had timed out (Slack's clock).
     const [read] = await slackCalls(channel, "conversations.replies");
     expect(read).toBeDefined();
