@@ -16,6 +16,8 @@ export interface ChatUser {
   platform: Platform;
   id: string;
   name?: string;
+  /** The person's own workspace, where that is not the tenant (a Slack organisation's install spans several). */
+  team?: string;
 }
 
 /**
@@ -162,6 +164,20 @@ export interface StreamTarget {
   ref?: string;
   /** What the message shows, as far as the courier streaming it knows. */
   shown?: string;
+}
+
+/**
+ * The ref of a streamed message while it is being opened (`opening:<ms>`): the
+ * courier tells the object before it asks the platform, so a message made
+ * whose answer never came back (a crash) can be looked for instead of made
+ * twice. A bridge that cannot look treats it as no message yet.
+ */
+export const openingRef = (at: number) => `opening:${at}`;
+
+/** When the message of an opening ref was asked for, or undefined for any other ref. */
+export function openingSince(ref: string | undefined): number | undefined {
+  const at = ref?.startsWith("opening:") ? Number(ref.slice("opening:".length)) : NaN;
+  return Number.isFinite(at) ? at : undefined;
 }
 
 /** What a streamed message is and shows, as a courier reports it to the object. */

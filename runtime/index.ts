@@ -19,6 +19,7 @@ export type {
   StreamTarget,
   SubmitResult,
 } from "./chat.ts";
+export { openingSince } from "./chat.ts";
 export { AgentObject, agentStub, conversationState, type ConversationPage, type ConversationQuery, type ConversationState, type ConversationSummary, type ConversationView, type PageCursor, type PendingApproval } from "./object/index.ts";
 export { consumeQueue, Courier, SendPace } from "./courier/index.ts";
 export { adminToken, agentsApi, CONVERSATION_ID, parseRoute, readConversation, submitEvent } from "./edge/index.ts";

@@ -29,7 +29,7 @@ describe("approval cards in Slack", () => {
     expect(card.body.thread_ts).toBe(ts);
     expect(card.body.text).toMatch(/Approval needed: vault__append/);
     expect(JSON.stringify(card.body.blocks)).toContain(entry);
-    await waitFor("the model's interim answer", async () => (await threadMessages(channel)).some((m) => m.body.text === "Waiting for your approval."));
+    await waitFor("the model's interim answer", async () => (await threadMessages(channel)).some((m) => m.body.markdown_text === "Waiting for your approval."));
     const held = await getConversation(team, AGENT, conversation);
     expect(held.transcript.find((e) => e.role === "tool")!.text).toMatch(/^Held for approval/);
     expect(await ledgerAppends(entry)).toHaveLength(0);
@@ -39,7 +39,7 @@ describe("approval cards in Slack", () => {
     const responseId = unique("resp");
     expect((await slackClick(team, channel, ts, card.ts!, approve!.value!, "U_APPROVER", responseId)).status).toBe(200);
 
-    await waitFor("the agent's answer in the thread", async () => (await threadMessages(channel)).some((m) => m.body.text === "Recorded it, thanks."));
+    await waitFor("the agent's answer in the thread", async () => (await threadMessages(channel)).some((m) => m.body.markdown_text === "Recorded it, thanks."));
     expect(await ledgerAppends(entry)).toHaveLength(1);
     const update = await waitFor("the card updated in place", async () =>
       (await slackCalls(channel, "chat.update")).find((c) => c.body.ts === card.ts && c.body.text?.includes("Approved and performed")),
@@ -106,7 +106,7 @@ describe("concurrent clicks", () => {
     expect(slackNotices.filter((t) => t === "Approved. Performing it now.")).toHaveLength(1);
     expect(slackNotices.filter((t) => t?.startsWith("Already decided"))).toHaveLength(49);
     await waitFor("the call to be performed", async () => (await ledgerAppends(entry)).length === 1);
-    await waitFor("the agent's answer", async () => (await threadMessages(channel)).some((m) => m.body.text === "Done."));
+    await waitFor("the agent's answer", async () => (await threadMessages(channel)).some((m) => m.body.markdown_text === "Done."));
     expect(await ledgerAppends(entry)).toHaveLength(1);
   });
 });

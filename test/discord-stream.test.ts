@@ -53,3 +53,21 @@ describe("a reply streamed into a Discord channel", () => {
     // The first event of a file's workerd takes long to be accepted (a cold start, not streaming's).
   }, 60_000);
 });
+
+describe("a broadcast the model writes on Discord", () => {
+  it("pings nobody, in a streamed reply and in one posted whole", async () => {
+    const text = "Hello @everyone and @here: nothing to see, this reply goes on for a little while and then it ends.";
+    const [streamed, posted] = [unique("everyone-stream"), unique("everyone-post")];
+    await script(streamed, [{ text, argumentChunk: 4, chunkDelayMs: 100 }]);
+    await script(posted, [{ text }]);
+    for (const s of [streamed, posted]) {
+      const channel = snowflake();
+      await forward({ ...recorded.gatewayMention.data, id: snowflake(), channel_id: channel, content: `<@${APP}> [s:${s}] say it` });
+      const messages = await waitFor("the reply", async () => {
+        const list: { content: string; mention_everyone?: boolean }[] = await (await fetch(`${E.FAKE_DISCORD_URL}/_control/messages?${new URLSearchParams({ channel })}`)).json();
+        return list.some((m) => m.content === text) && list;
+      });
+      expect(messages.filter((m) => m.mention_everyone)).toEqual([]);
+    }
+  }, 60_000);
+});

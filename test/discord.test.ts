@@ -6,7 +6,8 @@ import recorded from "./fixtures/discord/discord.json";
 import { decisionValue, parseDecisionValue } from "../approvals/index.ts";
 import { discordOutbound } from "../bridges/discord/outbound.ts";
 import { signatureHeaders } from "../bridges/shared/signed-request.ts";
-import { agentExists } from "./agents.ts";
+import { runInDurableObject } from "cloudflare:test";
+import { agent, agentExists } from "./agents.ts";
 import { click, ed25519, forward, interact, now, snowflake } from "./discord-helpers.ts";
 import { getConversation, ledgerAppends, providerRequests, releaseProvider, script, settled, unique, waitFor, worker } from "./support.ts";
 
@@ -348,6 +349,25 @@ describe("a message whose answer is lost", () => {
     expect(first!.body.nonce).toMatch(/^[0-9a-f]{25}$/);
     expect(again!.body).toMatchObject({ nonce: first!.body.nonce, enforce_nonce: true });
     expect(again!.deduplicated).toBe(true);
+  });
+});
+
+describe("an object whose state was reset", () => {
+  it("posts its next replies as new messages: their nonces are not an earlier life's (row ids start again)", async () => {
+    const guild = snowflake();
+    const channel = snowflake();
+    const [before, after] = [unique("life1"), unique("life2")];
+    await script(before, [{ text: "said in the first life" }]);
+    await forward(channelMessage({ guild_id: guild, channel_id: channel, content: `<@${APP}> [s:${before}] one` }));
+    await statusEdited({ channel }, "Done.");
+    await runInDurableObject(agent(guild, AGENT), async (_instance, state) => {
+      await state.storage.deleteAll();
+      state.abort("state reset by the test");
+    }).catch(() => undefined);
+    await script(after, [{ text: "said in the second life" }]);
+    await forward(channelMessage({ guild_id: guild, channel_id: channel, content: `<@${APP}> [s:${after}] two` }));
+    await waitFor("the second life's reply", async () => (await messagesIn(channel)).some((m) => m.content === "said in the second life"));
+    expect((await calls({ channel })).filter((c) => c.deduplicated)).toEqual([]);
   });
 });
 

@@ -280,12 +280,12 @@ describe("a destructive MCP tool in Slack", () => {
     const card = await waitFor("the card in the thread", async () => (await slackCalls(channel, "chat.postMessage")).find(isCard));
     expect(card.body.text).toMatch(/Approval needed: docs__delete_page/);
     expect(JSON.stringify(card.body.blocks)).toContain(page);
-    await waitFor("the model's interim answer", async () => (await threadMessages(channel)).some((m) => m.body.text?.includes("[redacted]")));
+    await waitFor("the model's interim answer", async () => (await threadMessages(channel)).some((m) => m.body.markdown_text?.includes("[redacted]")));
     expect(await serverCalls("delete_page", page)).toHaveLength(0);
 
     // The person who asked may sign their own request.
     expect((await slackClick(team, channel, ts, card.ts!, buttons(card)[0]!.value!, "U_ASKER", unique("resp"))).status).toBe(200);
-    await waitFor("the agent's answer", async () => (await threadMessages(channel)).some((m) => m.body.text === `Deleted ${page}.`));
+    await waitFor("the agent's answer", async () => (await threadMessages(channel)).some((m) => m.body.markdown_text === `Deleted ${page}.`));
     await waitFor("the card updated", async () => (await slackCalls(channel, "chat.update")).some((c) => c.body.ts === card.ts && c.body.text?.includes("Approved and performed")));
     const view = await getConversation(team, AGENT, conversationOf(team, channel, ts));
     expect(view.status).toBe("idle");

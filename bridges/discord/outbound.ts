@@ -10,7 +10,7 @@
 // made instead of a second one.
 import type { APIMessage, RESTPostAPIChannelMessageJSONBody, RESTRateLimit } from "discord-api-types/v10";
 import { hmacHex } from "../../lib/http.ts";
-import { sendTimeoutMs, type ChatOutbound, type DeliveryResult, type OutboundMessage, type OutboxDelivery, type PaceRule, type ReplyAddress, type Route, type StreamTarget } from "../../runtime/index.ts";
+import { openingSince, sendTimeoutMs, type ChatOutbound, type DeliveryResult, type OutboundMessage, type OutboxDelivery, type PaceRule, type ReplyAddress, type Route, type StreamTarget } from "../../runtime/index.ts";
 import { clip, splitText } from "../../lib/text.ts";
 import { snowflake, targetSchema } from "./address.ts";
 import { apiBaseUrl, botToken } from "./config.ts";
@@ -128,7 +128,9 @@ async function deliver(env: Env, delivery: OutboxDelivery): Promise<DeliveryResu
   const target = targetSchema.safeParse(delivery.address.target);
   if (!target.success) return { ok: false, error: "reply address is not a Discord channel (or interaction)", permanent: true };
   const { channelId, applicationId, interactionToken, interactionIssuedAt } = target.data;
-  const { message, ref } = delivery;
+  const { message } = delivery;
+  // A streamed message whose opening was never answered is not looked for here: the reply is posted.
+  const ref = openingSince(delivery.ref) === undefined ? delivery.ref : undefined;
   if (ref !== undefined && !snowflake.safeParse(ref).success) return { ok: false, error: "the message to edit is not a Discord message id", permanent: true };
   // A reply streamed as it was written (streamReply): that message is finished, not a second one posted.
   if (message.kind === "reply" && ref !== undefined) return finishStream(env, channelId, ref, delivery.shown, message.text);
@@ -171,7 +173,7 @@ async function streamReply(env: Env, _route: Route, stream: StreamTarget, text: 
   const target = targetSchema.safeParse(stream.address.target);
   if (!target.success) return { ok: false, error: "reply address is not a Discord channel (or interaction)", permanent: true };
   const { channelId } = target.data;
-  if (stream.ref === undefined) {
+  if (stream.ref === undefined || openingSince(stream.ref) !== undefined) {
     const res = await send(env, { method: "POST", path: `/channels/${channelId}/messages`, bot: true }, { content: text });
     return res instanceof Response ? outcome(res, true, channelId) : res;
   }

@@ -58,7 +58,7 @@ const userId = z.string().regex(/^[A-Za-z0-9_]{1,64}$/, "a Slack user id (letter
 /** Slack's message timestamps ("1531420618.000200"): they name messages and threads. */
 const messageTs = z.string().regex(/^\d{1,12}\.\d{1,9}$/, "a Slack message ts (digits.digits)");
 
-const slackUser = (id: string): ChatUser => ({ platform: "slack", id });
+const slackUser = (id: string, team?: string | null): ChatUser => ({ platform: "slack", id, ...(team ? { team } : {}) });
 
 // ---- Events API -------------------------------------------------------------
 
@@ -86,6 +86,9 @@ const messageSchema = z.object({
   type: z.enum(["message", "app_mention"]),
   subtype: z.string().nullish(),
   user: userId.nullish(),
+  /** The person's workspace (an organisation's install hears several). */
+  user_team: z.string().nullish(),
+  team: z.string().nullish(),
   bot_id: z.string().nullish(),
   text: z.string().nullish(),
   channel: z.string(),
@@ -145,7 +148,7 @@ export async function handleEvent(env: Env, body: unknown, defer: Defer): Promis
     id: `slack:${event.channel}:${event.ts}`,
     kind: "message",
     conversation,
-    user: slackUser(event.user),
+    user: slackUser(event.user, event.user_team ?? event.team),
     replyTo,
     text,
     ...(attachments.length ? { attachments } : {}),

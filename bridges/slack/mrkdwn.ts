@@ -1,5 +1,7 @@
-// Markdown (what the model writes) → Slack mrkdwn, and splitting long replies
-// into messages Slack accepts.
+// Markdown (what the model writes) → what Slack takes: a reply as Slack's own
+// Markdown (markdown_text, the one path for a reply streamed, posted or edited,
+// so it renders the same whichever way it went), other text as mrkdwn; and
+// splitting long replies into messages Slack accepts.
 
 /** chat.postMessage text is kept within 4000 characters; chat.update rejects more. */
 export const SLACK_TEXT_LIMIT = 4000;
@@ -16,6 +18,21 @@ const FENCE = /^\s*```/;
  * `<!channel>`, `<!everyone>`, user groups) are not among them: they stay text.
  */
 const SLACK_REFERENCE = /<(#[CGD][A-Z0-9]{2,30}|@[UW][A-Z0-9]{2,30})(?:\|([^<>|\n]{1,80}))?>/g;
+
+/** Slack takes at most this much markdown_text in one call. */
+export const SLACK_MARKDOWN_LIMIT = 12_000;
+
+/**
+ * A reply as Slack's markdown_text: the model's Markdown, except that a
+ * broadcast it writes (`<!channel>`, `<!here>`, `<!everyone>`, a user group's
+ * `<!subteam^…>`) is shown as text and pings nobody. Every `<!` is escaped,
+ * closed or not, so the rendering of a text's start is the start of the
+ * rendering of the whole (a stream appends the difference), as long as the
+ * start does not end in `<` (the courier holds back an unfinished `<…`).
+ */
+export function slackMarkdown(markdown: string): string {
+  return markdown.replaceAll("<!", "&lt;!");
+}
 
 /** Slack treats &, < and > as control characters, so text is escaped (model-written <!channel> pings nobody). */
 function escape(text: string): string {

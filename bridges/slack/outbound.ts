@@ -15,7 +15,7 @@ import { clip } from "../../lib/text.ts";
 import { isAssistantThread, setStatus } from "./assistant.ts";
 import { cardBlocks, cardFallback } from "./card.ts";
 import { botTokenFor } from "./installations.ts";
-import { SLACK_TEXT_LIMIT, splitForSlack, toMrkdwn } from "./mrkdwn.ts";
+import { SLACK_MARKDOWN_LIMIT, slackMarkdown, splitForSlack, toMrkdwn } from "./mrkdwn.ts";
 import { finishStream, streamReply } from "./stream.ts";
 import { STATUS_LIMIT, statusBlocks, statusText, stopValue, UPDATE_SPACING_MS } from "./status.ts";
 import { callSlack } from "./web-api.ts";
@@ -25,7 +25,9 @@ type SlackMessage = {
   channel: string;
   thread_ts?: string;
   ts?: string;
-  text: string;
+  /** mrkdwn, or the fallback of blocks; a reply goes as markdown_text instead. */
+  text?: string;
+  markdown_text?: string;
   blocks?: KnownBlock[];
   unfurl_links?: boolean;
   metadata?: MessageMetadata;
@@ -54,11 +56,16 @@ async function deliver(env: Env, delivery: OutboxDelivery): Promise<DeliveryResu
   switch (message.kind) {
     case "reply":
     case "notice": {
-      // A reply streamed as it was written (bridges/slack/stream.ts): that message is finished, not a second one posted.
-      if (message.kind === "reply" && delivery.ref) return finishStream(env, token, channel, delivery.ref, delivery.shown, message.text);
-      // Replies arrive split to fit; a notice (a long provider error, say) is clipped, never refused.
-      const text = clip(toMrkdwn(message.text), SLACK_TEXT_LIMIT);
-      return post(env, token, delivery, { ...thread, text, unfurl_links: false });
+      // Replies arrive split to fit; they and notices go as Slack's Markdown, as a streamed reply does (bridges/slack/stream.ts).
+      const reply = (markdown: string) => post(env, token, delivery, { ...thread, markdown_text: markdown, unfurl_links: false });
+      if (message.kind === "reply") {
+        // A reply streamed as it was written: that message is finished, not a second one posted.
+        if (!delivery.ref) return reply(slackMarkdown(message.text));
+        const finish = { ref: delivery.ref, shown: delivery.shown, text: message.text, uncertain: delivery.uncertain === true };
+        return finishStream(env, token, thread, finish, reply);
+      }
+      // A notice (a long provider error, say) is clipped, never refused.
+      return reply(clip(slackMarkdown(message.text), SLACK_MARKDOWN_LIMIT));
     }
     case "status": {
       // An assistant thread shows the working state under its input instead (cleared once the turn ends).

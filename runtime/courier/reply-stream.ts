@@ -6,10 +6,13 @@
 // whole reply. Its ref goes to the object as soon as the message exists (one
 // call per job), so a re-run after a crash, and the outbox row that finishes
 // the message, find it.
-import type { ChatOutbound, Route, StreamShown, StreamTarget } from "../chat.ts";
+import { type ChatOutbound, openingRef, type Route, type StreamShown, type StreamTarget } from "../chat.ts";
 
 /** The least time between two updates of a streamed message (and from the first text to the first). */
 export const STREAM_INTERVAL_MS = 1_000;
+
+/** A `<` not closed yet near the end of the text. */
+const UNFINISHED_TAG = /<[^<>\n]{0,100}$/;
 
 type Streamer = Required<Pick<ChatOutbound, "stream" | "split">>;
 
@@ -21,6 +24,8 @@ export class ReplyStream {
   private timer: ReturnType<typeof setTimeout> | null = null;
   private running: Promise<void> | null = null;
   private finished = false;
+  /** The platform refused an update for good: the message is left as it is. */
+  private refused = false;
 
   constructor(
     private readonly env: Env,
@@ -60,7 +65,7 @@ export class ReplyStream {
   }
 
   private schedule(): void {
-    if (this.timer || this.running || this.finished) return;
+    if (this.timer || this.running || this.finished || this.refused) return;
     const due = (this.lastAt ?? this.firstTextAt!) + STREAM_INTERVAL_MS;
     this.timer = setTimeout(() => {
       this.timer = null;
@@ -71,17 +76,29 @@ export class ReplyStream {
     }, Math.max(0, due - Date.now()));
   }
 
+  /**
+   * The first part of the reply so far; while the model writes, without an
+   * unfinished `<…` at its end (a link, a mention), which a platform may show
+   * differently once it is closed.
+   */
   private firstPart(): string {
-    return this.outbound.split(this.text)[0] ?? "";
+    const part = this.outbound.split(this.text)[0] ?? "";
+    return this.finished ? part : part.replace(UNFINISHED_TAG, "");
   }
 
   /** One update (or the opening): best effort, the object's outbox finishes the message whatever happens here. */
   private async update(): Promise<void> {
     const text = this.firstPart();
-    if (text === "" || (this.target.ref && text === this.target.shown)) return;
+    if (this.refused || text === "" || (this.target.ref && text === this.target.shown)) return;
     try {
+      // Before the platform is asked to make the message, the object hears that it may exist: its answer can be lost.
+      if (!this.target.ref) await this.opened({ ref: openingRef(Date.now()), shown: "" });
       const result = await this.outbound.stream(this.env, this.route, this.target, text);
-      if (!result.ok) return console.warn(`streaming a reply: ${result.error}`);
+      if (!result.ok) {
+        // A refusal that will not change (the platform ended the stream): no more updates; the outbox finishes the reply.
+        if (result.permanent) this.refused = true;
+        return console.warn(`streaming a reply: ${result.error}`);
+      }
       const ref = result.ref ?? this.target.ref;
       if (!ref) return;
       const changed = ref !== this.target.ref;

@@ -158,20 +158,32 @@ export class Outbox {
     const rows = this.sql
       .exec<Row>("SELECT * FROM outbox WHERE conversation = ? AND status = 'pending' AND id >= ? ORDER BY id LIMIT ?", first.conversation, head, MAX_RUN)
       .toArray();
-    const deliveries = rows.map((row) => ({ ...this.delivery(route, row, row.run !== null), row: row.id, refKey: row.ref_key }));
+    const lifetime = this.lifetime();
+    const deliveries = rows.map((row) => ({ ...this.delivery(route, row, lifetime, row.run !== null), row: row.id, refKey: row.ref_key }));
     this.sql.exec("UPDATE outbox SET run = ? WHERE id IN (SELECT value FROM json_each(?))", head, JSON.stringify(rows.map((row) => row.id)));
     const platform = (JSON.parse(first.address) as ReplyAddress).platform;
     return { deliveries, spacingMs: outboundFor(this.deps, platform)?.updateSpacingMs ?? 0, lastPacedAt: this.lastPacedAt(first.conversation) };
   }
 
-  private delivery(route: Route, row: Row, uncertain: boolean): OutboxDelivery {
+  /**
+   * This storage's own name, random, made once: row ids start again at 1 when
+   * an object's state is reset, and a key of object and row alone would then
+   * repeat (Discord would take the new message for the one it made with that
+   * nonce minutes before, and swallow it).
+   */
+  private lifetime(): string {
+    this.sql.exec("INSERT OR IGNORE INTO meta (key, value) VALUES ('outbox_lifetime', lower(hex(randomblob(8))))");
+    return this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'outbox_lifetime'").one().value;
+  }
+
+  private delivery(route: Route, row: Row, lifetime: string, uncertain: boolean): OutboxDelivery {
     const known = row.ref_key ? this.refOf(row.ref_key) : undefined;
     return {
       route,
       conversation: row.conversation,
       address: JSON.parse(row.address) as ReplyAddress,
       message: JSON.parse(row.message) as OutboundMessage,
-      idempotencyKey: `${this.objectId}:${row.id}`,
+      idempotencyKey: `${this.objectId}:${lifetime}:${row.id}`,
       createdAt: row.created_at,
       ref: known?.ref,
       ...(known?.shown !== undefined ? { shown: known.shown } : {}),

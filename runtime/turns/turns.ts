@@ -96,6 +96,8 @@ export class Turns {
 
   private start(conv: ConversationRow, first: InboxItem, by: ChatUser | { runtime: true }): void {
     const turn = this.conversations.beginTurn(conv, { by });
+    // Notes that waited for this turn (what the person is looking at) came before what starts it: the model reads them first.
+    for (const item of this.conversations.drain(conv.id)) this.conversations.append(conv.id, turn, item.type, item.data);
     this.conversations.append(conv.id, turn, first.type, first.data);
     this.post(conv.id, { kind: "status", state: "working", text: "Working on it…" });
   }

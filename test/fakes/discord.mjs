@@ -18,6 +18,9 @@
 // and -Bucket, a call beyond it answered 429 with retry_after; and all of
 // them together at most `global` a second (Discord's 50), beyond that a 429
 // with `global: true` and X-RateLimit-Global.
+// A message whose content says @everyone or
+// @here pings the channel unless its allowed_mentions leaves "everyone" out of
+// `parse`, as Discord's does: it is kept with `mention_everyone: true`.
 import { Gates } from "./gates.mjs";
 import { listen, readBody, sendJson } from "./http.mjs";
 
@@ -31,6 +34,9 @@ const CONTENT_LIMIT = 2000;
 const NONCE_LIMIT = 25;
 /** How long Discord remembers an enforced nonce ("the past few minutes"). */
 const NONCE_WINDOW_MS = 5 * 60_000;
+
+/** Whether a message's body pings everyone: @everyone or @here in it, and allowed_mentions not ruling it out (absent: all parsed). */
+const pings = (body) => /@(everyone|here)\b/.test(String(body?.content ?? "")) && (body?.allowed_mentions?.parse ?? ["everyone"]).includes("everyone");
 
 export async function startDiscord({ gates = new Gates() } = {}) {
   /** { method, path, kind: "channel"|"webhook", channelId?, token?, messageId?, status, body } */
@@ -185,6 +191,7 @@ export async function startDiscord({ gates = new Gates() } = {}) {
         return answer(200, messages.get(earlier.id));
       }
       const message = newMessage(call.channelId ?? `webhook:${call.token}`, content);
+      if (pings(call.body)) message.mention_everyone = true;
       if (enforced) nonces.set(String(nonce), { id: message.id, at: Date.now() });
       // Made: a test may hold the answer, as a lost connection would.
       await gates.pass("discord", call);
@@ -199,6 +206,7 @@ export async function startDiscord({ gates = new Gates() } = {}) {
       const message = messages.get(id);
       if (!message) return answer(404, { message: "Unknown Message", code: 10008 });
       message.content = content;
+      if (pings(call.body)) message.mention_everyone = true;
       return answer(200, message);
     }
     return answer(405, { message: "405: Method Not Allowed", code: 0 });

@@ -5,7 +5,7 @@
 // their metadata (served back by conversations.replies/history only with
 // include_all_metadata, as Slack does), and records every call. Control API:
 //   GET  /_control/calls?channel=&method=&from=   recorded calls, in order (from: only those from that index on)
-//   POST /_control/rate-limit              {method, channel, textIncludes?, times, retryAfter}: answer 429 that many times
+//   POST /_control/rate-limit              {method, channel, textIncludes? (of text or markdown_text), times, retryAfter}: answer 429 that many times
 //   POST /_control/hold                    {method, channel, textIncludes?, ms?}: the next such call is made (a post is posted) but answered only after ms, or never
 //   PUT  /_control/oauth/<code>             {team, teamName?, enterprise?, enterpriseName?, token, botUserId}: an OAuth code oauth.v2.access will accept
 //   GET  /_control/responses/<id>           what was POSTed to <url>/response/<id>
@@ -18,6 +18,11 @@
 //   POST /_control/refuse-streaming         {channel}: chat.startStream there answers unknown_method (a workspace without streaming)
 //   POST /_control/pace                     {channels, spacingMs?}: in those channels chat.postMessage posts at most one message
 //                                          per spacingMs (1000: Slack's one a second), answering 429 + Retry-After (whole seconds) otherwise
+//   POST /_control/expire-streams           {channel, afterAppends}: a stream there ends after that many appends, as
+//                                          Slack's expire: later appends and stops answer message_not_in_streaming_state
+// A message's text is its markdown_text when it was sent so (chat.postMessage, chat.update and the stream
+// methods take it; never with text or blocks; at most 12,000 characters). A broadcast (<!channel>, <!here>,
+// <!everyone>) in a message's text pings the channel, as Slack's would: the message is kept with `pinged: true`.
 // A response_url takes 5 posts, as Slack's does; the 6th is answered 404 expired_url.
 // chat.startStream / appendStream / stopStream: a message that grows while its
 // stream is open; chat.update refuses it until the stream is stopped.
@@ -30,6 +35,11 @@ export const FAKE_SLACK_CLIENT_ID = "1111.2222";
 export const FAKE_SLACK_CLIENT_SECRET = "fake-slack-client-secret";
 /** Slack rejects chat.update (and we keep chat.postMessage) text over this. */
 const TEXT_LIMIT = 4000;
+/** Slack takes at most this much markdown_text in one call. */
+const MARKDOWN_LIMIT = 12_000;
+/** The bot's id: the messages it makes carry it, as Slack's do (with its user id). */
+const BOT_ID = "BFAKEBOT";
+const BROADCAST = /<!(channel|here|everyone)[>|]/;
 /** Slack's response_url can be used 5 times. */
 const RESPONSE_URL_USES = 5;
 
@@ -41,6 +51,7 @@ export async function startSlack({ gates = new Gates() } = {}) {
   const rateLimits = [];
   const responses = new Map();
   const refuseStreaming = new Set();
+  const expireStreams = new Map(); // channel → appends a stream there takes before it expires
   const files = new Map(); // "/files-pri/<id>/<name>" → {bytes, mimetype}
   const fileFetches = [];
   const revoked = new Set();
@@ -70,7 +81,7 @@ export async function startSlack({ gates = new Gates() } = {}) {
     }
     if (url.pathname === "/_control/hold") {
       const { method, channel, textIncludes = "", ms } = JSON.parse(raw);
-      gates.holdOnce("slack", (c) => c.method === method && c.body.channel === channel && String(c.body.text ?? "").includes(textIncludes), ms ?? Infinity);
+      gates.holdOnce("slack", (c) => c.method === method && c.body.channel === channel && String(c.body.text ?? c.body.markdown_text ?? "").includes(textIncludes), ms ?? Infinity);
       return sendJson(res, 200, { ok: true });
     }
     const oauth = /^\/_control\/oauth\/(.+)$/.exec(url.pathname);
@@ -84,6 +95,11 @@ export async function startSlack({ gates = new Gates() } = {}) {
     }
     if (url.pathname === "/_control/refuse-streaming") {
       refuseStreaming.add(JSON.parse(raw).channel);
+      return sendJson(res, 200, { ok: true });
+    }
+    if (url.pathname === "/_control/expire-streams") {
+      const { channel, afterAppends } = JSON.parse(raw);
+      expireStreams.set(channel, afterAppends);
       return sendJson(res, 200, { ok: true });
     }
     if (url.pathname === "/_control/directory" && req.method === "PUT") {
@@ -137,7 +153,7 @@ export async function startSlack({ gates = new Gates() } = {}) {
     calls.push(call);
 
     const limit = rateLimits.find(
-      (l) => l.times > 0 && l.method === method && l.channel === body.channel && (!l.textIncludes || String(body.text ?? "").includes(l.textIncludes)),
+      (l) => l.times > 0 && l.method === method && l.channel === body.channel && (!l.textIncludes || String(body.text ?? body.markdown_text ?? "").includes(l.textIncludes)),
     );
     if (limit) {
       limit.times--;
@@ -164,7 +180,7 @@ export async function startSlack({ gates = new Gates() } = {}) {
     if (!token || !tokens.has(token)) return sendJson(res, 200, { ok: false, error: "invalid_auth" });
     if (revoked.has(token)) return sendJson(res, 200, { ok: false, error: "token_revoked" });
     call.authorized = true;
-    if (method === "auth.test") return sendJson(res, 200, { ok: true, user_id: "UFAKEBOT" });
+    if (method === "auth.test") return sendJson(res, 200, { ok: true, user_id: "UFAKEBOT", bot_id: BOT_ID });
     if (method.startsWith("assistant.threads.")) {
       // Assistant threads live in the app's DM; prompts are at most 4 {title, message}.
       const where = typeof body.channel_id === "string" && body.channel_id.startsWith("D") && typeof body.thread_ts === "string";
@@ -190,6 +206,14 @@ export async function startSlack({ gates = new Gates() } = {}) {
     }
     if (typeof body.channel !== "string" || body.channel === "") return sendJson(res, 200, { ok: false, error: "channel_not_found" });
     if (typeof body.text === "string" && body.text.length > TEXT_LIMIT) return sendJson(res, 200, { ok: false, error: "msg_too_long" });
+    if (typeof body.markdown_text === "string" && body.markdown_text.length > MARKDOWN_LIMIT) return sendJson(res, 200, { ok: false, error: "msg_too_long" });
+    // markdown_text is the message: Slack takes it with neither text nor blocks.
+    if (body.markdown_text !== undefined && (body.text !== undefined || body.blocks !== undefined)) return sendJson(res, 200, { ok: false, error: "invalid_arguments" });
+    /** A message as sent: its markdown is its text; a broadcast in it pings. */
+    const written = ({ markdown_text, ...rest }) => {
+      const text = markdown_text ?? rest.text ?? "";
+      return { ...rest, text, bot_id: BOT_ID, user: "UFAKEBOT", ...(markdown_text !== undefined ? { markdown: true } : {}), ...(BROADCAST.test(text) ? { pinged: true } : {}) };
+    };
     if (method === "chat.postMessage") {
       const pace = paced.get(body.channel);
       if (pace) {
@@ -202,7 +226,7 @@ export async function startSlack({ gates = new Gates() } = {}) {
         pace.lastPostAt = now;
       }
       const ts = nextTs();
-      messages.set(`${body.channel}:${ts}`, { ...body, ts });
+      messages.set(`${body.channel}:${ts}`, { ...written(body), ts });
       call.ts = ts;
       // Posted: a harness may hold the answer, as a crash of the sender would lose it.
       await gates.pass("slack", call);
@@ -213,15 +237,19 @@ export async function startSlack({ gates = new Gates() } = {}) {
       // Outside a DM, Slack wants to know whom the stream is for.
       if (!body.channel.startsWith("D") && (!body.recipient_team_id || !body.recipient_user_id)) return sendJson(res, 200, { ok: false, error: "invalid_arguments" });
       const ts = nextTs();
-      messages.set(`${body.channel}:${ts}`, { channel: body.channel, thread_ts: body.thread_ts, ts, text: body.markdown_text ?? "", streaming: true });
+      const message = { channel: body.channel, thread_ts: body.thread_ts, ts, ...written({ markdown_text: body.markdown_text ?? "" }), streaming: true, appends: 0 };
+      messages.set(`${body.channel}:${ts}`, message);
       call.ts = ts;
+      // Sent: a harness may hold the answer, as a crash of the sender would lose it.
+      await gates.pass("slack", call);
       return sendJson(res, 200, { ok: true, channel: body.channel, ts });
     }
     if (method === "chat.appendStream" || method === "chat.stopStream") {
       const message = messages.get(`${body.channel}:${body.ts}`);
       if (!message) return sendJson(res, 200, { ok: false, error: "message_not_found" });
+      if (method === "chat.appendStream" && message.streaming && ++message.appends > (expireStreams.get(body.channel) ?? Infinity)) message.streaming = false;
       if (!message.streaming) return sendJson(res, 200, { ok: false, error: "message_not_in_streaming_state" });
-      message.text += body.markdown_text ?? "";
+      Object.assign(message, written({ markdown_text: message.text + (body.markdown_text ?? "") }));
       if (method === "chat.stopStream") message.streaming = false;
       await gates?.pass("slack", call);
       return sendJson(res, 200, { ok: true, channel: body.channel, ts: body.ts });
@@ -230,7 +258,8 @@ export async function startSlack({ gates = new Gates() } = {}) {
       const key = `${body.channel}:${body.ts}`;
       if (!messages.has(key)) return sendJson(res, 200, { ok: false, error: "message_not_found" });
       if (messages.get(key).streaming) return sendJson(res, 200, { ok: false, error: "cant_update_message" });
-      messages.set(key, { ...messages.get(key), ...body });
+      const { markdown, pinged, ...before } = messages.get(key);
+      messages.set(key, { ...before, ...written(body) });
       await gates.pass("slack", call);
       return sendJson(res, 200, { ok: true, channel: body.channel, ts: body.ts, text: body.text });
     }
@@ -239,9 +268,11 @@ export async function startSlack({ gates = new Gates() } = {}) {
       // newest first) after `oldest`; metadata only when asked for.
       // (Timestamps of one length compare as text, exactly: as numbers they would lose the microseconds.)
       const withMetadata = String(body.include_all_metadata) === "true";
+      const inclusive = String(body.inclusive) === "true";
       const inPlace = method === "conversations.replies" ? (m) => m.thread_ts === body.ts || m.ts === body.ts : (m) => !m.thread_ts || m.thread_ts === m.ts;
       const thread = [...messages.values()]
-        .filter((m) => m.channel === body.channel && inPlace(m) && (!body.oldest || m.ts > body.oldest))
+        .filter((m) => m.channel === body.channel && inPlace(m))
+        .filter((m) => (!body.oldest || m.ts > body.oldest || (inclusive && m.ts === body.oldest)) && (!body.latest || m.ts < body.latest || (inclusive && m.ts === body.latest)))
         .sort((a, b) => (a.ts < b.ts ? -1 : 1) * (method === "conversations.history" ? -1 : 1));
       const limit = Number(body.limit ?? 1000);
       const page = thread.slice(0, limit).map(({ metadata, channel: _, ...m }) => ({ type: "message", ...m, ...(withMetadata && metadata ? { metadata } : {}) }));

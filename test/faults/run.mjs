@@ -48,7 +48,9 @@ const POINTS = [
   { name: "during model call 2", hold: (run) => ["provider", (i) => i.scenario === run.id && i.position === 1] },
   { name: "just after the tool answered", after: (run) => ["ledger", (i) => i.op === "answered" && i.entry === run.entryA] },
   { name: "tool call in flight", hold: (run) => ["ledger", (i) => i.op === "append" && i.entry === run.entryA] },
-  { name: "during a chat send", hold: (run) => ["slack", (c) => c.method === "chat.postMessage" && c.body.channel === run.channel && String(c.body.text ?? "").includes(`REPLY-1 ${run.id}`)] },
+  { name: "during a chat send", hold: (run) => ["slack", (c) => c.method === "chat.postMessage" && c.body.channel === run.channel && said(c).includes(`REPLY-1 ${run.id}`)] },
+  // REPLY-1 written slowly, so it is streamed: the kill comes while Slack's answer to chat.startStream is held.
+  { name: "during chat.startStream", slow: true, hold: (run) => ["slack", (c) => c.method === "chat.startStream" && c.body.channel === run.channel] },
   { name: "during a decision", hold: (run) => ["ledger", (i) => i.op === "append" && i.entry === run.entryB] },
   { name: "during exec", machine: true, hold: (run) => ["ledger", (i) => i.op === "append" && i.entry === run.entryC] },
 ];
@@ -160,17 +162,24 @@ function runOf(point, n) {
   return { point, n, id, channel: `C${id.toUpperCase()}`, entryA: `a-${id}`, entryB: `b-${id}`, entryC: `c-${id}`, ts: `${Math.floor(Date.now() / 1000)}.${String(n).padStart(6, "0")}` };
 }
 
+/** What a call says: a reply's Markdown, or a message's text. */
+const said = (c) => String(c.body.markdown_text ?? c.body.text ?? "");
 const inChannel = (run) => slackCalls.filter((c) => c.body.channel === run.channel);
 const posts = (run) => inChannel(run).filter((c) => c.method === "chat.postMessage");
-const replyPosts = (run, label) => posts(run).filter((c) => !c.body.blocks && String(c.body.text ?? "").includes(`${label} ${run.id}`));
+/** The thread's messages holding a reply, as the fake Slack holds them now (streamed or posted). */
+async function replyMessages(run, label) {
+  const messages = await (await fetch(`${fakes.slack.url}/_control/messages?${new URLSearchParams({ channel: run.channel })}`)).json();
+  return messages.filter((m) => !m.blocks && String(m.text).includes(`${label} ${run.id}`));
+}
+const replyPosts = (run, label) => inChannel(run).filter((c) => (c.method === "chat.postMessage" || c.method === "chat.startStream") && !c.body.blocks && said(c).includes(`${label} ${run.id}`));
 const cardPosts = (run) => posts(run).filter((c) => JSON.stringify(c.body.blocks ?? []).includes("hold:approve:"));
-const failureNotices = (run) => posts(run).filter((c) => String(c.body.text ?? "").includes("this turn failed"));
+const failureNotices = (run) => posts(run).filter((c) => said(c).includes("this turn failed"));
 
 /** Done: the turn's last reply (REPLY-2, or REPLY-1 of a machine's turn) was posted, and after it the status message said Done. */
 function finished(run) {
   const calls = inChannel(run);
   const last = run.point.machine ? "REPLY-1" : "REPLY-2";
-  const reply = calls.findIndex((c) => c.method === "chat.postMessage" && !c.body.blocks && String(c.body.text ?? "").includes(`${last} ${run.id}`));
+  const reply = calls.findIndex((c) => c.method === "chat.postMessage" && !c.body.blocks && said(c).includes(`${last} ${run.id}`));
   return reply >= 0 && calls.slice(reply + 1).some((c) => c.body.blocks && /Done\.$/.test(String(c.body.text ?? "")));
 }
 
@@ -261,7 +270,8 @@ function steps(run) {
   }
   return [
     { toolCalls: [{ name: "ledger__append", arguments: { entry: run.entryA } }, { name: "vault__append", arguments: { entry: run.entryB } }] },
-    { text: `REPLY-1 ${run.id}: the second entry waits for your approval.` },
+    // REPLY-1 written slowly where the point needs it streamed.
+    { text: `REPLY-1 ${run.id}: the second entry waits for your approval.`, ...(run.point.slow ? { argumentChunk: 4, chunkDelayMs: 120 } : {}) },
     { text: `REPLY-2 ${run.id}: both entries are recorded.` },
   ];
 }
@@ -300,7 +310,12 @@ async function trial(run) {
     note = `${note}; ${result.message}`;
   }
   await quiet(run);
-  const dupReplies = ["REPLY-1", "REPLY-2"].reduce((n, label) => n + Math.max(0, replyPosts(run, label).length - 1), 0) + Math.max(0, cardPosts(run).length - 1);
+  // A reply said twice is two messages in the thread holding it; one that is not whole (a stream left half-way) counts too.
+  let dupReplies = Math.max(0, cardPosts(run).length - 1);
+  for (const whole of steps(run).flatMap((step) => (step.text ? [step.text] : []))) {
+    const held = await replyMessages(run, whole.split(" ")[0]);
+    dupReplies += Math.max(0, held.length - 1) + held.filter((m) => m.text !== whole || m.streaming).length;
+  }
   const dupEffects = [run.entryA, run.entryB, run.entryC].reduce((n, entry) => n + Math.max(0, (appends.get(entry) ?? 0) - 1), 0);
   if (!run.point.machine) return { ...run, outcome, note, dupReplies, dupEffects, leftMachines: 0, ms: Date.now() - started };
   const checked = await machineChecks(run);

@@ -65,12 +65,13 @@ describe("Slack assistant threads", () => {
       // The model read where the person is looking, with the channel's name.
       const asked = JSON.stringify((await providerRequests(s))[0]!.body.messages);
       expect(asked).toContain(`The person is looking at the channel <#${looking}|launch-plan> in Slack.`);
+      expect(asked.indexOf(`<#${looking}|launch-plan>`)).toBeLessThan(asked.indexOf("what is happening in the launch?"));
 
       const replies = await waitFor("the reply", async () => {
         const found = await threadMessages(dm);
         return found.length > 0 && found;
       });
-      expect(replies.map((r) => [r.body.text, r.body.thread_ts])).toEqual([["Here is the plan.", threadTs]]);
+      expect(replies.map((r) => [r.body.markdown_text, r.body.thread_ts])).toEqual([["Here is the plan.", threadTs]]);
       const statuses = await waitFor("the status cleared", async () => {
         const calls = await assistantCalls(dm, "assistant.threads.setStatus");
         return calls.at(-1)?.body.status === "" && calls;
@@ -93,7 +94,10 @@ describe("Slack assistant threads", () => {
       await postEvent(threadEvent("assistant_thread_context_changed", { team, user, dm, threadTs, looking: other }));
       await postEvent(messageEnvelope({ team, channel: dm, ts: newTs(), thread_ts: threadTs, text: `[s:${s}] and now?`, user, mention: false, event: { channel_type: "im" } }));
       await waitFor("the second answer", async () => (await providerRequests(s)).length === 2);
-      expect(JSON.stringify((await providerRequests(s))[1]!.body.messages)).toContain(`The person is looking at the channel <#${other}|design> in Slack.`);
+      // The note of where the person looks comes before their question, as it came before it in Slack.
+      const second = JSON.stringify((await providerRequests(s))[1]!.body.messages);
+      expect(second).toContain(`The person is looking at the channel <#${other}|design> in Slack.`);
+      expect(second.indexOf(`<#${other}|design>`)).toBeLessThan(second.indexOf("and now?"));
       await settled(team, AGENT, `${team}:${dm}:${threadTs}`);
       expect(await assistantCalls(dm, "assistant.threads.setTitle")).toHaveLength(1);
     });

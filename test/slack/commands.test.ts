@@ -85,7 +85,7 @@ describe("POST /slack/commands", () => {
     expect(status.text).toMatch(/^Status: idle \(turn 1\)/);
     const compact = (await (await postCommand(command(team, channel, "compact"))).json()) as { text: string };
     expect(compact.text).toBe("Compacting: the earlier messages are summarised into a handover; the latest stay as they are.");
-    await expect.poll(async () => (await threadMessages(channel)).map((m) => m.body.text), { timeout: 15_000 }).toContain(
+    await expect.poll(async () => (await threadMessages(channel)).map((m) => m.body.markdown_text), { timeout: 15_000 }).toContain(
       "Compacted: 2 messages summarised into a handover.",
     );
   });
@@ -195,7 +195,7 @@ describe("POST /slack/forward (Socket Mode connector)", () => {
     const res = await forward({ kind: "events_api", body: messageEnvelope({ team, channel, ts, text: "via the socket" }) });
     expect(res.status).toBe(200);
     await statusFinal(channel, "Done.");
-    expect((await threadMessages(channel)).map((m) => m.body.text)).toEqual(["ok: via the socket"]);
+    expect((await threadMessages(channel)).map((m) => m.body.markdown_text)).toEqual(["ok: via the socket"]);
     expect((await settled(team, AGENT, conversationOf(team, channel, ts))).transcript).toHaveLength(2);
   });
 

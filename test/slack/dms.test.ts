@@ -22,7 +22,7 @@ describe("Slack DMs", () => {
     await postEvent(replay(direct.followUp, { team, channel: dm }));
     const answers = await replies(dm, 2);
     // Both answers are in the DM itself, not threaded under the person's messages.
-    expect(answers.map((a) => [a.body.text, a.body.thread_ts])).toEqual([
+    expect(answers.map((a) => [a.body.markdown_text, a.body.thread_ts])).toEqual([
       ["ok: hello hello", undefined],
       ["ok: cool!!", undefined],
     ]);
@@ -43,7 +43,7 @@ describe("Slack DMs", () => {
     const threadTs = newTs();
     await postEvent(replay(direct.followUp, { team, channel: dm, event: { ts: threadTs, thread_ts: answer!.ts, text: "about that" } }));
     const [, inThread] = await replies(dm, 2);
-    expect([inThread!.body.text, inThread!.body.thread_ts]).toEqual(["ok: about that", answer!.ts]);
+    expect([inThread!.body.markdown_text, inThread!.body.thread_ts]).toEqual(["ok: about that", answer!.ts]);
     const thread = await settled(team, AGENT, conversationOf(team, dm, answer!.ts!));
     expect(thread.transcript.map((e) => e.text)).toEqual(["about that", "ok: about that"]);
     const main = await settled(team, AGENT, `${team}:${dm}:dm`);

@@ -52,7 +52,7 @@ describe("POST /slack/events", () => {
     await statusFinal(channel, "Done.");
     const replies = await threadMessages(channel);
     // The bot's own mention is stripped before the model sees the text.
-    expect(replies.map((r) => [r.body.text, r.body.thread_ts])).toEqual([["ok: Hey", ts]]);
+    expect(replies.map((r) => [r.body.markdown_text, r.body.thread_ts])).toEqual([["ok: Hey", ts]]);
     expect(replies[0]!.token).toBe("xoxb-fake-single-workspace-token");
     const view = await getConversation(TEAM, AGENT, conversationOf(TEAM, channel, ts));
     expect(view.transcript.map((e) => [e.role, e.text])).toEqual([["user", "Hey"], ["assistant", "ok: Hey"]]);
@@ -71,7 +71,7 @@ describe("POST /slack/events", () => {
       await releaseProvider(s);
     }
     await statusFinal(channel, "Done.");
-    expect((await threadMessages(channel)).map((r) => r.body.text)).toEqual(["answered later"]);
+    expect((await threadMessages(channel)).map((r) => r.body.markdown_text)).toEqual(["answered later"]);
   });
 
   it("a recorded follow-up in a thread continues that thread's conversation", async () => {
@@ -82,7 +82,7 @@ describe("POST /slack/events", () => {
     const conversation = conversationOf(TEAM, channel, recorded.mention.event.ts);
     const view = await settled(TEAM, AGENT, conversation);
     expect(view.transcript.filter((e) => e.role === "user").map((e) => e.text)).toEqual(["Hey", "Hi"]);
-    await expect.poll(async () => (await threadMessages(channel)).map((r) => [r.body.text, r.body.thread_ts]), { timeout: 15_000 }).toEqual([
+    await expect.poll(async () => (await threadMessages(channel)).map((r) => [r.body.markdown_text, r.body.thread_ts]), { timeout: 15_000 }).toEqual([
       ["ok: Hey", recorded.mention.event.ts],
       ["ok: Hi", recorded.mention.event.ts],
     ]);
@@ -106,7 +106,7 @@ describe("POST /slack/events", () => {
     await statusFinal(channel, "Done.");
     const view = await getConversation(team, AGENT, conversationOf(team, channel, ts));
     expect(view.transcript.filter((e) => e.role === "user").map((e) => e.text)).toEqual(["once please"]);
-    expect((await threadMessages(channel)).map((r) => r.body.text)).toEqual(["ok: once please"]);
+    expect((await threadMessages(channel)).map((r) => r.body.markdown_text)).toEqual(["ok: once please"]);
   });
 
   // Acceptance 3
@@ -146,7 +146,7 @@ describe("POST /slack/events", () => {
     // Nothing was recorded under this event's id: the genuine request still starts a turn.
     expect((await postEvent(JSON.parse(body))).status).toBe(200);
     await statusFinal(channel, "Done.");
-    expect((await threadMessages(channel)).map((r) => r.body.text)).toEqual(["ok: let me in"]);
+    expect((await threadMessages(channel)).map((r) => r.body.markdown_text)).toEqual(["ok: let me in"]);
   });
 
   it("ids that are not Slack's, or do not make a conversation id → 400 naming them; nothing written", async () => {
@@ -193,7 +193,7 @@ describe("POST /slack/events", () => {
     });
     expect(conversations.status).toBe(404);
     await expect(getConversation(team, AGENT, conversationOf(team, channel, parentTs))).rejects.toThrow(/404/);
-    expect((await threadMessages(channel)).map((r) => [r.body.text, r.body.thread_ts])).toEqual([["ok: a real question", ts]]);
+    expect((await threadMessages(channel)).map((r) => [r.body.markdown_text, r.body.thread_ts])).toEqual([["ok: a real question", ts]]);
   });
 
   it("in a channel it answers when mentioned and follows that thread; in a DM it answers everything", async () => {
@@ -216,7 +216,7 @@ describe("POST /slack/events", () => {
     const dmTs = newTs();
     await postEvent(messageEnvelope({ team, channel: dm, ts: dmTs, text: "hi in private", mention: false, event: { channel_type: "im" } }));
     await statusFinal(dm, "Done.");
-    expect((await threadMessages(dm)).map((m) => m.body.text)).toEqual(["ok: hi in private"]);
+    expect((await threadMessages(dm)).map((m) => m.body.markdown_text)).toEqual(["ok: hi in private"]);
   });
 
   it("keeps file_share and thread_broadcast messages from people", async () => {

@@ -110,6 +110,7 @@ export interface SlackCall {
   body: {
     channel?: string;
     text?: string;
+    markdown_text?: string;
     thread_ts?: string;
     ts?: string;
     blocks?: { type: string; elements?: { action_id?: string; value?: string }[] }[];

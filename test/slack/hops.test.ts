@@ -31,7 +31,7 @@ describe("the calls a Slack turn makes into the agent's object", () => {
     await postEvent(messageEnvelope({ team, channel, ts: newTs(), text: `[s:${s}] hello` }));
     await statusFinal(channel, "Done.");
     const calls = await callsWhenSettled(team);
-    expect((await threadMessages(channel)).some((m) => m.body.text === "Plainly answered.")).toBe(true);
+    expect((await threadMessages(channel)).some((m) => m.body.markdown_text === "Plainly answered.")).toBe(true);
     expect(calls).toBeLessThanOrEqual(5);
   });
 
@@ -43,7 +43,7 @@ describe("the calls a Slack turn makes into the agent's object", () => {
     await postEvent(messageEnvelope({ team, channel, ts: newTs(), text: `[s:${s}] fetch it` }));
     await statusFinal(channel, "Done.");
     const calls = await callsWhenSettled(team);
-    expect((await threadMessages(channel)).some((m) => m.body.text === "Fetched.")).toBe(true);
+    expect((await threadMessages(channel)).some((m) => m.body.markdown_text === "Fetched.")).toBe(true);
     expect(calls).toBeLessThanOrEqual(10);
   });
 });

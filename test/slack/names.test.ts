@@ -27,7 +27,8 @@ describe("Slack channel links and mentions", () => {
     await statusFinal(channel, "Done.");
     expect(await lastUserText(s)).toBe(`Can you see the name of this channel: <#C00FAKECHAN2|design-reviews>? [s:${s}]`);
     const [reply] = await threadMessages(channel);
-    expect(reply!.body.text).toBe("That is <#C00FAKECHAN2|design-reviews>; see *<#C00FAKECHAN2>* &amp; ask there.");
+    // Sent as Slack's own Markdown: the link stays a link, as the model wrote it.
+    expect(reply!.body.markdown_text).toBe("That is <#C00FAKECHAN2|design-reviews>; see **<#C00FAKECHAN2>** & ask there.");
   });
 
   it("mentions get the person's display name; an id Slack does not know stays as it was; names are looked up once per workspace", async () => {

@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { decisionValue } from "../../approvals/index.ts";
 import { apiBaseUrl } from "../../bridges/slack/config.ts";
 import { slackOutbound } from "../../bridges/slack/outbound.ts";
-import { SLACK_TEXT_LIMIT, splitForSlack, toMrkdwn } from "../../bridges/slack/mrkdwn.ts";
+import { SLACK_MARKDOWN_LIMIT, SLACK_TEXT_LIMIT, splitForSlack, toMrkdwn } from "../../bridges/slack/mrkdwn.ts";
 import { rows } from "../agents.ts";
 import { script, unique, waitFor } from "../support.ts";
 import { AGENT, holdSlack, messageEnvelope, newTs, postEvent, rateLimit, slackCalls, slackId, statusFinal, threadMessages } from "./helpers.ts";
@@ -161,10 +161,10 @@ describe("Slack outbound", () => {
     const limited = (await slackCalls(channel, "chat.postMessage")).find((c) => c.limited)!;
     expect(head!.due_at).toBeGreaterThanOrEqual(limited.at + 2000);
     await statusFinal(channel, "Done.");
-    const attempts = (await slackCalls(channel, "chat.postMessage")).filter((c) => c.body.text === "worth the wait");
+    const attempts = (await slackCalls(channel, "chat.postMessage")).filter((c) => c.body.markdown_text === "worth the wait");
     expect(attempts.map((c) => c.limited === true)).toEqual([true, false]);
     expect(attempts[1]!.at - attempts[0]!.at).toBeGreaterThanOrEqual(2000); // Slack's own clock: the second try waited it out
-    expect((await threadMessages(channel)).map((m) => [m.body.text, m.body.thread_ts])).toEqual([["worth the wait", ts]]);
+    expect((await threadMessages(channel)).map((m) => [m.body.markdown_text, m.body.thread_ts])).toEqual([["worth the wait", ts]]);
     // A 429 posted nothing: the retry does not read the thread back first.
     expect(await slackCalls(channel, "conversations.replies")).toEqual([]);
   });
@@ -185,9 +185,9 @@ describe("Slack outbound", () => {
     expect(messages.length).toBeGreaterThanOrEqual(4);
     for (const m of messages) {
       expect(m.body.thread_ts).toBe(ts);
-      expect(m.body.text!.length).toBeLessThanOrEqual(SLACK_TEXT_LIMIT);
+      expect(m.body.markdown_text!.length).toBeLessThanOrEqual(SLACK_MARKDOWN_LIMIT);
     }
-    expect(messages.map((m) => m.body.text).join("\n")).toBe(reply);
+    expect(messages.map((m) => m.body.markdown_text).join("\n")).toBe(reply);
   });
 });
 
@@ -206,9 +206,9 @@ describe("a Slack post whose answer is lost", () => {
     await postEvent(messageEnvelope({ team, channel, ts, text: `[s:${s}] once` }));
     await statusFinal(channel, "Done.");
 
-    const posts = (await threadMessages(channel)).filter((m) => m.body.text === "said once");
+    const posts = (await threadMessages(channel)).filter((m) => m.body.markdown_text === "said once");
     expect(posts).toHaveLength(1);
-    expect(posts[0]!.body.metadata).toEqual({ event_type: "antiproton_outbox", event_payload: { key: expect.stringMatching(/^[0-9a-f]{64}:\d+$/) } });
+    expect(posts[0]!.body.metadata).toEqual({ event_type: "antiproton_outbox", event_payload: { key: expect.stringMatching(/^[0-9a-f]{64}:[0-9a-f]{16}:\d+$/) } });
     // The row's next claim read the thread back, with metadata, once the first had timed out (Slack's clock).
     const [read] = await slackCalls(channel, "conversations.replies");
     expect(read).toBeDefined();
@@ -226,7 +226,7 @@ describe("a Slack post whose answer is lost", () => {
     const [read] = await slackCalls(dm, "conversations.history");
     expect(read?.body).toMatchObject({ channel: dm, include_all_metadata: "true" });
     // Posted once, top-level (no thread): the read found it.
-    const posts = (await slackCalls(dm, "chat.postMessage")).filter((c) => c.body.text === "said once in the DM");
+    const posts = (await slackCalls(dm, "chat.postMessage")).filter((c) => c.body.markdown_text === "said once in the DM");
     expect(posts).toHaveLength(1);
     expect(posts[0]!.body.thread_ts).toBeUndefined();
   });
@@ -247,12 +247,12 @@ describe("a Slack post whose answer is lost", () => {
       const replies = await threadMessages(dm);
       return replies.length > 0 && replies;
     });
-    expect(reply!.body.text).toBe("ok: quick one");
+    expect(reply!.body.markdown_text).toBe("ok: quick one");
     expect(reply!.at - Number(sent) * 1000).toBeLessThanOrEqual(3000);
 
     // The held conversation goes on once its post is found again: one status message, one reply.
     await statusFinal(held, "Done.");
     expect((await slackCalls(held, "chat.postMessage")).filter((c) => c.body.blocks)).toHaveLength(1);
-    expect((await threadMessages(held)).map((m) => m.body.text)).toEqual(["ok: the held one"]);
+    expect((await threadMessages(held)).map((m) => m.body.markdown_text)).toEqual(["ok: the held one"]);
   });
 });

@@ -60,8 +60,8 @@ describe("a turn in a Slack thread", () => {
     expect(stopButton(done)).toBeUndefined();
     // One status message per turn, posted once and updated in place.
     expect((await slackCalls(channel, "chat.postMessage")).filter((c) => c.body.blocks)).toHaveLength(1);
-    // The model's Markdown arrives as mrkdwn.
-    expect((await threadMessages(channel)).map((m) => m.body.text)).toEqual(["ok: *status* please"]);
+    // The model's Markdown arrives as Slack's Markdown (markdown_text), as a streamed reply does.
+    expect((await threadMessages(channel)).map((m) => m.body.markdown_text)).toEqual(["ok: **status** please"]);
   });
 
   // Acceptance 5: steer
@@ -85,7 +85,7 @@ describe("a turn in a Slack thread", () => {
     expect(secondCallUsers.at(-1)).toContain("make it short");
     const view = await getConversation(team, AGENT, conversationOf(team, channel, ts));
     expect(view.transcript.find((e) => e.text === "make it short")?.steer).toBe(true);
-    expect((await threadMessages(channel)).map((m) => m.body.text)).toEqual(["final, with the steer"]);
+    expect((await threadMessages(channel)).map((m) => m.body.markdown_text)).toEqual(["final, with the steer"]);
   });
 
   // Acceptance 5: the Stop button
@@ -107,7 +107,7 @@ describe("a turn in a Slack thread", () => {
       expect(stopButton(stopped)).toBeUndefined();
       const view = await settled(team, AGENT, conversationOf(team, channel, ts));
       expect(view.status).toBe("idle");
-      await expect.poll(async () => (await threadMessages(channel)).map((m) => [m.body.text, m.body.thread_ts]), { timeout: 15_000 }).toEqual([["The turn was stopped.", ts]]);
+      await expect.poll(async () => (await threadMessages(channel)).map((m) => [m.body.markdown_text, m.body.thread_ts]), { timeout: 15_000 }).toEqual([["The turn was stopped.", ts]]);
       await expect.poll(() => responsesTo(responseId), { timeout: 15_000 }).toEqual([{ response_type: "ephemeral", replace_original: false, text: "Stopped the running turn." }]);
     } finally {
       await releaseProvider(s);
@@ -144,7 +144,7 @@ describe("a turn in a Slack thread", () => {
       expect(res.status).toBe(200);
       expect(await res.json()).toEqual({ response_type: "ephemeral", text: "Stopped 2 running turns in this channel." });
       for (const ts of threads) expect((await settled(team, AGENT, conversationOf(team, channel, ts))).status).toBe("idle");
-      await expect.poll(async () => (await threadMessages(channel)).map((m) => [m.body.text, m.body.thread_ts]).sort(), { timeout: 15_000 }).toEqual(
+      await expect.poll(async () => (await threadMessages(channel)).map((m) => [m.body.markdown_text, m.body.thread_ts]).sort(), { timeout: 15_000 }).toEqual(
         threads.map((ts) => ["The turn was stopped.", ts]).sort(),
       );
       expect((await getConversation(team, AGENT, conversationOf(team, elsewhere, otherTs))).status).not.toBe("idle");
@@ -169,7 +169,7 @@ describe("a turn in a Slack thread", () => {
     const ts = newTs();
     await postEvent(messageEnvelope({ team, channel, ts, text: `[s:${s}] this will fail` }));
     await statusFinal(channel, "Failed.");
-    await expect.poll(async () => (await threadMessages(channel)).map((m) => m.body.text), { timeout: 15_000 }).toEqual([
+    await expect.poll(async () => (await threadMessages(channel)).map((m) => m.body.markdown_text), { timeout: 15_000 }).toEqual([
       expect.stringMatching(/^Sorry, this turn failed: .*context too large for this model/),
     ]);
   });

@@ -28,7 +28,7 @@ describe("Slack workspaces", () => {
     await postEvent(messageEnvelope({ team, channel, ts: newTs(), text: "hello from an installed workspace" }));
     await statusFinal(channel, "Done.");
     const replies = await threadMessages(channel);
-    expect(replies.map((r) => [r.body.text, r.token])).toEqual([["ok: hello from an installed workspace", token]]);
+    expect(replies.map((r) => [r.body.markdown_text, r.token])).toEqual([["ok: hello from an installed workspace", token]]);
   });
 
   it("an install lists the workspace in the console's directory with its name; its first event keeps both", async () => {
@@ -72,7 +72,7 @@ describe("Slack workspaces", () => {
       const messages = await threadMessages(channel);
       return messages.length >= 2 && messages;
     });
-    expect(replies.map((r) => [r.body.text, r.token]).sort()).toEqual(
+    expect(replies.map((r) => [r.body.markdown_text, r.token]).sort()).toEqual(
       [
         ["ok: secret of workspace 0", tokens[0]],
         ["ok: secret of workspace 1", tokens[1]],
