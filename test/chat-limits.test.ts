@@ -54,10 +54,11 @@ async function slackBurst({ mentions: MENTIONS, channels: CHANNELS }: typeof BUR
         const final = [...statuses(all).values()].filter((text) => text.endsWith("Done.")).length;
         return final === MENTIONS && all;
       },
-      MENTIONS * 1_000,
+      // Three times the paced floor: a loaded machine is slow, not wrong.
+      MENTIONS * 3_000,
     );
     const replies = calls.filter((c) => c.method === "chat.postMessage" && !c.body.blocks && !c.limited && c.authorized);
-    expect(replies.map((c) => `${c.body.channel} ${c.body.thread_ts} ${c.body.text}`).sort()).toEqual(threads.map((t) => `${t.channel} ${t.ts} ok: ${t.text}`).sort());
+    expect(replies.map((c) => `${c.body.channel} ${c.body.thread_ts} ${c.body.markdown_text}`).sort()).toEqual(threads.map((t) => `${t.channel} ${t.ts} ok: ${t.text}`).sort());
     expect([...statuses(calls).entries()].sort()).toEqual(threads.map((t) => [t.ts, expect.stringMatching(/Done\.$/)]).sort());
     // Paced, not bounced: the couriers of a channel took turns, so Slack refused few posts (a handful, where a
     // courier's clock lagged; unpaced, more than half are refused).
@@ -89,7 +90,8 @@ async function discordBurst({ mentions: MENTIONS }: typeof BURST): Promise<void>
         const done = new Set(all.filter((c) => c.method === "PATCH" && c.status === 200 && c.body?.content?.includes("Done.")).map((c) => c.channelId));
         return done.size === MENTIONS && all;
       },
-      MENTIONS * 1_000,
+      // Three times the paced floor: a loaded machine is slow, not wrong.
+      MENTIONS * 3_000,
     );
     const replies = calls.filter((c) => c.method === "POST" && c.status === 200 && !c.body?.content?.startsWith("⏳"));
     expect(replies.map((c) => `${c.channelId} ${c.body!.content}`).sort()).toEqual(channels.map((c, i) => `${c} ok: mention ${i}`).sort());
@@ -106,8 +108,8 @@ async function discordBurst({ mentions: MENTIONS }: typeof BURST): Promise<void>
 describe("chat platforms' limits", () => {
   const slack = (size: typeof BURST) => `Slack: ${size.mentions} mentions over ${size.channels} channels paced to one post a second each: every reply once, every status final, few 429s`;
   const discord = (size: typeof BURST) => `Discord: ${size.mentions} mentions in as many channels under route buckets and the global limit: every reply once, every status final, few 429s`;
-  it(slack(SMALL), { timeout: 90_000 }, () => slackBurst(SMALL));
-  it(discord(SMALL), { timeout: 90_000 }, () => discordBurst(SMALL));
+  it(slack(SMALL), { timeout: 120_000 }, () => slackBurst(SMALL));
+  it(discord(SMALL), { timeout: 120_000 }, () => discordBurst(SMALL));
   // A burst this size stalls in the test pool whether or not the platform limits it (README, "What is not done").
   it.skip(slack(BURST), { timeout: 150_000 }, () => slackBurst(BURST));
   it.skip(discord(BURST), { timeout: 150_000 }, () => discordBurst(BURST));
