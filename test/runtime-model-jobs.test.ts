@@ -62,6 +62,18 @@ describe("the object never awaits a model call", () => {
     expect(result.explicitAcks).toEqual([]);
     expect(result.retryMessages).toHaveLength(1);
   });
+
+  it("a courier that never answers its hand-off is left to the queue's retry, and the batch's others are acked", async () => {
+    const hung = `${unique("c")}:1:x:chat`;
+    const taken: string[] = [];
+    const courier = (id: string) => ({ take: async (effect: EffectMessage) => (effect.id === hung ? new Promise<void>(() => {}) : void taken.push(effect.id)), id });
+    const namespace = { idFromName: (name: string) => name, get: (name: string) => courier(name) };
+    const fine = `${unique("c")}:1:x:chat`;
+    const result = await runConsumer([modelEffect(hung), modelEffect(fine)], "antiproton-effects", { COURIER: namespace as never });
+    expect(taken).toEqual([fine]);
+    expect(result.explicitAcks).toEqual([`m1-${fine}`]);
+    expect(result.retryMessages.map((m: { msgId: string }) => m.msgId)).toEqual([`m0-${hung}`]);
+  }, 30_000);
 });
 
 /** A settled one-reply turn and its model job's id. */

@@ -353,6 +353,14 @@ const effectMessage = z.object({
 const DEAD_LETTER_SUFFIX = "-dlq";
 
 /**
+ * A courier that has not taken its effect by then is left to the queue's
+ * retry (it takes a copy once: the task is keyed by the effect), so one
+ * hand-off that never answers cannot hold up the batch's others or, locally,
+ * where the queue dispatches one batch at a time, every effect behind it.
+ */
+const HAND_OFF_TIMEOUT_MS = 10_000;
+
+/**
  * The Worker's queue handler: each effect is handed to its lane's courier, all
  * of a batch's at once, each acked as soon as its courier has it. Nothing here
  * waits for a provider or a platform, so a batch takes milliseconds.
@@ -374,7 +382,7 @@ export async function consumeQueue(batch: MessageBatch<unknown>, env: Env): Prom
         return msg.ack();
       }
       try {
-        await courierStub(env, parsed.data).take(parsed.data);
+        await withTimeout(courierStub(env, parsed.data).take(parsed.data), HAND_OFF_TIMEOUT_MS);
         msg.ack();
       } catch (err) {
         console.warn(`handing ${parsed.data.kind} ${parsed.data.id} to its courier failed; the queue retries it`, err);
