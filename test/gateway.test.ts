@@ -63,9 +63,9 @@ describe("a secret used by the http plugin (canary)", () => {
     await statusFinal(channel, "Done.");
 
     const [reply] = await threadMessages(channel);
-    expect(reply!.body.text).toContain("Bearer [redacted]");
-    expect(reply!.body.text).toContain("All systems go &amp; fine."); // HTML reduced to text, then escaped for Slack
-    expect(reply!.body.text).not.toMatch(/<script|<p>/);
+    expect(reply!.body.markdown_text).toContain("Bearer [redacted]");
+    expect(reply!.body.markdown_text).toContain("All systems go & fine."); // HTML reduced to text; markdown_text takes & as it is
+    expect(reply!.body.markdown_text).not.toMatch(/<script|<p>/);
     const view = await getConversation(team, AGENT, `${team}:${channel}:${ts}`);
     expect(view.transcript.filter((e) => e.role === "tool").every((e) => e.text.includes("[redacted]"))).toBe(true);
 

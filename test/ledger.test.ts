@@ -299,9 +299,9 @@ describe("daily spend limits", () => {
     expect(await providerRequests(refused.s)).toEqual([]);
     const sentence = limitSentence(spent, 0.0001);
     expect(sentence).toMatch(/^Daily usage limit reached \(\$\d+\.\d{4} of \$0\.0001\); resets at 00:00 UTC\.$/);
-    const told = (await threadMessages(refused.channel)).map((m) => m.body.text);
+    const told = (await threadMessages(refused.channel)).map((m) => m.body.markdown_text);
     expect(told).toEqual([sentence]);
-    expect((await threadMessages(passing.channel)).map((m) => m.body.text)).toEqual(["Other tenant answered."]);
+    expect((await threadMessages(passing.channel)).map((m) => m.body.markdown_text)).toEqual(["Other tenant answered."]);
     // Not retried: the turn failed once, its job settled, nothing left to send.
     const view = await settled(team, AGENT, refused.conversation);
     expect(view.error).toBe(sentence);

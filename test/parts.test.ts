@@ -374,7 +374,11 @@ describe("Inbound", () => {
       expect(store.drain("c1")).toEqual([{ type: "marker", data: { text: "looking at #launch" } }]);
       expect(accept.accept(route, event("n2", { kind: "note", text: "looking at #design" }))).toMatchObject({ status: "idle" });
       expect(accept.accept(route, event("m1", { kind: "message", text: "hi" }))).toMatchObject({ status: "running", first: true });
-      expect(store.drain("c1")).toEqual([{ type: "marker", data: { text: "looking at #design" } }]);
+      // The turn's start wrote the waiting note before the message that started it.
+      expect(store.drain("c1")).toEqual([]);
+      const log = store.log("c1");
+      expect(log.map((row) => row.type)).toEqual(["turn_start", "marker", "user"]);
+      expect(JSON.parse(log[1]!.data)).toEqual({ text: "looking at #design" });
       expect(accept.accept(route, event("m2", { kind: "message", text: "and?" })).first).toBeUndefined();
     }));
 });
