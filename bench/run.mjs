@@ -255,7 +255,7 @@ async function busySection() {
     // Watched from the fake Slack (this process): a poll of the conversation would cost workerd CPU the turn does not.
     await until(`busy turn ${k}`, async () => {
       const calls = await fetch(`${slack.url}/_control/calls?channel=${channel}`).then((r) => r.json());
-      const replied = calls.some((c) => c.method === "chat.postMessage" && c.body.text?.includes(`turn ${k} done`));
+      const replied = calls.some((c) => c.method === "chat.postMessage" && writtenText(c).includes(`turn ${k} done`));
       return replied && calls.filter((c) => c.method === "chat.update" && c.body.text?.endsWith("Done.")).length > k;
     }, 60_000);
     await sleep(500); // the reports that follow the status message's last update

@@ -87,7 +87,7 @@ test("a recorded mention over the socket is answered in its thread, once, even w
   });
   const final = (await slackCalls(channel)).filter((c) => !c.body.blocks);
   assert.deepEqual(
-    final.map((c) => [c.body.text, c.body.thread_ts, c.token]),
+    final.map((c) => [c.body.markdown_text, c.body.thread_ts, c.token]),
     [["ok: AI What is love?", recorded.aiMention.event.ts, FAKE_SLACK_BOT_TOKEN]],
   );
   assert.equal(replies.length, 1);
