@@ -110,7 +110,9 @@ describe("chat platforms' limits", () => {
   const discord = (size: typeof BURST) => `Discord: ${size.mentions} mentions in as many channels under route buckets and the global limit: every reply once, every status final, few 429s`;
   it(slack(SMALL), { timeout: 120_000 }, () => slackBurst(SMALL));
   it(discord(SMALL), { timeout: 120_000 }, () => discordBurst(SMALL));
-  // A burst this size stalls in the test pool whether or not the platform limits it (README, "What is not done").
+  // Skipped: issue 23's full burst stalls in the workerd test pool whether or not the platform limits it (a
+  // 75-mention Slack burst with no limit stops with couriers holding tasks they never report; cause not found).
+  // Kept so the size is one edit away once the stall is fixed (README, "What is not done"; issue 23's note).
   it.skip(slack(BURST), { timeout: 150_000 }, () => slackBurst(BURST));
   it.skip(discord(BURST), { timeout: 150_000 }, () => discordBurst(BURST));
 });

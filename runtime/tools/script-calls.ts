@@ -18,7 +18,7 @@ import type { Holds } from "../../approvals/index.ts";
 import type { ToolOutput } from "../../plugins/index.ts";
 import { type Conversations, type ConversationRow, textOf } from "../store/index.ts";
 import type { MountSessions } from "./mount-sessions.ts";
-import { callScope, toolResult, type ToolCalls, type ToolReport, type ToolWork } from "./tool-calls.ts";
+import { callScope, toolResult, toolWork, type ToolCalls, type ToolReport, type ToolWork } from "./tool-calls.ts";
 import type { PassContext } from "../pass-context.ts";
 
 /** The object's answer to one call of a script: the call's result, or the work for the courier to perform. */
@@ -118,19 +118,7 @@ export class ScriptCalls {
 
   /** What the courier performs: the mount as it is now, never a secret value. */
   private handOver(pass: PassContext, conv: ConversationRow, key: string, call: ToolCall, replay: boolean): ScriptAnswer {
-    const mount = pass.gateway.mountOf(call.name)!;
-    return {
-      kind: "perform",
-      work: {
-        mount,
-        tool: call.name,
-        args: call.arguments,
-        scope: callScope(pass, conv, key),
-        replay,
-        approved: false,
-        session: this.sessions.snapshot(mount.alias),
-      },
-    };
+    return { kind: "perform", work: toolWork(pass, conv, key, call, pass.gateway.mountOf(call.name)!, this.sessions, replay) };
   }
 
   /** A plugin that runs in the object (the agent's own state): performed here, started first so an eviction mid-call is a replay. */

@@ -136,15 +136,7 @@ export class ToolCalls {
       this.answer(row, { text: `Not performed: ${call.name} is no longer mounted.`, isError: true });
       return null;
     }
-    return {
-      mount,
-      tool: call.name,
-      args: call.arguments,
-      scope: callScope(pass, conv, key),
-      replay,
-      approved: false,
-      session: this.sessions.snapshot(mount.alias),
-    };
+    return toolWork(pass, conv, key, call, mount, this.sessions, replay);
   }
 
   /** A courier's result for a call; a second report of one call changes nothing. */
@@ -183,6 +175,11 @@ export class ToolCalls {
       this.conversations.append(conv.id, conv.turn, "tool_result", result);
     }
   }
+}
+
+/** What a courier performs for a call not held for approval: the mount as it is now, never a secret value. */
+export function toolWork(pass: PassContext, conv: ConversationRow, key: string, call: ToolCall, mount: Mount, sessions: MountSessions, replay: boolean): ToolWork {
+  return { mount, tool: call.name, args: call.arguments, scope: callScope(pass, conv, key), replay, approved: false, session: sessions.snapshot(mount.alias) };
 }
 
 export function callScope(pass: PassContext, conv: ConversationRow, key: string): CallScope {
