@@ -1,9 +1,16 @@
+// Before Miniflare starts: its loopback server must keep idle connections (why: the script).
+import "./scripts/loopback-keep-alive.mjs";
 import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
 // @ts-expect-error: plain ESM helper shared with the Node tests
 import { startFakes } from "./test/fakes/index.mjs";
 // @ts-expect-error: plain ESM helper
 import { startMachineHost } from "./test/machines/host.mjs";
+// @ts-expect-error: plain ESM helper
+import { stateTmpdir } from "./test/node/wrangler-dev.mjs";
+
+// Miniflare keeps the objects' state under the temp folder: in memory where there is one (why: stateTmpdir).
+process.env.TMPDIR = stateTmpdir();
 
 // The fakes (model provider, Slack, Discord, callback receiver) are real HTTP
 // servers on loopback, started once here so their URLs can be bound into the Worker.

@@ -6,9 +6,13 @@
 // (dev.enable_containers is false): it wants an account id and an API token,
 // and without them asks to log in. Nothing local uses either, so placeholders
 // serve; a real one set in the environment wins.
+// Every such Node process loads loopback-keep-alive.mjs first (why: there).
+const KEEP_ALIVE = `--import=${new URL("./loopback-keep-alive.mjs", import.meta.url).href}`;
+
 const PLACEHOLDERS = { CLOUDFLARE_ACCOUNT_ID: "0".repeat(32), CLOUDFLARE_API_TOKEN: "local-dev-no-cloudflare-token" };
 
 export function localWranglerEnv(env = process.env) {
   const loggedIn = env.CLOUDFLARE_API_TOKEN || env.CLOUDFLARE_ACCOUNT_ID;
-  return { ...env, WRANGLER_SEND_METRICS: "false", ...(loggedIn ? {} : PLACEHOLDERS) };
+  const nodeOptions = env.NODE_OPTIONS?.includes(KEEP_ALIVE) ? env.NODE_OPTIONS : [env.NODE_OPTIONS, KEEP_ALIVE].filter(Boolean).join(" ");
+  return { ...env, NODE_OPTIONS: nodeOptions, WRANGLER_SEND_METRICS: "false", ...(loggedIn ? {} : PLACEHOLDERS) };
 }

@@ -1,5 +1,6 @@
 // Small helpers shared by the loopback fakes.
 import { createServer } from "node:http";
+import { LOOPBACK_KEEP_ALIVE_MS } from "../../scripts/loopback-keep-alive.mjs";
 
 export function readBody(req) {
   return new Promise((resolve, reject) => {
@@ -24,6 +25,10 @@ export function listen(handler) {
         if (!res.headersSent) sendJson(res, 500, { error: String(err) });
       });
     });
+    // Idle connections stay open as long as the local dev server's own do (scripts/loopback-keep-alive.mjs):
+    // a fake that closed them after Node's 5 s would fail requests a busy workerd sends on them late.
+    server.keepAliveTimeout = LOOPBACK_KEEP_ALIVE_MS;
+    server.headersTimeout = LOOPBACK_KEEP_ALIVE_MS + 1_000;
     server.unref();
     server.listen(0, "127.0.0.1", () => {
       const { port } = server.address();
