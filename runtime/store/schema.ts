@@ -190,6 +190,16 @@ const MIGRATIONS: string[] = [
     PRIMARY KEY (alias, conversation)
   );
   `,
+  // Retention (runtime/retention): a conversation archived to R2 keeps only its row, marked when;
+  // the slices find the next ones without walking the archived, and inbound ids leave by age.
+  `
+  ALTER TABLE conversations ADD COLUMN archived_at INTEGER;
+  CREATE INDEX conversations_unarchived ON conversations (updated_at) WHERE archived_at IS NULL;
+  CREATE INDEX inbound_at ON inbound (at);
+  CREATE INDEX outbox_settled ON outbox (created_at) WHERE status != 'pending';
+  CREATE INDEX tool_calls_by_conversation ON tool_calls (conversation);
+  CREATE INDEX holds_by_conversation ON holds (conversation);
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
