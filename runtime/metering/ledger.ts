@@ -9,6 +9,7 @@
 // the tenant's daily spend limit, so the check before a call asks one object.
 import { DurableObject } from "cloudflare:workers";
 import { z } from "zod";
+import { type Migration, runMigrations } from "../../lib/migrations.ts";
 import { type BusyPart, hourOf, type HourBusy } from "./busy-time.ts";
 
 export const DAY_MS = 86_400_000;
@@ -83,7 +84,15 @@ export interface UsageReport {
   busy: BusyRowOut[];
 }
 
-const SCHEMA = `
+/**
+ * Append-only (lib/migrations.ts, docs/design.md "Migrations"): a schema
+ * change is a new entry. The first is the schema releases before versioning
+ * created with IF NOT EXISTS on every wake, so a ledger they wrote is adopted.
+ */
+const MIGRATIONS: readonly Migration[] = [
+  {
+    name: "usage, counted calls, busy time, tenant limit",
+    sql: `
   CREATE TABLE IF NOT EXISTS usage (
     tenant TEXT NOT NULL, agent TEXT NOT NULL, model TEXT NOT NULL, hour INTEGER NOT NULL, byok INTEGER NOT NULL,
     calls INTEGER NOT NULL, input_tokens INTEGER NOT NULL, cache_read_tokens INTEGER NOT NULL,
@@ -107,7 +116,9 @@ const SCHEMA = `
   );
   CREATE INDEX IF NOT EXISTS busy_outside_hour ON busy_outside (hour);
   CREATE TABLE IF NOT EXISTS tenant_limit (id INTEGER PRIMARY KEY CHECK (id = 1), value TEXT NOT NULL);
-`;
+`,
+  },
+];
 
 export class Ledger extends DurableObject<Env> {
   private readonly sql: SqlStorage;
@@ -115,7 +126,7 @@ export class Ledger extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
-    this.sql.exec(SCHEMA);
+    runMigrations(ctx.storage, MIGRATIONS);
   }
 
   /** Counts a provider answer once: false when it was counted already. */
