@@ -6,6 +6,7 @@ import { bridges } from "./bridges/index.ts";
 import { consoleRoutes } from "./console/index.ts";
 import { ConfigError } from "./lib/config.ts";
 import { HttpError } from "./lib/http.ts";
+import { migrationFailure } from "./lib/migrations.ts";
 import { builtinPlugins } from "./plugins/index.ts";
 import { agentsApi, AgentObject as AgentCore, consumeQueue, Courier as CourierCore, foldLedgers, type RuntimeDeps } from "./runtime/index.ts";
 
@@ -36,6 +37,9 @@ export function createWorker(deps: RuntimeDeps): ExportedHandler<Env> {
       console.error(err.message);
       return c.json({ error: `configuration error: ${err.message}` }, 503);
     }
+    // An object whose schema this deploy could not bring forward (rolled back): unavailable, not broken.
+    const migration = migrationFailure(err);
+    if (migration !== null) return c.json({ error: migration }, 503);
     console.error("unhandled error", err);
     return c.json({ error: "internal error" }, 500);
   });

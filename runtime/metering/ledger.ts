@@ -11,6 +11,7 @@
 // the tenant's daily spend limit, so the check before a call asks one object.
 import { DurableObject } from "cloudflare:workers";
 import { z } from "zod";
+import { type Migration, runMigrations } from "../../lib/migrations.ts";
 import { type BusyPart, hourOf, type HourBusy } from "./busy-time.ts";
 
 export const DAY_MS = 86_400_000;
@@ -92,7 +93,15 @@ export interface UsageReport {
   busy: BusyRowOut[];
 }
 
-const SCHEMA = `
+/**
+ * Append-only (lib/migrations.ts, docs/design.md "Migrations"): a schema
+ * change is a new entry. The first is the schema releases before versioning
+ * created with IF NOT EXISTS on every wake, so a ledger they wrote is adopted.
+ */
+const MIGRATIONS: readonly Migration[] = [
+  {
+    name: "usage, counted calls, busy time, tenant limit",
+    sql: `
   CREATE TABLE IF NOT EXISTS usage (
     tenant TEXT NOT NULL, agent TEXT NOT NULL, model TEXT NOT NULL, hour INTEGER NOT NULL, byok INTEGER NOT NULL,
     calls INTEGER NOT NULL, input_tokens INTEGER NOT NULL, cache_read_tokens INTEGER NOT NULL,
@@ -116,26 +125,30 @@ const SCHEMA = `
   );
   CREATE INDEX IF NOT EXISTS busy_outside_hour ON busy_outside (hour);
   CREATE TABLE IF NOT EXISTS tenant_limit (id INTEGER PRIMARY KEY CHECK (id = 1), value TEXT NOT NULL);
-`;
-
-// Days: the hour tables' rows folded per UTC day (fold()), columns in the same order, `day` for `hour`.
-const DAY_TABLES = `
-  CREATE TABLE IF NOT EXISTS usage_days (
+`,
+  },
+  {
+    // Days: the hour tables' rows folded per UTC day (fold()), columns in the same order, `day` for `hour`.
+    name: "days folded from hours",
+    sql: `
+  CREATE TABLE usage_days (
     tenant TEXT NOT NULL, agent TEXT NOT NULL, model TEXT NOT NULL, day INTEGER NOT NULL, byok INTEGER NOT NULL,
     calls INTEGER NOT NULL, input_tokens INTEGER NOT NULL, cache_read_tokens INTEGER NOT NULL,
     cache_write_tokens INTEGER NOT NULL, output_tokens INTEGER NOT NULL, cost REAL NOT NULL,
     PRIMARY KEY (tenant, agent, model, day, byok)
   );
-  CREATE TABLE IF NOT EXISTS busy_days (
+  CREATE TABLE busy_days (
     tenant TEXT NOT NULL, agent TEXT NOT NULL, day INTEGER NOT NULL,
     busy_ms REAL NOT NULL, passes INTEGER NOT NULL, handlers INTEGER NOT NULL,
     PRIMARY KEY (tenant, agent, day)
   );
-  CREATE TABLE IF NOT EXISTS busy_outside_days (
+  CREATE TABLE busy_outside_days (
     tenant TEXT NOT NULL, agent TEXT NOT NULL, day INTEGER NOT NULL, part TEXT NOT NULL, busy_ms REAL NOT NULL,
     PRIMARY KEY (tenant, agent, day, part)
   );
-`;
+`,
+  },
+];
 
 /** Each hour's UTC day, in SQL. */
 const DAY_OF_HOUR = `hour - hour % ${DAY_MS}`;
@@ -146,8 +159,7 @@ export class Ledger extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
-    this.sql.exec(SCHEMA);
-    this.sql.exec(DAY_TABLES);
+    runMigrations(ctx.storage, MIGRATIONS);
   }
 
   /** Counts a provider answer once: false when it was counted already. */

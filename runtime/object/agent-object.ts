@@ -14,9 +14,8 @@ import { Claims, type EffectReport, type EffectWork, type ReportAnswer } from ".
 import { deadlineMs, leaseSeconds, Effects, type EffectKind, Outbox, Typing } from "../effects/index.ts";
 import { modelChoice, ModelJobs } from "../models/index.ts";
 import { controlPlane, modelFrom, mountsFrom, NO_SETTINGS, SettingsCopy, type SettingsText } from "../control/index.ts";
-import { Conversations, transcript, type TranscriptEntry } from "../store/index.ts";
+import { Conversations, Identity, transcript, type TranscriptEntry } from "../store/index.ts";
 import { Retention, retentionMs } from "../retention/index.ts";
-import { Identity } from "./identity.ts";
 import { Inbound } from "./inbound.ts";
 import { Pass } from "./pass.ts";
 import { Scheduler } from "./scheduler.ts";
