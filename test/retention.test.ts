@@ -9,7 +9,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { ARCHIVE_SLICE, archiveKey, type ConversationArchive, DEDUPE_WINDOW_MS } from "../runtime/retention/index.ts";
 import { agent, alarmOf, evict, rows } from "./agents.ts";
-import { consoleCookie, getConversation, postMessage, providerRequests, script, settled, unique, waitFor, worker } from "./support.ts";
+import { consoleCookie, getConversation, postMessage, providerRequests, releaseProvider, script, settled, unique, waitFor, worker } from "./support.ts";
 
 const DAY_MS = 86_400_000;
 
@@ -141,27 +141,38 @@ describe("retention", () => {
     await waitFor("the restored conversation's archive to leave R2", async () => (await archiveOf(tenant, name, picked)) === null);
   }, 300_000);
 
-  it("a message while retention works through a backlog is accepted and answered; the backlog finishes after", async () => {
+  it("a message during a backlog is accepted and answered; no slice runs while its turn runs; the backlog finishes after", async () => {
     const tenant = unique("ret");
     const name = "busy";
+    const idleStart = Date.now();
     const live = await liveConversation(tenant, name);
+    const idleToModel = (await providerRequests(live))[0]!.at - idleStart;
     const ids = Array.from({ length: 3_000 }, (_, i) => `${live}o${i}`);
     await insertOld(tenant, name, live, ids, 100);
     await evict(tenant, name);
     await runInDurableObject(agent(tenant, name), (_instance, state) => state.storage.setAlarm(Date.now()));
     await waitFor("retention to begin", async () => (await unarchived(tenant, name, ids)) < ids.length, 30_000);
 
+    // The model holds its answer: the turn runs (waits on the model) until released.
     const s = unique("during");
-    await script(s, [{ text: "Answered during retention." }]);
+    await script(s, [{ text: "Answered during retention.", hold: true }]);
     const sent = Date.now();
     const res = await postMessage(tenant, name, { text: `[s:${s}] hello`, conversation: s });
     expect(res.status).toBe(202);
     expect(await res.json()).toMatchObject({ accepted: true });
+    const [request] = await waitFor("the model to be asked", async () => {
+      const requests = await providerRequests(s);
+      return requests.length > 0 ? requests : undefined;
+    });
     const left = await unarchived(tenant, name, ids);
-    const view = await settled(tenant, name, s, 30_000);
-    console.log(`retention: a turn during a backlog answered in ${Date.now() - sent} ms (${left} conversations still to archive when it came)`);
-    expect(view.transcript.at(-1)!.text).toBe("Answered during retention.");
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(await unarchived(tenant, name, ids), "no slice while a turn runs").toBe(left);
     expect(left).toBeGreaterThan(0);
+    console.log(`retention: a message during a backlog reached the model ${request!.at - sent} ms after it was sent (on the idle object: ${idleToModel} ms); ${left} conversations waited meanwhile`);
+
+    await releaseProvider(s);
+    const view = await settled(tenant, name, s, 30_000);
+    expect(view.transcript.at(-1)!.text).toBe("Answered during retention.");
     await waitFor("the backlog to finish", async () => (await unarchived(tenant, name, ids)) === 0, 120_000);
     expect((await rows(tenant, name, "SELECT archived_at FROM conversations WHERE id = ?", s))[0]!.archived_at).toBeNull();
     await waitFor("no alarm once idle", async () => (await alarmOf(tenant, name)) === null);

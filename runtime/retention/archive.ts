@@ -6,10 +6,12 @@
 // past their dedupe window are deleted too (settled model jobs go after a day:
 // runtime/models/jobs.ts).
 //
-// The work runs at the end of a pass that happens anyway, only while no
-// conversation is marked for one, in bounded slices: a slice that found more
-// asks for another pass at once (nextDue) and nothing after that, so a turn
-// waits at most one slice and an idle object keeps no alarm (invariant 3).
+// The work runs at the end of a pass that happens anyway, in bounded slices,
+// and only while no turn runs and no conversation is marked for a pass (once
+// an hour a busy object's pass takes one slice all the same, so a backlog
+// cannot starve). A slice that found more asks for another pass at once
+// (nextDue) and nothing after that: a turn waits at most for the slice under
+// way when it came, and an idle object keeps no alarm (invariant 3).
 import type { Route } from "../chat.ts";
 
 /** Conversations archived per slice: their R2 writes side by side, then one transaction. */
@@ -18,7 +20,7 @@ export const ARCHIVE_SLICE = 100;
 export const DEDUPE_WINDOW_MS = 7 * 86_400_000;
 /** Rows of each pruned table deleted per slice. */
 const PRUNE_SLICE = 1_000;
-/** With no backlog, a slice at most this often (at the end of a pass). */
+/** A slice at most this often with no backlog; and at least this often while turns keep running. */
 const SWEEP_MS = 3_600_000;
 
 /** The tables whose rows belong to one conversation (its `conversation` column): archived and restored whole. */
@@ -68,14 +70,15 @@ export class Retention {
     this.sql = storage.sql;
   }
 
-  /** Now while a backlog remains and no conversation waits for a pass; otherwise no alarm of retention's. */
+  /** Now while a backlog remains and no turn runs; otherwise no alarm of retention's. */
   nextDue(): number | null {
-    return this.more && !this.anyMarked() ? Date.now() : null;
+    return this.more && !this.anyBusy() ? Date.now() : null;
   }
 
-  /** One bounded slice, when it is due and no conversation waits for the pass (runtime/object/pass.ts calls it last). */
+  /** One bounded slice when it is due (after each pass: runtime/object/agent-object.ts). */
   async slice(route: Route): Promise<void> {
-    if (!(this.more || Date.now() - this.lastSweep >= SWEEP_MS) || this.anyMarked()) return;
+    const swept = Date.now() - this.lastSweep >= SWEEP_MS;
+    if (this.anyMarked() || !((this.more && !this.anyBusy()) || swept)) return;
     this.lastSweep = Date.now();
     try {
       const pruned = this.storage.transactionSync(() => this.prune(Date.now() - DEDUPE_WINDOW_MS));
@@ -183,6 +186,11 @@ export class Retention {
 
   private anyMarked(): boolean {
     return this.sql.exec("SELECT 1 FROM conversations WHERE pass_due = 1 LIMIT 1").toArray().length > 0;
+  }
+
+  /** A turn runs, or a conversation waits for a pass. */
+  private anyBusy(): boolean {
+    return this.anyMarked() || this.sql.exec("SELECT 1 FROM conversations WHERE status = 'running' LIMIT 1").toArray().length > 0;
   }
 }
 
