@@ -8,7 +8,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { expect, it } from "vitest";
 import fixture from "./fixtures/upgrade/object.sql?raw";
 import { migrate } from "../runtime/store/index.ts";
-import { agent, evict, fireAlarm, rows } from "./agents.ts";
+import { agent, evict, fireAlarm, rows, schemaOf } from "./agents.ts";
 import { answered, ledgerAppends, providerRequests, script, waitFor, worker } from "./support.ts";
 import { hook, send } from "./webhook-helpers.ts";
 
@@ -22,15 +22,6 @@ const AGENT = "assistant";
  * deadline or hold has.
  */
 const DEPLOY_AFTER_MS = 5 * 60_000;
-
-/** The schema an object has (tables and indexes), without the platform's own. */
-function schemaOf(storage: DurableObjectStorage): string[] {
-  return storage.sql
-    .exec<{ type: string; name: string; sql: string }>("SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%' AND sql IS NOT NULL")
-    .toArray()
-    .map((entry) => `${entry.type} ${entry.name}: ${entry.sql}`)
-    .sort();
-}
 
 /** Writes the fixture into the object's storage as the previous release left it, its clock moved to the deploy, then restarts the object on this code. */
 async function loadFixture(): Promise<void> {
