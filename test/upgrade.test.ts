@@ -3,16 +3,14 @@
 // SQLite mid-work) is booted by this code, which migrates it and finishes what
 // was under way: a turn whose model call was in flight, a call held for
 // approval, and chat sends queued while the chat was down.
-import { env } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import { expect, it } from "vitest";
 import fixture from "./fixtures/upgrade/object.sql?raw";
 import { migrate } from "../runtime/store/index.ts";
 import { agent, evict, fireAlarm, rows, schemaOf } from "./agents.ts";
-import { answered, ledgerAppends, providerRequests, script, waitFor, worker } from "./support.ts";
-import { hook, send } from "./webhook-helpers.ts";
+import { answered, ledgerAppends, providerRequests, script, waitFor } from "./support.ts";
+import { hook, registerCallback, send } from "./webhook-helpers.ts";
 
-const E = env as unknown as Record<string, string>;
 // The fixture's object: a webhook tenant, so its sends go to the fake callback receiver.
 const TENANT = "upgrade";
 const AGENT = "assistant";
@@ -45,12 +43,7 @@ async function loadFixture(): Promise<void> {
 
 it("an object the previous release left mid-work is migrated and finishes its turn in flight, its held call and its queued send, each once", async () => {
   // The chat is back: the tenant's callback answers.
-  const registered = await worker(`/v1/webhook/tenants/${TENANT}`, {
-    method: "PUT",
-    headers: { authorization: "Bearer test-admin-token", "content-type": "application/json" },
-    body: JSON.stringify({ callback_url: `${E.FAKE_CALLBACK_URL}/hooks/${TENANT}` }),
-  });
-  expect(registered.status).toBe(200);
+  await registerCallback(TENANT);
   // The model's next answers (the fake provider forgot the scenarios with its last process).
   await script("upgrade-inflight", [{ text: "The turn in flight finished after the upgrade." }]);
   await script("upgrade-held", [{ text: "Recorded after the upgrade." }]);
@@ -92,7 +85,10 @@ it("an object the previous release left mid-work is migrated and finishes its tu
   expect(await ledgerAppends("upgrade-entry")).toHaveLength(1);
 
   // Nothing reached the chat twice.
-  const { deliveries } = await hook(TENANT);
+  const deliveries = await waitFor("the held turn's reply at the callback", async () => {
+    const { deliveries } = await hook(TENANT);
+    return deliveries.some((d) => d.body.type === "reply" && d.body.text === "Recorded after the upgrade.") && deliveries;
+  });
   expect(new Set(deliveries.map((d) => d.idempotencyKey)).size).toBe(deliveries.length);
   expect(deliveries.filter((d) => d.body.type === "reply").map((d) => d.body.text).sort()).toEqual(
     ["Recorded after the upgrade.", "The reply queued across the upgrade.", "The turn in flight finished after the upgrade.", "Waiting for approval."].sort(),
