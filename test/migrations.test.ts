@@ -7,6 +7,7 @@ import { env } from "cloudflare:workers";
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { type Migration, MigrationError, runMigrations, schemaVersion } from "../lib/migrations.ts";
+import previous from "./fixtures/upgrade/stores.sql?raw";
 import { agent, evict, fireAlarm, rows, schemaOf } from "./agents.ts";
 import { answered, postMessage, script, settled, unique, worker } from "./support.ts";
 
@@ -72,11 +73,12 @@ describe("an agent object whose migration fails", () => {
     await script(s, [{ text: "before" }, { text: "after the fix" }]);
     await postMessage(tenant, A, { text: `[s:${s}] hello`, conversation });
     await settled(tenant, A, conversation);
-    // As a previous release at version 6 would be, but with migration 7's second column already there: 7 fails halfway.
+    // Version 6 recorded and migration 7's first column gone: 7 adds it, then fails on its second, which is there.
     const before = await runInDurableObject(agent(tenant, A), async (_instance, state) => {
-      state.storage.sql.exec("UPDATE meta SET value = '6' WHERE key = 'schema_version'; DROP TABLE leases; ALTER TABLE model_jobs DROP COLUMN limited_since");
+      const version = schemaVersion(state.storage.sql);
+      state.storage.sql.exec("UPDATE meta SET value = '6' WHERE key = 'schema_version'; ALTER TABLE model_jobs DROP COLUMN limited_since");
       await state.storage.setAlarm(Date.now() + 60_000);
-      return schemaOf(state.storage);
+      return { version, schema: schemaOf(state.storage) };
     });
     const logBefore = await rows(tenant, A, "SELECT seq FROM log");
     await evict(tenant, A);
@@ -95,11 +97,12 @@ describe("an agent object whose migration fails", () => {
     await expect(fireAlarm(tenant, A)).rejects.toThrow(named);
 
     const after = await runInDurableObject(agent(tenant, A), (_instance, state) => ({ schema: schemaOf(state.storage), version: schemaVersion(state.storage.sql) }));
-    expect(after).toEqual({ schema: before, version: 6 });
+    expect(after).toEqual({ schema: before.schema, version: 6 });
     expect(await rows(tenant, A, "SELECT seq FROM log")).toEqual(logBefore);
 
-    // The next deploy (here: the column in its way removed) migrates it, and it serves again.
-    await rows(tenant, A, "ALTER TABLE model_jobs DROP COLUMN busy_told");
+    // A deploy that fixes it (here: the storage put back as the migrations leave it), and it serves again.
+    await rows(tenant, A, "ALTER TABLE model_jobs ADD COLUMN limited_since INTEGER");
+    await rows(tenant, A, "UPDATE meta SET value = ? WHERE key = 'schema_version'", String(before.version));
     await evict(tenant, A);
     expect((await postMessage(tenant, A, { text: "and now?", conversation })).status).toBe(202);
     await answered(tenant, A, conversation, "after the fix");
@@ -110,6 +113,14 @@ describe("an agent object whose migration fails", () => {
 async function restart(object: () => DurableObjectStub): Promise<void> {
   await runInDurableObject(object(), (_instance, state) => state.abort("restarted by the test")).catch(() => undefined);
 }
+
+/** Each other store as the release before versioning left it, by binding: its tables and rows (test/fixtures/upgrade/stores.sql). */
+const previousRelease = new Map(
+  previous
+    .split(/^-- store: /m)
+    .filter((part) => part.trim() !== "")
+    .map((part) => [part.slice(0, part.indexOf("\n")), part.slice(part.indexOf("\n") + 1)]),
+);
 
 /**
  * Each store other than the agent object: its namespace, a table its first
@@ -124,6 +135,12 @@ const stores = [
   { binding: "COURIER", table: "tasks", onAlarm: true },
 ] as const;
 
+/** How many rows each table holds. */
+function rowCounts(storage: DurableObjectStorage): Record<string, number> {
+  const names = storage.sql.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'").toArray();
+  return Object.fromEntries(names.map(({ name }) => [name, storage.sql.exec<{ n: number }>(`SELECT count(*) AS n FROM "${name}"`).one().n]));
+}
+
 describe.each(stores)("the $binding store", ({ binding, table, onAlarm }) => {
   /** Wakes the store on this code; a courier's alarm throws when its table is gone. */
   async function wake(object: () => DurableObjectStub): Promise<void> {
@@ -131,29 +148,31 @@ describe.each(stores)("the $binding store", ({ binding, table, onAlarm }) => {
     await runInDurableObject(object(), (_instance, state) => state.storage.setAlarm(Date.now()));
     await runDurableObjectAlarm(object()).catch(() => undefined);
   }
-  const state = (object: () => DurableObjectStub) =>
-    runInDurableObject(object(), (_instance, { storage }) => ({ version: schemaVersion(storage.sql), tables: tableNames(storage).map((entry) => entry.split(":")[0]) }));
-  const exec = (object: () => DurableObjectStub, query: string) => runInDurableObject(object(), (_instance, { storage }) => void storage.sql.exec(query));
+  const state = (object: () => DurableObjectStub) => runInDurableObject(object(), (_instance, { storage }) => ({ version: schemaVersion(storage.sql), schema: schemaOf(storage) }));
 
-  it("adopts the tables a release before versioning wrote, then never runs its list again", async () => {
+  it("adopts the store the release before versioning left, rows and all, then never runs its list again", async () => {
     const namespace = (env as unknown as Record<string, DurableObjectNamespace>)[binding]!;
     const id = namespace.idFromName(`migrations:${crypto.randomUUID()}`);
     const object = () => namespace.get(id);
     await wake(object);
-    expect((await state(object)).version).toBe(1);
-    // As the previous release left it: the same tables (created IF NOT EXISTS on every wake), no version.
-    await exec(object, "DROP TABLE meta");
-    expect((await state(object)).version).toBe(0);
+    const fresh = await state(object);
+    expect(fresh.version).toBeGreaterThan(0);
+    // The same object as the previous release left it: its tables (created IF NOT EXISTS on every wake) and rows, no version.
+    const written = await runInDurableObject(object(), (_instance, { storage }) => {
+      for (const name of Object.keys(rowCounts(storage))) storage.sql.exec(`DROP TABLE "${name}"`);
+      storage.sql.exec(previousRelease.get(binding)!);
+      return rowCounts(storage);
+    });
+    expect(written).not.toHaveProperty("meta");
     await restart(object);
     await wake(object);
-    const adopted = await state(object);
-    expect(adopted.version).toBe(1);
-    expect(adopted.tables).toContain(`table ${table}`);
+    expect(await state(object)).toEqual(fresh);
+    expect(await runInDurableObject(object(), (_instance, { storage }) => rowCounts(storage))).toMatchObject(written);
 
     // A second boot applies nothing: a table its first migration creates, dropped, stays dropped.
-    await exec(object, `DROP TABLE ${table}`);
+    await runInDurableObject(object(), (_instance, { storage }) => void storage.sql.exec(`DROP TABLE ${table}`));
     await restart(object);
     await wake(object);
-    expect((await state(object)).tables).not.toContain(`table ${table}`);
+    expect((await state(object)).schema.some((entry) => entry.startsWith(`table ${table}:`))).toBe(false);
   });
 });
