@@ -6,10 +6,11 @@
 // one event; an idle object keeps no alarm.
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { ARCHIVE_SLICE, archiveKey, type ConversationArchive, DEDUPE_WINDOW_MS } from "../runtime/retention/index.ts";
 import { agent, alarmOf, evict, rows } from "./agents.ts";
-import { consoleCookie, getConversation, postMessage, providerRequests, releaseProvider, script, settled, unique, waitFor, worker } from "./support.ts";
+import { captureConsole } from "./leaks.ts";
+import { consoleCookie, getConversation, postMessage, providerRequests, releaseProvider, script, settled, unique, waitFor, withVars, worker } from "./support.ts";
 
 const DAY_MS = 86_400_000;
 
@@ -192,6 +193,44 @@ describe("retention", () => {
     await insertOld(tenant, name, live, [old], 100);
     await retire(tenant, name, [old], 30_000);
     expect(await unarchived(tenant, name, [young, open, live])).toBe(3);
+    // The backlog is done: retention keeps nothing armed (invariant 3).
+    await waitFor("no alarm once idle", async () => (await alarmOf(tenant, name)) === null);
+  });
+
+  it("a RETENTION_DAYS that is not a positive number archives nothing, is logged by its name, and stops no turn", async () => {
+    const tenant = unique("ret");
+    const name = "misconfigured";
+    const live = await liveConversation(tenant, name);
+    const old = `${live}old`;
+    await insertOld(tenant, name, live, [old], 100);
+    const lines = captureConsole();
+    try {
+      await withVars({ RETENTION_DAYS: "-3" }, async () => {
+        await evict(tenant, name);
+        const s = unique("still");
+        await script(s, [{ text: "Still answering." }]);
+        expect((await postMessage(tenant, name, { text: `[s:${s}] hi`, conversation: s })).status).toBe(202);
+        expect((await settled(tenant, name, s)).transcript.at(-1)!.text).toBe("Still answering.");
+        await waitFor("the slice's failure to be logged", async () => lines.some((line) => line.includes("RETENTION_DAYS is invalid")));
+      });
+    } finally {
+      vi.restoreAllMocks();
+    }
+    expect(await unarchived(tenant, name, [old])).toBe(1);
+  });
+
+  it("a message to an archived conversation whose R2 object is gone is still accepted and answered", async () => {
+    const tenant = unique("ret");
+    const name = "lost";
+    const live = await liveConversation(tenant, name);
+    const old = `${live}old`;
+    await insertOld(tenant, name, live, [old], 100);
+    await retire(tenant, name, [old], 30_000);
+    await env.LARGE_VALUES.delete(archiveKey({ tenant, agent: name }, old));
+    await script(old, [{ text: "Starting afresh." }]);
+    const res = await postMessage(tenant, name, { text: `[s:${old}] hello again`, conversation: old });
+    expect(res.status).toBe(202);
+    expect((await settled(tenant, name, old)).transcript.map((e) => e.text)).toEqual([`[s:${old}] hello again`, "Starting afresh."]);
   });
 
   it("inbound ids and settled sends past the dedupe window leave; a retry inside it is still one event", async () => {
