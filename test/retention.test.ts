@@ -233,7 +233,7 @@ describe("retention", () => {
     expect((await settled(tenant, name, old)).transcript.map((e) => e.text)).toEqual([`[s:${old}] hello again`, "Starting afresh."]);
   });
 
-  it("inbound ids and settled sends past the dedupe window leave; a retry inside it is still one event", async () => {
+  it("inbound ids, settled sends, ended turns' tool calls and settled jobs past their window leave; a retry inside the window is still one event", async () => {
     const tenant = unique("ret");
     const name = "dedupe";
     const live = await liveConversation(tenant, name);
@@ -245,12 +245,29 @@ describe("retention", () => {
     const send = "INSERT INTO outbox (conversation, address, message, status, created_at, sent_at) VALUES (?, '{}', '{}', 'sent', ?, ?) RETURNING id";
     const [oldSend] = await rows<{ id: number }>(tenant, name, send, live, past, past);
     const [recentSend] = await rows<{ id: number }>(tenant, name, send, live, Date.now(), Date.now());
+    // Tool calls: an ended turn's old one leaves; a recent one, and an old one of a turn still running, stay.
+    const call = "INSERT INTO tool_calls (key, conversation, turn, name, call, status, result, started_at, done_at) VALUES (?, ?, ?, 'clock__now', '{}', 'done', '{}', ?, ?)";
+    const running = unique("running");
+    await script(running, [{ text: "Done at last.", hold: true }]);
+    await postMessage(tenant, name, { text: `[s:${running}] a long one`, conversation: running });
+    await waitFor("the long turn to wait on the model", async () => (await providerRequests(running)).length > 0);
+    await rows(tenant, name, call, "call:old", live, 1, past, past);
+    await rows(tenant, name, call, "call:recent", live, 1, Date.now(), Date.now());
+    await rows(tenant, name, call, "call:running", running, 1, past, past);
+    // A model job settled two days ago leaves (runtime/models/jobs.ts keeps them a day); one settled now stays.
+    const job = "INSERT INTO model_jobs (id, conversation, turn, purpose, status, created_at, settled_at) VALUES (?, ?, 1, 'chat', 'done', ?, ?)";
+    await rows(tenant, name, job, "job:old", live, past, Date.now() - 2 * DAY_MS);
+    await rows(tenant, name, job, "job:recent", live, Date.now(), Date.now());
 
     await evict(tenant, name);
     await runInDurableObject(agent(tenant, name), (_instance, state) => state.storage.setAlarm(Date.now()));
     await waitFor("the old inbound id to leave", async () => (await rows(tenant, name, "SELECT 1 FROM inbound WHERE event_id = 'api:ancient'")).length === 0);
     expect((await rows<{ id: number }>(tenant, name, "SELECT id FROM outbox WHERE conversation = ?", live)).map((r) => r.id)).toEqual([recentSend!.id]);
     expect(oldSend!.id).not.toBe(recentSend!.id);
+    expect((await rows<{ key: string }>(tenant, name, "SELECT key FROM tool_calls WHERE key LIKE 'call:%' ORDER BY key")).map((r) => r.key)).toEqual(["call:recent", "call:running"]);
+    await releaseProvider(running);
+    await settled(tenant, name, running);
+    expect((await rows<{ id: string }>(tenant, name, "SELECT id FROM model_jobs WHERE id LIKE 'job:%'")).map((r) => r.id)).toEqual(["job:recent"]);
     expect(await rows(tenant, name, "SELECT event_id FROM inbound WHERE event_id = 'api:recent'")).toHaveLength(1);
 
     const retry = await postMessage(tenant, name, { text: "again", conversation: live }, { "idempotency-key": "recent" });

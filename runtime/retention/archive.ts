@@ -2,9 +2,9 @@
 // archived to R2, one gzip JSON object per conversation, and its rows are
 // deleted. Its conversations row stays, marked archived_at, so lists and usage
 // still show it and a message to it restores it first (the one wait on R2 in a
-// call, once per archived conversation). Inbound ids and settled chat sends
-// past their dedupe window are deleted too (settled model jobs go after a day:
-// runtime/models/jobs.ts).
+// call, once per archived conversation). Inbound ids, settled chat sends and
+// the tool calls of ended turns past their dedupe window are deleted too
+// (settled model jobs go after a day: runtime/models/jobs.ts).
 //
 // The work runs at the end of a pass that happens anyway, in bounded slices,
 // and only while no turn runs and no conversation is marked for a pass (once
@@ -16,7 +16,7 @@ import type { Route } from "../chat.ts";
 
 /** Conversations archived per slice: their R2 writes side by side, then one transaction. */
 export const ARCHIVE_SLICE = 100;
-/** Inbound ids and settled chat sends are kept this long: a platform retries within minutes (Slack within an hour). */
+/** Inbound ids, settled sends and ended turns' tool calls are kept this long: a platform retries within minutes (Slack within an hour), an effect is given up within hours. */
 export const DEDUPE_WINDOW_MS = 7 * 86_400_000;
 /** Rows of each pruned table deleted per slice. */
 const PRUNE_SLICE = 1_000;
@@ -177,11 +177,16 @@ export class Retention {
 
   // ---- deleting by age -----------------------------------------------------------
 
-  /** Inbound ids and settled chat sends past the dedupe window, a bounded number; true when more remain. */
+  /** Inbound ids, settled sends and the tool calls of ended turns past the dedupe window, a bounded number of each; true when more remain. */
   private prune(before: number): boolean {
-    const inbound = this.sql.exec("DELETE FROM inbound WHERE rowid IN (SELECT rowid FROM inbound WHERE at < ? LIMIT ?) RETURNING 1", before, PRUNE_SLICE).toArray().length;
-    const sends = this.sql.exec("DELETE FROM outbox WHERE id IN (SELECT id FROM outbox WHERE status != 'pending' AND created_at < ? LIMIT ?) RETURNING 1", before, PRUNE_SLICE).toArray().length;
-    return inbound === PRUNE_SLICE || sends === PRUNE_SLICE;
+    const deleted = [
+      "DELETE FROM inbound WHERE rowid IN (SELECT rowid FROM inbound WHERE at < ? LIMIT ?) RETURNING 1",
+      "DELETE FROM outbox WHERE id IN (SELECT id FROM outbox WHERE status != 'pending' AND created_at < ? LIMIT ?) RETURNING 1",
+      // A running turn's calls stay, however old: its replay reads them.
+      `DELETE FROM tool_calls WHERE key IN (SELECT t.key FROM tool_calls t WHERE t.status = 'done' AND t.done_at < ?
+         AND NOT EXISTS (SELECT 1 FROM conversations c WHERE c.id = t.conversation AND c.status = 'running' AND c.turn = t.turn) LIMIT ?) RETURNING 1`,
+    ].map((statement) => this.sql.exec(statement, before, PRUNE_SLICE).toArray().length);
+    return deleted.some((count) => count === PRUNE_SLICE);
   }
 
   private anyMarked(): boolean {

@@ -212,7 +212,7 @@ const MIGRATIONS: readonly Migration[] = [
   },
   {
     // Retention (runtime/retention): a conversation archived to R2 keeps only its row, marked when;
-    // the slices find the next ones without walking the archived, and old inbound ids and sends leave by age.
+    // the slices find the next ones without walking the archived, and old inbound ids, sends and tool calls leave by age.
     name: "retention",
     sql: `
   ALTER TABLE conversations ADD COLUMN archived_at INTEGER;
@@ -220,6 +220,7 @@ const MIGRATIONS: readonly Migration[] = [
   CREATE INDEX inbound_at ON inbound (at);
   CREATE INDEX outbox_settled ON outbox (created_at) WHERE status != 'pending';
   CREATE INDEX tool_calls_by_conversation ON tool_calls (conversation);
+  CREATE INDEX tool_calls_done ON tool_calls (done_at) WHERE status = 'done';
   CREATE INDEX holds_by_conversation ON holds (conversation);
   `,
   },
