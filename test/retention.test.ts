@@ -57,6 +57,15 @@ function insertOld(tenant: string, name: string, live: string, ids: string[], ag
   });
 }
 
+/** A new tenant's agent `name` with a settled conversation and one copy of it past the window. */
+async function withOneOld(name: string): Promise<{ tenant: string; old: string }> {
+  const tenant = unique("ret");
+  const live = await liveConversation(tenant, name);
+  const old = `${live}old`;
+  await insertOld(tenant, name, live, [old], 100);
+  return { tenant, old };
+}
+
 /** Starts a pass on a fresh instance (as the next wake after an eviction would) and waits until none of `ids` is left unarchived. */
 async function retire(tenant: string, name: string, ids: string[], timeoutMs: number): Promise<number> {
   await evict(tenant, name);
@@ -198,11 +207,8 @@ describe("retention", () => {
   });
 
   it("a RETENTION_DAYS that is not a positive number archives nothing, is logged by its name, and stops no turn", async () => {
-    const tenant = unique("ret");
     const name = "misconfigured";
-    const live = await liveConversation(tenant, name);
-    const old = `${live}old`;
-    await insertOld(tenant, name, live, [old], 100);
+    const { tenant, old } = await withOneOld(name);
     const lines = captureConsole();
     try {
       await withVars({ RETENTION_DAYS: "-3" }, async () => {
@@ -220,11 +226,8 @@ describe("retention", () => {
   });
 
   it("a message to an archived conversation whose R2 object is gone is still accepted and answered", async () => {
-    const tenant = unique("ret");
     const name = "lost";
-    const live = await liveConversation(tenant, name);
-    const old = `${live}old`;
-    await insertOld(tenant, name, live, [old], 100);
+    const { tenant, old } = await withOneOld(name);
     await retire(tenant, name, [old], 30_000);
     await env.LARGE_VALUES.delete(archiveKey({ tenant, agent: name }, old));
     await script(old, [{ text: "Starting afresh." }]);
