@@ -6,14 +6,15 @@ import { bridges } from "./bridges/index.ts";
 import { consoleRoutes } from "./console/index.ts";
 import { ConfigError } from "./lib/config.ts";
 import { HttpError } from "./lib/http.ts";
+import { migrationFailure } from "./lib/migrations.ts";
 import { builtinPlugins } from "./plugins/index.ts";
-import { agentsApi, AgentObject as AgentCore, consumeQueue, Courier as CourierCore, type RuntimeDeps } from "./runtime/index.ts";
+import { agentsApi, AgentObject as AgentCore, consumeQueue, Courier as CourierCore, foldLedgers, type RuntimeDeps } from "./runtime/index.ts";
 
 export { ControlPlane, Ledger, ProviderGate, SendPace } from "./runtime/index.ts";
 // The Cloudflare machine backend's objects, and the entrypoint its outbound filtering goes through.
 export { Machine, ContainerProxy } from "./machines/index.ts";
 
-/** The Worker's fetch and queue handlers over the given dependencies. */
+/** The Worker's fetch, queue and scheduled (the daily ledger fold) handlers over the given dependencies. */
 export function createWorker(deps: RuntimeDeps): ExportedHandler<Env> {
   const app = new Hono<{ Bindings: Env }>();
   app.get("/", (c) =>
@@ -36,10 +37,17 @@ export function createWorker(deps: RuntimeDeps): ExportedHandler<Env> {
       console.error(err.message);
       return c.json({ error: `configuration error: ${err.message}` }, 503);
     }
+    // An object whose schema this deploy could not bring forward (rolled back): unavailable, not broken.
+    const migration = migrationFailure(err);
+    if (migration !== null) return c.json({ error: migration }, 503);
     console.error("unhandled error", err);
     return c.json({ error: "internal error" }, 500);
   });
-  return { fetch: app.fetch, queue: (batch, env) => consumeQueue(batch, env) };
+  return {
+    fetch: app.fetch,
+    queue: (batch, env) => consumeQueue(batch, env),
+    scheduled: async (controller, env) => void (await foldLedgers(env, controller.scheduledTime)),
+  };
 }
 
 export const deps: RuntimeDeps = { outbounds: bridges.map((b) => b.outbound), plugins: builtinPlugins };

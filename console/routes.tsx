@@ -14,6 +14,7 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { z } from "zod";
 import { ConfigError } from "../lib/config.ts";
 import { HttpError, readBody, safeEqual } from "../lib/http.ts";
+import { migrationFailure } from "../lib/migrations.ts";
 import {
   adminToken,
   agentStub,
@@ -337,6 +338,8 @@ consoleRoutes.onError((err, c) => {
     console.error(err.message);
     return show(c, { title: "Configuration error", children: <p>{err.message}</p> }, 503);
   }
+  const migration = migrationFailure(err);
+  if (migration !== null) return show(c, { title: "Unavailable", children: <p>{migration}</p> }, 503);
   console.error("console: unhandled error", err);
   return show(c, { title: "Error", children: <p>Internal error.</p> }, 500);
 });

@@ -70,6 +70,15 @@ export function tablesOf(stub: DurableObjectStub<AgentObject>): Promise<string[]
   );
 }
 
+/** A storage's schema (tables and indexes, as sqlite_master holds them), without the platform's own: what a migration changes. */
+export function schemaOf(storage: DurableObjectStorage): string[] {
+  return storage.sql
+    .exec<{ type: string; name: string; sql: string }>("SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%' AND sql IS NOT NULL")
+    .toArray()
+    .map((entry) => `${entry.type} ${entry.name}: ${entry.sql}`)
+    .sort();
+}
+
 export function tables(tenant: string, name: string): Promise<string[]> {
   return tablesOf(agent(tenant, name));
 }

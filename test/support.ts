@@ -169,3 +169,15 @@ export async function withVars<T>(vars: Record<string, string | undefined>, fn: 
     Object.assign(target, saved);
   }
 }
+
+/** A console session's cookie, signed in as a browser on the console's own origin posts it. */
+export async function consoleCookie(token = "test-admin-token"): Promise<string> {
+  const res = await worker("/console/login", {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded", origin: "http://antiproton.test" },
+    body: new URLSearchParams({ token }).toString(),
+    redirect: "manual",
+  });
+  if (res.status !== 303) throw new Error(`console sign-in: ${res.status}`);
+  return res.headers.get("set-cookie")!.split(";")[0]!;
+}

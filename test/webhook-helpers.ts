@@ -30,13 +30,18 @@ export async function hook(name: string): Promise<{ attempts: number; failures: 
 export async function tenantWithCallback(failFirst = 0, status = 503): Promise<string> {
   const tenant = unique("wh");
   await fetch(`${E.FAKE_CALLBACK_URL}/_control/hooks/${tenant}`, { method: "PUT", body: JSON.stringify({ fail: failFirst, status }) });
+  await registerCallback(tenant);
+  return tenant;
+}
+
+/** Registers the tenant's callback_url: hook `<tenant>` of the fake receiver. */
+export async function registerCallback(tenant: string): Promise<void> {
   const res = await worker(`/v1/webhook/tenants/${tenant}`, {
     method: "PUT",
     headers: { ...ADMIN, "content-type": "application/json" },
     body: JSON.stringify({ callback_url: `${E.FAKE_CALLBACK_URL}/hooks/${tenant}` }),
   });
   expect(res.status).toBe(200);
-  return tenant;
 }
 
 /** Signs and posts an event; it names `tenant` in its body, as the protocol asks, unless it says otherwise. */

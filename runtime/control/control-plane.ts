@@ -4,8 +4,22 @@
 // secret is encrypted by its owner before it is stored here.
 import { DurableObject } from "cloudflare:workers";
 import type { Route } from "../chat.ts";
+import { type Migration, runMigrations } from "../../lib/migrations.ts";
 import { agentListing, DIRECTORY_SCHEMA, recordEntry, tenantListing, type AgentListing, type DirectoryEntry, type TenantListing } from "./directory.ts";
 import { settingKey, type SettingKind, type SettingsText } from "./settings.ts";
+
+/**
+ * Append-only (lib/migrations.ts, docs/design.md "Migrations"): a schema
+ * change is a new entry. The first is the schema releases before versioning
+ * created with IF NOT EXISTS on every wake, so a control plane they wrote is adopted.
+ */
+const MIGRATIONS: readonly Migration[] = [
+  {
+    name: "settings, directory",
+    sql: `CREATE TABLE IF NOT EXISTS settings (namespace TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, updated_at INTEGER NOT NULL, PRIMARY KEY (namespace, key));
+${DIRECTORY_SCHEMA};`,
+  },
+];
 
 /** Each tenant's settings version, in the settings table under this namespace. */
 const VERSIONS = "settings-version";
@@ -16,10 +30,7 @@ export class ControlPlane extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
-    this.sql.exec(
-      "CREATE TABLE IF NOT EXISTS settings (namespace TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, updated_at INTEGER NOT NULL, PRIMARY KEY (namespace, key))",
-    );
-    this.sql.exec(DIRECTORY_SCHEMA);
+    runMigrations(ctx.storage, MIGRATIONS);
   }
 
   async get<T = unknown>(namespace: string, key: string): Promise<T | null> {

@@ -12,6 +12,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { z } from "zod";
 import { ConfigError } from "../../lib/config.ts";
+import { type Migration, runMigrations } from "../../lib/migrations.ts";
 import { type DeliveryResult, type OutboxDelivery, type StreamTarget, outboundFor, type RuntimeDeps } from "../chat.ts";
 import type { AssistantMessage } from "@mariozechner/pi-ai";
 import { callProvider, modelChoice, type GatedCall, type ModelChoice, type ModelPick, type ModelRequest } from "../models/index.ts";
@@ -34,6 +35,11 @@ const PACE_WAIT_BUDGET_MS = SEND_LEASE_MS / 3;
 /** A courier that cannot reach the agent's object tries again after this, doubling. */
 const REPORT_RETRY_MS = 2_000;
 const MAX_REPORT_RETRY_MS = 60_000;
+
+/** Append-only (lib/migrations.ts): the first adopts the table releases before versioning created on first use. */
+const MIGRATIONS: readonly Migration[] = [
+  { name: "tasks", sql: "CREATE TABLE IF NOT EXISTS tasks (seq INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, id TEXT NOT NULL, body TEXT NOT NULL, failures INTEGER NOT NULL, starts INTEGER NOT NULL, outcome TEXT, UNIQUE (kind, id))" },
+];
 
 /** `starts`: runs that began the task (above one, an earlier run may have done it); `outcome`: the report to make, once in hand. */
 type Task = { seq: number; body: string; failures: number; starts: number; outcome: string | null };
@@ -130,10 +136,8 @@ export class Courier extends DurableObject<Env> {
 
   private table(): void {
     if (this.hasTable) return;
+    runMigrations(this.ctx.storage, MIGRATIONS);
     this.hasTable = true;
-    this.ctx.storage.sql.exec(
-      "CREATE TABLE IF NOT EXISTS tasks (seq INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, id TEXT NOT NULL, body TEXT NOT NULL, failures INTEGER NOT NULL, starts INTEGER NOT NULL, outcome TEXT, UNIQUE (kind, id))",
-    );
   }
 
   /** Does the effect's work: what it carries, or (resumed, or carrying none) what the object says now. */

@@ -9,10 +9,14 @@
 // bucket's reset, a 429's Retry-After) holds the key too. The object answers
 // at once and never holds a caller.
 import { DurableObject } from "cloudflare:workers";
+import { type Migration, runMigrations } from "../../lib/migrations.ts";
 import type { DeliveryResult, PaceRule } from "../chat.ts";
 
 /** Couriers told to ask again at the same moment ask up to this much later, spread out. */
 const PACE_JITTER_MS = 50;
+
+/** Append-only (lib/migrations.ts): the first adopts the table releases before versioning created on every wake. */
+const MIGRATIONS: readonly Migration[] = [{ name: "pace", sql: "CREATE TABLE IF NOT EXISTS pace (id INTEGER PRIMARY KEY CHECK (id = 1), next_at INTEGER NOT NULL)" }];
 
 /** Go now, or not before `at`. */
 export type Slot = { go: true } | { go: false; at: number };
@@ -23,7 +27,7 @@ export class SendPace extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
-    this.sql.exec("CREATE TABLE IF NOT EXISTS pace (id INTEGER PRIMARY KEY CHECK (id = 1), next_at INTEGER NOT NULL)");
+    runMigrations(ctx.storage, MIGRATIONS);
   }
 
   /** Lets one send through when the key is free (the next waits `spacingMs` at least), else says when to ask again. */

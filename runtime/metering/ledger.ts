@@ -3,15 +3,20 @@
 // priced cost are counted per (tenant, agent, model, hour), once per provider
 // answer (a job whose call was made twice was paid, and is counted, twice;
 // one answer counted again is ignored), and each agent object's busy time per
-// (tenant, agent, hour), with the part of it that served no turn. Couriers
+// (tenant, agent, hour), with the part of it that served no turn. Hours older
+// than FOLD_AFTER_MS are folded into days (fold(), asked daily by a Cron
+// Trigger: runtime/edge/ledger-cron.ts); days are kept. Couriers
 // write it (runtime/metering/spend.ts); the
 // Agents API, `status` and the console read it. A tenant's ledger also keeps
 // the tenant's daily spend limit, so the check before a call asks one object.
 import { DurableObject } from "cloudflare:workers";
 import { z } from "zod";
+import { type Migration, runMigrations } from "../../lib/migrations.ts";
 import { type BusyPart, hourOf, type HourBusy } from "./busy-time.ts";
 
 export const DAY_MS = 86_400_000;
+/** Hours are kept this long, then folded into days: as long as an object keeps its own busy hours (runtime/object/pass.ts), so no report comes for a folded hour. */
+export const FOLD_AFTER_MS = 35 * DAY_MS;
 /** Counted answers are remembered this long; an answer is counted within seconds of arriving. */
 const KEEP_COUNTED_MS = 7 * DAY_MS;
 
@@ -60,8 +65,12 @@ export interface TokenCounts {
   costUsd: number;
 }
 
+/** A row's period: an hour, or (past FOLD_AFTER_MS) the whole day starting at `hour`. */
+export type Span = "hour" | "day";
+
 export interface UsageRowOut extends TokenCounts {
   hour: number;
+  span: Span;
   tenant: string;
   agent: string;
   model: string;
@@ -70,6 +79,7 @@ export interface UsageRowOut extends TokenCounts {
 
 export interface BusyRowOut {
   hour: number;
+  span: Span;
   agent: string;
   busyMs: number;
   passes: number;
@@ -83,7 +93,15 @@ export interface UsageReport {
   busy: BusyRowOut[];
 }
 
-const SCHEMA = `
+/**
+ * Append-only (lib/migrations.ts, docs/design.md "Migrations"): a schema
+ * change is a new entry. The first is the schema releases before versioning
+ * created with IF NOT EXISTS on every wake, so a ledger they wrote is adopted.
+ */
+const MIGRATIONS: readonly Migration[] = [
+  {
+    name: "usage, counted calls, busy time, tenant limit",
+    sql: `
   CREATE TABLE IF NOT EXISTS usage (
     tenant TEXT NOT NULL, agent TEXT NOT NULL, model TEXT NOT NULL, hour INTEGER NOT NULL, byok INTEGER NOT NULL,
     calls INTEGER NOT NULL, input_tokens INTEGER NOT NULL, cache_read_tokens INTEGER NOT NULL,
@@ -107,7 +125,33 @@ const SCHEMA = `
   );
   CREATE INDEX IF NOT EXISTS busy_outside_hour ON busy_outside (hour);
   CREATE TABLE IF NOT EXISTS tenant_limit (id INTEGER PRIMARY KEY CHECK (id = 1), value TEXT NOT NULL);
-`;
+`,
+  },
+  {
+    // Days: the hour tables' rows folded per UTC day (fold()), columns in the same order, `day` for `hour`.
+    name: "days folded from hours",
+    sql: `
+  CREATE TABLE usage_days (
+    tenant TEXT NOT NULL, agent TEXT NOT NULL, model TEXT NOT NULL, day INTEGER NOT NULL, byok INTEGER NOT NULL,
+    calls INTEGER NOT NULL, input_tokens INTEGER NOT NULL, cache_read_tokens INTEGER NOT NULL,
+    cache_write_tokens INTEGER NOT NULL, output_tokens INTEGER NOT NULL, cost REAL NOT NULL,
+    PRIMARY KEY (tenant, agent, model, day, byok)
+  );
+  CREATE TABLE busy_days (
+    tenant TEXT NOT NULL, agent TEXT NOT NULL, day INTEGER NOT NULL,
+    busy_ms REAL NOT NULL, passes INTEGER NOT NULL, handlers INTEGER NOT NULL,
+    PRIMARY KEY (tenant, agent, day)
+  );
+  CREATE TABLE busy_outside_days (
+    tenant TEXT NOT NULL, agent TEXT NOT NULL, day INTEGER NOT NULL, part TEXT NOT NULL, busy_ms REAL NOT NULL,
+    PRIMARY KEY (tenant, agent, day, part)
+  );
+`,
+  },
+];
+
+/** Each hour's UTC day, in SQL. */
+const DAY_OF_HOUR = `hour - hour % ${DAY_MS}`;
 
 export class Ledger extends DurableObject<Env> {
   private readonly sql: SqlStorage;
@@ -115,7 +159,7 @@ export class Ledger extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
-    this.sql.exec(SCHEMA);
+    runMigrations(ctx.storage, MIGRATIONS);
   }
 
   /** Counts a provider answer once: false when it was counted already. */
@@ -152,6 +196,8 @@ export class Ledger extends DurableObject<Env> {
    */
   async busy(tenant: string, agent: string, hours: HourBusy[]): Promise<void> {
     for (const h of hours) {
+      // Already folded into its day (none should come: see FOLD_AFTER_MS).
+      if (h.hour < foldLine(Date.now())) continue;
       this.sql.exec(
         `INSERT INTO busy (tenant, agent, hour, busy_ms, passes, handlers) VALUES (?, ?, ?, ?, ?, ?)
          ON CONFLICT (tenant, agent, hour) DO UPDATE SET busy_ms = MAX(busy_ms, excluded.busy_ms),
@@ -190,11 +236,13 @@ export class Ledger extends DurableObject<Env> {
     else this.sql.exec("INSERT OR REPLACE INTO tenant_limit (id, value) VALUES (1, ?)", JSON.stringify(limit));
   }
 
-  /** Usage and busy time per hour in [from, to). */
+  /** Usage and busy time per hour in [from, to), and per day before the hours folded into days (a day is read whole when the range touches it). */
   async report(from: number, to: number): Promise<UsageReport> {
+    const hours = [hourOf(from), to, dayStart(from), to];
     const usage = this.sql
       .exec<{
         hour: number;
+        span: Span;
         tenant: string;
         agent: string;
         model: string;
@@ -205,10 +253,11 @@ export class Ledger extends DurableObject<Env> {
         cache_write_tokens: number;
         output_tokens: number;
         cost: number;
-      }>("SELECT * FROM usage WHERE hour >= ? AND hour < ? ORDER BY hour, agent, model, byok", hourOf(from), to)
+      }>("SELECT *, 'hour' AS span FROM usage WHERE hour >= ? AND hour < ? UNION ALL SELECT *, 'day' FROM usage_days WHERE day >= ? AND day < ? ORDER BY hour, agent, model, byok", ...hours)
       .toArray()
       .map((r) => ({
         hour: r.hour,
+        span: r.span,
         tenant: r.tenant,
         agent: r.agent,
         model: r.model,
@@ -221,20 +270,55 @@ export class Ledger extends DurableObject<Env> {
         costUsd: r.cost,
       }));
     const busy = this.sql
-      .exec<{ hour: number; agent: string; busy_ms: number; passes: number; handlers: number }>(
-        "SELECT hour, agent, busy_ms, passes, handlers FROM busy WHERE hour >= ? AND hour < ? ORDER BY hour, agent",
-        hourOf(from),
-        to,
+      .exec<{ hour: number; span: Span; agent: string; busy_ms: number; passes: number; handlers: number }>(
+        "SELECT hour, 'hour' AS span, agent, busy_ms, passes, handlers FROM busy WHERE hour >= ? AND hour < ? UNION ALL SELECT day, 'day', agent, busy_ms, passes, handlers FROM busy_days WHERE day >= ? AND day < ? ORDER BY hour, agent",
+        ...hours,
       )
       .toArray();
     const parts = this.sql
-      .exec<{ hour: number; agent: string; part: BusyPart; busy_ms: number }>("SELECT hour, agent, part, busy_ms FROM busy_outside WHERE hour >= ? AND hour < ?", hourOf(from), to)
+      .exec<{ hour: number; span: Span; agent: string; part: BusyPart; busy_ms: number }>(
+        "SELECT hour, 'hour' AS span, agent, part, busy_ms FROM busy_outside WHERE hour >= ? AND hour < ? UNION ALL SELECT day, 'day', agent, part, busy_ms FROM busy_outside_days WHERE day >= ? AND day < ?",
+        ...hours,
+      )
       .toArray();
-    const outsideOf = (hour: number, agent: string) => Object.fromEntries(parts.filter((p) => p.hour === hour && p.agent === agent).map((p) => [p.part, p.busy_ms]));
+    const outsideOf = (row: { hour: number; span: Span; agent: string }) =>
+      Object.fromEntries(parts.filter((p) => p.hour === row.hour && p.span === row.span && p.agent === row.agent).map((p) => [p.part, p.busy_ms]));
     return {
       usage,
-      busy: busy.map((r) => ({ hour: r.hour, agent: r.agent, busyMs: r.busy_ms, passes: r.passes, handlers: r.handlers, outsideTurns: outsideOf(r.hour, r.agent) })),
+      busy: busy.map((r) => ({ hour: r.hour, span: r.span, agent: r.agent, busyMs: r.busy_ms, passes: r.passes, handlers: r.handlers, outsideTurns: outsideOf(r) })),
     };
+  }
+
+  /**
+   * Folds every hour of the whole UTC days older than FOLD_AFTER_MS into its
+   * day, in one transaction: each day's row gains exactly what its hours held,
+   * so every total (per tenant, agent, model, day) reads the same after.
+   * Returns how many hour rows were folded.
+   */
+  async fold(now: number): Promise<number> {
+    const line = foldLine(now);
+    return this.ctx.storage.transactionSync(() => {
+      this.sql.exec(
+        `INSERT INTO usage_days SELECT tenant, agent, model, ${DAY_OF_HOUR}, byok, SUM(calls), SUM(input_tokens), SUM(cache_read_tokens), SUM(cache_write_tokens), SUM(output_tokens), SUM(cost)
+         FROM usage WHERE hour < ? GROUP BY tenant, agent, model, ${DAY_OF_HOUR}, byok
+         ON CONFLICT (tenant, agent, model, day, byok) DO UPDATE SET calls = calls + excluded.calls, input_tokens = input_tokens + excluded.input_tokens,
+           cache_read_tokens = cache_read_tokens + excluded.cache_read_tokens, cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens,
+           output_tokens = output_tokens + excluded.output_tokens, cost = cost + excluded.cost`,
+        line,
+      );
+      this.sql.exec(
+        `INSERT INTO busy_days SELECT tenant, agent, ${DAY_OF_HOUR}, SUM(busy_ms), SUM(passes), SUM(handlers) FROM busy WHERE hour < ? GROUP BY tenant, agent, ${DAY_OF_HOUR}
+         ON CONFLICT (tenant, agent, day) DO UPDATE SET busy_ms = busy_ms + excluded.busy_ms, passes = passes + excluded.passes, handlers = handlers + excluded.handlers`,
+        line,
+      );
+      this.sql.exec(
+        `INSERT INTO busy_outside_days SELECT tenant, agent, ${DAY_OF_HOUR}, part, SUM(busy_ms) FROM busy_outside WHERE hour < ? GROUP BY tenant, agent, ${DAY_OF_HOUR}, part
+         ON CONFLICT (tenant, agent, day, part) DO UPDATE SET busy_ms = busy_ms + excluded.busy_ms`,
+        line,
+      );
+      const folded = ["usage", "busy", "busy_outside"].reduce((n, table) => n + this.sql.exec(`DELETE FROM ${table} WHERE hour < ? RETURNING 1`, line).toArray().length, 0);
+      return folded;
+    });
   }
 
   private limit(): TenantLimit | null {
@@ -245,6 +329,11 @@ export class Ledger extends DurableObject<Env> {
 
 export function dayStart(ms: number): number {
   return Math.floor(ms / DAY_MS) * DAY_MS;
+}
+
+/** Hours before this are folded: the whole UTC days older than FOLD_AFTER_MS. */
+function foldLine(now: number): number {
+  return dayStart(now - FOLD_AFTER_MS);
 }
 
 /** A tenant's ledger, or with no tenant the platform's. */

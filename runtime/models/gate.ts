@@ -8,6 +8,7 @@
 // once and never holds a caller: whoever was told to wait comes back later
 // (the agent's object schedules the job again).
 import { DurableObject } from "cloudflare:workers";
+import { type Migration, runMigrations } from "../../lib/migrations.ts";
 
 /** May a call go now: yes (`probe`: it is the first after a wait, and says how it went), or not before `until`. */
 export type Admission = { go: true; probe?: string } | { go: false; until: number };
@@ -18,6 +19,14 @@ const PROBE_LEASE_MS = 30_000;
 const PROBE_POLL_MS = 1_000;
 /** A limit with no word on when to come back waits MODEL_RETRY_BASE_SECONDS, doubling, up to this. */
 const MAX_BACKOFF_SECONDS = 300;
+
+/** Append-only (lib/migrations.ts): the first adopts the table releases before versioning created on every wake. */
+const MIGRATIONS: readonly Migration[] = [
+  {
+    name: "gate",
+    sql: "CREATE TABLE IF NOT EXISTS gate (id INTEGER PRIMARY KEY CHECK (id = 1), closed_until INTEGER NOT NULL, refusals INTEGER NOT NULL, probe TEXT, probe_until INTEGER NOT NULL)",
+  },
+];
 
 type GateRow = {
   /** No call before this (ms since the epoch). */
@@ -34,9 +43,7 @@ export class ProviderGate extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
-    this.sql.exec(
-      "CREATE TABLE IF NOT EXISTS gate (id INTEGER PRIMARY KEY CHECK (id = 1), closed_until INTEGER NOT NULL, refusals INTEGER NOT NULL, probe TEXT, probe_until INTEGER NOT NULL)",
-    );
+    runMigrations(ctx.storage, MIGRATIONS);
   }
 
   async admit(): Promise<Admission> {

@@ -1,10 +1,8 @@
 // AgentObject: one Durable Object per (tenant, agent), with its own SQLite.
-//
 // It keeps the RPC surface and wires the parts together: the conversation
 // store, inbound (the durable write of what people send), the turn state
 // machine, model jobs, the tool-call journal, the approvals glue, the outbox,
-// the scheduler and the pass (runtime/object/pass.ts). `submit` is a durable write
-// that returns at once and arms an alarm for "now"; the alarm runs one pass.
+// the scheduler, the pass (runtime/object/pass.ts) and retention after it.
 import { DurableObject } from "cloudflare:workers";
 import { cardFor, Holds, type Card, type Person } from "../../approvals/index.ts";
 import { secretNamed } from "../../lib/config.ts";
@@ -16,8 +14,8 @@ import { Claims, type EffectReport, type EffectWork, type ReportAnswer } from ".
 import { deadlineMs, leaseSeconds, Effects, type EffectKind, Outbox, Typing } from "../effects/index.ts";
 import { modelChoice, ModelJobs } from "../models/index.ts";
 import { controlPlane, modelFrom, mountsFrom, NO_SETTINGS, SettingsCopy, type SettingsText } from "../control/index.ts";
-import { Conversations, transcript, type TranscriptEntry } from "../store/index.ts";
-import { Identity } from "./identity.ts";
+import { Conversations, Identity, transcript, type TranscriptEntry } from "../store/index.ts";
+import { Retention, retentionMs } from "../retention/index.ts";
 import { Inbound } from "./inbound.ts";
 import { Pass } from "./pass.ts";
 import { Scheduler } from "./scheduler.ts";
@@ -60,6 +58,7 @@ export class AgentObject extends DurableObject<Env> {
   private readonly inbound: Inbound;
   private readonly pass: Pass;
   private readonly claims: Claims;
+  private readonly retention: Retention;
   /** Measures every handler (measureHandlers below). */
   readonly busyTime: BusyTime;
 
@@ -89,14 +88,15 @@ export class AgentObject extends DurableObject<Env> {
       post: (conversation, message, refKey) => this.turns.post(conversation, message, refKey),
     });
     this.turns = new Turns(ctx.storage, this.store, this.jobs, this.tools, this.outbox, this.typing, this.approvals);
+    this.retention = new Retention(ctx.storage, env.LARGE_VALUES, () => retentionMs(env));
     this.leases = new Leases(this.sql, this.effects, (conversation, text) => this.turns.note(this.store.get(conversation)!, text));
     this.scheduler = new Scheduler(
       ctx.storage,
       async () => {
         const route = this.identity.route();
-        if (route) await this.busyTime.measure({ part: "pass" }, () => this.pass.run(route), false);
+        if (route) await this.busyTime.measure({ part: "pass" }, async () => (await this.pass.run(route), await this.retention.slice(route)), false);
       },
-      () => [this.store.anyMarked() || this.approvals.hasWork() ? Date.now() : null, this.effects.nextDue(), this.leases.nextDue()],
+      () => [this.store.anyMarked() || this.approvals.hasWork() ? Date.now() : null, this.effects.nextDue(), this.leases.nextDue(), this.retention.nextDue()],
     );
     this.pass = new Pass({
       storage: ctx.storage,
@@ -153,9 +153,10 @@ export class AgentObject extends DurableObject<Env> {
   async submit(route: Route, event: ChatEvent): Promise<SubmitResult> {
     this.identity.claim(route);
     this.identity.checkBridge(route, event.user.platform);
-    // Its first event lists the agent in the directory and gives it its copy of the
-    // settings: the one call to the control plane in the object's life.
+    // Its first event lists the agent and gives it its settings (its one call to the control plane);
+    // an event to an archived conversation brings its rows back from R2 first (runtime/retention).
     if (this.settings.get() === null) this.settings.apply(await controlPlane(this.env).register({ ...route, platform: event.user.platform }));
+    await this.retention.restore(route, event.conversation);
     const result = this.ctx.storage.transactionSync(() => this.inbound.accept(route, event));
     if (result.accepted) this.scheduler.wake();
     return result;
@@ -163,20 +164,22 @@ export class AgentObject extends DurableObject<Env> {
 
   async conversation(route: Route, id: string): Promise<ConversationView | null> {
     if (!this.identity.owns(route)) return null;
-    const conv = this.store.get(id);
-    if (!conv) return null;
-    const busyByTurn = this.busyTime.ofConversation(id);
-    return {
-      id,
-      status: this.inbound.statusOf(conv),
-      turn: conv.turn,
-      error: conv.error,
-      usage: { inputTokens: conv.input_tokens, outputTokens: conv.output_tokens, cost: conv.cost },
-      busyMs: busyByTurn.reduce((sum, t) => sum + t.busyMs, 0),
-      busyByTurn,
-      transcript: transcript(this.store.log(id)),
-      holds: this.approvals.holds.ofConversation(id).map((hold) => cardFor(hold, route.tenant, route.agent)),
-    };
+    return this.retention.read(route, id, () => {
+      const conv = this.store.get(id);
+      if (!conv) return null;
+      const busyByTurn = this.busyTime.ofConversation(id);
+      return {
+        id,
+        status: this.inbound.statusOf(conv),
+        turn: conv.turn,
+        error: conv.error,
+        usage: { inputTokens: conv.input_tokens, outputTokens: conv.output_tokens, cost: conv.cost },
+        busyMs: busyByTurn.reduce((sum, t) => sum + t.busyMs, 0),
+        busyByTurn,
+        transcript: transcript(this.store.log(id)),
+        holds: this.approvals.holds.ofConversation(id).map((hold) => cardFor(hold, route.tenant, route.agent)),
+      };
+    });
   }
 
   /** Conversations whose id starts with `prefix` (a bridge finds a channel's threads this way). */

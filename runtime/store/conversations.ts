@@ -18,6 +18,8 @@ export type ConversationRow = {
   cost: number;
   created_at: number;
   updated_at: number;
+  /** Set while its rows live in R2 (runtime/retention): a message restores them first. */
+  archived_at: number | null;
 };
 
 /** What waits in the inbox: a person's message (steering) or a runtime note. */

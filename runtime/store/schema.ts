@@ -1,11 +1,18 @@
-// The object's SQLite schema. Each entry is one migration; the applied count is
+// The object's SQLite schema, run by lib/migrations.ts: the applied count is
 // kept in `meta.schema_version`, so an object created by an older deploy is
 // brought forward the first time a newer one wakes it.
+import { type Migration, runMigrations, schemaVersion } from "../../lib/migrations.ts";
 
-const MIGRATIONS: string[] = [
-  `
-  CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-
+/**
+ * Append-only: objects in the field hold the count of these they applied, so
+ * a released entry is never edited, reordered or removed; a schema change is a
+ * new entry at the end (docs/design.md, "Migrations"). `meta` (identity,
+ * settings, the version) is the runner's own table.
+ */
+const MIGRATIONS: readonly Migration[] = [
+  {
+    name: "conversations, log, jobs, tool calls, outbox, holds, effects",
+    sql: `
   -- Every inbound event id ever accepted: platform retries stop here.
   CREATE TABLE inbound (event_id TEXT PRIMARY KEY, conversation TEXT NOT NULL, kind TEXT NOT NULL, at INTEGER NOT NULL);
 
@@ -142,8 +149,11 @@ const MIGRATIONS: string[] = [
   );
   CREATE INDEX effects_due ON effects (due_at);
   `,
-  // Object busy time per turn and per hour (runtime/metering/busy-time.ts).
-  `
+  },
+  {
+    // Object busy time per turn and per hour (runtime/metering/busy-time.ts).
+    name: "busy time",
+    sql: `
   CREATE TABLE busy_turns (
     conversation TEXT NOT NULL,
     turn INTEGER NOT NULL,
@@ -155,29 +165,38 @@ const MIGRATIONS: string[] = [
   -- shipped_ms: how much of the hour was handed to a courier for the ledger.
   CREATE TABLE busy_hours (hour INTEGER PRIMARY KEY, busy_ms REAL NOT NULL, passes INTEGER NOT NULL, handlers INTEGER NOT NULL, shipped_ms REAL NOT NULL DEFAULT 0);
   `,
+  },
   // A streamed reply's message: what it shows, as its courier last reported (runtime/courier/reply-stream.ts).
-  `ALTER TABLE message_refs ADD COLUMN shown TEXT;`,
-  // Effects carry their work (runtime/effects/effects.ts): how often each was sent, and since when.
-  `
+  { name: "streamed reply shown", sql: `ALTER TABLE message_refs ADD COLUMN shown TEXT;` },
+  {
+    // Effects carry their work (runtime/effects/effects.ts): how often each was sent, and since when.
+    name: "effects carry work, outbox runs",
+    sql: `
   ALTER TABLE effects ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;
   ALTER TABLE effects ADD COLUMN first_sent_at INTEGER;
   -- Chat messages go out in runs (runtime/effects/outbox.ts): the run that carried a row while its outcome is not known.
   ALTER TABLE outbox ADD COLUMN run INTEGER;
   CREATE INDEX outbox_runs ON outbox (run) WHERE run IS NOT NULL;
   `,
+  },
   // The outbox's pacing reads the conversation's last update without scanning every message it ever sent.
-  `CREATE INDEX outbox_updates_sent ON outbox (conversation, sent_at) WHERE status = 'sent' AND ref_key IS NOT NULL;`,
+  { name: "outbox updates index", sql: `CREATE INDEX outbox_updates_sent ON outbox (conversation, sent_at) WHERE status = 'sent' AND ref_key IS NOT NULL;` },
   // The object's busy time that served no turn, per hour and part (runtime/metering/busy-time.ts):
   // with busy_turns it adds up to busy_hours.
-  `CREATE TABLE busy_outside (hour INTEGER NOT NULL, part TEXT NOT NULL, busy_ms REAL NOT NULL, PRIMARY KEY (hour, part));`,
-  // A job waiting out its provider's rate limit: since when, and whether its turn told the person (runtime/models/jobs.ts).
-  `
+  { name: "busy outside turns", sql: `CREATE TABLE busy_outside (hour INTEGER NOT NULL, part TEXT NOT NULL, busy_ms REAL NOT NULL, PRIMARY KEY (hour, part));` },
+  {
+    // A job waiting out its provider's rate limit: since when, and whether its turn told the person (runtime/models/jobs.ts).
+    name: "model rate limits",
+    sql: `
   ALTER TABLE model_jobs ADD COLUMN limited_since INTEGER;
   ALTER TABLE model_jobs ADD COLUMN busy_told INTEGER NOT NULL DEFAULT 0;
   `,
-  // What a leased mount (a machine) holds per conversation, and when it ends (runtime/tools/leases.ts).
-  // mount: as last used, so an unmounted one still ends; state: open, or ending (its effect under way).
-  `
+  },
+  {
+    // What a leased mount (a machine) holds per conversation, and when it ends (runtime/tools/leases.ts).
+    // mount: as last used, so an unmounted one still ends; state: open, or ending (its effect under way).
+    name: "machine leases",
+    sql: `
   CREATE TABLE leases (
     alias TEXT NOT NULL,
     conversation TEXT NOT NULL,
@@ -190,25 +209,29 @@ const MIGRATIONS: string[] = [
     PRIMARY KEY (alias, conversation)
   );
   `,
+  },
+  {
+    // Retention (runtime/retention): a conversation archived to R2 keeps only its row, marked when;
+    // the slices find the next ones without walking the archived, and old inbound ids, sends and tool calls leave by age.
+    name: "retention",
+    sql: `
+  ALTER TABLE conversations ADD COLUMN archived_at INTEGER;
+  CREATE INDEX conversations_unarchived ON conversations (updated_at) WHERE archived_at IS NULL;
+  CREATE INDEX inbound_at ON inbound (at);
+  CREATE INDEX outbox_settled ON outbox (created_at) WHERE status != 'pending';
+  CREATE INDEX tool_calls_by_conversation ON tool_calls (conversation);
+  CREATE INDEX tool_calls_done ON tool_calls (done_at) WHERE status = 'done';
+  CREATE INDEX holds_by_conversation ON holds (conversation);
+  `,
+  },
 ];
-
-export const SCHEMA_VERSION = MIGRATIONS.length;
 
 /** Whether the object was ever written (reading sqlite_master writes nothing). */
 export function hasSchema(storage: DurableObjectStorage): boolean {
-  return storage.sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").toArray().length > 0;
+  return schemaVersion(storage.sql) > 0;
 }
 
+/** Brings the object's schema to this deploy's; throws MigrationError (all rolled back) when a migration fails. */
 export function migrate(storage: DurableObjectStorage): void {
-  const sql = storage.sql;
-  storage.transactionSync(() => {
-    sql.exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
-    const row = sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'schema_version'").toArray()[0];
-    let version = row ? Number(row.value) : 0;
-    for (; version < MIGRATIONS.length; version++) {
-      // The first migration creates meta itself; skip that statement once it exists.
-      sql.exec(MIGRATIONS[version]!.replace("CREATE TABLE meta ", "CREATE TABLE IF NOT EXISTS meta "));
-    }
-    sql.exec("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", String(version));
-  });
+  runMigrations(storage, MIGRATIONS);
 }

@@ -1,9 +1,12 @@
 // Who an agent object is: it records its (tenant, agent) on first use and
 // refuses any other (invariant 4), and the bridge of its first chat event, to
 // which its tenant then belongs. Its schema is created by that first write, so
-// a read of an object never used writes nothing.
+// a read of an object never used writes nothing. A deploy whose migration
+// fails leaves the object serving nothing: every call into it throws the
+// MigrationError (a 503 at the Worker) and no pass runs, until a deploy fixes it.
 import type { Platform, Route } from "../chat.ts";
-import { hasSchema, migrate } from "../store/index.ts";
+import { MigrationError } from "../../lib/migrations.ts";
+import { hasSchema, migrate } from "./schema.ts";
 
 export class IdentityError extends Error {
   override name = "IdentityError";
@@ -15,19 +18,29 @@ const BRIDGES: ReadonlySet<Platform> = new Set(["slack", "discord", "webhook"]);
 export class Identity {
   /** No schema yet: the first write (claim) creates it. */
   private fresh: boolean;
+  /** This deploy's migrations failed on the object's schema (rolled back): it serves nothing. */
+  private failure: MigrationError | null = null;
 
   constructor(private readonly storage: DurableObjectStorage) {
     this.fresh = !hasSchema(storage);
-    if (!this.fresh) migrate(storage);
+    if (this.fresh) return;
+    try {
+      migrate(storage);
+    } catch (err) {
+      if (!(err instanceof MigrationError)) throw err;
+      console.error(err.message);
+      this.failure = err;
+    }
   }
 
-  /** Whether the object has its schema (it was written once). */
+  /** Whether the object has its schema (it was written once), at this deploy's version. */
   ready(): boolean {
-    return !this.fresh;
+    return !this.fresh && this.failure === null;
   }
 
   /** Records the route on first use; refuses any other. */
   claim(route: Route): void {
+    this.serving();
     if (this.fresh) {
       migrate(this.storage);
       this.fresh = false;
@@ -67,10 +80,16 @@ export class Identity {
   }
 
   route(): Route | null {
+    this.serving();
     if (this.fresh) return null;
     const rows = this.storage.sql.exec<{ key: string; value: string }>("SELECT key, value FROM meta WHERE key IN ('tenant', 'agent')").toArray();
     const tenant = rows.find((r) => r.key === "tenant")?.value;
     const agent = rows.find((r) => r.key === "agent")?.value;
     return tenant !== undefined && agent !== undefined ? { tenant, agent } : null;
+  }
+
+  /** Throws the failed migration: the object takes no step on a schema it could not bring forward. */
+  private serving(): void {
+    if (this.failure) throw this.failure;
   }
 }
