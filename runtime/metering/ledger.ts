@@ -8,7 +8,7 @@
 // Agents API, `status` and the console read it. A tenant's ledger also keeps
 // the tenant's daily spend limit, so the check before a call asks one object.
 import { DurableObject } from "cloudflare:workers";
-import { z } from "zod";
+import * as z from "zod";
 import { type BusyPart, hourOf, type HourBusy } from "./busy-time.ts";
 
 export const DAY_MS = 86_400_000;
