@@ -140,7 +140,7 @@ function withMachine(ctx: ToolContext, use: (t: Target, note: string) => Promise
 }
 
 function bytes(n: number): string {
-  return `${n.toLocaleString("en-US")} byte${n === 1 ? "" : "s"}`;
+  return `${String(n).replace(/\B(?=(\d{3})+$)/g, ",")} byte${n === 1 ? "" : "s"}`;
 }
 
 function stream(name: string, out: CapturedOutput): string {
