@@ -278,15 +278,12 @@ describe("the model table", () => {
         // Under an API of its own its compat flags hold; under another they do not carry over.
         const apis = providerSchema.safeParse({ id: vendor, baseUrl: "https://gw.example", api: model.api }).success ? [...new Set([model.api, "openai-completions"])] : ["openai-completions"];
         for (const api of apis) {
-          expect(modelSettings(provider({ id: vendor, api }), id), `${vendor}/${id} as ${api}`).toEqual({
-            contextWindow: model.contextWindow,
-            maxTokens: model.maxTokens,
-            cost: model.cost,
-            images: model.input.includes("image"),
-            reasoning: model.reasoning,
-            ...(model.thinkingLevelMap ? { thinkingLevelMap: model.thinkingLevelMap } : {}),
-            ...(model.compat && model.api === api ? { compat: model.compat } : {}),
-          });
+          const row = modelSettings(provider({ id: vendor, api }), id);
+          const said = `${vendor}/${id} as ${api}`;
+          expect(row, said).toMatchObject({ contextWindow: model.contextWindow, maxTokens: model.maxTokens, cost: model.cost, reasoning: model.reasoning });
+          expect(row.images, said).toBe(model.input.includes("image"));
+          expect(row.thinkingLevelMap, said).toEqual(model.thinkingLevelMap);
+          expect(row.compat, said).toEqual(model.api === api ? model.compat : undefined);
           checked++;
         }
       }
