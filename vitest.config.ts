@@ -1,7 +1,10 @@
 // Before Miniflare starts: its loopback server must keep idle connections (why: the script).
 import "./scripts/loopback-keep-alive.mjs";
 import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
+import { unstable_readConfig } from "wrangler";
 // @ts-expect-error: plain ESM helper shared with the Node tests
 import { startFakes } from "./test/fakes/index.mjs";
 // @ts-expect-error: plain ESM helper
@@ -18,7 +21,15 @@ process.env.TMPDIR = stateTmpdir();
 const { bindings } = await startFakes();
 const machineHost = await startMachineHost();
 
+// The Worker's bundle swaps some modules for those in build/ (wrangler.jsonc,
+// "alias"): the tests run with the same swaps, so they test what is deployed.
+const root = dirname(fileURLToPath(import.meta.url));
+const alias: Record<string, string> = unstable_readConfig({ config: join(root, "wrangler.jsonc") }).alias ?? {};
+
 export default defineConfig({
+  resolve: {
+    alias: Object.entries(alias).map(([find, replacement]) => ({ find, replacement: join(root, replacement) })),
+  },
   plugins: [
     cloudflareTest({
       main: "./test/worker-under-test.ts",

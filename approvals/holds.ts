@@ -1,7 +1,7 @@
 // Holds: a call that waits for a person. Recorded verbatim with who asked and
 // where; decided once (a single SQL transition from "pending"); performed at
 // most once; expired lazily, so no timer is armed while the agent is idle.
-import { z } from "zod";
+import * as z from "zod";
 
 /** running = approved and being performed; an eviction mid-call finds it so. */
 /** performed/failed: the call was made, and answered with a result or an error. */

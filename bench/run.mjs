@@ -3,6 +3,8 @@
 // figure is printed with n, median and p99, and as a ratio against a baseline
 // measured in the same run (the machine is shared and noisy; the ratio is the
 // figure that carries). Sections, in order (BENCH_ONLY=busy,ack picks some):
+//   bundle the deployed Worker's size (raw, gzip) and its startup in workerd vs the Worker
+//          before it was made lean, built in the same run (bench/bundle.mjs); needs no wrangler dev
 //   busy   object busy time per turn (recorded by the runtime) as a share of the
 //          turn, vs the same turn awaited inside the object; over the batch, the
 //          object's own total and the workerd processes' CPU time (/proc)
@@ -34,6 +36,7 @@ import { FAKE_PROVIDER_KEY, startModelProvider } from "../test/fakes/model-provi
 import { FAKE_SLACK_BOT_TOKEN, startSlack } from "../test/fakes/slack.mjs";
 import { startWorker, until } from "../test/node/wrangler-dev.mjs";
 import { amplifyHistory } from "./amplify.mjs";
+import { bundleSection } from "./bundle.mjs";
 import { armedAlarms, objectCounters } from "./counters.mjs";
 import { countdownRatios } from "./countdown.mjs";
 import { objectBusy } from "./object-busy.mjs";
@@ -43,7 +46,7 @@ import { TAIL_MODEL, TAIL_WINDOW, tailSection } from "./tail.mjs";
 
 const num = (name, fallback) => Number(process.env[name] ?? fallback);
 // ack leaves a backlog of turns (one per event) behind it: it runs after idle and peer, and load starts its own wrangler dev.
-const SECTIONS = ["busy", "stream", "tail", "fleet", "idle", "peer", "ack", "script", "load"];
+const SECTIONS = ["bundle", "busy", "stream", "tail", "fleet", "idle", "peer", "ack", "script", "load"];
 const ONLY = process.env.BENCH_ONLY ? process.env.BENCH_ONLY.split(",").map((s) => s.trim()) : SECTIONS;
 for (const s of ONLY) if (!SECTIONS.includes(s)) throw new Error(`BENCH_ONLY: unknown section ${s} (known: ${SECTIONS.join(", ")})`);
 
@@ -128,20 +131,22 @@ const startBenchWorker = (extra = {}, persistDir = undefined) =>
       ...extra,
     },
   });
-/** The `wrangler dev` the requests go to (the load section starts its own). */
-let worker = await startBenchWorker();
+/** The `wrangler dev` the requests go to (the load section starts its own); none when only the bundle is measured. */
+let worker = ONLY.some((s) => s !== "bundle") ? await startBenchWorker() : undefined;
 
 // A run stopped from outside (Ctrl-C, a timeout) takes wrangler dev and workerd with it.
 for (const signal of ["SIGINT", "SIGTERM"]) {
   process.once(signal, async () => {
-    writeFileSync(LOG, worker.output());
-    await worker.stop();
+    if (worker) {
+      writeFileSync(LOG, worker.output());
+      await worker.stop();
+    }
     process.exit(130);
   });
 }
 
 // wrangler dev's own log, kept on disk as the run goes (a run cut short keeps it).
-const saveLog = setInterval(() => writeFileSync(LOG, worker.output()), 5_000);
+const saveLog = setInterval(() => worker && writeFileSync(LOG, worker.output()), 5_000);
 saveLog.unref();
 
 // ---- helpers -------------------------------------------------------------------
@@ -924,7 +929,8 @@ const sectionRetries = () => {
 };
 
 const tail = () => tailSection({ api, post, view, putScenario, print, row, summary, run });
-const sections = { busy: busySection, stream: streamSection, tail, peer: peerSection, ack: ackSection, fleet: fleetSection, idle: idleSection, script: scriptSection, load: loadSection };
+const bundle = () => bundleSection({ print, row, summary });
+const sections = { bundle, busy: busySection, stream: streamSection, tail, peer: peerSection, ack: ackSection, fleet: fleetSection, idle: idleSection, script: scriptSection, load: loadSection };
 const began = Date.now();
 try {
   print(`antiproton bench — wrangler dev on loopback, fakes for Slack and the provider; ${new Date().toISOString()}; sections: ${ONLY.join(", ")}`);
@@ -937,12 +943,14 @@ try {
   }
   print(`total ${((Date.now() - began) / 1000).toFixed(0)} s`);
 } catch (err) {
-  console.error(`wrangler dev's last words:\n${worker.output().slice(-4000)}`);
+  if (worker) console.error(`wrangler dev's last words:\n${worker.output().slice(-4000)}`);
   throw err;
 } finally {
-  writeFileSync(LOG, worker.output());
-  console.log(`wrangler dev's log: ${LOG}`);
-  await worker.stop();
+  if (worker) {
+    writeFileSync(LOG, worker.output());
+    console.log(`wrangler dev's log: ${LOG}`);
+    await worker.stop();
+  }
   if (stateToRemove) rmSync(stateToRemove, { recursive: true, force: true });
   await Promise.all([provider.close(), slack.close(), tool.close()]);
 }

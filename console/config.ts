@@ -1,5 +1,5 @@
 // The console's settings, parsed here.
-import { z } from "zod";
+import * as z from "zod";
 import { parseJsonVar } from "../lib/config.ts";
 
 /** How long a console session lasts (CONSOLE_SESSION_HOURS). */

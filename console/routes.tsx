@@ -11,7 +11,7 @@ import { csrf } from "hono/csrf";
 import { HTTPException } from "hono/http-exception";
 import { NONCE, secureHeaders } from "hono/secure-headers";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { z } from "zod";
+import * as z from "zod";
 import { ConfigError } from "../lib/config.ts";
 import { HttpError, readBody, safeEqual } from "../lib/http.ts";
 import { migrationFailure } from "../lib/migrations.ts";

@@ -9,7 +9,7 @@
 // form's action, checked on top of hono/csrf's Origin check.
 import type { Context } from "hono";
 import { deleteCookie, getSignedCookie, setSignedCookie } from "hono/cookie";
-import { z } from "zod";
+import * as z from "zod";
 import { sessionHours } from "./config.ts";
 import { hmacHex, isHttpsOrLoopback, safeEqual } from "../lib/http.ts";
 import { adminToken, controlPlane } from "../runtime/index.ts";

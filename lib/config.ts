@@ -1,6 +1,6 @@
 // Configuration helpers every folder may use: variables are parsed, never
 // trusted, and a bad value is reported by the variable's name.
-import { z } from "zod";
+import * as z from "zod";
 import { isHttpsOrLoopback } from "./http.ts";
 
 export class ConfigError extends Error {

@@ -1,6 +1,6 @@
 // The machine backend's configuration, parsed with zod; a bad value is
 // reported by the variable's name.
-import { z } from "zod";
+import * as z from "zod";
 import { ConfigError, secretNamed } from "../lib/config.ts";
 import { isHttpsOrLoopback } from "../lib/http.ts";
 

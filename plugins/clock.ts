@@ -1,5 +1,5 @@
 // The built-in read-only plugin: tells the time, so a tool turn works with no setup.
-import { z } from "zod";
+import * as z from "zod";
 import type { Plugin } from "./contract.ts";
 
 export const clockPlugin: Plugin = {

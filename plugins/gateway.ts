@@ -3,7 +3,7 @@
 // the mount's secret at call time, redacts secrets from what comes back, and
 // applies the replay rule of invariant 8. For a plugin that discovers its
 // tools, it also fetches the mount's tool list and keeps it with the mount.
-import { z } from "zod";
+import * as z from "zod";
 import { evaluatePolicy, mountPolicy, type MountUnderPolicy, type PolicyDecision } from "./policy.ts";
 import { nearest } from "../lib/nearest.ts";
 import type { Audience, CallableTool, Idempotency, Plugin, PluginTool, SessionState, SideEffects, ToolCaller, ToolDiscovery, ToolOutput } from "./contract.ts";

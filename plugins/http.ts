@@ -1,7 +1,7 @@
 // The http plugin: GET and POST to the hosts a mount allows, with the mount's
 // secret injected as a header. Pages come back as text, capped in size and
 // time; every failure is a result the model can read.
-import { z } from "zod";
+import * as z from "zod";
 import { isHttpsOrLoopback } from "../lib/http.ts";
 import type { Plugin, ToolContext, ToolOutput } from "./contract.ts";
 

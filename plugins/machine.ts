@@ -6,7 +6,7 @@
 // mount's secret reaches a command only as an environment variable of that one
 // call; the gateway redacts it from whatever comes back.
 import { env } from "cloudflare:workers";
-import { z } from "zod";
+import * as z from "zod";
 import { MachineError, machineBackend, type CapturedOutput, type ExecResult, type Listing, type MachineBackend, type MachineLabels, type MachineSpec } from "../machines/index.ts";
 import type { Plugin, ToolContext, ToolOutput } from "./contract.ts";
 
@@ -140,7 +140,7 @@ function withMachine(ctx: ToolContext, use: (t: Target, note: string) => Promise
 }
 
 function bytes(n: number): string {
-  return `${n.toLocaleString("en-US")} byte${n === 1 ? "" : "s"}`;
+  return `${String(n).replace(/\B(?=(\d{3})+$)/g, ",")} byte${n === 1 ? "" : "s"}`;
 }
 
 function stream(name: string, out: CapturedOutput): string {

@@ -11,7 +11,7 @@ import { SSEClientTransport, SseError } from "@modelcontextprotocol/sdk/client/s
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ErrorCode, McpError, ToolListChangedNotificationSchema, type CallToolResult, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/cfworker";
-import { z } from "zod";
+import * as z from "zod";
 import { isHttpsOrLoopback } from "../lib/http.ts";
 import type { FetchedTools, Plugin, PluginTool, ToolContext, ToolOutput } from "./contract.ts";
 

@@ -4,7 +4,7 @@
 // and replaces the document with no wait in between, so parallel writes on one
 // agent lose nothing. The model always has it: it is the plugin's standing
 // document, put in a conversation's system prompt (within a budget).
-import { z } from "zod";
+import * as z from "zod";
 import type { Audience, Plugin, SessionState, StandingContext, ToolOutput } from "./contract.ts";
 
 const MAX_LINES = 500;

@@ -1,5 +1,5 @@
 // Mount policy: which calls run, which are refused, which wait for a person.
-import { z } from "zod";
+import * as z from "zod";
 
 export const policyDecision = z.enum(["allow", "deny", "approval"]);
 export type PolicyDecision = z.infer<typeof policyDecision>;

@@ -5,7 +5,8 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { modelChoice, callModel, DEFAULT_MODEL_SETTINGS, modelSettings, providerSchema, type ModelChoice, type ModelSettings } from "../runtime/models/index.ts";
-import { getModel } from "../node_modules/@mariozechner/pi-ai/dist/models.js";
+// pi-ai's registry itself, by path: the Worker's bundle and these tests have none in pi-ai's models.js (wrangler.jsonc, "alias").
+import { MODELS } from "../node_modules/@mariozechner/pi-ai/dist/models.generated.js";
 import type { AssistantMessage } from "@mariozechner/pi-ai";
 import { agent, rows } from "./agents.ts";
 import { chooseModels, getConversation, postMessage, providerRequests, releaseProvider, script, settled, unique, waitFor } from "./support.ts";
@@ -254,7 +255,9 @@ describe("callModel's answer for a failed call", () => {
 
 describe("the model table", () => {
   const provider = (entry: Record<string, unknown>) => providerSchema.parse({ baseUrl: "https://gw.example/v1", ...entry });
-  const registry = getModel as (provider: string, id: string) => { contextWindow: number; maxTokens: number; cost: ModelSettings["cost"]; input: string[] };
+  type Known = { api: string; contextWindow: number; maxTokens: number; cost: ModelSettings["cost"]; input: string[]; reasoning: boolean; thinkingLevelMap?: unknown; compat?: unknown };
+  const models = MODELS as unknown as Record<string, Record<string, Known>>;
+  const registry = (vendor: string, id: string) => models[vendor]![id]!;
 
   it("is seeded from pi-ai's registry, under the provider's own id first, then the API's vendor", () => {
     const claude = registry("anthropic", "claude-sonnet-4-5");
@@ -266,6 +269,26 @@ describe("the model table", () => {
     });
     const routed = registry("openrouter", "anthropic/claude-sonnet-4.5");
     expect(modelSettings(provider({ id: "openrouter" }), "anthropic/claude-sonnet-4.5")).toMatchObject({ contextWindow: routed.contextWindow, cost: routed.cost });
+  });
+
+  it("knows every model of pi-ai's registry as pi-ai does: registry.json is pi-ai's, reduced to what the table reads (scripts/model-registry.mjs)", () => {
+    let checked = 0;
+    for (const [vendor, known] of Object.entries(models)) {
+      for (const [id, model] of Object.entries(known)) {
+        // Under an API of its own its compat flags hold; under another they do not carry over.
+        const apis = providerSchema.safeParse({ id: vendor, baseUrl: "https://gw.example", api: model.api }).success ? [...new Set([model.api, "openai-completions"])] : ["openai-completions"];
+        for (const api of apis) {
+          const row = modelSettings(provider({ id: vendor, api }), id);
+          const said = `${vendor}/${id} as ${api}`;
+          expect(row, said).toMatchObject({ contextWindow: model.contextWindow, maxTokens: model.maxTokens, cost: model.cost, reasoning: model.reasoning });
+          expect(row.images, said).toBe(model.input.includes("image"));
+          expect(row.thinkingLevelMap, said).toEqual(model.thinkingLevelMap);
+          expect(row.compat, said).toEqual(model.api === api ? model.compat : undefined);
+          checked++;
+        }
+      }
+    }
+    expect(checked).toBeGreaterThan(900);
   });
 
   it("gives an unknown model the conservative defaults", () => {

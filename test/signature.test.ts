@@ -1,6 +1,6 @@
 // The TypeScript-like form code mode shows the model, from the JSON Schema zod writes.
 import { describe, expect, it } from "vitest";
-import { z } from "zod";
+import * as z from "zod";
 import { typeOf } from "../plugins/signature.ts";
 
 // As the gateway makes it: the input a caller may send.

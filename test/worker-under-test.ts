@@ -2,7 +2,7 @@
 // system with a non-idempotent write (it talks to the loopback ledger fake),
 // and the Machine object on a fake container runtime (the tests have no
 // containers: test/fakes/container.ts plays the platform's ctx.container).
-import { z } from "zod";
+import * as z from "zod";
 import { builtinPlugins, type Plugin } from "../plugins/index.ts";
 import { AgentObject as AgentCore, Courier as CourierCore, type RuntimeDeps } from "../runtime/index.ts";
 import { Machine as MachineCore } from "../machines/index.ts";

@@ -1,7 +1,7 @@
 // Discord's ids, and the reply address the ingress writes and the outbound
 // reads back. Everything here ends up in a REST path, so it is checked on the
 // way in and again on the way out (a stored address is data, not a promise).
-import { z } from "zod";
+import * as z from "zod";
 import type { ReplyAddress } from "../../runtime/index.ts";
 
 /** Discord's ids are snowflakes: decimal digits (64-bit). */

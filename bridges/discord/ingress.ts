@@ -12,7 +12,7 @@ import type {
   MessageFlags,
 } from "discord-api-types/v10";
 import type { Context } from "hono";
-import { z } from "zod";
+import * as z from "zod";
 import { parseDecisionValue } from "../../approvals/index.ts";
 import { HttpError, parseJson } from "../../lib/http.ts";
 import { parseRoute, submitEvent, type ChatCommand, type ChatUser, type Route } from "../../runtime/index.ts";

@@ -1,6 +1,6 @@
 // Identifiers a platform sends us, checked before they are used as keys or
 // reach a URL: a bad one is a 400 that says what was wrong, never a 500 later.
-import { z } from "zod";
+import * as z from "zod";
 import { HttpError } from "../../lib/http.ts";
 import { CONVERSATION_ID } from "../../runtime/index.ts";
 

@@ -1,7 +1,7 @@
 // The Slack bridge's settings: every variable and secret it reads from the
 // Worker env, parsed here. Secrets are read by name (they are not part of the
 // generated Env type).
-import { z } from "zod";
+import * as z from "zod";
 import { baseUrlFrom, booleanVar, ConfigError, parseJsonVar, secretNamed } from "../../lib/config.ts";
 import { parseRoute, type Route } from "../../runtime/index.ts";
 

@@ -2,7 +2,7 @@
 // block_actions, already verified (by Slack's signature over HTTP, or by the
 // forward signature from the Socket Mode connector), become ChatEvents.
 // Every answer is ready once the event is durably accepted: the model is never awaited.
-import { z } from "zod";
+import * as z from "zod";
 import { parseDecisionValue } from "../../approvals/index.ts";
 import { HttpError, isHttpsOrLoopback } from "../../lib/http.ts";
 import { agentStub, submitEvent, type ChatUser, type ReplyAddress, type Route } from "../../runtime/index.ts";

@@ -5,7 +5,7 @@
 // The workspace (with its name) is listed in the directory the console navigates.
 import type { Context } from "hono";
 import { getCookie, setCookie } from "hono/cookie";
-import { z } from "zod";
+import * as z from "zod";
 import { hmacHex, HttpError, safeEqual } from "../../lib/http.ts";
 import { recordAgent } from "../../runtime/index.ts";
 import { clientId, clientSecret, oauthEnabled, oauthRedirectUrl, routeFor } from "./config.ts";

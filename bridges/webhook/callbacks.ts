@@ -1,6 +1,6 @@
 // Where a webhook tenant's replies go: the callback_url registered for it in
 // the control plane (PUT /v1/webhook/tenants/{tenant}).
-import { z } from "zod";
+import * as z from "zod";
 import { httpsOrLoopbackUrl } from "../../lib/config.ts";
 import { controlPlane } from "../../runtime/index.ts";
 

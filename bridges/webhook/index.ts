@@ -2,7 +2,7 @@
 // /webhook/{tenant}/events and receives replies, signed the same way, at the
 // callback_url registered for the tenant (PUT /v1/webhook/tenants/{tenant}).
 import { Hono, type Context } from "hono";
-import { z } from "zod";
+import * as z from "zod";
 import { HttpError, parseJson, readBody } from "../../lib/http.ts";
 import { listAgents, parseRoute } from "../../runtime/index.ts";
 import type { ChatBridge } from "../shared/bridge.ts";

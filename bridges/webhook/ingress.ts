@@ -2,7 +2,7 @@
 // The tenant is named in the signed body too, so a signed event cannot be
 // replayed to another tenant; replies go to the callback_url registered for it.
 import type { Context } from "hono";
-import { z } from "zod";
+import * as z from "zod";
 import { parseDecisionValue } from "../../approvals/index.ts";
 import { HttpError, parseJson } from "../../lib/http.ts";
 import { CONVERSATION_ID, parseRoute, submitEvent, type ChatEvent } from "../../runtime/index.ts";

@@ -2,7 +2,7 @@
 // QuickJS instance per call (script-run.ts), which cannot hold the isolate
 // (sandbox.ts). In code mode a script calls the agent's other mounted tools
 // through `tools`, each call through the gateway under its mount's policy.
-import { z } from "zod";
+import * as z from "zod";
 import type { CallableTool, Plugin } from "../contract.ts";
 import { typeOf } from "../signature.ts";
 import { runScript } from "./script-run.ts";

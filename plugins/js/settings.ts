@@ -1,5 +1,5 @@
 // The js plugin's mount config and the limits around it.
-import { z } from "zod";
+import * as z from "zod";
 
 export const MAX_CPU_MS = 10_000;
 // Within the tool lane's run lease (90 s), with room for the report.

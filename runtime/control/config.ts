@@ -1,6 +1,6 @@
 // The deployment's mounts (MOUNTS), parsed here; tenants and agents add their
 // own through the Agents API (runtime/control/settings.ts).
-import { z } from "zod";
+import * as z from "zod";
 import { parseJsonVar } from "../../lib/config.ts";
 import { mountSchema, type Mount } from "../../plugins/index.ts";
 

@@ -6,7 +6,7 @@
 // setting changes, before the admin API answers: a `deny` set on a mount takes
 // effect before the next call it governs. Versions are per tenant and only
 // ever grow, so a late push never undoes a newer one.
-import { z } from "zod";
+import * as z from "zod";
 import { ConfigError } from "../../lib/config.ts";
 import type { Mount } from "../../plugins/index.ts";
 import type { Route } from "../chat.ts";

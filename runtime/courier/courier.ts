@@ -10,7 +10,7 @@
 // it: an outcome in hand is never paid for twice because a report was lost.
 // The object decides everything else: retries, order, failure.
 import { DurableObject } from "cloudflare:workers";
-import { z } from "zod";
+import * as z from "zod";
 import { ConfigError } from "../../lib/config.ts";
 import { type Migration, runMigrations } from "../../lib/migrations.ts";
 import { type DeliveryResult, type OutboxDelivery, type StreamTarget, outboundFor, type RuntimeDeps } from "../chat.ts";

@@ -1,6 +1,6 @@
 // The Agents API: drive an agent without a chat platform, behind ADMIN_TOKEN.
 import { Hono, type Context } from "hono";
-import { z } from "zod";
+import * as z from "zod";
 import { CONVERSATION_ID, parseRoute, readConversation, submitEvent } from "./ingress.ts";
 import { HttpError, parseJson, readBody, safeEqual } from "../../lib/http.ts";
 import { ConfigError } from "../../lib/config.ts";

@@ -1,7 +1,7 @@
 // The usage ledger through the Agents API: a tenant's usage and busy time per
 // hour, and its daily spend limit (runtime/metering/usage-read.ts, runtime/metering/spend.ts).
 import type { Hono } from "hono";
-import { z } from "zod";
+import * as z from "zod";
 import { HttpError, parseJson, readBody } from "../../lib/http.ts";
 import { platformDailySpendLimit, DAY_MS, dayStart, ledgerStub, tenantLimitSchema, effectiveLimit, forgetReading, readUsage, totalsOf } from "../metering/index.ts";
 import { parseRoute } from "./ingress.ts";

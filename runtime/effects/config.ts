@@ -1,6 +1,6 @@
 // The effects' variables, parsed here: how long an effect may wait for a
 // courier, how long a chat send may go unanswered, whether replies stream.
-import { z } from "zod";
+import * as z from "zod";
 import { booleanVar, parseJsonVar } from "../../lib/config.ts";
 import { SEND_LEASE_MS } from "./effects.ts";
 

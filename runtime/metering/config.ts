@@ -1,5 +1,5 @@
 // The spend limits, parsed here.
-import { z } from "zod";
+import * as z from "zod";
 import { parseJsonVar } from "../../lib/config.ts";
 
 const spendLimit = z.number().nonnegative().nullable();

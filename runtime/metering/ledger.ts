@@ -10,7 +10,7 @@
 // Agents API, `status` and the console read it. A tenant's ledger also keeps
 // the tenant's daily spend limit, so the check before a call asks one object.
 import { DurableObject } from "cloudflare:workers";
-import { z } from "zod";
+import * as z from "zod";
 import { type Migration, runMigrations } from "../../lib/migrations.ts";
 import { type BusyPart, hourOf, type HourBusy } from "./busy-time.ts";
 

@@ -1,7 +1,7 @@
 // The models' variables, parsed here: MODEL_PROVIDERS, HARNESS_MODEL, the
 // retry backoff and the patience with rate limits. A bad value is reported by
 // the variable's name.
-import { z } from "zod";
+import * as z from "zod";
 import { ConfigError, parseJsonVar } from "../../lib/config.ts";
 import { pickProblem, providerSchema, resolvePick } from "./providers.ts";
 import type { ModelChoice, ModelPick, ProviderConfig } from "./types.ts";

@@ -1,6 +1,6 @@
 // A model provider as MODEL_PROVIDERS describes it, and the model choice
 // (`<provider>/<model>`) resolved against those providers and the model table.
-import { z } from "zod";
+import * as z from "zod";
 import { ConfigError, httpsOrLoopbackUrl } from "../../lib/config.ts";
 import { DEFAULT_MODEL_SETTINGS, knownModel, modelSettings } from "./table.ts";
 import { MODEL_APIS, type ModelChoice, type ModelPick, type ProviderConfig, type SettingsOverride } from "./types.ts";

@@ -2,11 +2,10 @@
 // max output, prices, images). pi-ai's registry seeds it where it knows the
 // model; an unknown model gets conservative defaults; a provider entry in
 // MODEL_PROVIDERS may override any of it, provider-wide or per model.
-import type { Api, Model } from "@mariozechner/pi-ai";
-// pi-ai exports its registry only from its root entry, which bundles every
-// provider (6.1 MiB instead of 2.3). Each provider entry already bundles this
-// module, so importing it by path adds nothing to the Worker.
-import { getModel } from "../../node_modules/@mariozechner/pi-ai/dist/models.js";
+// The registry is read from registry.json: pi-ai's, reduced to what this table
+// reads (scripts/model-registry.mjs); pi-ai's own is not in the Worker's bundle.
+import type { Api } from "@mariozechner/pi-ai";
+import registry from "./registry.json";
 import type { ModelApi, ModelSettings, ProviderConfig, SettingsOverride } from "./types.ts";
 
 /**
@@ -29,24 +28,23 @@ const REGISTRY_VENDOR: Record<ModelApi, string> = {
   "google-generative-ai": "google",
 };
 
-const lookup = getModel as (provider: string, modelId: string) => Model<Api> | undefined;
+/** A registry model: its row of the table, and the API it is called with (its compat flags hold for that API only). */
+type RegistryModel = ModelSettings & { api: Api };
+const REGISTRY = registry as Record<string, Record<string, RegistryModel>>;
+
+function lookup(provider: string, modelId: string): RegistryModel | undefined {
+  const models = REGISTRY[provider];
+  return models && Object.hasOwn(models, modelId) ? models[modelId] : undefined;
+}
 
 /** pi-ai's entry for a model: under the provider's own id first (e.g. `openrouter`), then the API's vendor. */
-function registryModel(provider: ProviderConfig, modelId: string): Model<Api> | undefined {
+function registryModel(provider: ProviderConfig, modelId: string): RegistryModel | undefined {
   return lookup(provider.id, modelId) ?? lookup(REGISTRY_VENDOR[provider.api], modelId);
 }
 
-function fromRegistry(known: Model<Api>, api: ModelApi): ModelSettings {
-  return {
-    contextWindow: known.contextWindow,
-    maxTokens: known.maxTokens,
-    cost: { ...known.cost },
-    images: known.input.includes("image"),
-    reasoning: known.reasoning,
-    ...(known.thinkingLevelMap ? { thinkingLevelMap: known.thinkingLevelMap } : {}),
-    // Compat flags describe one API: they do not carry over to another.
-    ...(known.compat && known.api === api ? { compat: known.compat } : {}),
-  };
+function fromRegistry({ api: knownApi, compat, cost, ...known }: RegistryModel, api: ModelApi): ModelSettings {
+  // Compat flags describe one API: they do not carry over to another.
+  return { ...known, cost: { ...cost }, ...(compat && knownApi === api ? { compat } : {}) };
 }
 
 function applyOverride(settings: ModelSettings, override: SettingsOverride): ModelSettings {

@@ -1,5 +1,5 @@
 // How long a settled conversation stays in its object: RETENTION_DAYS, parsed here.
-import { z } from "zod";
+import * as z from "zod";
 import { parseJsonVar } from "../../lib/config.ts";
 
 /** A settled conversation untouched this long is archived to R2 (RETENTION_DAYS, default 90). */

@@ -1,6 +1,6 @@
 // Who may decide a held call, how long a hold waits, and how long a machine
 // may sit idle: APPROVERS, APPROVAL_TTL_HOURS and MACHINE_IDLE_MINUTES, parsed here.
-import { z } from "zod";
+import * as z from "zod";
 import { approversSchema } from "../../approvals/index.ts";
 import { parseJsonVar } from "../../lib/config.ts";
 import { ownValue } from "../../lib/own.ts";

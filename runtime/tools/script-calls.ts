@@ -13,7 +13,7 @@
 // only where the replay rule allows (a read, an idempotent write): otherwise
 // it is answered "unknown". The object never waits on the network here either.
 import type { ToolCall, ToolResultMessage } from "@mariozechner/pi-ai";
-import { z } from "zod";
+import * as z from "zod";
 import type { Holds } from "../../approvals/index.ts";
 import type { ToolOutput } from "../../plugins/index.ts";
 import { type Conversations, type ConversationRow, textOf } from "../store/index.ts";

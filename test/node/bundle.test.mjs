@@ -1,0 +1,69 @@
+// The deployed Worker stays lean (docs/benchmarks.md, "Bundle"): built as
+// `wrangler deploy --dry-run` builds it, with esbuild's metafile, it is within
+// its budget, holds none of what was cut, and reaches no provider SDK through
+// a static import (those load on the first call to their API).
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import { localWranglerEnv } from "../../scripts/wrangler-env.mjs";
+
+const ROOT = new URL("../..", import.meta.url).pathname;
+/** Issue 24's budget for the whole upload (the Worker, QuickJS's wasm, machined.mjs), gzipped. */
+const BUDGET_GZIP_KIB = 600;
+
+let dir;
+let gzipKiB;
+/** The module graph (each module's imports, with their kind). */
+let inputs;
+/** Each module's bytes in the output: 0 when esbuild shook all of it out. */
+let output;
+let entry;
+
+before(() => {
+  dir = mkdtempSync(join(tmpdir(), "antiproton-bundle-"));
+  const meta = join(dir, "meta.json");
+  const run = spawnSync("npx", ["wrangler", "deploy", "--dry-run", "--outdir", join(dir, "out"), "--metafile", meta], { cwd: ROOT, env: localWranglerEnv(), encoding: "utf8" });
+  assert.equal(run.status, 0, `wrangler deploy --dry-run:\n${run.stdout}\n${run.stderr}`);
+  gzipKiB = Number(/Total Upload: [\d.]+ KiB \/ gzip: ([\d.]+) KiB/.exec(run.stdout)?.[1]);
+  const metafile = JSON.parse(readFileSync(meta, "utf8"));
+  inputs = metafile.inputs;
+  const worker = Object.values(metafile.outputs).find((o) => o.entryPoint);
+  output = worker?.inputs ?? {};
+  entry = worker?.entryPoint;
+});
+
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+const bundled = (pattern) => Object.keys(output).filter((path) => pattern.test(path) && output[path].bytesInOutput > 0);
+
+test(`the upload is within ${BUDGET_GZIP_KIB} KiB gzipped, with all four provider APIs in it`, () => {
+  assert.ok(gzipKiB > 0, "wrangler printed the upload's size");
+  assert.ok(gzipKiB <= BUDGET_GZIP_KIB, `${gzipKiB} KiB gzipped`);
+  for (const api of ["anthropic", "google", "openai-completions", "openai-responses"]) {
+    assert.equal(bundled(new RegExp(`@mariozechner/pi-ai/dist/providers/${api}\\.js$`)).length, 1, `pi-ai's ${api} entry is bundled`);
+  }
+});
+
+test("none of what was cut is bundled: ajv, pi-ai's registry, zod's locales but its default (English)", () => {
+  assert.deepEqual(bundled(/node_modules\/(ajv|ajv-formats|fast-uri)\//), []);
+  assert.deepEqual(bundled(/pi-ai\/dist\/models\.generated\.js$/), []);
+  assert.deepEqual(bundled(/zod\/v4\/locales\/(?!en\.js$|index\.js$)/), []);
+});
+
+test("no provider SDK is reached from the entry through static imports: each loads on its API's first call", () => {
+  assert.ok(entry && inputs[entry], `the metafile names the entry (${entry})`);
+  const reached = new Set([entry]);
+  const queue = [entry];
+  while (queue.length > 0) {
+    for (const edge of inputs[queue.pop()]?.imports ?? []) {
+      if (edge.external || edge.kind === "dynamic-import" || reached.has(edge.path)) continue;
+      reached.add(edge.path);
+      queue.push(edge.path);
+    }
+  }
+  assert.ok(reached.has("runtime/models/call.ts"), "the walk reaches the module that calls providers");
+  assert.deepEqual([...reached].filter((path) => /node_modules\/(@google\/genai|openai|@anthropic-ai\/sdk)\/|pi-ai\/dist\/providers\//.test(path)), []);
+});
