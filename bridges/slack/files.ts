@@ -5,7 +5,7 @@
 // Text becomes text for the model, an image an image (for models that take
 // images; pi-ai names it to the others), anything else is named with why.
 import { readAtMost } from "../../lib/http.ts";
-import type { Attachment } from "../../runtime/index.ts";
+import { type Attachment, toBase64 } from "../../runtime/index.ts";
 import { apiBaseUrl } from "./config.ts";
 
 /** About 64k tokens: a larger text would crowd the conversation out of most context windows. */
@@ -45,12 +45,6 @@ function trustedFileUrl(env: Env, url: string | null | undefined): URL | null {
   return ours ? parsed : null;
 }
 
-const base64 = (bytes: Uint8Array) => {
-  let text = "";
-  for (let i = 0; i < bytes.length; i += 0x8000) text += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  return btoa(text);
-};
-
 /** Each shared file as the model is to see it; never throws (a file that cannot be had is named, saying why). */
 export async function fetchFiles(env: Env, token: string, files: SlackFile[]): Promise<Attachment[]> {
   const signal = AbortSignal.timeout(FETCH_DEADLINE_MS);
@@ -71,7 +65,7 @@ export async function fetchFiles(env: Env, token: string, files: SlackFile[]): P
       const url = trustedFileUrl(env, file.url_private);
       if (!url) return named("Slack gave no link to it that the agent may use");
       return download(url, token, max, signal).then(
-        (body) => (kind === "text" ? { name, mimeType, bytes: body.length, kind, text: new TextDecoder().decode(body) } : { name, mimeType, bytes: body.length, kind, data: base64(body) }),
+        (body) => (kind === "text" ? { name, mimeType, bytes: body.length, kind, text: new TextDecoder().decode(body) } : { name, mimeType, bytes: body.length, kind, data: toBase64(body) }),
         (err: unknown) => named(`it could not be fetched (${err instanceof Error ? err.message : String(err)})`),
       );
     }),
