@@ -7,7 +7,8 @@
 // (A Slack file's image: test/slack/files.test.ts.)
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { leftOut } from "../runtime/pictures/index.ts";
+import type { Message } from "@mariozechner/pi-ai";
+import { leftOut, picturesIn, storeImage } from "../runtime/pictures/index.ts";
 import { chooseModels, postMessage, providerRequests, script, settled, unique, worker, type ProviderRequest, type ScriptStep } from "./support.ts";
 
 const E = env as unknown as Record<string, string> & { LARGE_VALUES: R2Bucket };
@@ -102,5 +103,24 @@ describe("pictures", () => {
       expect(now).toBeGreaterThanOrEqual(before);
       before = now;
     }
+  });
+
+  it("an image kept inline by an earlier release still goes; one whose stored copy is gone, or too large alone, is told as a sentence", async () => {
+    const route = { tenant: unique("inline"), agent: "a" };
+    const limits = { count: 8, bytes: 2048 };
+    const small = await storeImage(E.LARGE_VALUES, route, new Uint8Array([1, 2, 3]), "image/png");
+    const gone = await storeImage(E.LARGE_VALUES, route, new Uint8Array([4, 5, 6]), "image/png");
+    await E.LARGE_VALUES.delete(`images/${route.tenant}/a/${gone.ref}`);
+    const large = await storeImage(E.LARGE_VALUES, route, new Uint8Array(4096), "image/png");
+    const inline = { type: "image" as const, data: "AAEC", mimeType: "image/gif" };
+    const messages: Message[] = [{ role: "user", content: [inline, small, gone, large, { type: "text", text: "four" }], timestamp: 0 }];
+    const [sent] = await picturesIn(E.LARGE_VALUES, route, true, limits, messages);
+    expect(sent!.content).toEqual([
+      inline,
+      { type: "image", data: "AQID", mimeType: "image/png" },
+      { type: "text", text: "(image not shown: its stored copy is gone)" },
+      { type: "text", text: "(image not shown: larger than the 2 KiB of images a request carries)" },
+      { type: "text", text: "four" },
+    ]);
   });
 });

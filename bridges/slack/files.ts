@@ -10,9 +10,9 @@ import { apiBaseUrl } from "./config.ts";
 
 /** About 64k tokens: a larger text would crowd the conversation out of most context windows. */
 export const TEXT_MAX_BYTES = 256 * 1024;
-/** Larger than providers take without scaling it down (Claude ~1.15 megapixels), and its base64 fits a log row. */
+/** Larger than providers take without scaling it down (Claude ~1.15 megapixels). */
 export const IMAGE_MAX_BYTES = 1024 * 1024;
-/** What one message's files may add to its log row: SQLite rows hold at most 2 MB, and the words and JSON come on top. */
+/** What one message's files may add up to (an image as its base64, as the event brings it to the edge, which stores it in R2): a text goes into the log row, which SQLite caps at 2 MB. */
 const STORED_MAX_CHARS = 1_500_000;
 /** All of a message's files, fetched side by side, within this: Slack retries an event not answered in 3 s. */
 export const FETCH_DEADLINE_MS = 2_000;

@@ -10,7 +10,7 @@ import { imageKey, isStoredImage, toBase64 } from "./store.ts";
 
 type Part = TextContent | ImageContent;
 
-const MiB = (bytes: number) => `${Math.round((bytes / 1048576) * 10) / 10} MiB`;
+const sizeText = (bytes: number) => (bytes >= 1048576 ? `${Math.round((bytes / 1048576) * 10) / 10} MiB` : `${Math.round(bytes / 1024)} KiB`);
 
 /** An image's bytes: counted when stored, or from its base64 (one kept inline by an earlier release). */
 function sizeOf(image: ImageContent): number {
@@ -57,8 +57,8 @@ export async function picturesIn(bucket: R2Bucket, route: Route, sees: boolean, 
     if (part.type !== "image") return part;
     const note = (why: string): Part => ({ type: "text", text: `(image not shown: ${why})` });
     if (!sees) return note("this model cannot see images");
-    if (sizeOf(part) > limits.bytes) return note(`larger than the ${MiB(limits.bytes)} of images a request carries`);
-    if (!shown.has(part)) return note(`only the newest ${limits.count} images, at most ${MiB(limits.bytes)}, reach the model`);
+    if (sizeOf(part) > limits.bytes) return note(`larger than the ${sizeText(limits.bytes)} of images a request carries`);
+    if (!shown.has(part)) return note(`only the newest ${limits.count} images, at most ${sizeText(limits.bytes)}, reach the model`);
     if (!isStoredImage(part)) return part;
     const data = read.get(part);
     return data ? { type: "image", mimeType: part.mimeType, data } : note("its stored copy is gone");
