@@ -3,7 +3,7 @@
 // model call, compacts on the way when a request would not fit, and ends done,
 // stopped, failed, compacted or (a compaction that failed) unchanged.
 // `advance` moves one conversation until it must wait; it never waits for the model.
-import type { AssistantMessage, UserMessage } from "@mariozechner/pi-ai";
+import type { AssistantMessage, ImageContent, UserMessage } from "@mariozechner/pi-ai";
 import { clip } from "../../lib/text.ts";
 import { type ApprovalFlow, toolCalls, type ToolCalls } from "../tools/index.ts";
 import type { Attachment, ChatUser, OutboundMessage, StreamTarget } from "../chat.ts";
@@ -21,6 +21,7 @@ import {
 } from "./compaction.ts";
 import { streamKey, type ModelRequest, type JobPurpose, type JobRow, type ModelJobs, type Settled } from "../models/index.ts";
 import type { Outbox, Typing } from "../effects/index.ts";
+import type { StoredImage } from "../pictures/index.ts";
 import type { PassContext } from "../pass-context.ts";
 import { standingNotes, standingState, withStanding } from "./system-prompt.ts";
 
@@ -352,7 +353,9 @@ function userMessage(text: string, attachments: Attachment[] = []): UserMessage 
     if (file.kind === "named") say(`[file ${label}, not shown: ${file.note}]`);
     if (file.kind === "image") {
       say(`[image ${label}]`);
-      content.push({ type: "image", data: file.data, mimeType: file.mimeType });
+      // Its bytes stay in R2 (the courier reads them back); an event accepted before they went there still carries them.
+      const image: StoredImage | ImageContent = file.data === undefined ? { type: "image", data: "", mimeType: file.mimeType, ref: file.ref, bytes: file.bytes } : { type: "image", data: file.data, mimeType: file.mimeType };
+      content.push(image);
     }
   }
   return { role: "user", content, timestamp: Date.now() };
