@@ -140,14 +140,12 @@ export const journalPlugin: Plugin = {
       async call({ text }, ctx) {
         if (text.trim() === "") return { text: "The entry is empty.", isError: true };
         // A replay comes before many other writes could: the newest page's worth is searched.
-        const written = (journal: Journal) => [...journal.newest(undefined, PAGE_ENTRIES)].find((e) => e.key === ctx.callKey);
-        const already = written(new Journal(ctx));
+        const already = [...new Journal(ctx).newest(undefined, PAGE_ENTRIES)].find((e) => e.key === ctx.callKey);
         if (already) return { text: `Already written: entry #${already.n}.` };
         const ref = text.length > INLINE_CHARS ? spillKey(ctx) : undefined;
         if (ref) await env.LARGE_VALUES.put(ref, text);
         // After the wait: read and append in one go, so parallel writes lose nothing.
-        const journal = new Journal(ctx);
-        const entry = written(journal) ?? journal.append({ at: Date.now(), key: ctx.callKey, text: ref ? text.slice(0, safeCut(text, PREVIEW_CHARS)) : text, chars: text.length, ...(ref ? { ref } : {}) });
+        const entry = new Journal(ctx).append({ at: Date.now(), key: ctx.callKey, text: ref ? text.slice(0, safeCut(text, PREVIEW_CHARS)) : text, chars: text.length, ...(ref ? { ref } : {}) });
         return { text: `Written: entry #${entry.n} (${entry.chars} characters${ref ? ", kept in large-value storage" : ""}).` };
       },
     },
