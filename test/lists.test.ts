@@ -157,6 +157,24 @@ describe("a journal entry too long for its page", () => {
   }, 90_000);
 });
 
+describe("parallel journal writes", () => {
+  it("two conversations writing at once, one spilling each entry to R2 (a wait mid-write), lose nothing", async () => {
+    const T = unique("parallel");
+    await mountLists(T);
+    const long = (i: number) => `p${i} ${"x".repeat(5_000)}`;
+    const [p, q] = [unique("p"), unique("q")];
+    await script(p, [{ toolCalls: Array.from({ length: 5 }, (_, i) => call("journal__write", { text: long(i) })) }, { text: "Done." }]);
+    await script(q, [{ toolCalls: Array.from({ length: 5 }, (_, i) => call("journal__write", { text: `q${i}` })) }, { text: "Done." }]);
+    await Promise.all([postMessage(T, A, { text: `[s:${p}] go`, conversation: p }), postMessage(T, A, { text: `[s:${q}] go`, conversation: q })]);
+    await Promise.all([settled(T, A, p), settled(T, A, q)]);
+    const [page] = await rows<{ value: string }>(T, A, "SELECT value FROM mount_sessions WHERE alias = 'journal' AND key = 'doc:channels:page:0'");
+    const entries = JSON.parse(page!.value) as { n: number; text: string; chars: number }[];
+    expect(entries.map((e) => e.n)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    expect(entries.map((e) => e.text.slice(0, 2)).toSorted()).toEqual(["p0", "p1", "p2", "p3", "p4", "q0", "q1", "q2", "q3", "q4"]);
+    expect(entries.filter((e) => e.chars > 5_000)).toHaveLength(5);
+  });
+});
+
 describe("scopes and age", () => {
   it("a DM's todo and journal stay in that DM; a channel's reach the channels and no DM", async () => {
     const team = slackId("T");
