@@ -96,10 +96,13 @@ function spillKey(ctx: ToolContext): string {
 
 /** The newest lines that fit within PROMPT_CHARS, then a marker naming `entries` when some did not. */
 function renderNewestFirst(lines: string[], alias: string): string {
+  const marker = `[… older entries not shown: ${alias}__entries lists every entry …]\n`;
   let out = "";
-  for (const line of lines) {
+  for (const [i, line] of lines.entries()) {
     const shown = `- ${line}\n`;
-    if (out.length + shown.length > PROMPT_CHARS - 100) return `${out}[… older entries not shown: ${alias}__entries lists every entry …]\n`;
+    // The marker must fit too, unless this is the last line.
+    const room = PROMPT_CHARS - (i < lines.length - 1 ? marker.length : 0);
+    if (out.length + shown.length > room) return out + marker;
     out += shown;
   }
   return out;

@@ -158,15 +158,18 @@ describe("a journal entry too long for its page", () => {
 });
 
 describe("parallel journal writes", () => {
-  it("two conversations writing at once, one spilling each entry to R2 (a wait mid-write), lose nothing", async () => {
+  it("writes made at once (a script's, each spilling to R2 and so waiting mid-write, beside short ones) lose nothing", async () => {
     const T = unique("parallel");
     await mountLists(T);
-    const long = (i: number) => `p${i} ${"x".repeat(5_000)}`;
-    const [p, q] = [unique("p"), unique("q")];
-    await script(p, [{ toolCalls: Array.from({ length: 5 }, (_, i) => call("journal__write", { text: long(i) })) }, { text: "Done." }]);
-    await script(q, [{ toolCalls: Array.from({ length: 5 }, (_, i) => call("journal__write", { text: `q${i}` })) }, { text: "Done." }]);
-    await Promise.all([postMessage(T, A, { text: `[s:${p}] go`, conversation: p }), postMessage(T, A, { text: `[s:${q}] go`, conversation: q })]);
-    await Promise.all([settled(T, A, p), settled(T, A, q)]);
+    // A script's calls reach the object one by one while the others wait on R2: the writes interleave.
+    const code = `(async () => {
+      const long = (i) => "p" + i + " " + "x".repeat(5000);
+      const writes = [0, 1, 2, 3, 4].flatMap((i) => [tools.journal.write({ text: long(i) }), tools.journal.write({ text: "q" + i })]);
+      return (await Promise.all(writes)).length;
+    })()`;
+    const s = unique("p");
+    await script(s, [{ toolCalls: [call("js__run", { code })] }, { text: "Done." }]);
+    expect(toolTexts(await turn(T, s, `[s:${s}] go`))).toEqual(["Result: 10"]);
     const [page] = await rows<{ value: string }>(T, A, "SELECT value FROM mount_sessions WHERE alias = 'journal' AND key = 'doc:channels:page:0'");
     const entries = JSON.parse(page!.value) as { n: number; text: string; chars: number }[];
     expect(entries.map((e) => e.n)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
@@ -217,6 +220,18 @@ describe("scopes and age", () => {
     const [entries, read] = toolTexts(view);
     expect(entries!.split("\n").map((line) => line.replace(/ \S+ \S+ UTC:/, ""))).toEqual(["#3 New decision.", "#2 Middle decision.", "#1 Old decision."]);
     expect(read).toBe("Entry #1, characters 0–13 of 13; the end.\n\nOld decision.");
+  });
+});
+
+describe("the journal in the prompt", () => {
+  it("shows the newest entries that fit within 8,000 characters, then a marker naming entries", () => {
+    const lines = Array.from({ length: 100 }, (_, i) => `#${100 - i} 2026-12-01 10:00 UTC: ${"y".repeat(280)}`);
+    const ctx = { alias: "journal", config: { scope: "audience", promptDays: 7 }, audience: { kind: "channel" } as const };
+    const body = journalPlugin.standing!.render(lines, ctx).split("\n").slice(2, -1);
+    expect(body.join("\n").length).toBeLessThanOrEqual(8_000);
+    expect(body.at(-1)).toBe("[… older entries not shown: journal__entries lists every entry …]");
+    expect(body.slice(0, -1)).toEqual(lines.slice(0, body.length - 1).map((line) => `- ${line}`));
+    expect(journalPlugin.standing!.render(lines.slice(0, 3), ctx)).toContain(lines.slice(0, 3).map((line) => `- ${line}\n`).join(""));
   });
 });
 
