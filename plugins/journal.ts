@@ -84,8 +84,9 @@ class Journal {
 /** An entry as one line: its number, time and text, clipped, naming `read` when there is more. */
 function entryLine(entry: Entry, alias: string): string {
   const when = new Date(entry.at).toISOString().slice(0, 16).replace("T", " ");
-  const text = clip(oneLine(entry.text), LINE_CHARS);
-  const more = entry.chars > text.length ? ` [${entry.chars} characters: ${alias}__read({"entry":${entry.n}})]` : "";
+  const line = oneLine(entry.text);
+  const text = clip(line, LINE_CHARS);
+  const more = entry.ref !== undefined || text !== line ? ` [${entry.chars} characters: ${alias}__read({"entry":${entry.n}})]` : "";
   return `#${entry.n} ${when} UTC: ${text}${more}`;
 }
 
