@@ -6,10 +6,10 @@ import { HttpError, parseJson, readBody, safeEqual } from "../../lib/http.ts";
 import { ConfigError } from "../../lib/config.ts";
 import { adminToken } from "./config.ts";
 import { deploymentModel, modelProviders, modelPickSchema, pickProblem, type ModelPick } from "../models/index.ts";
-import { controlPlane, modelFrom, mountsFrom, parseSettings, secondMessageFrom, type SettingKind, mountList } from "../control/index.ts";
-import { DEFAULT_SECOND_MESSAGE, secondMessageSchema } from "../turns/index.ts";
-import { agentStub } from "../object/index.ts";
-import type { Route, RuntimeDeps } from "../chat.ts";
+import { controlPlane, modelFrom, mountsFrom, parseSettings, mountList } from "../control/index.ts";
+import { secondMessageSchema } from "../turns/index.ts";
+import type { RuntimeDeps } from "../chat.ts";
+import { changeSetting, secondMessageOf } from "./settings.ts";
 import { Gateway, MountError, policyWarnings, type Mount, type Plugin } from "../../plugins/index.ts";
 import { usageRoutes } from "./usage-routes.ts";
 
@@ -66,20 +66,6 @@ async function readModelPick(c: Context<{ Bindings: Env }>): Promise<ModelPick> 
   const problem = pickProblem(modelProviders(c.env), pick);
   if (problem) throw new HttpError(400, problem);
   return pick;
-}
-
-/**
- * Stores a tenant's or an agent's setting (null removes it) and pushes each
- * affected agent its new copy before answering, so the next pass of every one
- * of them already runs under it. An agent that could not be reached is named:
- * the request may be repeated.
- */
-async function changeSetting(env: Env, kind: SettingKind, route: Route, scope: "tenant" | "agent", value: unknown): Promise<{ agents: number }> {
-  const targets = await controlPlane(env).changeSetting(kind, route, scope, value);
-  const pushed = await Promise.allSettled(targets.map((t) => agentStub(env, t.route).applySettings(t.route, t.settings)));
-  const missed = targets.filter((_, i) => pushed[i]!.status === "rejected").map((t) => t.route.agent);
-  if (missed.length > 0) throw new HttpError(503, `saved, but ${missed.length} agent(s) could not be told yet (${missed.slice(0, 5).join(", ")}); repeat the request`);
-  return { agents: targets.length };
 }
 
 /** The Agents API over the given plugins (for inspecting mounts). */
@@ -150,10 +136,7 @@ export function agentsApi(deps: RuntimeDeps): Hono<{ Bindings: Env }> {
     const settings = parseSettings(await controlPlane(c.env).settingsFor(route));
     return c.json({ effective: modelFrom(c.env, settings), deployment: deploymentModel(c.env), tenant: settings.models.tenant, agent: settings.models.agent });
   });
-  api.get("/tenants/:tenant/agents/:agent/second-message", async (c) => {
-    const settings = parseSettings(await controlPlane(c.env).settingsFor(parseRoute(c.req.param("tenant"), c.req.param("agent"))));
-    return c.json({ effective: secondMessageFrom(settings), default: DEFAULT_SECOND_MESSAGE, tenant: settings.secondMessage.tenant, agent: settings.secondMessage.agent });
-  });
+  api.get("/tenants/:tenant/agents/:agent/second-message", async (c) => c.json(await secondMessageOf(c.env, parseRoute(c.req.param("tenant"), c.req.param("agent")))));
   usageRoutes(api);
   return api;
 }
