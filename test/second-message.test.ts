@@ -4,6 +4,7 @@
 // the turn, or is refused, and the Slack thread shows which.
 import { describe, expect, it } from "vitest";
 import { getConversation, providerRequests, releaseProvider, script, settled, unique, waitFor, worker } from "./support.ts";
+import { parseSettings, secondMessageFrom } from "../runtime/control/index.ts";
 import { AGENT, conversationOf, messageEnvelope, newTs, postEvent, slackCalls, slackId, statusFinal, threadMessages } from "./slack/helpers.ts";
 
 const ADMIN = { authorization: "Bearer test-admin-token", "content-type": "application/json" };
@@ -154,5 +155,14 @@ describe("the second-message strategy through the Agents API", () => {
     expect(await strategyOf(team)).toMatchObject({ effective: "reject", agent: null });
     expect((await worker(`/v1/tenants/${team}/second-message`, { method: "DELETE", headers: ADMIN })).status).toBe(200);
     expect(await strategyOf(team)).toMatchObject({ effective: "steer", tenant: null });
+  });
+});
+
+describe("an agent's copy of its settings", () => {
+  it("taken before the strategy existed, reads as nothing set: the agent steers", () => {
+    const old = parseSettings(JSON.stringify({ version: 3, mounts: { tenant: null, agent: null }, models: { tenant: null, agent: null } }));
+    expect(old.secondMessage).toEqual({ tenant: null, agent: null });
+    expect(secondMessageFrom(old)).toBe("steer");
+    expect(secondMessageFrom({ ...old, secondMessage: { tenant: "queue", agent: null } })).toBe("queue");
   });
 });
