@@ -2,7 +2,10 @@
 // (issue 26, acceptance 4): each agent's strategy, set through the Agents API,
 // decides whether it steers the running turn, waits for its own turn, restarts
 // the turn, or is refused, and the Slack thread shows which.
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import discordRecorded from "./fixtures/discord/discord.json";
+import { forward, snowflake } from "./discord-helpers.ts";
 import { getConversation, providerRequests, releaseProvider, script, settled, unique, waitFor, worker } from "./support.ts";
 import { parseSettings, secondMessageFrom } from "../runtime/control/index.ts";
 import { AGENT, conversationOf, messageEnvelope, newTs, postEvent, slackCalls, slackId, statusFinal, threadMessages } from "./slack/helpers.ts";
@@ -125,6 +128,49 @@ describe("a second message while the agent works, through Slack", () => {
     expect(view.transcript.map((e) => e.text)).not.toContain("make it short");
     expect(await providerRequests(s)).toHaveLength(1);
     await expect.poll(() => thread(channel), { timeout: 15_000 }).toEqual([REJECTED, "the summary"]);
+  });
+});
+
+describe("a second message while the agent works, through Discord", () => {
+  const APP = (env as unknown as Record<string, string>).DISCORD_APPLICATION_ID!;
+  const channelContents = async (channel: string): Promise<string[]> =>
+    ((await (await fetch(`${(env as unknown as Record<string, string>).FAKE_DISCORD_URL}/_control/messages?channel=${channel}`)).json()) as { content: string }[]).map((m) => m.content);
+
+  /** Like secondWhileWorking, in a Discord channel: both messages mention the bot, as a channel message must to reach it. */
+  async function discordSecond(strategy: string, steps: Parameters<typeof script>[1]) {
+    const s = unique("dsecond");
+    await script(s, steps);
+    const guild = snowflake();
+    const channel = snowflake();
+    expect((await putStrategy(`${guild}/agents/${AGENT}`, { strategy })).status).toBe(200);
+    const say = (content: string) => forward({ ...discordRecorded.gatewayMention.data, id: snowflake(), guild_id: guild, channel_id: channel, content: `<@${APP}> ${content}` });
+    expect((await say(`[s:${s}] write a summary`)).status).toBe(202);
+    await waitFor("the first model call", async () => (await providerRequests(s)).length === 1);
+    expect((await say("make it short")).status).toBe(202);
+    return { s, channel };
+  }
+
+  it("queue: the channel is told it waits, then gets both answers", async () => {
+    const { s, channel } = await discordSecond("queue", [{ hold: true, text: "the summary" }, { text: "the short version" }]);
+    try {
+      await waitFor("the queued note", async () => (await channelContents(channel)).some((c) => c.includes(QUEUED)));
+    } finally {
+      await releaseProvider(s);
+    }
+    await waitFor("both answers", async () => {
+      const contents = await channelContents(channel);
+      return contents.includes("the summary") && contents.includes("the short version");
+    });
+  });
+
+  it("interrupt: the working message says it restarted", async () => {
+    const { s, channel } = await discordSecond("interrupt", [{ hold: true, text: "too late" }, { text: "the short summary" }]);
+    try {
+      await waitFor("the restarted status", async () => (await channelContents(channel)).some((c) => c.includes(RESTARTED)));
+    } finally {
+      await releaseProvider(s);
+    }
+    await waitFor("the new answer", async () => (await channelContents(channel)).includes("the short summary"));
   });
 });
 
