@@ -7,7 +7,7 @@
 const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff;
 
 /** A cut at or before `at` that does not separate a surrogate pair. */
-function safeCut(text: string, at: number): number {
+export function safeCut(text: string, at: number): number {
   return isHighSurrogate(text.charCodeAt(at - 1)) ? at - 1 : at;
 }
 

@@ -45,6 +45,15 @@ export interface ToolContext {
 export interface ToolOutput {
   text: string;
   isError?: boolean;
+  /** Images the tool returned (base64), after `text`: the runtime stores them and shows them to a model that takes images. */
+  images?: ToolImage[];
+}
+
+/** An image in a tool's output, as pi-ai's image content has it. */
+export interface ToolImage {
+  type: "image";
+  data: string;
+  mimeType: string;
 }
 
 export interface ToolCaller {

@@ -338,7 +338,7 @@ export class Gateway {
     }
     const text = this.redactor.redact(output.text);
     const clipped = text.length > MAX_RESULT_CHARS ? `${text.slice(0, MAX_RESULT_CHARS)}\n[result clipped at ${MAX_RESULT_CHARS} characters]` : text;
-    return { text: clipped, isError: output.isError, disposition: "performed" };
+    return { text: clipped, isError: output.isError, ...(output.images?.length ? { images: output.images } : {}), disposition: "performed" };
   }
 
   /** What a call refused by a `deny` policy is answered. */

@@ -13,7 +13,7 @@ import { ErrorCode, McpError, ToolListChangedNotificationSchema, type CallToolRe
 import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/cfworker";
 import * as z from "zod";
 import { isHttpsOrLoopback } from "../lib/http.ts";
-import type { FetchedTools, Plugin, PluginTool, ToolContext, ToolOutput } from "./contract.ts";
+import type { FetchedTools, Plugin, PluginTool, ToolContext, ToolImage, ToolOutput } from "./contract.ts";
 
 const configSchema = z.object({
   /** The server's MCP endpoint (for an HTTP+SSE-only server, its SSE endpoint). */
@@ -164,13 +164,19 @@ async function callTool(name: string, args: Record<string, unknown>, config: Mcp
   try {
     const result = await withServer(config, ctx, (client) => client.callTool({ name, arguments: args }, undefined, { timeout: config.timeoutMs }));
     if (!("content" in result)) return { text: JSON.stringify(result.toolResult) }; // a server of the 2024-10-07 protocol
-    return { text: resultText(result as CallToolResult), isError: result.isError === true };
+    const images = imagesOf(result as CallToolResult);
+    return { text: resultText(result as CallToolResult), isError: result.isError === true, ...(images.length ? { images } : {}) };
   } catch (err) {
     return { text: failureText(config, err, `calling ${name}`), isError: true };
   }
 }
 
-/** Text and structured content for the model; images and other binary content named, not inlined. */
+/** A result's images, in order: they follow its text, for a model that takes images (the runtime stores them). */
+function imagesOf(result: CallToolResult): ToolImage[] {
+  return result.content.flatMap((block) => (block.type === "image" ? [{ type: "image" as const, data: block.data, mimeType: block.mimeType }] : []));
+}
+
+/** Text and structured content for the model; each image named (it follows as image input), other binary content named, not inlined. */
 function resultText(result: CallToolResult): string {
   let binaries = 0;
   const parts = result.content.map((block) => {
@@ -178,6 +184,7 @@ function resultText(result: CallToolResult): string {
       case "text":
         return block.text;
       case "image":
+        return `[image ${++binaries}: ${block.mimeType}, ${base64Bytes(block.data)} bytes]`;
       case "audio":
         return `[${block.type} ${++binaries}: ${block.mimeType}, ${base64Bytes(block.data)} bytes, not shown]`;
       case "resource_link":

@@ -42,12 +42,15 @@ export type ChatCommand = "stop" | "compact" | "status";
 
 /**
  * A file shared with a person's message, as its bridge fetched it (the object
- * never fetches): its text, an image (base64, shown to models that take
- * images), or only its name and why it is not shown.
+ * never fetches): its text, an image (shown to models that take images), or
+ * only its name and why it is not shown. A bridge gives an image's bytes
+ * (base64 `data`); the edge stores them in R2 and the object gets `ref`, their
+ * sha256 (runtime/pictures).
  */
 export type Attachment = { name: string; mimeType: string; bytes: number } & (
   | { kind: "text"; text: string }
-  | { kind: "image"; data: string }
+  | { kind: "image"; data: string; ref?: undefined }
+  | { kind: "image"; ref: string; data?: undefined }
   | { kind: "named"; note: string }
 );
 

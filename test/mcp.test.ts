@@ -134,7 +134,7 @@ describe("an MCP server as a mount", () => {
     await waitFor("the list", async () => /Mount "docs": \d+ tools, listed at/.test(await status(T, A, conversation)));
   });
 
-  it("calls a read tool in the session the listing opened: text and structured content reach the model, the image is named", async () => {
+  it("calls a read tool in the session the listing opened: text and structured content reach the model, the image is named (a text-only model is told it cannot see it)", async () => {
     const A = "reader";
     const marker = unique("q");
     const before = (await sessionsStarted()).length;
@@ -146,8 +146,9 @@ describe("an MCP server as a mount", () => {
     expect(view.status).toBe("idle");
     const [search, chart] = toolResults(view);
     expect(search).toMatchObject({ text: `3 pages match "${marker}".`, isError: false });
-    expect(chart!.text).toBe(`Chart of ${marker}.\n[image 1: image/png, 70 bytes, not shown]\nStructured content: {"series":"${marker}","points":[3,1,4]}`);
+    expect(chart!.text).toBe(`Chart of ${marker}.\n[image 1: image/png, 70 bytes]\nStructured content: {"series":"${marker}","points":[3,1,4]}`);
     expect(JSON.stringify(await providerRequests(s))).not.toContain("iVBORw0KGgo");
+    expect(JSON.stringify(await providerRequests(s))).toContain("(image not shown: this model cannot see images)");
     expect(await serverCalls("search", marker)).toHaveLength(1);
     // The list and both calls shared one session the server issued.
     const started = (await sessionsStarted()).slice(before);

@@ -6,14 +6,12 @@
 import { describe, expect, it } from "vitest";
 import { renderMemory } from "../plugins/memory.ts";
 import { evict, rows } from "./agents.ts";
-import { messageEnvelope, newTs, postEvent, slackId } from "./slack/helpers.ts";
-import { postMessage, providerRequests, script, settled, unique, worker, type ProviderRequest, type View } from "./support.ts";
+import { firstPrompt, slackConversation as slack, slackId } from "./slack/helpers.ts";
+import { postMessage, providerRequests, script, settled, systemOf, unique, worker, type ProviderRequest, type View } from "./support.ts";
 
 const A = "keeper";
 const ADMIN = { authorization: "Bearer test-admin-token", "content-type": "application/json" };
 
-/** The system prompt of a Chat Completions request. */
-const systemOf = (request: ProviderRequest) => request.body.messages[0]!.content as string;
 const userTexts = (request: ProviderRequest) => request.body.messages.filter((m) => m.role === "user").map((m) => m.content as string);
 const toolTexts = (view: View) => view.transcript.filter((e) => e.role === "tool").map((e) => e.text);
 
@@ -25,32 +23,6 @@ async function turn(tenant: string, conversation: string, text: string, agent = 
 const remember = (text: string, alias = "memory") => ({ toolCalls: [{ name: `${alias}__remember`, arguments: { text } }] });
 
 describe("memory scopes", () => {
-  /**
-   * A Slack message that starts a conversation: in a new thread of a DM (channel D…;
-   * the DM's top-level messages are one running conversation) or a new channel
-   * thread (mentioning the agent); returns its conversation id.
-   */
-  async function slack(team: string, where: { dm: string; user: string } | { channel: string; user: string }, text: string): Promise<string> {
-    const ts = newTs();
-    const thread = "dm" in where ? newTs() : ts;
-    const envelope =
-      "dm" in where
-        ? messageEnvelope({ team, channel: where.dm, ts, thread_ts: thread, text, user: where.user, mention: false, event: { channel_type: "im" } })
-        : messageEnvelope({ team, channel: where.channel, ts, text, user: where.user });
-    expect((await postEvent(envelope)).status).toBe(200);
-    const conversation = `${team}:${"dm" in where ? where.dm : where.channel}:${thread}`;
-    await settled(team, "assistant", conversation);
-    return conversation;
-  }
-
-  /** The system prompt of a new conversation's first request. */
-  async function firstPrompt(team: string, where: { dm: string; user: string } | { channel: string; user: string }): Promise<string> {
-    const s = unique("look");
-    await script(s, [{ text: "Hello." }]);
-    await slack(team, where, `[s:${s}] hello`);
-    return systemOf((await providerRequests(s))[0]!);
-  }
-
   it("a DM note reaches that person's next DM conversation and never a channel; a channel note reaches the channels and no DM", async () => {
     const team = slackId("T");
     const ana = { dm: slackId("D"), user: "UANA" };

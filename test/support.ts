@@ -126,6 +126,9 @@ export interface ProviderRequest {
   usage?: Record<string, unknown>;
 }
 
+/** The system prompt of a Chat Completions request. */
+export const systemOf = (request: ProviderRequest) => request.body.messages[0]!.content as string;
+
 export async function providerRequests(id: string): Promise<ProviderRequest[]> {
   return (await fetch(`${testEnv.FAKE_PROVIDER_URL}/_control/scenarios/${id}/requests`)).json();
 }

@@ -5,14 +5,14 @@
 // Text becomes text for the model, an image an image (for models that take
 // images; pi-ai names it to the others), anything else is named with why.
 import { readAtMost } from "../../lib/http.ts";
-import type { Attachment } from "../../runtime/index.ts";
+import { type Attachment, toBase64 } from "../../runtime/index.ts";
 import { apiBaseUrl } from "./config.ts";
 
 /** About 64k tokens: a larger text would crowd the conversation out of most context windows. */
 export const TEXT_MAX_BYTES = 256 * 1024;
-/** Larger than providers take without scaling it down (Claude ~1.15 megapixels), and its base64 fits a log row. */
+/** Larger than providers take without scaling it down (Claude ~1.15 megapixels). */
 export const IMAGE_MAX_BYTES = 1024 * 1024;
-/** What one message's files may add to its log row: SQLite rows hold at most 2 MB, and the words and JSON come on top. */
+/** What one message's files may add up to (an image as its base64, as the event brings it to the edge, which stores it in R2): a text goes into the log row, which SQLite caps at 2 MB. */
 const STORED_MAX_CHARS = 1_500_000;
 /** All of a message's files, fetched side by side, within this: Slack retries an event not answered in 3 s. */
 export const FETCH_DEADLINE_MS = 2_000;
@@ -45,12 +45,6 @@ function trustedFileUrl(env: Env, url: string | null | undefined): URL | null {
   return ours ? parsed : null;
 }
 
-const base64 = (bytes: Uint8Array) => {
-  let text = "";
-  for (let i = 0; i < bytes.length; i += 0x8000) text += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  return btoa(text);
-};
-
 /** Each shared file as the model is to see it; never throws (a file that cannot be had is named, saying why). */
 export async function fetchFiles(env: Env, token: string, files: SlackFile[]): Promise<Attachment[]> {
   const signal = AbortSignal.timeout(FETCH_DEADLINE_MS);
@@ -71,7 +65,7 @@ export async function fetchFiles(env: Env, token: string, files: SlackFile[]): P
       const url = trustedFileUrl(env, file.url_private);
       if (!url) return named("Slack gave no link to it that the agent may use");
       return download(url, token, max, signal).then(
-        (body) => (kind === "text" ? { name, mimeType, bytes: body.length, kind, text: new TextDecoder().decode(body) } : { name, mimeType, bytes: body.length, kind, data: base64(body) }),
+        (body) => (kind === "text" ? { name, mimeType, bytes: body.length, kind, text: new TextDecoder().decode(body) } : { name, mimeType, bytes: body.length, kind, data: toBase64(body) }),
         (err: unknown) => named(`it could not be fetched (${err instanceof Error ? err.message : String(err)})`),
       );
     }),

@@ -24,6 +24,7 @@ import { ReplyStream } from "./reply-stream.ts";
 import { MountCalls } from "./mount-calls.ts";
 import { ScriptCaller } from "./script-caller.ts";
 import { textOf } from "../store/index.ts";
+import { imageLimits, picturesIn } from "../pictures/index.ts";
 
 /**
  * Armed while the courier works: a courier cut short (evicted, the process
@@ -250,7 +251,8 @@ export class Courier extends DurableObject<Env> {
       const choice = modelChoice(this.env, request.model);
       const refusal = await spendRefusal(this.env, effect, choice);
       if (refusal) return { call: { kind: "refused", error: refusal, verbatim: true } };
-      return await callProvider(this.env, choice, request, { cacheKey: `${effect.tenant}/${effect.agent}`, onText: stream && ((text) => stream.onText(text)) });
+      const messages = await picturesIn(this.env.LARGE_VALUES, effect, choice.settings.images, imageLimits(this.env), request.messages);
+      return await callProvider(this.env, choice, { ...request, messages }, { cacheKey: `${effect.tenant}/${effect.agent}`, onText: stream && ((text) => stream.onText(text)) });
     } catch (err) {
       if (err instanceof ConfigError) return { call: { kind: "refused", error: `not configured: ${err.message}` } };
       return { call: { kind: "retry", error: errorText(err) } };

@@ -7,6 +7,7 @@ import { Gateway, type CallScope, type GatewayDeps, type Mount, type Plugin, typ
 import type { Route } from "../chat.ts";
 import { sessionCopy, type LeaseReport, type LeaseUse, type LeaseWork, type ToolReport, type ToolWork, type MountReport, type MountWork } from "../tools/index.ts";
 import type { ScriptCaller } from "./script-caller.ts";
+import { fromBase64, storeImage } from "../pictures/index.ts";
 
 export class MountCalls {
   constructor(
@@ -20,6 +21,8 @@ export class MountCalls {
     const caller = scripts && ((scope: CallScope) => scripts.forScript(scope.callKey));
     const gateway = this.gateway(work.mount, session.state, caller);
     const result = await gateway.call(work.tool, work.args, work.scope, { replay: work.replay, approved: work.approved });
+    // Its images go to R2 here: the report, the journal and the transcript carry their references (an MCP screenshot can be megabytes).
+    if (result.images) result.images = await Promise.all(result.images.map((image) => storeImage(this.env.LARGE_VALUES, work.scope, fromBase64(image.data), image.mimeType)));
     const act = leaseAct(gateway.leaseOf(work.tool), result.isError === true);
     return { result, alias: work.mount.alias, session: session.changed(), ...(act ? { lease: { conversation: work.scope.conversation, act } } : {}) };
   }

@@ -1,7 +1,8 @@
 // How a bridge (or the Agents API) reaches an agent: validate the route, find
 // the object, submit the event.
 import { type ConversationView, agentStub } from "../object/index.ts";
-import type { ChatEvent, Route, SubmitResult } from "../chat.ts";
+import type { Attachment, ChatEvent, Route, SubmitResult } from "../chat.ts";
+import { fromBase64, storeImage } from "../pictures/index.ts";
 import { ConfigError } from "../../lib/config.ts";
 import { HttpError } from "../../lib/http.ts";
 import { tenantDayLine } from "../metering/index.ts";
@@ -28,7 +29,7 @@ export async function readConversation(env: Env, route: Route, id: string): Prom
 export async function submitEvent(env: Env, route: Route, event: ChatEvent): Promise<SubmitResult> {
   let result: SubmitResult;
   try {
-    result = await agentStub(env, route).submit(route, event);
+    result = await agentStub(env, route).submit(route, await withStoredImages(env, route, event));
   } catch (err) {
     throw meaningAgain(err);
   }
@@ -37,6 +38,23 @@ export async function submitEvent(env: Env, route: Route, event: ChatEvent): Pro
     return { ...result, notice: `${result.notice}\n${await tenantDayLine(env, route.tenant)}` };
   }
   return result;
+}
+
+/**
+ * A message's images go to R2 before the event reaches the object: its log
+ * row, its job rows and its queue messages carry only their sha256. A
+ * platform's retry stores nothing again.
+ */
+async function withStoredImages(env: Env, route: Route, event: ChatEvent): Promise<ChatEvent> {
+  if ((event.kind !== "message" && event.kind !== "steer") || !event.attachments?.some((file) => file.kind === "image" && file.data !== undefined)) return event;
+  const attachments = await Promise.all(
+    event.attachments.map(async (file): Promise<Attachment> => {
+      if (file.kind !== "image" || file.data === undefined) return file;
+      const { ref } = await storeImage(env.LARGE_VALUES, route, fromBase64(file.data), file.mimeType);
+      return { name: file.name, mimeType: file.mimeType, bytes: file.bytes, kind: "image", ref };
+    }),
+  );
+  return { ...event, attachments };
 }
 
 /**

@@ -1,6 +1,10 @@
 // One model call: the choice's provider, through pi-ai's entry for its API.
 // The only place a provider is reached; a courier calls it, never the object.
 import type { Api, AssistantMessage, AssistantMessageEventStream, Context, Model, StreamOptions } from "@mariozechner/pi-ai";
+import { streamAnthropic } from "@mariozechner/pi-ai/anthropic";
+import { streamGoogle } from "@mariozechner/pi-ai/google";
+import { streamOpenAICompletions } from "@mariozechner/pi-ai/openai-completions";
+import { streamOpenAIResponses } from "@mariozechner/pi-ai/openai-responses";
 // pi-ai's own patterns for each provider's "too long" wording, by path: its root entry bundles every provider.
 import { isContextOverflow } from "../../node_modules/@mariozechner/pi-ai/dist/utils/overflow.js";
 import { ConfigError, secretNamed } from "../../lib/config.ts";
@@ -44,16 +48,12 @@ const REQUEST_TIMEOUT_MS = 120_000;
 
 type Call = (model: Model<Api>, context: Context, options: StreamOptions) => AssistantMessageEventStream;
 
-/**
- * Each API through its own pi-ai entry, so the Worker bundles no other provider's SDK.
- * Imported on an isolate's first call to that API: the objects and the edge never
- * call a provider, so their isolates do not evaluate the SDKs at startup.
- */
-const CALLS: Record<ModelApi, () => Promise<Call>> = {
-  "openai-completions": async () => (await import("@mariozechner/pi-ai/openai-completions")).streamOpenAICompletions as Call,
-  "openai-responses": async () => (await import("@mariozechner/pi-ai/openai-responses")).streamOpenAIResponses as Call,
-  "anthropic-messages": async () => (await import("@mariozechner/pi-ai/anthropic")).streamAnthropic as Call,
-  "google-generative-ai": async () => (await import("@mariozechner/pi-ai/google")).streamGoogle as Call,
+/** Each API through its own pi-ai entry, so the Worker bundles no other provider's SDK. */
+const CALLS: Record<ModelApi, Call> = {
+  "openai-completions": (model, context, options) => streamOpenAICompletions(model as Model<"openai-completions">, context, options),
+  "openai-responses": (model, context, options) => streamOpenAIResponses(model as Model<"openai-responses">, context, options),
+  "anthropic-messages": (model, context, options) => streamAnthropic(model as Model<"anthropic-messages">, context, options),
+  "google-generative-ai": (model, context, options) => streamGoogle(model as Model<"google-generative-ai">, context, options),
 };
 
 /** Reads the stream to its end, telling `onText` the text so far as it grows; the whole message at the end. */
@@ -70,10 +70,9 @@ export async function callModel(env: Env, choice: ModelChoice, request: ModelReq
   if (choice.kind === "local") return { kind: "reply", message: localModel(request) };
   const { provider } = choice;
   const key = apiKey(env, provider);
-  const streamReply = await CALLS[provider.api]();
   const { result: message, seen } = await watchResponses(() =>
     read(
-      streamReply(
+      CALLS[provider.api](
         piModel(choice),
         { systemPrompt: request.systemPrompt, messages: request.messages, tools: request.tools as never },
         {

@@ -3,7 +3,7 @@
 // plugin that runs in the object are made in the pass; any other call is an
 // effect a courier performs off the object, with the mount's secret resolved
 // there, and its result comes back as an event, like a model reply.
-import type { AssistantMessage, ToolCall, ToolResultMessage } from "@mariozechner/pi-ai";
+import type { AssistantMessage, ImageContent, ToolCall, ToolResultMessage } from "@mariozechner/pi-ai";
 import type { CallScope, GatewayResult, Mount } from "../../plugins/index.ts";
 import { audienceOf, type Conversations, type ConversationRow } from "../store/index.ts";
 import type { Effects } from "../effects/index.ts";
@@ -154,7 +154,7 @@ export class ToolCalls {
     if (row?.status === "started") this.answer(row, { text: "The tool did not answer in time: its outcome is unknown. Check before trying again.", isError: true });
   }
 
-  private answer(row: JournalRow, output: { text: string; isError?: boolean }): void {
+  private answer(row: JournalRow, output: Parameters<typeof toolResult>[1]): void {
     this.finish(row.key, toolResult(JSON.parse(row.call) as ToolCall, output));
     this.effects.done("tool", row.key);
     this.conversations.markForPass(row.conversation);
@@ -195,12 +195,13 @@ export function toolCalls(message: AssistantMessage): ToolCall[] {
   return message.content.filter((c): c is ToolCall => c.type === "toolCall");
 }
 
-export function toolResult(call: ToolCall, output: { text: string; isError?: boolean }): ToolResultMessage {
+export function toolResult(call: ToolCall, output: { text: string; isError?: boolean; images?: ImageContent[] }): ToolResultMessage {
   return {
     role: "toolResult",
     toolCallId: call.id,
     toolName: call.name,
-    content: [{ type: "text", text: output.text }],
+    // A courier's tool hands its images over stored (runtime/pictures): their bytes stay in R2.
+    content: [{ type: "text", text: output.text }, ...(output.images ?? [])],
     isError: output.isError === true,
     timestamp: Date.now(),
   };

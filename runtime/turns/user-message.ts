@@ -1,6 +1,7 @@
 // A person's message as the model reads it: their words and the files they shared.
-import type { UserMessage } from "@mariozechner/pi-ai";
+import type { ImageContent, UserMessage } from "@mariozechner/pi-ai";
 import type { Attachment } from "../chat.ts";
+import type { StoredImage } from "../pictures/index.ts";
 
 /** The person's words, then each shared file: its text, or the image itself after its name, or its name and why it is not shown. */
 export function userMessage(text: string, attachments: Attachment[] = []): UserMessage {
@@ -13,7 +14,9 @@ export function userMessage(text: string, attachments: Attachment[] = []): UserM
     if (file.kind === "named") say(`[file ${label}, not shown: ${file.note}]`);
     if (file.kind === "image") {
       say(`[image ${label}]`);
-      content.push({ type: "image", data: file.data, mimeType: file.mimeType });
+      // Its bytes stay in R2 (the courier reads them back); an event accepted before they went there still carries them.
+      const image: StoredImage | ImageContent = file.data === undefined ? { type: "image", data: "", mimeType: file.mimeType, ref: file.ref, bytes: file.bytes } : { type: "image", data: file.data, mimeType: file.mimeType };
+      content.push(image);
     }
   }
   return { role: "user", content, timestamp: Date.now() };

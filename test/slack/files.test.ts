@@ -1,10 +1,13 @@
 // Files shared in a thread: fetched from url_private with the bot token, size-capped,
 // and given to the model as text, as image input (for a model that takes images),
 // or named. The message shape is the recorded `aiMentionWithFile` (test/fixtures/slack/streaming-slack.json).
+import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { chooseModels, providerRequests, script, settled, worker, type ProviderRequest } from "../support.ts";
 import streaming from "../fixtures/slack/streaming-slack.json";
 import { AGENT, conversationOf, fakeSlackEnv, messageEnvelope, newTs, postEvent, replay, slackId, statusFinal } from "./helpers.ts";
+
+const E = env as unknown as { LARGE_VALUES: R2Bucket };
 
 /** A 1×1 PNG. */
 const PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
@@ -66,7 +69,7 @@ describe("Slack: files shared in a thread", () => {
     ]);
   });
 
-  it("an image reaches a model that takes images as image input; a text-only model is told its name", async () => {
+  it("an image is stored in R2 by reference and reaches a model that takes images as image input; a text-only model is told it cannot see it", async () => {
     const [vision, textOnly] = [slackId("T"), slackId("T")];
     await chooseModels({ [vision]: "fake-anthropic/claude-sonnet-4-5" });
     const image = () => shareFile("image.png", "image/png", Buffer.from(PNG, "base64"));
@@ -75,13 +78,18 @@ describe("Slack: files shared in a thread", () => {
     await script(seen, [{ text: "a dot" }]);
     await shareInThread(vision, seen, [await image()]);
     expect(await lastUserContent(seen)).toContainEqual(expect.objectContaining({ type: "image", source: { type: "base64", media_type: "image/png", data: PNG } }));
+    // Its bytes are in R2 once, under the agent and their sha256; the agent's rows keep only that reference.
+    const sha = [...new Uint8Array(await crypto.subtle.digest("SHA-256", Buffer.from(PNG, "base64")))].map((b) => b.toString(16).padStart(2, "0")).join("");
+    expect((await E.LARGE_VALUES.list({ prefix: `images/${vision}/${AGENT}/` })).objects.map((o) => o.key)).toEqual([`images/${vision}/${AGENT}/${sha}`]);
+    const { storedText } = await import("../agents.ts"); // loaded once the Worker is (see beforeAll)
+    expect(await storedText(vision, AGENT)).not.toContain(PNG.slice(0, 40));
 
     const named = slackId("file-image-text");
     await script(named, [{ text: "cannot see it" }]);
     await shareInThread(textOnly, named, [await image()]);
     const content = await lastUserContent(named);
     expect(JSON.stringify(content)).not.toContain(PNG);
-    expect(texts(content)).toContain("[image image.png (image/png, 70 bytes)]");
+    expect(texts(content)).toContain("[image image.png (image/png, 70 bytes)](image not shown: this model cannot see images)");
   });
 
   it("an oversized file is named with a note and never fetched; one larger than Slack said is not read whole", async () => {

@@ -3,7 +3,7 @@
 // fresh channels, and the fake Slack Web API's control API.
 import { env } from "cloudflare:workers";
 import { expect } from "vitest";
-import { waitFor, worker } from "../support.ts";
+import { providerRequests, script, settled, systemOf, unique, waitFor, worker } from "../support.ts";
 
 const testEnv = env as unknown as Record<string, string>;
 export const AGENT = "assistant";
@@ -197,4 +197,33 @@ export async function installWorkspace(grant: { team?: string; teamName?: string
   const res = await install(code);
   expect(res.status).toBe(200);
   return token;
+}
+
+/** Where a person writes to the agent: their DM (channel D…), or a channel. */
+export type SlackPlace = { dm: string; user: string } | { channel: string; user: string };
+
+/**
+ * A Slack message that starts a conversation: in a new thread of a DM (the
+ * DM's top-level messages are one running conversation) or a new channel
+ * thread (mentioning the agent); returns its conversation id once settled.
+ */
+export async function slackConversation(team: string, where: SlackPlace, text: string): Promise<string> {
+  const ts = newTs();
+  const thread = "dm" in where ? newTs() : ts;
+  const envelope =
+    "dm" in where
+      ? messageEnvelope({ team, channel: where.dm, ts, thread_ts: thread, text, user: where.user, mention: false, event: { channel_type: "im" } })
+      : messageEnvelope({ team, channel: where.channel, ts, text, user: where.user });
+  expect((await postEvent(envelope)).status).toBe(200);
+  const conversation = conversationOf(team, "dm" in where ? where.dm : where.channel, thread);
+  await settled(team, AGENT, conversation);
+  return conversation;
+}
+
+/** The system prompt of a new Slack conversation's first request. */
+export async function firstPrompt(team: string, where: SlackPlace): Promise<string> {
+  const s = unique("look");
+  await script(s, [{ text: "Hello." }]);
+  await slackConversation(team, where, `[s:${s}] hello`);
+  return systemOf((await providerRequests(s))[0]!);
 }
