@@ -243,7 +243,7 @@ export function ConversationBody(props: ConversationProps & { mark: string }) {
       </LiveRegion>
       <h3>Send a message</h3>
       <PostForm action={send} token={tokenFor(props.tokens, send)} event>
-        <label>As console:admin; while a turn runs, the agent reads it before its next step. <textarea name="text" required /></label>
+        <label>As console:admin; while a turn runs, the agent treats it as its page says for a second message. <textarea name="text" required /></label>
         <button>Send</button>
       </PostForm>
     </>

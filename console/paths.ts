@@ -21,6 +21,11 @@ export function holdPath(route: Route, holdId: string): string {
   return `${agentPath(route)}/holds/${seg(holdId)}`;
 }
 
+/** The form that sets the agent's second-message strategy. */
+export function secondMessagePath(route: Route): string {
+  return `${agentPath(route)}/second-message`;
+}
+
 export type ConversationAction = "messages" | "stop" | "compact";
 
 export function actionPath(route: Route, id: string, action: ConversationAction): string {

@@ -18,12 +18,15 @@ import { migrationFailure } from "../lib/migrations.ts";
 import {
   adminToken,
   agentStub,
+  changeSetting,
   CONVERSATION_ID,
   listAgents,
   listTenants,
   parseRoute,
   readConversation,
   readUsage,
+  secondMessageOf,
+  SECOND_MESSAGE_STRATEGIES,
   submitEvent,
   type ChatEvent,
   type PageCursor,
@@ -34,7 +37,8 @@ import {
 import { Page, stateWords, type PageFrame } from "./layout.tsx";
 import { AgentBody, AgentLive, ConversationBody, ConversationLive, HomeBody, TenantBody, type AgentListState, type Tokens } from "./pages.tsx";
 import { CHART_DAYS, UsageSection } from "./usage.tsx";
-import { actionPath, agentPath, conversationPath, holdPath, tenantPath, type ConversationAction } from "./paths.ts";
+import { actionPath, agentPath, conversationPath, holdPath, secondMessagePath, tenantPath, type ConversationAction } from "./paths.ts";
+import { INHERIT, SecondMessageSection } from "./second-message.tsx";
 import { BASE, closeSession, formToken, formTokenValid, openSession, setResult, takeResult, whoIsAsking, type ConsoleEnv, type Ctx } from "./session.ts";
 
 const FORM = { contentTypes: ["application/x-www-form-urlencoded"], maxBytes: 64 * 1024 };
@@ -223,10 +227,17 @@ consoleRoutes.get("/tenants/:tenant/agents/:agent", async (c) => {
   const state: AgentListState = { route, approvals, page, search, olderHref: older ? `${agentPath(route)}?${older}` : undefined };
   if (poll === "changed") return liveRegion(c, mark, <AgentLive {...state} />);
   const newConversation = `${agentPath(route)}/conversations`;
+  const strategyAction = secondMessagePath(route);
+  const tokens = await tokensFor(c, [newConversation, strategyAction]);
   return show(c, {
     title: `Agent ${route.agent}`,
     crumbs: [{ href: BASE, label: "Tenants" }, { href: tenantPath(route.tenant), label: route.tenant }],
-    children: <AgentBody {...state} mark={mark} tokens={await tokensFor(c, [newConversation])} newConversation={newConversation} />,
+    children: (
+      <>
+        <AgentBody {...state} mark={mark} tokens={tokens} newConversation={newConversation} />
+        <SecondMessageSection setting={await secondMessageOf(c.env, route)} action={strategyAction} token={tokens.get(strategyAction) ?? ""} />
+      </>
+    ),
   });
 });
 
@@ -259,6 +270,8 @@ consoleRoutes.get("/tenants/:tenant/agents/:agent/conversations/:id", async (c) 
 const eventField = z.string().regex(/^[A-Za-z0-9-]{8,64}$/, "event: a form's event id").optional();
 const messageForm = z.object({ text: z.string().trim().min(1, "Write a message first.").max(32_000, "A message is at most 32,000 characters."), event: eventField });
 const bareForm = z.object({ event: eventField });
+const strategyChoices = [...SECOND_MESSAGE_STRATEGIES, INHERIT] as const;
+const strategyForm = z.object({ strategy: z.enum(strategyChoices, `strategy must be one of ${strategyChoices.join(", ")}`) });
 const decisionForm = z.object({
   approve: z.enum(["1", "0"], "approve must be 1 or 0"),
   conversation: z.string().regex(CONVERSATION_ID, "invalid conversation id"),
@@ -315,6 +328,15 @@ consoleRoutes.post(conversationAction("compact"), async (c) => {
   const { route, conversation } = conversationRoute(c);
   const { event } = parseForm(c, bareForm);
   return act(c, route, { id: eventId(event), kind: "command", command: "compact", conversation, user: CONSOLE_USER }, "Compacting.");
+});
+
+consoleRoutes.post("/tenants/:tenant/agents/:agent/second-message", async (c) => {
+  const route = parseRoute(c.req.param("tenant"), c.req.param("agent"));
+  const { strategy } = parseForm(c, strategyForm);
+  // Setting it twice is the same as once: a resubmitted form needs no event id.
+  await changeSetting(c.env, "secondMessage", route, "agent", strategy === INHERIT ? null : strategy);
+  await setResult(c, strategy === INHERIT ? "This agent now follows its tenant's strategy for a second message." : `A second message while this agent works is now handled by: ${strategy}.`);
+  return c.redirect(agentPath(route), 303);
 });
 
 consoleRoutes.post("/tenants/:tenant/agents/:agent/holds/:holdId", async (c) => {

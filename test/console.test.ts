@@ -537,3 +537,31 @@ describe("console actions", () => {
     expect(await empty.text()).toContain("Write a message first.");
   });
 });
+
+describe("console: a second message while the agent works", () => {
+  const strategyOf = async (tenant: string) => (await worker(`/v1/tenants/${tenant}/agents/${A}/second-message`, { headers: BEARER })).json();
+
+  it("shows the strategy in effect on the agent's page and sets the agent's own, over its tenant's", async () => {
+    const headers = await signIn();
+    const tenant = unique("second");
+    const put = await worker(`/v1/tenants/${tenant}/second-message`, { method: "PUT", headers: { ...BEARER, "content-type": "application/json" }, body: JSON.stringify({ strategy: "queue" }) });
+    expect(put.status).toBe(200);
+    const page = agentPage(tenant);
+    expect(await html(page, headers)).toContain("Now: queue: it is answered after the current answer (set for its tenant).");
+
+    const action = `${page}/second-message`;
+    const { shown } = await submit(page, action, { strategy: "reject" }, headers);
+    expect(resultOf(shown)).toBe("A second message while this agent works is now handled by: reject.");
+    expect(shown).toContain("Now: reject: the person is asked to send it again once the answer is done (set for this agent).");
+    expect(await strategyOf(tenant)).toMatchObject({ effective: "reject", tenant: "queue", agent: "reject" });
+
+    const bad = await post(action, { ...formFields(await html(page, headers), action), strategy: "later" }, headers);
+    expect(bad.status).toBe(400);
+    expect(await bad.text()).toContain("strategy must be one of steer, queue, interrupt, reject, inherit");
+    expect(await strategyOf(tenant)).toMatchObject({ effective: "reject" });
+
+    const back = await submit(page, action, { strategy: "inherit" }, headers);
+    expect(back.shown).toContain("Now: queue: it is answered after the current answer (set for its tenant).");
+    expect(await strategyOf(tenant)).toMatchObject({ effective: "queue", agent: null });
+  });
+});

@@ -347,7 +347,7 @@ describe("Inbound", () => {
     const outbox = new Outbox(storage, "obj", { outbounds: [], plugins: [] }, effects, untold);
     const typing = new Typing(effects, store, new Holds(storage.sql), { outbounds: [], plugins: [] });
     const tools = new ToolCalls(storage, store, effects, new MountSessions(storage.sql), () => { throw new Error("no holds here"); });
-    const turns = new Turns(storage, store, jobs, tools, outbox, typing, undefined as never);
+    const turns = new Turns(storage, store, jobs, tools, outbox, typing, undefined as never, () => "steer");
     return { store, accept: new Inbound(store, turns, jobs, undefined as never, (_conv, status) => `status: ${status}`) };
   }
   const event = (id: string, fields: object) => ({ id, conversation: "c1", user: USER, ...fields }) as Parameters<Inbound["accept"]>[1];

@@ -96,6 +96,7 @@ export class ControlPlane extends DurableObject<Env> {
       version: this.read<number>(VERSIONS, route.tenant) ?? 0,
       mounts: { tenant: this.read("mounts", settingKey(route, "tenant")), agent: this.read("mounts", settingKey(route, "agent")) },
       models: { tenant: this.read("models", settingKey(route, "tenant")), agent: this.read("models", settingKey(route, "agent")) },
+      secondMessage: { tenant: this.read("secondMessage", settingKey(route, "tenant")), agent: this.read("secondMessage", settingKey(route, "agent")) },
     });
   }
 

@@ -1,4 +1,5 @@
-// Per-tenant and per-agent settings (mount overrides, the model choice): kept
+// Per-tenant and per-agent settings (mount overrides, the model choice, the
+// strategy for a second message while a turn runs): kept
 // in the control plane, and copied into each agent's own object so a pass
 // reads them from its own SQLite, never from one global object. The copy is
 // taken once, when the agent first takes an event (registering it in the
@@ -11,6 +12,7 @@ import { ConfigError } from "../../lib/config.ts";
 import type { Mount } from "../../plugins/index.ts";
 import type { Route } from "../chat.ts";
 import { deploymentModel, modelPickSchema, type ModelPick } from "../models/index.ts";
+import { DEFAULT_SECOND_MESSAGE, secondMessageSchema, type SecondMessage } from "../turns/index.ts";
 import { configuredMounts, mountList } from "./config.ts";
 
 
@@ -18,6 +20,7 @@ import { configuredMounts, mountList } from "./config.ts";
 export const SETTING_KINDS = {
   mounts: mountList,
   models: modelPickSchema,
+  secondMessage: secondMessageSchema,
 } as const;
 export type SettingKind = keyof typeof SETTING_KINDS;
 
@@ -30,6 +33,7 @@ export interface AgentSettings {
   version: number;
   mounts: { tenant: Mount[] | null; agent: Mount[] | null };
   models: { tenant: ModelPick | null; agent: ModelPick | null };
+  secondMessage: { tenant: SecondMessage | null; agent: SecondMessage | null };
 }
 
 export type SettingsText = string;
@@ -53,12 +57,19 @@ export function modelFrom(env: Env, settings: AgentSettings): ModelPick {
   return settings.models.agent ?? settings.models.tenant ?? deploymentModel(env);
 }
 
+/** The agent's strategy, else its tenant's, else `steer`. */
+export function secondMessageFrom(settings: AgentSettings): SecondMessage {
+  return settings.secondMessage.agent ?? settings.secondMessage.tenant ?? DEFAULT_SECOND_MESSAGE;
+}
+
 const META_KEY = "settings";
 
 const settingsSchema = z.object({
   version: z.number(),
   mounts: z.object({ tenant: mountList.nullable(), agent: mountList.nullable() }),
   models: z.object({ tenant: modelPickSchema.nullable(), agent: modelPickSchema.nullable() }),
+  // Copies taken before the strategy existed have none: nothing was set.
+  secondMessage: z.object({ tenant: secondMessageSchema.nullable(), agent: secondMessageSchema.nullable() }).default({ tenant: null, agent: null }),
 });
 
 export function parseSettings(text: SettingsText): AgentSettings {
@@ -88,4 +99,9 @@ export class SettingsCopy {
 }
 
 /** Settings of an agent with nothing set anywhere. */
-export const NO_SETTINGS: AgentSettings = { version: 0, mounts: { tenant: null, agent: null }, models: { tenant: null, agent: null } };
+export const NO_SETTINGS: AgentSettings = {
+  version: 0,
+  mounts: { tenant: null, agent: null },
+  models: { tenant: null, agent: null },
+  secondMessage: { tenant: null, agent: null },
+};

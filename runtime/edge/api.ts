@@ -6,9 +6,10 @@ import { HttpError, parseJson, readBody, safeEqual } from "../../lib/http.ts";
 import { ConfigError } from "../../lib/config.ts";
 import { adminToken } from "./config.ts";
 import { deploymentModel, modelProviders, modelPickSchema, pickProblem, type ModelPick } from "../models/index.ts";
-import { controlPlane, modelFrom, mountsFrom, parseSettings, type SettingKind, mountList } from "../control/index.ts";
-import { agentStub } from "../object/index.ts";
-import type { Route, RuntimeDeps } from "../chat.ts";
+import { controlPlane, modelFrom, mountsFrom, parseSettings, mountList } from "../control/index.ts";
+import { secondMessageSchema } from "../turns/index.ts";
+import type { RuntimeDeps } from "../chat.ts";
+import { changeSetting, secondMessageOf } from "./settings.ts";
 import { Gateway, MountError, policyWarnings, type Mount, type Plugin } from "../../plugins/index.ts";
 import { usageRoutes } from "./usage-routes.ts";
 
@@ -31,6 +32,16 @@ const messageBody = z.preprocess(
   ]),
 );
 
+/** `strategy`: what a person's message does while a turn runs (runtime/turns/second-message.ts). */
+const secondMessageBody = z.object({ strategy: secondMessageSchema }).strict();
+
+/** A JSON body parsed with `schema`; a body that does not fit is answered with `status`, naming what is wrong. */
+async function readJson<T>(c: Context<{ Bindings: Env }>, schema: z.ZodType<T>, status: 400 | 422 = 422): Promise<T> {
+  const raw = await readBody(c, { contentTypes: ["application/json"], maxBytes: API_MAX_BODY_BYTES });
+  const parsed = schema.safeParse(parseJson(raw));
+  if (!parsed.success) throw new HttpError(status, z.prettifyError(parsed.error));
+  return parsed.data;
+}
 
 /** A gateway built only to inspect mounts: it resolves no secret and keeps no state. */
 function inspectMounts(mounts: Mount[], plugins: readonly Plugin[]): Gateway {
@@ -39,40 +50,22 @@ function inspectMounts(mounts: Mount[], plugins: readonly Plugin[]): Gateway {
 
 /** Checks a mount list the way a pass will use it: known plugins, valid configs. */
 async function readMounts(c: Context<{ Bindings: Env }>, plugins: readonly Plugin[]) {
-  const raw = await readBody(c, { contentTypes: ["application/json"], maxBytes: API_MAX_BODY_BYTES });
-  const parsed = mountList.safeParse(parseJson(raw));
-  if (!parsed.success) throw new HttpError(422, z.prettifyError(parsed.error));
+  const mounts = await readJson(c, mountList);
   try {
-    inspectMounts(parsed.data, plugins);
+    inspectMounts(mounts, plugins);
   } catch (err) {
     if (err instanceof MountError) throw new HttpError(422, err.message);
     throw err;
   }
-  return parsed.data;
+  return mounts;
 }
 
 /** A model choice as the admin API takes it: parsed, then checked against MODEL_PROVIDERS and the model table. */
 async function readModelPick(c: Context<{ Bindings: Env }>): Promise<ModelPick> {
-  const raw = await readBody(c, { contentTypes: ["application/json"], maxBytes: API_MAX_BODY_BYTES });
-  const parsed = modelPickSchema.safeParse(parseJson(raw));
-  if (!parsed.success) throw new HttpError(422, z.prettifyError(parsed.error));
-  const problem = pickProblem(modelProviders(c.env), parsed.data);
+  const pick = await readJson(c, modelPickSchema);
+  const problem = pickProblem(modelProviders(c.env), pick);
   if (problem) throw new HttpError(400, problem);
-  return parsed.data;
-}
-
-/**
- * Stores a tenant's or an agent's setting (null removes it) and pushes each
- * affected agent its new copy before answering, so the next pass of every one
- * of them already runs under it. An agent that could not be reached is named:
- * the request may be repeated.
- */
-async function changeSetting(env: Env, kind: SettingKind, route: Route, scope: "tenant" | "agent", value: unknown): Promise<{ agents: number }> {
-  const targets = await controlPlane(env).changeSetting(kind, route, scope, value);
-  const pushed = await Promise.allSettled(targets.map((t) => agentStub(env, t.route).applySettings(t.route, t.settings)));
-  const missed = targets.filter((_, i) => pushed[i]!.status === "rejected").map((t) => t.route.agent);
-  if (missed.length > 0) throw new HttpError(503, `saved, but ${missed.length} agent(s) could not be told yet (${missed.slice(0, 5).join(", ")}); repeat the request`);
-  return { agents: targets.length };
+  return pick;
 }
 
 /** The Agents API over the given plugins (for inspecting mounts). */
@@ -89,10 +82,7 @@ export function agentsApi(deps: RuntimeDeps): Hono<{ Bindings: Env }> {
 
   api.post("/tenants/:tenant/agents/:agent/messages", async (c) => {
     const route = parseRoute(c.req.param("tenant"), c.req.param("agent"));
-    const raw = await readBody(c, { contentTypes: ["application/json"], maxBytes: API_MAX_BODY_BYTES });
-    const parsed = messageBody.safeParse(parseJson(raw));
-    if (!parsed.success) throw new HttpError(422, z.prettifyError(parsed.error));
-    const body = parsed.data;
+    const body = await readJson(c, messageBody);
     const conversation = body.conversation ?? `api-${crypto.randomUUID()}`;
     const id = c.req.header("idempotency-key") ?? crypto.randomUUID();
     const user = { platform: "api" as const, id: "admin" };
@@ -120,6 +110,11 @@ export function agentsApi(deps: RuntimeDeps): Hono<{ Bindings: Env }> {
       return c.json({ ok: true, model: pick, ...(await changeSetting(c.env, "models", routeOf(c), scope, pick)) });
     });
     api.delete(`${base}/model`, async (c) => c.json({ ok: true, ...(await changeSetting(c.env, "models", routeOf(c), scope, null)) }));
+    api.put(`${base}/second-message`, async (c) => {
+      const { strategy } = await readJson(c, secondMessageBody, 400);
+      return c.json({ ok: true, strategy, ...(await changeSetting(c.env, "secondMessage", routeOf(c), scope, strategy)) });
+    });
+    api.delete(`${base}/second-message`, async (c) => c.json({ ok: true, ...(await changeSetting(c.env, "secondMessage", routeOf(c), scope, null)) }));
   }
 
   api.get("/tenants/:tenant/agents/:agent/mounts", async (c) => {
@@ -141,6 +136,7 @@ export function agentsApi(deps: RuntimeDeps): Hono<{ Bindings: Env }> {
     const settings = parseSettings(await controlPlane(c.env).settingsFor(route));
     return c.json({ effective: modelFrom(c.env, settings), deployment: deploymentModel(c.env), tenant: settings.models.tenant, agent: settings.models.agent });
   });
+  api.get("/tenants/:tenant/agents/:agent/second-message", async (c) => c.json(await secondMessageOf(c.env, parseRoute(c.req.param("tenant"), c.req.param("agent")))));
   usageRoutes(api);
   return api;
 }

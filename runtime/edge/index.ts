@@ -3,4 +3,5 @@
 export { agentsApi } from "./api.ts";
 export { adminToken } from "./config.ts";
 export { foldLedgers } from "./ledger-cron.ts";
+export { changeSetting, secondMessageOf } from "./settings.ts";
 export { CONVERSATION_ID, parseRoute, readConversation, submitEvent } from "./ingress.ts";

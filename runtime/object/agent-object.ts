@@ -13,7 +13,7 @@ import type { ChatEvent, ConversationStatus, Platform, Route, StreamShown, Submi
 import { Claims, type EffectReport, type EffectWork, type ReportAnswer } from "./claims.ts";
 import { deadlineMs, leaseSeconds, Effects, type EffectKind, Outbox, Typing } from "../effects/index.ts";
 import { modelChoice, ModelJobs } from "../models/index.ts";
-import { controlPlane, modelFrom, mountsFrom, NO_SETTINGS, SettingsCopy, type SettingsText } from "../control/index.ts";
+import { controlPlane, modelFrom, mountsFrom, NO_SETTINGS, secondMessageFrom, SettingsCopy, type SettingsText } from "../control/index.ts";
 import { Conversations, Identity, transcript, type TranscriptEntry } from "../store/index.ts";
 import { Retention, retentionMs } from "../retention/index.ts";
 import { Inbound } from "./inbound.ts";
@@ -87,7 +87,7 @@ export class AgentObject extends DurableObject<Env> {
       notify: (conversation, text) => this.turns.notify(conversation, text),
       post: (conversation, message, refKey) => this.turns.post(conversation, message, refKey),
     });
-    this.turns = new Turns(ctx.storage, this.store, this.jobs, this.tools, this.outbox, this.typing, this.approvals);
+    this.turns = new Turns(ctx.storage, this.store, this.jobs, this.tools, this.outbox, this.typing, this.approvals, () => secondMessageFrom(this.settings.get() ?? NO_SETTINGS));
     this.retention = new Retention(ctx.storage, env.LARGE_VALUES, () => retentionMs(env));
     this.leases = new Leases(this.sql, this.effects, (conversation, text) => this.turns.note(this.store.get(conversation)!, text));
     this.scheduler = new Scheduler(

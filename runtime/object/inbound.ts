@@ -47,7 +47,7 @@ export class Inbound {
     switch (event.kind) {
       case "message":
       case "steer":
-        this.turns.message(conv, event.text, event.user, event.attachments);
+        notice = this.turns.message(conv, event.text, event.user, event.attachments, event.kind === "steer");
         break;
       case "note":
         this.turns.note(conv, event.text);

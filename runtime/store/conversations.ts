@@ -22,7 +22,11 @@ export type ConversationRow = {
   archived_at: number | null;
 };
 
-/** What waits in the inbox: a person's message (steering) or a runtime note. */
+/**
+ * What waits in the inbox for the running turn: a person's message (steering)
+ * or a runtime note. Messages queued behind the turn wait there too, as
+ * `queued` rows that only the turn's end takes (queueBehind, takeQueued).
+ */
 export type InboxItem = { type: "user"; data: UserData } | { type: "marker"; data: { text: string } };
 
 /** Who started a turn: a person, or the runtime (a decided hold wakes the agent); a compaction has a purpose instead. */
@@ -163,24 +167,39 @@ export class Conversations {
     this.sql.exec("INSERT INTO inbox (conversation, type, data, at) VALUES (?, ?, ?, ?)", conversation, item.type, JSON.stringify(item.data), Date.now());
   }
 
-  /** Everything waiting, oldest first, removed from the inbox. */
+  /** Everything waiting for the running turn, oldest first, removed from the inbox. */
   drain(conversation: string): InboxItem[] {
     const items = this.sql
-      .exec<{ type: InboxItem["type"]; data: string }>("SELECT type, data FROM inbox WHERE conversation = ? ORDER BY seq", conversation)
+      .exec<{ type: InboxItem["type"]; data: string }>("SELECT type, data FROM inbox WHERE conversation = ? AND type != 'queued' ORDER BY seq", conversation)
       .toArray()
       .map((row) => ({ type: row.type, data: JSON.parse(row.data) }) as InboxItem);
-    this.sql.exec("DELETE FROM inbox WHERE conversation = ?", conversation);
+    this.sql.exec("DELETE FROM inbox WHERE conversation = ? AND type != 'queued'", conversation);
     return items;
   }
 
-  /** The oldest waiting item, removed from the inbox. */
+  /** The oldest item waiting for the running turn, removed from the inbox. */
   takeFirst(conversation: string): InboxItem | undefined {
     const row = this.sql
-      .exec<{ seq: number; type: InboxItem["type"]; data: string }>("SELECT seq, type, data FROM inbox WHERE conversation = ? ORDER BY seq LIMIT 1", conversation)
+      .exec<{ seq: number; type: InboxItem["type"]; data: string }>(
+        "SELECT seq, type, data FROM inbox WHERE conversation = ? AND type != 'queued' ORDER BY seq LIMIT 1",
+        conversation,
+      )
       .toArray()[0];
     if (!row) return undefined;
     this.sql.exec("DELETE FROM inbox WHERE seq = ?", row.seq);
     return { type: row.type, data: JSON.parse(row.data) } as InboxItem;
+  }
+
+  /** A person's message answered only after the running turn (the `queue` strategy). */
+  queueBehind(conversation: string, data: UserData): void {
+    this.sql.exec("INSERT INTO inbox (conversation, type, data, at) VALUES (?, 'queued', ?, ?)", conversation, JSON.stringify(data), Date.now());
+  }
+
+  /** The messages queued behind the turn that just ended, oldest first, removed from the inbox. */
+  takeQueued(conversation: string): UserData[] {
+    const rows = this.sql.exec<{ data: string }>("SELECT data FROM inbox WHERE conversation = ? AND type = 'queued' ORDER BY seq", conversation).toArray();
+    this.sql.exec("DELETE FROM inbox WHERE conversation = ? AND type = 'queued'", conversation);
+    return rows.map((row) => JSON.parse(row.data) as UserData);
   }
 
   // ---- inbound event ids ----------------------------------------------------------

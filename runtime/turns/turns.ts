@@ -3,7 +3,7 @@
 // model call, compacts on the way when a request would not fit, and ends done,
 // stopped, failed, compacted or (a compaction that failed) unchanged.
 // `advance` moves one conversation until it must wait; it never waits for the model.
-import type { AssistantMessage, ImageContent, UserMessage } from "@mariozechner/pi-ai";
+import type { AssistantMessage } from "@mariozechner/pi-ai";
 import { clip } from "../../lib/text.ts";
 import { type ApprovalFlow, toolCalls, type ToolCalls } from "../tools/index.ts";
 import type { Attachment, ChatUser, OutboundMessage, StreamTarget } from "../chat.ts";
@@ -21,14 +21,16 @@ import {
 } from "./compaction.ts";
 import { streamKey, type ModelRequest, type JobPurpose, type JobRow, type ModelJobs, type Settled } from "../models/index.ts";
 import type { Outbox, Typing } from "../effects/index.ts";
-import type { StoredImage } from "../pictures/index.ts";
 import type { PassContext } from "../pass-context.ts";
 import { standingNotes, standingState, withStanding } from "./system-prompt.ts";
+import { userMessage } from "./user-message.ts";
+import { RESTART_NOTE, RESTARTED_STATUS, SECOND_MESSAGE_NOTICES, type SecondMessage } from "./second-message.ts";
 
 const INTERRUPT_NOTE =
   "The person stopped the previous turn. Do not continue or resume the interrupted task unless they ask for it again.";
 
-export type TurnOutcome = "done" | "stopped" | "failed" | "compacted" | "unchanged";
+/** `restarted`: stopped by a second message under the `interrupt` strategy, which starts the next turn. */
+export type TurnOutcome = "done" | "stopped" | "restarted" | "failed" | "compacted" | "unchanged";
 
 export class Turns {
   constructor(
@@ -39,20 +41,43 @@ export class Turns {
     private readonly outbox: Outbox,
     private readonly typing: Typing,
     private readonly approvals: ApprovalFlow,
+    /** The agent's strategy for a message that arrives while a turn runs, from its settings. */
+    private readonly secondMessage: () => SecondMessage,
   ) {}
 
   // ---- events from people ------------------------------------------------------
 
-  /** A person's message: a new turn, or a steer when a turn is running. */
-  message(conv: ConversationRow, text: string, by: ChatUser, attachments: Attachment[] = []): void {
-    const running = conv.status === "running";
-    const data: UserData = { message: userMessage(text, attachments), by, steer: running };
-    // A steer waits for the next model call, or (between a reply and the turn's end) is taken by the pass.
-    if (running) {
-      this.conversations.queue(conv.id, { type: "user", data });
-      this.conversations.markForPass(conv.id);
+  /**
+   * A person's message: a new turn, or, while a turn runs, what the agent's
+   * second-message strategy makes of it (an explicit steer always steers).
+   * Returns what the person was told, if anything.
+   */
+  message(conv: ConversationRow, text: string, by: ChatUser, attachments: Attachment[] = [], steer = false): string | undefined {
+    const data = (steering: boolean): UserData => ({ message: userMessage(text, attachments), by, steer: steering });
+    if (conv.status !== "running") return void this.start(conv, { type: "user", data: data(false) }, by);
+    switch (steer ? "steer" : this.secondMessage()) {
+      case "steer":
+        // A steer waits for the next model call, or (between a reply and the turn's end) is taken by the pass.
+        this.conversations.queue(conv.id, { type: "user", data: data(true) });
+        this.conversations.markForPass(conv.id);
+        return undefined;
+      case "queue":
+        this.conversations.queueBehind(conv.id, data(false));
+        return this.tell(conv.id, SECOND_MESSAGE_NOTICES.queue);
+      case "reject":
+        return this.tell(conv.id, SECOND_MESSAGE_NOTICES.reject);
+      case "interrupt":
+        this.cut(conv, RESTART_NOTE);
+        this.end(conv, "restarted");
+        this.start(this.conversations.get(conv.id)!, { type: "user", data: data(false) }, by);
+        return undefined;
     }
-    else this.start(conv, { type: "user", data }, by);
+  }
+
+  /** A notice in the conversation's chat, and the same words for the caller's answer. */
+  private tell(conversation: string, text: string): string {
+    this.post(conversation, { kind: "notice", text });
+    return text;
   }
 
   /** Context for the model's next step; an idle conversation stays idle (its next turn takes it). */
@@ -74,13 +99,18 @@ export class Turns {
   interrupt(conversation: string): string {
     const conv = this.conversations.get(conversation)!;
     if (conv.status !== "running") return "Nothing is running in this conversation.";
-    this.jobs.discardOpen(conversation);
+    this.cut(conv, INTERRUPT_NOTE);
+    this.end(conv, "stopped");
+    return "Stopped the running turn.";
+  }
+
+  /** The running turn's open jobs are discarded and its open calls closed; `note` tells the model why. */
+  private cut(conv: ConversationRow, note: string): void {
+    this.jobs.discardOpen(conv.id);
     this.tools.closeOpen(conv);
     // Messages and notes that were waiting are kept (the model sees them next time), before the note.
     this.drainInbox(conv);
-    this.conversations.append(conversation, conv.turn, "marker", { text: INTERRUPT_NOTE });
-    this.end(conv, "stopped");
-    return "Stopped the running turn.";
+    this.conversations.append(conv.id, conv.turn, "marker", { text: note });
   }
 
   /** A person's `compact`: a turn whose only job is the summary. */
@@ -95,12 +125,13 @@ export class Turns {
 
   // ---- turn boundaries -----------------------------------------------------------
 
-  private start(conv: ConversationRow, first: InboxItem, by: ChatUser | { runtime: true }): void {
+  private start(conv: ConversationRow, first: InboxItem, by: ChatUser | { runtime: true }): number {
     const turn = this.conversations.beginTurn(conv, { by });
     // Notes that waited for this turn (what the person is looking at) came before what starts it: the model reads them first.
     for (const item of this.conversations.drain(conv.id)) this.conversations.append(conv.id, turn, item.type, item.data);
     this.conversations.append(conv.id, turn, first.type, first.data);
     this.post(conv.id, { kind: "status", state: "working", text: "Working on it…" });
+    return turn;
   }
 
   /** The calls of the conversation still waiting for a person's decision, if any. */
@@ -124,6 +155,10 @@ export class Turns {
         this.post(conv.id, { kind: "status", state: "stopped", text: "Stopped." });
         this.post(conv.id, { kind: "notice", text: "The turn was stopped." });
         break;
+      case "restarted":
+        this.post(conv.id, { kind: "status", state: "stopped", text: RESTARTED_STATUS });
+        return; // the new message starts the next turn
+
       case "failed":
         this.post(conv.id, { kind: "status", state: "failed", text: "Failed." });
         this.post(conv.id, { kind: "notice", text: text ?? `Sorry, this turn failed: ${clip(error ?? "no reason given", 1000)}` });
@@ -140,6 +175,17 @@ export class Turns {
       const first = this.conversations.takeFirst(conv.id);
       if (first) this.start(this.conversations.get(conv.id)!, first, first.type === "user" ? first.data.by : { runtime: true });
     }
+    this.answerQueued(conv.id);
+  }
+
+  /** Messages queued behind a turn (the `queue` strategy) are answered once it has ended, together in one turn. */
+  private answerQueued(conversation: string): void {
+    const conv = this.conversations.get(conversation)!;
+    if (conv.status === "running") return; // a turn just started takes them at its own end
+    const [first, ...rest] = this.conversations.takeQueued(conversation);
+    if (!first) return;
+    const turn = this.start(conv, { type: "user", data: first }, first.by);
+    for (const data of rest) this.conversations.append(conversation, turn, "user", data);
   }
 
   /** Fails every running turn with `reason` (a configuration that cannot work). */
@@ -340,25 +386,6 @@ export class Turns {
       record?.();
     });
   }
-}
-
-/** The person's words, then each shared file: its text, or the image itself after its name, or its name and why it is not shown. */
-function userMessage(text: string, attachments: Attachment[] = []): UserMessage {
-  if (attachments.length === 0) return { role: "user", content: text, timestamp: Date.now() };
-  const content: UserMessage["content"] = text ? [{ type: "text", text }] : [];
-  const say = (line: string) => content.push({ type: "text", text: content.length > 0 ? `\n\n${line}` : line });
-  for (const file of attachments) {
-    const label = `${file.name} (${file.mimeType}, ${file.bytes} bytes)`;
-    if (file.kind === "text") say(`<file name="${file.name}" type="${file.mimeType}">\n${file.text}\n</file>`);
-    if (file.kind === "named") say(`[file ${label}, not shown: ${file.note}]`);
-    if (file.kind === "image") {
-      say(`[image ${label}]`);
-      // Its bytes stay in R2 (the courier reads them back); an event accepted before they went there still carries them.
-      const image: StoredImage | ImageContent = file.data === undefined ? { type: "image", data: "", mimeType: file.mimeType, ref: file.ref, bytes: file.bytes } : { type: "image", data: file.data, mimeType: file.mimeType };
-      content.push(image);
-    }
-  }
-  return { role: "user", content, timestamp: Date.now() };
 }
 
 const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? "" : "s"}`;
