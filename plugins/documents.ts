@@ -70,6 +70,24 @@ export function exactlyOne(lines: string[], text: string, verb: string, words: L
   return { index: found[0]!.n - 1 };
 }
 
+/** How appending answers: what was done ("Remembered"), a line already there ("Already remembered"), a full document (how to make room). */
+export interface AppendWords {
+  done: string;
+  already: string;
+  full: string;
+}
+
+/** Appends one line, unless it is empty, already there (kept once), or the document holds `max` lines. */
+export function appendLine(ctx: DocumentContext, text: string, max: number, words: LineWords & AppendWords): ToolOutput {
+  const doc = openLines(ctx);
+  const line = oneLine(text);
+  if (line === "") return { text: `The ${words.one} is empty.`, isError: true };
+  if (doc.lines.includes(line)) return { text: `${words.already}: "${line}".` };
+  if (doc.lines.length >= max) return { text: words.full, isError: true };
+  ctx.session.set(doc.key, [...doc.lines, line]);
+  return { text: `${words.done}: "${line}".` };
+}
+
 /** The numbered lines containing `phrase` (any case), or all of them. */
 export function listLines(lines: string[], phrase: string | undefined, words: LineWords): ToolOutput {
   const needle = phrase?.toLowerCase();

@@ -6,7 +6,7 @@
 // document, put in a conversation's system prompt (within a budget).
 import * as z from "zod";
 import type { Plugin, StandingContext } from "./contract.ts";
-import { describeScope, exactlyOne, listLines, oneLine, openLines, renderLines, scopedConfig, type ScopedConfig } from "./documents.ts";
+import { appendLine, describeScope, exactlyOne, listLines, oneLine, openLines, renderLines, scopedConfig, type ScopedConfig } from "./documents.ts";
 
 const MAX_LINES = 500;
 const MAX_LINE = 500;
@@ -41,13 +41,7 @@ export const memoryPlugin: Plugin = {
       sideEffects: "write",
       idempotency: "idempotent", // the same note twice is kept once
       async call({ text }, ctx) {
-        const doc = openLines(ctx);
-        const line = oneLine(text);
-        if (line === "") return { text: "The note is empty.", isError: true };
-        if (doc.lines.includes(line)) return { text: `Already remembered: "${line}".` };
-        if (doc.lines.length >= MAX_LINES) return { text: `Memory is full (${MAX_LINES} notes): forget or revise one first.`, isError: true };
-        ctx.session.set(doc.key, [...doc.lines, line]);
-        return { text: `Remembered: "${line}".` };
+        return appendLine(ctx, text, MAX_LINES, { ...WORDS, done: "Remembered", already: "Already remembered", full: `Memory is full (${MAX_LINES} notes): forget or revise one first.` });
       },
     },
     {

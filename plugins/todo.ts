@@ -5,7 +5,7 @@
 // the open items are its standing document (in the system prompt).
 import * as z from "zod";
 import type { Plugin, StandingContext } from "./contract.ts";
-import { describeScope, exactlyOne, listLines, oneLine, openLines, renderLines, scopedConfig, type ScopedConfig } from "./documents.ts";
+import { appendLine, describeScope, exactlyOne, listLines, oneLine, openLines, renderLines, scopedConfig, type ScopedConfig } from "./documents.ts";
 
 const MAX_ITEMS = 200;
 const MAX_ITEM = 500;
@@ -36,13 +36,7 @@ export const todoPlugin: Plugin = {
       sideEffects: "write",
       idempotency: "idempotent", // the same item twice is kept once
       async call({ item }, ctx) {
-        const doc = openLines(ctx);
-        const line = oneLine(item);
-        if (line === "") return { text: "The item is empty.", isError: true };
-        if (doc.lines.includes(line)) return { text: `Already open: "${line}".` };
-        if (doc.lines.length >= MAX_ITEMS) return { text: `The todo list is full (${MAX_ITEMS} open items): mark one done first.`, isError: true };
-        ctx.session.set(doc.key, [...doc.lines, line]);
-        return { text: `Added: "${line}".` };
+        return appendLine(ctx, item, MAX_ITEMS, { ...WORDS, done: "Added", already: "Already open", full: `The todo list is full (${MAX_ITEMS} open items): mark one done first.` });
       },
     },
     {
