@@ -88,6 +88,15 @@ export function appendLine(ctx: DocumentContext, text: string, max: number, word
   return { text: `${words.done}: "${line}".` };
 }
 
+/** Removes the one line containing `text` (refused, listing the matches, when none or several do); `said` words the answer. */
+export function removeLine(ctx: DocumentContext, text: string, verb: string, words: LineWords, said: (line: string) => string): ToolOutput {
+  const doc = openLines(ctx);
+  const one = exactlyOne(doc.lines, text, verb, words);
+  if (!("index" in one)) return one;
+  ctx.session.set(doc.key, doc.lines.filter((_, i) => i !== one.index));
+  return { text: said(doc.lines[one.index]!) };
+}
+
 /** The numbered lines containing `phrase` (any case), or all of them. */
 export function listLines(lines: string[], phrase: string | undefined, words: LineWords): ToolOutput {
   const needle = phrase?.toLowerCase();

@@ -6,7 +6,7 @@
 // document, put in a conversation's system prompt (within a budget).
 import * as z from "zod";
 import type { Plugin, StandingContext } from "./contract.ts";
-import { appendLine, describeScope, exactlyOne, listLines, oneLine, openLines, renderLines, scopedConfig, type ScopedConfig } from "./documents.ts";
+import { appendLine, describeScope, exactlyOne, removeLine, listLines, oneLine, openLines, renderLines, scopedConfig, type ScopedConfig } from "./documents.ts";
 
 const MAX_LINES = 500;
 const MAX_LINE = 500;
@@ -69,11 +69,7 @@ export const memoryPlugin: Plugin = {
       sideEffects: "write",
       idempotency: "idempotent", // a replay finds nothing more to delete
       async call({ text }, ctx) {
-        const doc = openLines(ctx);
-        const one = exactlyOne(doc.lines, text, "forgotten", WORDS);
-        if (!("index" in one)) return one;
-        ctx.session.set(doc.key, doc.lines.filter((_, i) => i !== one.index));
-        return { text: `Forgot "${doc.lines[one.index]}".` };
+        return removeLine(ctx, text, "forgotten", WORDS, (line) => `Forgot "${line}".`);
       },
     },
     {

@@ -5,7 +5,7 @@
 // the open items are its standing document (in the system prompt).
 import * as z from "zod";
 import type { Plugin, StandingContext } from "./contract.ts";
-import { appendLine, describeScope, exactlyOne, listLines, oneLine, openLines, renderLines, scopedConfig, type ScopedConfig } from "./documents.ts";
+import { appendLine, describeScope, exactlyOne, removeLine, listLines, oneLine, openLines, renderLines, scopedConfig, type ScopedConfig } from "./documents.ts";
 
 const MAX_ITEMS = 200;
 const MAX_ITEM = 500;
@@ -62,11 +62,7 @@ export const todoPlugin: Plugin = {
       sideEffects: "write",
       idempotency: "idempotent", // a replay finds nothing more to remove
       async call({ text }, ctx) {
-        const doc = openLines(ctx);
-        const one = exactlyOne(doc.lines, text, "marked done", WORDS);
-        if (!("index" in one)) return one;
-        ctx.session.set(doc.key, doc.lines.filter((_, i) => i !== one.index));
-        return { text: `Done: "${doc.lines[one.index]}".` };
+        return removeLine(ctx, text, "marked done", WORDS, (line) => `Done: "${line}".`);
       },
     },
     {
