@@ -144,7 +144,8 @@ describe("every handler's time lands on a turn or a named part", () => {
     const after = await runInDurableObject(stub, (_instance, state) => recorded(state.storage));
     const turns = sum(views.flatMap((v) => v.busyByTurn.map((t) => t.busyMs)));
     expect(turns).toBeGreaterThan(0);
-    expect(after.outside.reads).toBeGreaterThan(0);
+    // The watcher's reads are not asserted here: workerd's clock stands still between I/O, so with the state
+    // in memory a read often measures 0 ms and leaves no "reads" row (seen in CI, 1 run of 3). The sum below holds.
     expect(after.outside.pass).toBeUndefined(); // every pass served a turn
     // busyByTurn is rounded to 0.01 ms per turn.
     expect(Math.abs(turns + sum(Object.values(after.outside)) - after.hourMs)).toBeLessThan(0.01 * views.length);
