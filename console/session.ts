@@ -11,6 +11,7 @@ import type { Context } from "hono";
 import { deleteCookie, getSignedCookie, setSignedCookie } from "hono/cookie";
 import * as z from "zod";
 import { sessionHours } from "./config.ts";
+import { toBase64 } from "../lib/base64.ts";
 import { hmacHex, isHttpsOrLoopback, safeEqual } from "../lib/http.ts";
 import { adminToken, controlPlane } from "../runtime/index.ts";
 
@@ -112,5 +113,5 @@ export async function takeResult(c: Ctx): Promise<string | undefined> {
 }
 
 function toBase64Url(bytes: Uint8Array): string {
-  return btoa(String.fromCharCode(...bytes)).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+  return toBase64(bytes).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
 }

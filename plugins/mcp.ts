@@ -12,6 +12,7 @@ import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontex
 import { ErrorCode, McpError, ToolListChangedNotificationSchema, type CallToolResult, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/cfworker";
 import * as z from "zod";
+import { base64Bytes } from "../lib/base64.ts";
 import { isHttpsOrLoopback } from "../lib/http.ts";
 import type { FetchedTools, Plugin, PluginTool, ToolContext, ToolImage, ToolOutput } from "./contract.ts";
 
@@ -209,10 +210,6 @@ function sameJson(text: string, json: string): boolean {
   } catch {
     return false;
   }
-}
-
-function base64Bytes(data: string): number {
-  return Math.floor((data.replace(/=+$/, "").length * 3) / 4);
 }
 
 /** A sentence the model (or `status`) can act on. */

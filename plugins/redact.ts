@@ -4,18 +4,13 @@
 // string escaping (once or twice) and hex; in each, any character may come as
 // an HTML character reference (`&#115;`, `&#x73;`, `&amp;`), and the whole may
 // be split across lines (wrapped base64, a value broken for display).
+import { toBase64 } from "../lib/base64.ts";
 
 const REDACTED = "[redacted]";
 /** Shorter values would redact ordinary words. */
 const MIN_LENGTH = 6;
 
 const BASE64URL: Record<string, string> = { "+": "-", "/": "_" };
-
-function base64(bytes: Uint8Array): string {
-  let binary = "";
-  for (const b of bytes) binary += String.fromCharCode(b);
-  return btoa(binary);
-}
 
 /**
  * The base64 characters that depend only on the secret, for each of the three
@@ -27,7 +22,7 @@ function base64Cores(bytes: Uint8Array): string[] {
   for (let offset = 0; offset < 3; offset++) {
     const padded = new Uint8Array(offset + bytes.length);
     padded.set(bytes, offset);
-    const encoded = base64(padded);
+    const encoded = toBase64(padded);
     // Character i holds bits 6i…6i+5: it depends only on the secret when those bits lie within its bytes.
     const first = Math.ceil((offset * 8) / 6);
     const last = Math.floor(((offset + bytes.length) * 8) / 6) - 1;

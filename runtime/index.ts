@@ -28,4 +28,3 @@ export { controlPlane, ControlPlane, listAgents, listTenants, recordAgent, type 
 export { Ledger, readUsage, totalsOf, unpricedModels, unpricedSentence, type UsageRead, type UsageReport, type UsageTotals } from "./metering/index.ts";
 export { sendTimeoutMs } from "./effects/index.ts";
 export { ProviderGate } from "./models/index.ts";
-export { toBase64 } from "./pictures/index.ts";

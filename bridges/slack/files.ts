@@ -4,8 +4,9 @@
 // within 3 s, so every fetch has a size cap and all of them one deadline.
 // Text becomes text for the model, an image an image (for models that take
 // images; pi-ai names it to the others), anything else is named with why.
+import { toBase64 } from "../../lib/base64.ts";
 import { readAtMost } from "../../lib/http.ts";
-import { type Attachment, toBase64 } from "../../runtime/index.ts";
+import type { Attachment } from "../../runtime/index.ts";
 import { apiBaseUrl } from "./config.ts";
 
 /** About 64k tokens: a larger text would crowd the conversation out of most context windows. */

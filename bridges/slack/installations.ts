@@ -5,6 +5,7 @@
 // A workspace that uninstalls the app (or revokes its bot token) keeps only a
 // note that it did: its token is deleted, and SLACK_BOT_TOKEN does not serve it
 // either, until it installs the app again.
+import { fromBase64, toBase64 } from "../../lib/base64.ts";
 import { controlPlane } from "../../runtime/index.ts";
 import { oauthEnabled, singleBotToken, tokenEncryptionKey } from "./config.ts";
 
@@ -45,8 +46,6 @@ async function tokenKey(env: Env): Promise<CryptoKey> {
   );
 }
 
-const toBase64 = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes));
-const fromBase64 = (text: string) => Uint8Array.from(atob(text), (ch) => ch.charCodeAt(0));
 
 export async function saveInstallation(env: Env, installation: Installation, botToken: string): Promise<void> {
   const iv = crypto.getRandomValues(new Uint8Array(12));

@@ -7,7 +7,8 @@ import { Gateway, type CallScope, type GatewayDeps, type Mount, type Plugin, typ
 import type { Route } from "../chat.ts";
 import { sessionCopy, type LeaseReport, type LeaseUse, type LeaseWork, type ToolReport, type ToolWork, type MountReport, type MountWork } from "../tools/index.ts";
 import type { ScriptCaller } from "./script-caller.ts";
-import { fromBase64, storeImage } from "../pictures/index.ts";
+import { storeImage } from "../pictures/index.ts";
+import { fromBase64 } from "../../lib/base64.ts";
 
 export class MountCalls {
   constructor(

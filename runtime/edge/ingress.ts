@@ -2,7 +2,8 @@
 // the object, submit the event.
 import { type ConversationView, agentStub } from "../object/index.ts";
 import type { Attachment, ChatEvent, Route, SubmitResult } from "../chat.ts";
-import { fromBase64, storeImage } from "../pictures/index.ts";
+import { storeImage } from "../pictures/index.ts";
+import { fromBase64 } from "../../lib/base64.ts";
 import { ConfigError } from "../../lib/config.ts";
 import { HttpError } from "../../lib/http.ts";
 import { tenantDayLine } from "../metering/index.ts";

@@ -33,12 +33,3 @@ export async function storeImage(bucket: R2Bucket, route: Route, bytes: Uint8Arr
   return { type: "image", data: "", mimeType, ref, bytes: bytes.length };
 }
 
-export function fromBase64(data: string): Uint8Array {
-  return Uint8Array.from(atob(data), (c) => c.charCodeAt(0));
-}
-
-export function toBase64(bytes: Uint8Array): string {
-  let text = "";
-  for (let i = 0; i < bytes.length; i += 0x8000) text += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  return btoa(text);
-}

@@ -6,7 +6,8 @@
 import type { ImageContent, Message, TextContent } from "@mariozechner/pi-ai";
 import type { Route } from "../chat.ts";
 import type { ImageLimits } from "./config.ts";
-import { imageKey, isStoredImage, toBase64 } from "./store.ts";
+import { base64Bytes, toBase64 } from "../../lib/base64.ts";
+import { imageKey, isStoredImage } from "./store.ts";
 
 type Part = TextContent | ImageContent;
 
@@ -14,7 +15,7 @@ const sizeText = (bytes: number) => (bytes >= 1048576 ? `${Math.round((bytes / 1
 
 /** An image's bytes: counted when stored, or from its base64 (one kept inline by an earlier release). */
 function sizeOf(image: ImageContent): number {
-  return isStoredImage(image) ? image.bytes : Math.floor((image.data.length * 3) / 4);
+  return isStoredImage(image) ? image.bytes : base64Bytes(image.data);
 }
 
 /**

@@ -78,7 +78,8 @@ export class Retention {
   /** One bounded slice when it is due (after each pass: runtime/object/agent-object.ts). */
   async slice(route: Route): Promise<void> {
     const swept = Date.now() - this.lastSweep >= SWEEP_MS;
-    if (this.anyMarked() || !((this.more && !this.anyBusy()) || swept)) return;
+    // In-memory first: most passes find nothing due and ask SQLite nothing.
+    if (!((this.more && !this.anyBusy()) || swept) || this.anyMarked()) return;
     this.lastSweep = Date.now();
     try {
       const pruned = this.storage.transactionSync(() => this.prune(Date.now() - DEDUPE_WINDOW_MS));

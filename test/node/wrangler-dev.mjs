@@ -106,7 +106,7 @@ export async function startWorker({ cwd, vars = {}, command, script, env = {}, p
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
     // The caller's NODE_OPTIONS (offline, say) joins the local ones rather than replacing them.
-    env: { ...localWranglerEnv({ ...process.env, ...env }), PORT: String(port), INSPECTOR_PORT: String(inspectorPort), ...env, NODE_OPTIONS: localWranglerEnv({ ...process.env, ...env }).NODE_OPTIONS },
+    env: { ...localWranglerEnv({ ...process.env, ...env }), PORT: String(port), INSPECTOR_PORT: String(inspectorPort) },
   });
   let output = "";
   child.stdout.on("data", (d) => (output += d));

@@ -1,0 +1,18 @@
+// Base64 of bytes, and the bytes a base64 text holds, for the places that
+// carry binary as text (images, sealed tokens, redaction's encodings).
+
+/** In chunks: a spread of a large array into String.fromCharCode overflows the stack. */
+export function toBase64(bytes: Uint8Array): string {
+  let text = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) text += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(text);
+}
+
+export function fromBase64(data: string): Uint8Array {
+  return Uint8Array.from(atob(data), (c) => c.charCodeAt(0));
+}
+
+/** How many bytes a base64 text holds, without decoding it. */
+export function base64Bytes(data: string): number {
+  return Math.floor((data.replace(/=+$/, "").length * 3) / 4);
+}
