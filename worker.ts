@@ -8,7 +8,7 @@ import { ConfigError } from "./lib/config.ts";
 import { HttpError } from "./lib/http.ts";
 import { migrationFailure } from "./lib/migrations.ts";
 import { builtinPlugins } from "./plugins/index.ts";
-import { agentsApi, AgentObject as AgentCore, consumeQueue, Courier as CourierCore, foldLedgers, type RuntimeDeps } from "./runtime/index.ts";
+import { agentsApi, AgentObject as AgentCore, consumeQueue, Courier as CourierCore, foldLedgers, responsesRoutes, type RuntimeDeps } from "./runtime/index.ts";
 
 export { ControlPlane, Ledger, ProviderGate, SendPace } from "./runtime/index.ts";
 // The Cloudflare machine backend's objects, and the entrypoint its outbound filtering goes through.
@@ -26,6 +26,8 @@ export function createWorker(deps: RuntimeDeps): ExportedHandler<Env> {
   );
   const api = agentsApi(deps);
   for (const bridge of bridges) if (bridge.admin) api.route(bridge.path, bridge.admin);
+  // The Responses API and the follow route, behind the Agents API's authentication.
+  api.route("/", responsesRoutes());
   app.route("/v1", api);
   app.route("/console", consoleRoutes);
   for (const bridge of bridges) app.route(bridge.path, bridge.routes);
