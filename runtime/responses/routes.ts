@@ -12,7 +12,7 @@ import type { ChatUser, Route } from "../chat.ts";
 import { CONVERSATION_ID, meaningAgain, parseRoute, readJson } from "../edge/index.ts";
 import { FEED_PAGE, type ResponseState } from "../feed/index.ts";
 import { agentStub } from "../object/index.ts";
-import { endEvent, errorBody, itemEvents, outputItems, responseObject, type StreamEvent } from "./openai.ts";
+import { endEvent, itemEvents, outputItems, responseObject, type StreamEvent } from "./openai.ts";
 import { sseResponse, watch } from "./watch.ts";
 
 /** How long a plain create waits for its turn before answering it in progress (the caller polls then). */
@@ -49,7 +49,13 @@ const inputMessage = z.object({
 export const createResponseBody = z
   .object({
     model: z.string({ error: 'model is required: "<tenant>/<agent>"' }).regex(/^[^/]+\/[^/]+$/, 'model: "<tenant>/<agent>"'),
-    input: z.union([inputText, z.array(inputMessage).min(1, "input has no message")]),
+    input: z.union([inputText, z.array(inputMessage).min(1, "input has no message")], {
+      // Said from the branch the input's kind chose (a string, or a list of messages), not as a bare "Invalid input".
+      error: (iss) => {
+        const issue = (iss as { errors?: { message: string; path: PropertyKey[] }[][] }).errors?.[Array.isArray(iss.input) ? 1 : 0]?.[0];
+        return issue ? `${issue.path.length > 0 ? `[${issue.path.join(".")}] ` : ""}${issue.message}` : "input: a string, or a list of the person's messages";
+      },
+    }),
     conversation: z.union([conversationId, z.object({ id: conversationId })]).optional(),
     previous_response_id: z.string().regex(RESPONSE_ID, "previous_response_id: an id this API answered (resp_…)").optional(),
     background: z.boolean().default(false),
@@ -105,7 +111,12 @@ function textOf(input: z.infer<typeof createResponseBody>["input"]): string {
   return input.map((m) => (typeof m.content === "string" ? m.content : m.content.map((part) => part.text).join(""))).join("\n\n");
 }
 
-/** The Responses API (its errors in OpenAI's shape) and the follow route. */
+/** Whether a request is the Responses API's (worker.ts mounts these routes under /v1): its errors are said in OpenAI's shape. */
+export function isResponsesPath(path: string): boolean {
+  return /^\/v1\/responses(\/|$)/.test(path);
+}
+
+/** The Responses API and the follow route. */
 export function responsesRoutes(): Hono<{ Bindings: Env }> {
   const app = new Hono<{ Bindings: Env }>();
 
@@ -144,13 +155,6 @@ export function responsesRoutes(): Hono<{ Bindings: Env }> {
     return c.json(responseObject(state));
   });
 
-  app.onError((err, c) => {
-    const status = err instanceof HttpError ? err.status : 500;
-    if (status === 500) console.error("unhandled error", err);
-    return c.json(errorBody(status, status === 500 ? "internal error" : err.message), status);
-  });
-
-  // The follow route is the Agents API's: its errors are answered in that API's shape.
   const root = new Hono<{ Bindings: Env }>();
   root.route("/", app);
   root.get("/tenants/:tenant/agents/:agent/conversations/:id/events", async (c) => {
