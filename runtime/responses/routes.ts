@@ -3,7 +3,7 @@
 // follow of a conversation as Server-Sent Events. Both read the agent's feed
 // (runtime/feed) by asking its object again (watch.ts); the object keeps the
 // responses, so the Worker stays stateless and a restart loses none.
-import { Hono, type Context } from "hono";
+import { Hono } from "hono";
 import * as z from "zod";
 import type { RouteDoc } from "../../lib/route-doc.ts";
 import { toBase64, fromBase64 } from "../../lib/base64.ts";
@@ -140,7 +140,7 @@ export function responsesRoutes(): Hono<{ Bindings: Env }> {
       throw meaningAgain(err);
     }
     if (!state) throw new HttpError(409, "the message was not accepted; send it again");
-    if (body.stream) return streamResponse(c, route, state);
+    if (body.stream) return streamResponse(c.env, route, state);
     if (!body.background) await watch(PLAIN_WAIT_MS, async () => (state = await readResponse(c.env, route, id)).status !== "in_progress");
     return c.json(responseObject(state));
   });
@@ -166,21 +166,21 @@ export function responsesRoutes(): Hono<{ Bindings: Env }> {
     const stub = agentStub(c.env, route);
     let page = await stub.feed(route, conversation, Number(cursor));
     if (!page) throw new HttpError(404, `no conversation "${conversation}" for agent ${route.agent} of tenant ${route.tenant}`);
-    return sseResponse(c, async (stream) => {
+    return sseResponse(async (sink) => {
       let after = Number(cursor);
       await watch(
         STREAM_MS,
         async (changed) => {
           page ??= await stub.feed(route, conversation, after);
           if (!page) return true;
-          for (const event of page.events) await stream.writeSSE({ id: String(event.id), event: event.type, data: JSON.stringify(event) });
+          for (const event of page.events) await sink.send({ id: event.id, event: event.type, data: event });
           // A full page: there is more to read at once.
           if (page.events.length > 0 || page.last - after >= FEED_PAGE) changed();
           after = page.last;
           page = null;
           return false;
         },
-        () => stream.aborted,
+        () => sink.closed,
       );
     });
   });
@@ -188,10 +188,10 @@ export function responsesRoutes(): Hono<{ Bindings: Env }> {
 }
 
 /** A response's Responses API event stream: created, each output item as the turn makes it, and its end. */
-function streamResponse(c: Context<{ Bindings: Env }>, route: Route, first: ResponseState): Response {
-  return sseResponse(c, async (stream) => {
+function streamResponse(env: Env, route: Route, first: ResponseState): Response {
+  return sseResponse(async (sink) => {
     let sequence = 0;
-    const send = (event: StreamEvent) => stream.writeSSE({ event: event.type, data: JSON.stringify({ ...event, sequence_number: sequence++ }) });
+    const send = (event: StreamEvent) => sink.send({ event: event.type, data: { ...event, sequence_number: sequence++ } });
     const opening = responseObject({ ...first, status: "in_progress", events: [] }, []);
     await send({ type: "response.created", response: opening });
     await send({ type: "response.in_progress", response: opening });
@@ -203,10 +203,10 @@ function streamResponse(c: Context<{ Bindings: Env }>, route: Route, first: Resp
         const items = outputItems(state.events);
         for (; sent < items.length; sent++, changed()) for (const event of itemEvents(sent, items[sent]!.item)) await send(event);
         if (state.status !== "in_progress") return true;
-        state = await readResponse(c.env, route, state.id);
+        state = await readResponse(env, route, state.id);
         return false;
       },
-      () => stream.aborted,
+      () => sink.closed,
     );
     if (ended) await send(endEvent(state, outputItems(state.events)));
   });

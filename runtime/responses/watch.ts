@@ -1,8 +1,6 @@
 // The Worker's side of following a turn: it asks the agent's object again
 // until there is something new (the object never holds a request open), soon
 // after a change and less often while nothing happens.
-import { streamSSE, type SSEStreamingApi } from "hono/streaming";
-import type { Context } from "hono";
 
 /** The first wait after a change, doubled while nothing changes, up to the longest. */
 const FIRST_WAIT_MS = 25;
@@ -30,14 +28,33 @@ export async function watch(deadlineMs: number, look: (changed: () => void) => P
   return false;
 }
 
+/** Where a Server-Sent Events stream is written; `closed` once the client has gone. */
+export interface EventSink {
+  send(event: { id?: number; event: string; data: unknown }): Promise<void>;
+  readonly closed: boolean;
+}
+
 /** A Server-Sent Events response written by `write`, with a keep-alive comment while it is quiet. */
-export function sseResponse(c: Context, write: (stream: SSEStreamingApi) => Promise<void>): Response {
-  return streamSSE(c, async (stream) => {
-    const keepAlive = setInterval(() => void stream.write(": keep-alive\n\n").catch(() => undefined), KEEP_ALIVE_MS);
-    try {
-      await write(stream);
-    } finally {
+export function sseResponse(write: (sink: EventSink) => Promise<void>): Response {
+  const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
+  const writer = writable.getWriter();
+  const encoder = new TextEncoder();
+  let closed = false;
+  // A write fails once the client has gone: the writer stops at its next look.
+  const put = (text: string) => writer.write(encoder.encode(text)).catch(() => void (closed = true));
+  const keepAlive = setInterval(() => void put(": keep-alive\n\n"), KEEP_ALIVE_MS);
+  const sink: EventSink = {
+    // JSON on one line: a data field holds no newline.
+    send: ({ id, event, data }) => put(`${id === undefined ? "" : `id: ${id}\n`}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`),
+    get closed() {
+      return closed;
+    },
+  };
+  void write(sink)
+    .catch((err) => console.error("event stream failed", err))
+    .finally(() => {
       clearInterval(keepAlive);
-    }
-  });
+      void writer.close().catch(() => undefined);
+    });
+  return new Response(readable, { headers: { "content-type": "text/event-stream", "cache-control": "no-cache" } });
 }
