@@ -22,6 +22,8 @@ let provider;
 let worker;
 let client;
 let vars;
+/** A response made before the kill: it is read back after the restart. */
+let earlier;
 
 before(async () => {
   slack = await startSlack();
@@ -74,6 +76,7 @@ test("responses.create answers with the agent's reply, and previous_response_id 
   assert.deepEqual(view.transcript.filter((e) => e.role === "user").map((e) => e.text), ["[s:plain] hello", "and again", "once more"]);
   // Polled later, a response reads as it ended.
   assert.equal((await client.responses.retrieve(first.id)).output_text, "Hello from the agent.");
+  earlier = first;
 });
 
 test("a tool-calling turn shows its function call and its output; a held call is an approval request saying how to decide it", async () => {
@@ -218,6 +221,8 @@ test("a follower of a Slack conversation sees each event once and in order, and 
   assert.equal(await firstRun, "broken");
 
   worker = await startWorker({ cwd: ROOT, vars, persistDir: worker.persistDir, port: worker.port });
+  // The responses live in the agent's object: one made before the kill reads the same after it.
+  if (earlier) assert.deepEqual(await client.responses.retrieve(earlier.id), earlier);
   // The cut-off call is answered only for its redelivery: the first release frees the dead one.
   await release("follow");
   await release("follow");
