@@ -26,10 +26,12 @@ export interface FeedPage {
   events: FeedEvent[];
   /** The id to ask after next: past rows that show nothing (a standing document), so they are not read again. */
   last: number;
+  /** The page was full: there may be more after `last` now. */
+  more: boolean;
 }
 
 /** Rows read per page: a follower asks again at once while a page is full. */
-export const FEED_PAGE = 200;
+const FEED_PAGE = 200;
 
 type FeedRow = { seq: number; hold_id: string | null; hold_state: string | null } & Partial<Omit<LogRow, "seq">> & { log_seq: number | null };
 
@@ -64,7 +66,7 @@ export function feedAfter(sql: SqlStorage, route: Route, conversation: string, a
     if (hold) return [holdEvent(row.seq, route, hold, row.hold_state as HoldRow["status"])];
     return row.log_seq === null ? [] : logEvent(row.seq, { ...(row as LogRow), seq: row.log_seq });
   });
-  return { events, last: rows.at(-1)?.seq ?? after };
+  return { events, last: rows.at(-1)?.seq ?? after, more: rows.length === limit };
 }
 
 /** The card as it stood when the hold entered `state` (what was decided and done since is the hold's now). */

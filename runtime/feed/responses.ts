@@ -73,7 +73,7 @@ export class Responses {
         events.push(event);
         if (event.type === "done") return this.#shown(row, events, event.outcome, event.error);
       }
-      if (page.last === after) return this.#shown(row, events, null, null);
+      if (!page.more) return this.#shown(row, events, null, null);
       after = page.last;
     }
   }

@@ -10,7 +10,7 @@ import { toBase64, fromBase64 } from "../../lib/base64.ts";
 import { HttpError } from "../../lib/http.ts";
 import type { ChatUser, Route } from "../chat.ts";
 import { CONVERSATION_ID, meaningAgain, parseRoute, readJson } from "../edge/index.ts";
-import { FEED_PAGE, type ResponseState } from "../feed/index.ts";
+import type { ResponseState } from "../feed/index.ts";
 import { agentStub } from "../object/index.ts";
 import { endEvent, itemEvents, outputItems, responseObject, type StreamEvent } from "./openai.ts";
 import { sseResponse, watch } from "./watch.ts";
@@ -168,14 +168,22 @@ export function responsesRoutes(): Hono<{ Bindings: Env }> {
     if (!page) throw new HttpError(404, `no conversation "${conversation}" for agent ${route.agent} of tenant ${route.tenant}`);
     return sseResponse(async (sink) => {
       let after = Number(cursor);
+      let mark: string | null = null;
       await watch(
         STREAM_MS,
         async (changed) => {
-          page ??= await stub.feed(route, conversation, after);
-          if (!page) return true;
+          if (!page) {
+            // The change mark is a few index reads; the feed (of an archived conversation, its archive in R2) is read once it moved.
+            const now = await stub.changes(route, conversation);
+            if (now === mark) return false;
+            mark = now;
+            page = await stub.feed(route, conversation, after);
+            if (!page) return true;
+          }
           for (const event of page.events) await sink.send({ id: event.id, event: event.type, data: event });
+          if (page.events.length > 0) changed();
           // A full page: there is more to read at once.
-          if (page.events.length > 0 || page.last - after >= FEED_PAGE) changed();
+          if (page.more) mark = null;
           after = page.last;
           page = null;
           return false;
