@@ -106,7 +106,7 @@ async function readResponse(env: Env, route: Route, id: string): Promise<Respons
 }
 
 /** The Responses API's text: a string, or the text of the person's messages. */
-function textOf(input: z.infer<typeof createResponseBody>["input"]): string {
+function messageText(input: z.infer<typeof createResponseBody>["input"]): string {
   if (typeof input === "string") return input;
   return input.map((m) => (typeof m.content === "string" ? m.content : m.content.map((part) => part.text).join(""))).join("\n\n");
 }
@@ -132,7 +132,7 @@ export function responsesRoutes(): Hono<{ Bindings: Env }> {
     }
     const id = newResponseId(route);
     const request = { model: body.model, background: body.background, previousResponseId: body.previous_response_id ?? null, metadata: body.metadata };
-    const message = { id: `resp:${id}`, kind: "message" as const, conversation: conversation ?? `api-${crypto.randomUUID()}`, user: API_USER, text: textOf(body.input) };
+    const message = { id: `resp:${id}`, kind: "message" as const, conversation: conversation ?? `api-${crypto.randomUUID()}`, user: API_USER, text: messageText(body.input) };
     let state: ResponseState | null;
     try {
       state = await agentStub(c.env, route).respond(route, id, message, request);
@@ -155,9 +155,7 @@ export function responsesRoutes(): Hono<{ Bindings: Env }> {
     return c.json(responseObject(state));
   });
 
-  const root = new Hono<{ Bindings: Env }>();
-  root.route("/", app);
-  root.get("/tenants/:tenant/agents/:agent/conversations/:id/events", async (c) => {
+  app.get("/tenants/:tenant/agents/:agent/conversations/:id/events", async (c) => {
     const route = parseRoute(c.req.param("tenant"), c.req.param("agent"));
     const conversation = c.req.param("id");
     if (!CONVERSATION_ID.test(conversation)) throw new HttpError(400, "invalid conversation id");
@@ -192,7 +190,7 @@ export function responsesRoutes(): Hono<{ Bindings: Env }> {
       );
     });
   });
-  return root;
+  return app;
 }
 
 /** A response's Responses API event stream: created, each output item as the turn makes it, and its end. */
