@@ -4,6 +4,7 @@
 // in the transaction that accepts the message, so a response exists exactly
 // when its message does; its status is read from the feed, never kept twice.
 import type { ChatEvent, Route } from "../chat.ts";
+import type { JobUsage } from "../models/index.ts";
 import type { ConversationRow } from "../store/index.ts";
 import { type FeedEvent, feedAfter, feedEnd } from "./feed.ts";
 
@@ -27,6 +28,8 @@ export interface ResponseState {
   error: string | null;
   /** The turn's events after the response's message, up to its end when it has ended. */
   events: FeedEvent[];
+  /** The turn's model calls so far. */
+  usage: JobUsage;
 }
 
 type ResponseRow = { id: string; conversation: string; turn: number; after_seq: number; request: string; created_at: number };
@@ -62,7 +65,7 @@ export class Responses {
   }
 
   /** The response as it stands: its turn's events so far, and how the turn ended once it has. */
-  state(route: Route, row: ResponseRow): ResponseState {
+  state(route: Route, row: ResponseRow, usage: JobUsage): ResponseState {
     const events: FeedEvent[] = [];
     let after = row.after_seq;
     for (;;) {
@@ -71,17 +74,17 @@ export class Responses {
         // Rows of other turns (a note that waited, a hold decided from an earlier turn) are not this response's.
         if ("turn" in event && event.turn !== row.turn) continue;
         events.push(event);
-        if (event.type === "done") return this.#shown(row, events, event.outcome, event.error);
+        if (event.type === "done") return this.#shown(row, usage, events, event.outcome, event.error);
       }
-      if (!page.more) return this.#shown(row, events, null, null);
+      if (!page.more) return this.#shown(row, usage, events, null, null);
       after = page.last;
     }
   }
 
-  #shown(row: ResponseRow, events: FeedEvent[], outcome: Extract<FeedEvent, { type: "done" }>["outcome"] | null, error: string | null): ResponseState {
+  #shown(row: ResponseRow, usage: JobUsage, events: FeedEvent[], outcome: Extract<FeedEvent, { type: "done" }>["outcome"] | null, error: string | null): ResponseState {
     const status: ResponseStatus =
       outcome === null ? "in_progress" : outcome === "failed" ? "failed" : outcome === "stopped" || outcome === "restarted" ? "cancelled" : "completed";
     const request = JSON.parse(row.request) as ResponseRequest;
-    return { id: row.id, conversation: row.conversation, turn: row.turn, createdAt: row.created_at, request, status, error, events };
+    return { id: row.id, conversation: row.conversation, turn: row.turn, createdAt: row.created_at, request, status, error, events, usage };
   }
 }

@@ -191,7 +191,7 @@ export class AgentObject extends DurableObject<Env> {
 
   async response(route: Route, id: string): Promise<ResponseState | null> {
     const row = this.identity.owns(route) ? this.responses.find(id) : undefined;
-    return row ? this.retention.read(route, row.conversation, () => this.responses.state(route, row)) : null;
+    return row ? this.retention.read(route, row.conversation, () => this.responses.state(route, row, this.jobs.usageOfTurn(row.conversation, row.turn))) : null;
   }
 
   /** Stops the turn a response waits for, if it still runs (as `stop` does); the response then reads cancelled. */

@@ -78,7 +78,14 @@ export function responseObject(state: ResponseState, output: OutputItem[] = outp
     tool_choice: "auto",
     tools: [],
     truncation: "disabled",
-    usage: null,
+    // OpenAI counts cached input in input_tokens; the provider call counts it apart.
+    usage: {
+      input_tokens: state.usage.input + state.usage.cached,
+      input_tokens_details: { cached_tokens: state.usage.cached },
+      output_tokens: state.usage.output,
+      output_tokens_details: { reasoning_tokens: 0 },
+      total_tokens: state.usage.input + state.usage.cached + state.usage.output,
+    },
   };
 }
 

@@ -62,6 +62,8 @@ test("responses.create answers with the agent's reply, and previous_response_id 
   assert.equal(first.status, "completed");
   assert.equal(first.output_text, "Hello from the agent.");
   assert.match(first.id, /^resp_/);
+  // The turn's model call, as the fake provider reported it.
+  assert.deepEqual([first.usage.input_tokens, first.usage.output_tokens, first.usage.total_tokens], [12, 5, 17]);
 
   const second = await client.responses.create({ model: MODEL, input: [{ role: "user", content: "and again" }], previous_response_id: first.id });
   assert.equal(second.output_text, "Still the same conversation.");
@@ -88,6 +90,7 @@ test("a tool-calling turn shows its function call and its output; a held call is
   assert.equal(output.call_id, call.call_id);
   assert.match(output.output, /\d{4}-\d\d-\d\dT/);
   assert.equal(response.output_text, "It is late.");
+  assert.deepEqual([response.usage.input_tokens, response.usage.output_tokens], [24, 10], "two model calls");
 
   await script("held", [{ toolCalls: [{ name: "guarded__now", arguments: {} }] }, { text: "I asked for approval." }]);
   const held = await client.responses.create({ model: MODEL, input: "[s:held] what time is it, carefully?" });
