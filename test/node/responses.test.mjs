@@ -145,6 +145,30 @@ test("background: true answers at once; the response is polled to its end, or ca
   assert.ok(!view.transcript.some((e) => e.role === "assistant"), "the stopped turn's late reply was not kept");
 });
 
+test("a response to a conversation whose turn runs steers that turn, and ends with it, whatever the agent's second-message strategy", async () => {
+  // An agent that queues a second message behind the turn: a response's message still steers.
+  const put = await fetch(`${worker.url}/v1/tenants/acme/agents/steerer/second-message`, {
+    method: "PUT",
+    headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },
+    body: JSON.stringify({ strategy: "queue" }),
+  });
+  assert.equal(put.status, 200);
+  await script("steer", [{ hold: true, text: "First part." }, { text: "With your addition." }]);
+  const running = await client.responses.create({ model: "acme/steerer", input: "[s:steer] start something", background: true });
+  await until("the model to be asked", async () => (await requestsOf("steer")).length === 1);
+  const steering = await client.responses.create({ model: "acme/steerer", input: "also this", previous_response_id: running.id, background: true });
+  assert.equal(steering.conversation.id, running.conversation.id);
+  await release("steer");
+  const [first, second] = await until("both to complete", async () => {
+    const both = await Promise.all([running.id, steering.id].map((id) => client.responses.retrieve(id)));
+    return both.every((r) => r.status === "completed") && both;
+  });
+  const texts = (r) => r.output.filter((item) => item.type === "message").map((item) => item.content[0].text);
+  assert.deepEqual(texts(first), ["First part.", "With your addition."]);
+  assert.equal(texts(second).at(-1), "With your addition.");
+  assert.ok(JSON.stringify((await requestsOf("steer")).at(-1).body).includes("also this"), "the model saw the steer");
+});
+
 test("errors come in OpenAI's shape", async () => {
   await assert.rejects(client.responses.create({ model: "no-slash", input: "hi" }), (err) => {
     assert.equal(err.status, 400);
