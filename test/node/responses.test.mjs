@@ -5,12 +5,14 @@
 // calls; then a follower of a Slack conversation is cut off by a kill of the
 // dev server mid-turn and resumes with Last-Event-ID, missing nothing.
 import assert from "node:assert/strict";
+import { exec } from "node:child_process";
+import { promisify } from "node:util";
 import { createHmac } from "node:crypto";
 import { after, before, test } from "node:test";
 import OpenAI from "openai";
 import { FAKE_PROVIDER_KEY, startModelProvider } from "../fakes/model-provider.mjs";
 import { FAKE_SLACK_BOT_TOKEN, FAKE_SLACK_SIGNING_SECRET, startSlack } from "../fakes/slack.mjs";
-import { startWorker, until } from "./wrangler-dev.mjs";
+import { readmeBlocks, startWorker, until } from "./wrangler-dev.mjs";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
 const ADMIN = "node-test-responses-admin";
@@ -167,6 +169,16 @@ test("a response to a conversation whose turn runs steers that turn, and ends wi
   assert.deepEqual(texts(first), ["First part.", "With your addition."]);
   assert.equal(texts(second).at(-1), "With your addition.");
   assert.ok(JSON.stringify((await requestsOf("steer")).at(-1).body).includes("also this"), "the model saw the steer");
+});
+
+test("the README's curl of the Responses API answers as it says", async () => {
+  const [curl] = readmeBlocks("OpenAI-compatible API").filter((block) => block.includes("/v1/responses"));
+  const command = curl.replaceAll("127.0.0.1:8787", `127.0.0.1:${worker.port}`).replaceAll("dev-admin-token", ADMIN);
+  // Not execSync: the fake model provider lives in this process and must answer meanwhile.
+  const response = JSON.parse((await promisify(exec)(command, { shell: "/bin/bash" })).stdout);
+  assert.equal(response.status, "completed");
+  assert.equal(response.model, "demo/helper");
+  assert.equal(response.output_text, "ok: What time is it?");
 });
 
 test("errors come in OpenAI's shape", async () => {
