@@ -23,18 +23,21 @@ const describeDocument = {
   responses: { 200: { description: "The OpenAPI 3.1 document of /v1." } },
 } satisfies RouteDoc;
 
-/** Every /v1 route, described: the Agents API's, the bridges' admin routes, and this document's own. */
-export const apiDocument: OpenApiDocument = openApiDocument(
+let described: OpenApiDocument | undefined;
+
+/** Every /v1 route, described: the Agents API's, the bridges' admin routes, and this document's own. Built on first use, not at startup. */
+export const apiDocument = (): OpenApiDocument =>
+  (described ??= openApiDocument(
   [...agentsApiDocs, ...bridges.flatMap((b) => b.admin?.docs ?? [])],
   [describeDocument],
   "antiproton's agents without a chat platform. Errors: { \"error\": \"<what was wrong>\" }; input that does not fit its schema is a 400 naming the field.",
-);
+  ));
 
 /** /v1: the document (open), then the Agents API and the bridges' admin routes behind its token. */
 export function v1Api(deps: RuntimeDeps): Hono<{ Bindings: Env }> {
   const v1 = new Hono<{ Bindings: Env }>();
   // Before the API's token check, which guards every route of the app it builds.
-  v1.get(describeDocument.path, (c) => c.json(apiDocument));
+  v1.get(describeDocument.path, (c) => c.json(apiDocument()));
   const api = agentsApi(deps);
   for (const bridge of bridges) if (bridge.admin) api.route("/", bridge.admin.routes);
   v1.route("/", api);

@@ -7,10 +7,11 @@ import { guard, show } from "./routes.tsx";
 import { BASE, type ConsoleEnv } from "./session.ts";
 
 /** GET /console/reference, behind the console's sign-in like every other page. */
-export function referenceRoutes(document: OpenApiDocument): Hono<ConsoleEnv> {
+export function referenceRoutes(described: () => OpenApiDocument): Hono<ConsoleEnv> {
   const routes = new Hono<ConsoleEnv>();
   routes.use("/reference", guard);
   routes.get("/reference", (c) => {
+    const document = described();
     const operations = Object.entries(document.paths).flatMap(([path, item]) =>
       Object.entries(item).map(([method, op]) => ({ id: `${method}${path}`.replace(/\W+/g, "-"), title: `${method.toUpperCase()} /v1${path}`, op: op as { summary: string } })),
     );

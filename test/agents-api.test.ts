@@ -10,7 +10,7 @@ import { sample } from "openapi-sampler";
 import { describe, expect, it } from "vitest";
 import { apiDocument, deps, v1Api } from "../worker.ts";
 import { rows } from "./agents.ts";
-import { getConversation, postMessage, releaseProvider, script, settled, unique, waitFor, worker } from "./support.ts";
+import { consoleCookie, getConversation, postMessage, releaseProvider, script, settled, unique, waitFor, worker } from "./support.ts";
 import { hook, message, send, tenantWithCallback } from "./webhook-helpers.ts";
 
 const ADMIN = { authorization: "Bearer test-admin-token" };
@@ -40,7 +40,7 @@ describe("the OpenAPI document", () => {
     const res = await worker("/v1/openapi.json");
     expect(res.status).toBe(200);
     const served = await res.json();
-    expect(served).toEqual(JSON.parse(JSON.stringify(apiDocument)));
+    expect(served).toEqual(JSON.parse(JSON.stringify(apiDocument())));
     // The validator dereferences in place: it gets its own copy.
     const checked = (await SwaggerParser.validate(structuredClone(served) as never)) as { openapi?: string };
     expect(checked.openapi).toBe("3.1.0");
@@ -52,7 +52,7 @@ describe("the OpenAPI document", () => {
         .routes.filter((r) => r.method !== "ALL")
         .map((r) => `${r.method.toLowerCase()} ${r.path.replace(/:(\w+)/g, "{$1}")}`),
     );
-    const described = new Set(Object.entries(apiDocument.paths).flatMap(([path, item]) => Object.keys(item).map((method) => `${method} ${path}`)));
+    const described = new Set(Object.entries(apiDocument().paths).flatMap(([path, item]) => Object.keys(item).map((method) => `${method} ${path}`)));
     expect([...served].sort()).toEqual([...described].sort());
     expect(described.size).toBeGreaterThan(35);
   });
@@ -66,7 +66,7 @@ describe("the OpenAPI document", () => {
     await settled(tenant, "helper", "c1");
 
     const order = ["post", "put", "patch", "get", "delete"];
-    const operations = Object.entries(apiDocument.paths)
+    const operations = Object.entries(apiDocument().paths)
       .flatMap(([path, item]) => Object.entries(item).map(([method, op]) => ({ path, method, op: op as Operation })))
       // Deletes last, the agent's own the very last: what the others read is still there.
       .sort((a, b) => order.indexOf(a.method) - order.indexOf(b.method) || Number(a.path === "/tenants/{tenant}/agents/{agent}") - Number(b.path === "/tenants/{tenant}/agents/{agent}"));
@@ -97,6 +97,20 @@ describe("the OpenAPI document", () => {
     }
     // Only deciding a hold finds none to decide (a 404 the document names); every other route did its work.
     expect(operations.length - answered.length).toBe(1);
+  });
+});
+
+describe("the console's reference page", () => {
+  it("draws every route of the document behind the console's sign-in, with no script", async () => {
+    expect((await worker("/console/reference", { redirect: "manual" })).status).toBe(303);
+    const res = await worker("/console/reference", { headers: { cookie: await consoleCookie() } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-security-policy")).toMatch(/script-src 'nonce-/);
+    const html = await res.text();
+    for (const [path, item] of Object.entries(apiDocument().paths)) {
+      for (const method of Object.keys(item)) expect(html).toContain(`${method.toUpperCase()} /v1${path}`);
+    }
+    expect(html).not.toMatch(/<script[^>]+src=/);
   });
 });
 
