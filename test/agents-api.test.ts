@@ -156,6 +156,18 @@ describe("agents as resources", () => {
   });
 });
 
+/** The tenant's conversation ids, following `next` two at a time. */
+async function tenantList(tenant: string): Promise<string[]> {
+  const seen: string[] = [];
+  let after: string | undefined;
+  do {
+    const page = await json<{ conversations: { id: string }[]; next?: string }>(await call("GET", `/tenants/${tenant}/conversations?limit=2${after ? `&after=${encodeURIComponent(after)}` : ""}`), 200);
+    seen.push(...page.conversations.map((c) => c.id));
+    after = page.next;
+  } while (after);
+  return seen;
+}
+
 describe("conversations", () => {
   it("are listed newest first, a page at a time, per agent and across a tenant's agents", async () => {
     const tenant = unique("pages");
@@ -171,21 +183,14 @@ describe("conversations", () => {
       await settled(tenant, agent, id);
       made.push(id);
     }
-    const seen: string[] = [];
-    let after: string | undefined;
-    do {
-      const page = await json<{ conversations: { id: string; agent: string }[]; next?: string }>(
-        await call("GET", `/tenants/${tenant}/conversations?limit=2${after ? `&after=${encodeURIComponent(after)}` : ""}`),
-        200,
-      );
-      seen.push(...page.conversations.map((c) => c.id));
-      after = page.next;
-    } while (after);
-    expect(seen).toEqual([...made].reverse());
+    expect(await tenantList(tenant)).toEqual([...made].reverse());
     const first = await json<{ conversations: { id: string }[]; next: string }>(await call("GET", `/tenants/${tenant}/agents/a1/conversations?limit=2`), 200);
     expect(first.conversations.map((c) => c.id)).toEqual(["c-5", "c-3"]);
     const rest = await json<{ conversations: { id: string }[]; next?: string }>(await call("GET", `/tenants/${tenant}/agents/a1/conversations?limit=2&after=${encodeURIComponent(first.next)}`), 200);
     expect(rest).toEqual({ conversations: [expect.objectContaining({ id: "c-1" })] });
+    // Conversations of different agents changed at the same instant: ties go by agent, then id, and no page repeats or skips one.
+    for (const agent of ["a1", "a2"]) await rows(tenant, agent, "UPDATE conversations SET updated_at = 1000");
+    expect(await tenantList(tenant)).toEqual(["c-4", "c-2", "c-5", "c-3", "c-1"]);
   });
 
   it("a running turn is cancelled; a running conversation is not deleted, a settled one is, for good", async () => {
