@@ -9,7 +9,7 @@ import Ajv2020 from "ajv/dist/2020.js";
 import { sample } from "openapi-sampler";
 import { describe, expect, it } from "vitest";
 import { apiDocument, deps, v1Api } from "../worker.ts";
-import { rows } from "./agents.ts";
+import { alarmOf, rows } from "./agents.ts";
 import { consoleCookie, getConversation, postMessage, releaseProvider, script, settled, unique, waitFor, worker } from "./support.ts";
 import { hook, message, send, tenantWithCallback } from "./webhook-helpers.ts";
 
@@ -156,15 +156,16 @@ describe("agents as resources", () => {
   });
 });
 
-/** The tenant's conversation ids, following `next` two at a time. */
+/** The tenant's conversation ids, following `next` two at a time (at most 10 pages: a cursor that repeats itself fails, not hangs). */
 async function tenantList(tenant: string): Promise<string[]> {
   const seen: string[] = [];
   let after: string | undefined;
-  do {
+  for (let pages = 0; pages < 10; pages++) {
     const page = await json<{ conversations: { id: string }[]; next?: string }>(await call("GET", `/tenants/${tenant}/conversations?limit=2${after ? `&after=${encodeURIComponent(after)}` : ""}`), 200);
     seen.push(...page.conversations.map((c) => c.id));
     after = page.next;
-  } while (after);
+    if (!after) break;
+  }
   return seen;
 }
 
@@ -249,6 +250,8 @@ describe("deleting an agent", () => {
     expect(told.map((d) => d.body.text)).not.toContain("an answer nobody should see");
     expect(await rows(tenant, agent, "SELECT status FROM conversations WHERE id = ?", s)).toEqual([{ status: "idle" }]);
     expect(await rows(tenant, agent, "SELECT status FROM model_jobs WHERE conversation = ? AND status = 'pending'", s)).toEqual([]);
+    // Its farewell sent, the deleted agent keeps nothing armed: no step is due, ever.
+    await waitFor("the deleted agent to go quiet", async () => (await alarmOf(tenant, agent)) === null);
 
     // Afterwards: a message is refused naming why, reads answer 404, and the agent is listed nowhere.
     const refused = await json<{ error: string }>(await postMessage(tenant, agent, { text: "are you there?", conversation: s }), 404);
