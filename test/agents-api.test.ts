@@ -263,4 +263,17 @@ describe("deleting an agent", () => {
     expect(await json(await call("GET", `/tenants/${tenant}/agents`), 200)).toEqual({ agents: [] });
     expect((await json<{ error: string }>(await call("POST", `/tenants/${tenant}/agents`, { agent }), 409)).error).toMatch(/not reused/);
   });
+
+  it("settles a hold still waiting, unperformed, without starting a turn to tell the agent", async () => {
+    const tenant = "approvals";
+    const agent = unique("gone");
+    const s = unique("held");
+    await script(s, [{ toolCalls: [{ name: "vault__append", arguments: { entry: s } }] }, { text: "waiting" }, { text: "must not run" }]);
+    await json(await postMessage(tenant, agent, { text: `[s:${s}] record it`, conversation: s }), 202);
+    await settled(tenant, agent, s);
+    expect(await json(await call("DELETE", `/tenants/${tenant}/agents/${agent}`), 200)).toMatchObject({ stoppedTurns: 0, holdsSettled: 1 });
+    expect(await rows(tenant, agent, "SELECT status, outcome FROM holds WHERE conversation = ?", s)).toEqual([{ status: "expired", outcome: "Not performed: the agent was deleted." }]);
+    await waitFor("the deleted agent to go quiet", async () => (await alarmOf(tenant, agent)) === null);
+    expect(await rows(tenant, agent, "SELECT status, turn FROM conversations WHERE id = ?", s)).toEqual([{ status: "idle", turn: 1 }]);
+  });
 });

@@ -17,6 +17,8 @@ import type { Turns } from "../turns/index.ts";
 const DELETED_KEY = "deleted_at";
 const FAREWELL = "This agent was deleted: it has stopped and will not answer here again.";
 const NOT_PERFORMED = "Not performed: the agent was deleted.";
+/** A call a courier was performing when the agent was deleted: its report will not be heard. */
+const CUT_SHORT = "Outcome unknown: the agent was deleted while it was being performed.";
 
 /** What the object answers to an event after its deletion (runtime/edge/ingress.ts makes it a 404). */
 export class AgentDeletedError extends Error {
@@ -83,13 +85,14 @@ export class AgentDeletion {
     });
   }
 
-  /** Settled without telling the agent (a note would start a turn): its card shows why. */
+  /** Settled without telling the agent (a note would start a turn): its card shows why. One being performed is "unknown", not "refused". */
   private settleUnperformed(route: Route, hold: HoldRow, now: number): void {
     const { approvals, effects, turns } = this.parts;
     if (hold.status === "pending") approvals.holds.decide(hold.id, "expired", null, now, NOT_PERFORMED);
     else {
+      const inFlight = hold.status === "running";
       approvals.holds.markRunning(hold.id);
-      approvals.holds.settle(hold.id, "refused", NOT_PERFORMED);
+      approvals.holds.settle(hold.id, inFlight ? "unknown" : "refused", inFlight ? CUT_SHORT : NOT_PERFORMED);
       effects.done("hold", hold.id);
     }
     turns.post(hold.conversation, { kind: "card", card: cardFor(approvals.holds.get(hold.id)!, route.tenant, route.agent) }, `card:${hold.id}`);

@@ -63,7 +63,13 @@ const remove = {
 
 const person = z.object({ platform: z.enum(PLATFORMS), id: z.string().min(1).max(200), name: z.string().max(200).optional() });
 const holdsQuery = z
-  .object({ approver: z.string().regex(/^[a-z]+:.+$/, "approver: <platform>:<user id>").optional().meta({ description: "Only holds this person may decide, e.g. slack:U123." }) })
+  .object({
+    approver: z
+      .string()
+      .regex(new RegExp(`^(${PLATFORMS.join("|")}):.+$`), `approver: <platform>:<user id>, the platform one of ${PLATFORMS.join(", ")}`)
+      .optional()
+      .meta({ description: "Only holds this person may decide, e.g. slack:U123." }),
+  })
   .strict();
 const pending = z.object({ conversation: z.string(), createdAt: z.number(), card });
 
