@@ -9,7 +9,8 @@ import Ajv2020 from "ajv/dist/2020.js";
 import { sample } from "openapi-sampler";
 import { describe, expect, it } from "vitest";
 import { apiDocument, deps, v1Api } from "../worker.ts";
-import { alarmOf, rows } from "./agents.ts";
+import { runInDurableObject } from "cloudflare:test";
+import { agent as stub, alarmOf, rows } from "./agents.ts";
 import { consoleCookie, getConversation, postMessage, releaseProvider, script, settled, unique, waitFor, worker } from "./support.ts";
 import { hook, message, send, tenantWithCallback } from "./webhook-helpers.ts";
 
@@ -275,5 +276,14 @@ describe("deleting an agent", () => {
     expect(await rows(tenant, agent, "SELECT status, outcome FROM holds WHERE conversation = ?", s)).toEqual([{ status: "expired", outcome: "Not performed: the agent was deleted." }]);
     await waitFor("the deleted agent to go quiet", async () => (await alarmOf(tenant, agent)) === null);
     expect(await rows(tenant, agent, "SELECT status, turn FROM conversations WHERE id = ?", s)).toEqual([{ status: "idle", turn: 1 }]);
+
+    // A stray mark on a running conversation (as a late report could leave) moves nothing: a deleted agent's pass writes no step.
+    const logRows = () => rows(tenant, agent, "SELECT COUNT(*) AS n FROM log WHERE conversation = ?", s);
+    const before = await logRows();
+    await rows(tenant, agent, "UPDATE conversations SET status = 'running', pass_due = 1 WHERE id = ?", s);
+    await runInDurableObject(stub(tenant, agent), (_instance, state) => state.storage.setAlarm(Date.now()));
+    await waitFor("the pass the alarm runs", async () => (await alarmOf(tenant, agent)) === null);
+    expect(await rows(tenant, agent, "SELECT status, pass_due FROM conversations WHERE id = ?", s)).toEqual([{ status: "running", pass_due: 0 }]);
+    expect(await logRows()).toEqual(before);
   });
 });
