@@ -4,16 +4,48 @@
 import { Hono, type Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { bridges } from "./bridges/index.ts";
-import { consoleRoutes } from "./console/index.ts";
+import { consoleRoutes, referenceRoutes } from "./console/index.ts";
 import { ConfigError } from "./lib/config.ts";
 import { HttpError } from "./lib/http.ts";
 import { migrationFailure } from "./lib/migrations.ts";
+import { openApiDocument, type OpenApiDocument } from "./lib/openapi.ts";
+import type { RouteDoc } from "./lib/route-doc.ts";
 import { builtinPlugins } from "./plugins/index.ts";
-import { agentsApi, AgentObject as AgentCore, consumeQueue, Courier as CourierCore, foldLedgers, isResponsesPath, openAIErrorBody, responsesRoutes, type RuntimeDeps } from "./runtime/index.ts";
+import { agentsApi, agentsApiDocs, AgentObject as AgentCore, consumeQueue, Courier as CourierCore, foldLedgers, isResponsesPath, openAIErrorBody, responsesRouteDocs, responsesRoutes, type RuntimeDeps } from "./runtime/index.ts";
 
 export { ControlPlane, Ledger, ProviderGate, SendPace } from "./runtime/index.ts";
 // The Cloudflare machine backend's objects, and the entrypoint its outbound filtering goes through.
 export { Machine, ContainerProxy } from "./machines/index.ts";
+
+const describeDocument = {
+  method: "get",
+  path: "/openapi.json",
+  summary: "This document (no token needed)",
+  responses: { 200: { description: "The OpenAPI 3.1 document of /v1." } },
+} satisfies RouteDoc;
+
+let described: OpenApiDocument | undefined;
+
+/** Every /v1 route, described: the Agents API's, the Responses API's and the follow, the bridges' admin routes, and this document's own. Built on first use, not at startup. */
+export const apiDocument = (): OpenApiDocument =>
+  (described ??= openApiDocument(
+  [...agentsApiDocs, ...responsesRouteDocs, ...bridges.flatMap((b) => b.admin?.docs ?? [])],
+  [describeDocument],
+  "antiproton's agents without a chat platform. Errors: { \"error\": \"<what was wrong>\" }; input that does not fit its schema is a 400 naming the field.",
+  ));
+
+/** /v1: the document (open), then the Agents API and the bridges' admin routes behind its token. */
+export function v1Api(deps: RuntimeDeps): Hono<{ Bindings: Env }> {
+  const v1 = new Hono<{ Bindings: Env }>();
+  // Before the API's token check, which guards every route of the app it builds.
+  v1.get(describeDocument.path, (c) => c.json(apiDocument()));
+  const api = agentsApi(deps);
+  for (const bridge of bridges) if (bridge.admin) api.route("/", bridge.admin.routes);
+  // The Responses API and the follow route, behind the same authentication.
+  api.route("/", responsesRoutes());
+  v1.route("/", api);
+  return v1;
+}
 
 /** The Worker's fetch, queue and scheduled (the daily ledger fold) handlers over the given dependencies. */
 export function createWorker(deps: RuntimeDeps): ExportedHandler<Env> {
@@ -22,15 +54,12 @@ export function createWorker(deps: RuntimeDeps): ExportedHandler<Env> {
     c.json({
       name: "antiproton",
       docs: "README.md and docs/ in the repository",
-      routes: { "/v1": "Agents API (Bearer ADMIN_TOKEN)", "/console": "web console (sign in with ADMIN_TOKEN)", ...Object.fromEntries(bridges.map((b) => [b.path, `${b.path.slice(1)} bridge`])) },
+      routes: { "/v1": "Agents API (Bearer ADMIN_TOKEN); described at /v1/openapi.json", "/console": "web console (sign in with ADMIN_TOKEN)", ...Object.fromEntries(bridges.map((b) => [b.path, `${b.path.slice(1)} bridge`])) },
     }),
   );
-  const api = agentsApi(deps);
-  for (const bridge of bridges) if (bridge.admin) api.route(bridge.path, bridge.admin);
-  // The Responses API and the follow route, behind the Agents API's authentication.
-  api.route("/", responsesRoutes());
-  app.route("/v1", api);
+  app.route("/v1", v1Api(deps));
   app.route("/console", consoleRoutes);
+  app.route("/console", referenceRoutes(apiDocument));
   for (const bridge of bridges) app.route(bridge.path, bridge.routes);
 
   // The OpenAI-compatible routes answer in OpenAI's error shape, whoever refused the request (the key check too).

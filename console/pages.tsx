@@ -94,6 +94,9 @@ export function HomeBody(props: { tenants: TenantListing[]; approvals: PendingAp
       <h3>Open an agent by name</h3>
       <p class="muted">For agents not in the list (the directory lists an agent from its first event on).</p>
       <OpenAgentForm />
+      <p class="muted">
+        Driving agents from a program: the <a href={`${BASE}/reference`}>API reference</a>.
+      </p>
     </>
   );
 }

@@ -81,7 +81,7 @@ consoleRoutes.use("*", (c, next) => (c.req.header("authorization") === undefined
 
 // ---- rendering -----------------------------------------------------------------
 
-async function show(c: Ctx, frame: Omit<PageFrame, "nonce" | "signOutToken" | "result">, status: ContentfulStatusCode = 200) {
+export async function show(c: Ctx, frame: Omit<PageFrame, "nonce" | "signOutToken" | "result">, status: ContentfulStatusCode = 200) {
   const who = c.get("who");
   const page = (
     <Page
@@ -144,7 +144,7 @@ consoleRoutes.post("/login", async (c) => {
 });
 
 /** Everything but the sign-in page needs a session (or the bearer token); a POST also needs its form's token. */
-const guard: MiddlewareHandler<ConsoleEnv> = async (c, next) => {
+export const guard: MiddlewareHandler<ConsoleEnv> = async (c, next) => {
   const who = await whoIsAsking(c);
   if (!who) {
     if (c.req.method === "GET" && c.req.header(LIVE_HEADER) === undefined) return c.redirect(`${BASE}/login`, 303);

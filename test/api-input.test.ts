@@ -25,23 +25,23 @@ describe("/v1 input checks", () => {
     expect(r.error).toMatch(/malformed JSON/);
   });
 
-  it("missing or empty text → 422 naming the field", async () => {
+  it("missing or empty text → 400 naming the field", async () => {
     const r = await post('{"conversation":"c-missing"}', { ...AUTH, "content-type": "application/json" });
-    expect(r.status).toBe(422);
+    expect(r.status).toBe(400);
     expect(r.error).toMatch(/text/);
-    expect((await post('{"text":"   "}', { ...AUTH, "content-type": "application/json" })).status).toBe(422);
+    expect((await post('{"text":"   "}', { ...AUTH, "content-type": "application/json" })).status).toBe(400);
   });
 
-  it("an interrupt needs no text, but must name its conversation → 422 otherwise", async () => {
+  it("an interrupt needs no text, but must name its conversation → 400 otherwise", async () => {
     const r = await post('{"kind":"interrupt"}', { ...AUTH, "content-type": "application/json" });
-    expect(r).toEqual({ status: 422, error: expect.stringMatching(/an interrupt names the conversation it stops/) });
+    expect(r).toEqual({ status: 400, error: expect.stringMatching(/an interrupt names the conversation it stops/) });
     expect((await post('{"kind":"steer","conversation":"c-steer"}', { ...AUTH, "content-type": "application/json" })).error).toMatch(/text/);
   });
 
-  it("a command (stop, compact, status) must name its conversation and a known command → 422 otherwise", async () => {
+  it("a command (stop, compact, status) must name its conversation and a known command → 400 otherwise", async () => {
     const json = { ...AUTH, "content-type": "application/json" };
-    expect(await post('{"kind":"command","command":"compact"}', json)).toEqual({ status: 422, error: expect.stringMatching(/a command names its conversation/) });
-    expect((await post('{"kind":"command","command":"shred","conversation":"c-cmd"}', json)).status).toBe(422);
+    expect(await post('{"kind":"command","command":"compact"}', json)).toEqual({ status: 400, error: expect.stringMatching(/a command names its conversation/) });
+    expect((await post('{"kind":"command","command":"shred","conversation":"c-cmd"}', json)).status).toBe(400);
   });
 
   it("a body over 64 KiB → 413", async () => {
@@ -50,12 +50,12 @@ describe("/v1 input checks", () => {
     expect(r.error).toMatch(/65536/);
   });
 
-  it("wrong content type → 415; bad names → 400; unknown kind → 422", async () => {
+  it("wrong content type → 415; bad names → 400; unknown kind → 400", async () => {
     expect((await post("text=hi", { ...AUTH, "content-type": "application/x-www-form-urlencoded" })).status).toBe(415);
     const badTenant = await worker("/v1/tenants/bad%20name/agents/guard/messages", { method: "POST", headers: { ...AUTH, "content-type": "application/json" }, body: '{"text":"hi"}' });
     expect(badTenant.status).toBe(400);
-    expect((await post('{"text":"hi","kind":"shout"}', { ...AUTH, "content-type": "application/json" })).status).toBe(422);
-    expect((await post('{"text":"hi","conversation":"no spaces allowed"}', { ...AUTH, "content-type": "application/json" })).status).toBe(422);
+    expect((await post('{"text":"hi","kind":"shout"}', { ...AUTH, "content-type": "application/json" })).status).toBe(400);
+    expect((await post('{"text":"hi","conversation":"no spaces allowed"}', { ...AUTH, "content-type": "application/json" })).status).toBe(400);
   });
 
   it("none of the rejected requests wrote anything", async () => {

@@ -196,10 +196,10 @@ describe("policies", () => {
 
   it("bad mount overrides are refused with the reason", async () => {
     const res = await worker("/v1/tenants/policies/mounts", { method: "PUT", headers: ADMIN, body: JSON.stringify([{ alias: "x", plugin: "nope" }]) });
-    expect(res.status).toBe(422);
-    expect(await res.json()).toEqual({ error: 'MOUNTS: alias "x" names unknown plugin "nope"' });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toEqual({ error: 'bad body: MOUNTS: alias "x" names unknown plugin "nope"' });
     const bad = await worker("/v1/tenants/policies/mounts", { method: "PUT", headers: ADMIN, body: JSON.stringify([{ alias: "w", plugin: "http", config: {} }]) });
-    expect(bad.status).toBe(422);
+    expect(bad.status).toBe(400);
     expect(((await bad.json()) as { error: string }).error).toMatch(/allowedHosts/);
   });
 });

@@ -49,7 +49,7 @@ describe("model choice", () => {
     const unknownModel = await choose(tenant, { model: "fake-anthropic/claude-imaginary-9" });
     expect(unknownModel.status).toBe(400);
     expect(((await unknownModel.json()) as { error: string }).error).toMatch(/model "claude-imaginary-9" is not one provider "fake-anthropic" lists/);
-    expect((await choose(tenant, { model: "fake/test-model", secret: "sk-live-1234" })).status).toBe(422);
+    expect((await choose(tenant, { model: "fake/test-model", secret: "sk-live-1234" })).status).toBe(400);
     expect((await choose(tenant, { model: "local", secret: "TENANT_KEY" })).status).toBe(400);
     expect((await modelOf(tenant, "a")).effective.model).toBe("fake/test-model");
   });

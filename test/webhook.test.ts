@@ -189,18 +189,18 @@ describe("webhook bridge", () => {
     const put = (headers: Record<string, string>, callback_url: string) =>
       worker(`/v1/webhook/tenants/${tenant}`, { method: "PUT", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify({ callback_url }) });
     expect((await put({}, "https://example.com/hook")).status).toBe(401);
-    expect((await put(ADMIN, "http://example.com/hook")).status).toBe(422);
+    expect((await put(ADMIN, "http://example.com/hook")).status).toBe(400);
     expect((await put(ADMIN, "https://example.com/hook")).status).toBe(200);
     expect(await (await worker(`/v1/webhook/tenants/${tenant}`, { headers: ADMIN })).json()).toEqual({ tenant, callback_url: "https://example.com/hook" });
     expect((await worker(`/v1/webhook/tenants/${tenant}`, { method: "DELETE", headers: ADMIN })).status).toBe(204);
     expect((await worker(`/v1/webhook/tenants/${tenant}`, { headers: ADMIN })).status).toBe(404);
   });
 
-  it("a callback_url that is not a URL at all → 422 saying so, and nothing is registered", async () => {
+  it("a callback_url that is not a URL at all → 400 saying so, and nothing is registered", async () => {
     const tenant = unique("reg");
     for (const callback_url of ["not a url", "", "%00", "http://", "\u0000"]) {
       const res = await worker(`/v1/webhook/tenants/${tenant}`, { method: "PUT", headers: { ...ADMIN, "content-type": "application/json" }, body: JSON.stringify({ callback_url }) });
-      expect(res.status, JSON.stringify(callback_url)).toBe(422);
+      expect(res.status, JSON.stringify(callback_url)).toBe(400);
       expect(((await res.json()) as { error: string }).error).toMatch(/callback_url is not a URL/);
     }
     expect((await worker(`/v1/webhook/tenants/${tenant}`, { headers: ADMIN })).status).toBe(404);

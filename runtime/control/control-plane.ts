@@ -5,7 +5,21 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Route } from "../chat.ts";
 import { type Migration, runMigrations } from "../../lib/migrations.ts";
-import { agentListing, DIRECTORY_SCHEMA, recordEntry, tenantListing, type AgentListing, type DirectoryEntry, type TenantListing } from "./directory.ts";
+import {
+  AGENT_RECORDS_SCHEMA,
+  agentListing,
+  agentRecord,
+  createEntry,
+  describeEntry,
+  DIRECTORY_SCHEMA,
+  markDeleted,
+  recordEntry,
+  tenantListing,
+  type AgentListing,
+  type AgentRecord,
+  type DirectoryEntry,
+  type TenantListing,
+} from "./directory.ts";
 import { settingKey, type SettingKind, type SettingsText } from "./settings.ts";
 
 /**
@@ -19,6 +33,7 @@ const MIGRATIONS: readonly Migration[] = [
     sql: `CREATE TABLE IF NOT EXISTS settings (namespace TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, updated_at INTEGER NOT NULL, PRIMARY KEY (namespace, key));
 ${DIRECTORY_SCHEMA};`,
   },
+  { name: "agent records", sql: AGENT_RECORDS_SCHEMA },
 ];
 
 /** Each tenant's settings version, in the settings table under this namespace. */
@@ -112,6 +127,25 @@ export class ControlPlane extends DurableObject<Env> {
 
   async agents(tenant?: string): Promise<AgentListing[]> {
     return agentListing(this.sql, tenant);
+  }
+
+  // ---- agents made, changed and deleted through the Agents API ----
+
+  async createAgent(entry: Route & { description: string | null }): Promise<boolean> {
+    return createEntry(this.sql, entry, Date.now());
+  }
+
+  async agent(route: Route): Promise<AgentRecord | null> {
+    return agentRecord(this.sql, route);
+  }
+
+  async describeAgent(route: Route, description: string | null): Promise<boolean> {
+    return describeEntry(this.sql, route, description);
+  }
+
+  /** Listed nowhere from now on; its settings are no longer pushed. */
+  async markAgentDeleted(route: Route): Promise<void> {
+    markDeleted(this.sql, route, Date.now());
   }
 }
 

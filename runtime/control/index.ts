@@ -3,5 +3,5 @@
 // settings each agent keeps a copy of.
 export { mountList } from "./config.ts";
 export { ControlPlane, controlPlane, listAgents, listTenants, recordAgent } from "./control-plane.ts";
-export type { AgentListing, DirectoryEntry, TenantListing } from "./directory.ts";
+export type { AgentListing, AgentRecord, DirectoryEntry, TenantListing } from "./directory.ts";
 export { modelFrom, mountsFrom, NO_SETTINGS, parseSettings, secondMessageFrom, type SettingKind, SettingsCopy, type SettingsText } from "./settings.ts";

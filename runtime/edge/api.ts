@@ -1,72 +1,51 @@
 // The Agents API: drive an agent without a chat platform, behind ADMIN_TOKEN.
-import { Hono, type Context } from "hono";
+// Every route is described (lib/route-doc.ts) and served through that
+// description (lib/serve-route.ts): the same zod schemas validate the request
+// and make the OpenAPI document (lib/openapi.ts, served at /v1/openapi.json).
+import { Hono } from "hono";
 import * as z from "zod";
-import { CONVERSATION_ID, parseRoute, readConversation, submitEvent } from "./ingress.ts";
-import { HttpError, parseJson, readBody, safeEqual } from "../../lib/http.ts";
-import { ConfigError } from "../../lib/config.ts";
+import { readConversation, submitEvent } from "./ingress.ts";
+import { HttpError, safeEqual } from "../../lib/http.ts";
+import { errors, serve } from "../../lib/serve-route.ts";
+import type { RouteDoc } from "../../lib/route-doc.ts";
 import { adminToken } from "./config.ts";
-import { deploymentModel, modelProviders, modelPickSchema, pickProblem, type ModelPick } from "../models/index.ts";
-import { controlPlane, modelFrom, mountsFrom, parseSettings, mountList } from "../control/index.ts";
-import { secondMessageSchema } from "../turns/index.ts";
 import type { RuntimeDeps } from "../chat.ts";
-import { changeSetting, secondMessageOf } from "./settings.ts";
-import { Gateway, MountError, policyWarnings, type Mount, type Plugin } from "../../plugins/index.ts";
-import { usageRoutes } from "./usage-routes.ts";
+import { agentParams, conversationId, conversationParams, conversationView, submitResult } from "./schemas.ts";
+import { agentRouteDocs, agentRoutes } from "./agent-routes.ts";
+import { conversationRouteDocs, conversationRoutes } from "./conversation-routes.ts";
+import { settingRouteDocs, settingRoutes } from "./setting-routes.ts";
+import { usageRouteDocs, usageRoutes } from "./usage-routes.ts";
 
+/** A message or a steer carries text (`kind` may be left out: a message); an interrupt or a command (stop, compact, status) carries none but must name its conversation. */
+const messageBody = z.discriminatedUnion("kind", [
+  z.object({
+    kind: z.enum(["message", "steer"]).default("message"),
+    text: z.string().trim().min(1, "text must not be empty").max(32_000),
+    conversation: conversationId().optional().meta({ description: "Left out: a new conversation api-<uuid>." }),
+  }),
+  z.object({ kind: z.literal("interrupt"), conversation: conversationId("an interrupt names the conversation it stops") }),
+  z.object({ kind: z.literal("command"), command: z.enum(["stop", "compact", "status"]), conversation: conversationId("a command names its conversation") }),
+]).meta({ examples: [{ text: "What is on my calendar today?", conversation: "c1" }] });
 
-export const API_MAX_BODY_BYTES = 64 * 1024;
+const sendMessage = {
+  method: "post",
+  path: "/tenants/{tenant}/agents/{agent}/messages",
+  summary: "Send a message, a steer, an interrupt or a command to an agent (Idempotency-Key: a retry is one event)",
+  params: agentParams,
+  body: messageBody,
+  responses: { 202: { description: "Accepted: the agent works on it; read the conversation for its answer.", schema: submitResult }, ...errors(400, 404, 413, 415) },
+} satisfies RouteDoc;
 
-const conversationId = (error?: string) => z.string({ error }).regex(CONVERSATION_ID, "conversation: letters, digits, : . _ - (max 200)");
+const readOne = {
+  method: "get",
+  path: "/tenants/{tenant}/agents/{agent}/conversations/{id}",
+  summary: "Read a conversation: status, transcript, usage, busy time, approval cards",
+  params: conversationParams,
+  responses: { 200: { description: "The conversation.", schema: conversationView }, ...errors(400, 404) },
+} satisfies RouteDoc;
 
-/** A message or a steer carries text; an interrupt or a command (stop, compact, status) carries none but must name its conversation. */
-const messageBody = z.preprocess(
-  (body) => (body !== null && typeof body === "object" && !("kind" in body) ? { ...body, kind: "message" } : body),
-  z.discriminatedUnion("kind", [
-    z.object({
-      kind: z.enum(["message", "steer"]),
-      text: z.string().trim().min(1, "text must not be empty").max(32_000),
-      conversation: conversationId().optional(),
-    }),
-    z.object({ kind: z.literal("interrupt"), conversation: conversationId("an interrupt names the conversation it stops") }),
-    z.object({ kind: z.literal("command"), command: z.enum(["stop", "compact", "status"]), conversation: conversationId("a command names its conversation") }),
-  ]),
-);
-
-/** `strategy`: what a person's message does while a turn runs (runtime/turns/second-message.ts). */
-const secondMessageBody = z.object({ strategy: secondMessageSchema }).strict();
-
-/** A JSON body parsed with `schema`; a body that does not fit is answered with `status`, naming what is wrong. */
-export async function readJson<T>(c: Context<{ Bindings: Env }>, schema: z.ZodType<T>, status: 400 | 422 = 422): Promise<T> {
-  const raw = await readBody(c, { contentTypes: ["application/json"], maxBytes: API_MAX_BODY_BYTES });
-  const parsed = schema.safeParse(parseJson(raw));
-  if (!parsed.success) throw new HttpError(status, z.prettifyError(parsed.error));
-  return parsed.data;
-}
-
-/** A gateway built only to inspect mounts: it resolves no secret and keeps no state. */
-function inspectMounts(mounts: Mount[], plugins: readonly Plugin[]): Gateway {
-  return new Gateway(mounts, plugins, { secret: () => undefined, session: () => ({ get: () => undefined, set: () => undefined }) });
-}
-
-/** Checks a mount list the way a pass will use it: known plugins, valid configs. */
-async function readMounts(c: Context<{ Bindings: Env }>, plugins: readonly Plugin[]) {
-  const mounts = await readJson(c, mountList);
-  try {
-    inspectMounts(mounts, plugins);
-  } catch (err) {
-    if (err instanceof MountError) throw new HttpError(422, err.message);
-    throw err;
-  }
-  return mounts;
-}
-
-/** A model choice as the admin API takes it: parsed, then checked against MODEL_PROVIDERS and the model table. */
-async function readModelPick(c: Context<{ Bindings: Env }>): Promise<ModelPick> {
-  const pick = await readJson(c, modelPickSchema);
-  const problem = pickProblem(modelProviders(c.env), pick);
-  if (problem) throw new HttpError(400, problem);
-  return pick;
-}
+/** The routes the Agents API itself serves (the bridges' admin routes and the document's own are added by worker.ts). */
+export const agentsApiDocs: RouteDoc[] = [...agentRouteDocs, sendMessage, readOne, ...conversationRouteDocs, ...settingRouteDocs, ...usageRouteDocs];
 
 /** The Agents API over the given plugins (for inspecting mounts). */
 export function agentsApi(deps: RuntimeDeps): Hono<{ Bindings: Env }> {
@@ -80,63 +59,21 @@ export function agentsApi(deps: RuntimeDeps): Hono<{ Bindings: Env }> {
     await next();
   });
 
-  api.post("/tenants/:tenant/agents/:agent/messages", async (c) => {
-    const route = parseRoute(c.req.param("tenant"), c.req.param("agent"));
-    const body = await readJson(c, messageBody);
+  serve(api, sendMessage, async (c, { params, body }) => {
     const conversation = body.conversation ?? `api-${crypto.randomUUID()}`;
     const id = c.req.header("idempotency-key") ?? crypto.randomUUID();
     const user = { platform: "api" as const, id: "admin" };
     const base = { id: `api:${id}`, conversation, user };
     const event =
       body.kind === "interrupt" ? { ...base, kind: body.kind } : body.kind === "command" ? { ...base, kind: body.kind, command: body.command } : { ...base, kind: body.kind, text: body.text };
-    const result = await submitEvent(c.env, route, event);
-    return c.json(result, 202);
+    return c.json(await submitEvent(c.env, params, event), 202);
   });
 
-  api.get("/tenants/:tenant/agents/:agent/conversations/:id", async (c) => {
-    const route = parseRoute(c.req.param("tenant"), c.req.param("agent"));
-    return c.json(await readConversation(c.env, route, c.req.param("id")));
-  });
+  serve(api, readOne, async (c, { params }) => c.json(await readConversation(c.env, params, params.id)));
 
-  // Per-tenant and per-agent settings: a mount with the same alias replaces the one from MOUNTS;
-  // the agent's model choice wins over the tenant's, which wins over HARNESS_MODEL.
-  for (const scope of ["tenant", "agent"] as const) {
-    const base = scope === "tenant" ? "/tenants/:tenant" : "/tenants/:tenant/agents/:agent";
-    const routeOf = (c: Context<{ Bindings: Env }>) => parseRoute(c.req.param("tenant")!, c.req.param("agent") ?? "any");
-    api.put(`${base}/mounts`, async (c) => c.json({ ok: true, ...(await changeSetting(c.env, "mounts", routeOf(c), scope, await readMounts(c, deps.plugins))) }));
-    api.delete(`${base}/mounts`, async (c) => c.json({ ok: true, ...(await changeSetting(c.env, "mounts", routeOf(c), scope, null)) }));
-    api.put(`${base}/model`, async (c) => {
-      const pick = await readModelPick(c);
-      return c.json({ ok: true, model: pick, ...(await changeSetting(c.env, "models", routeOf(c), scope, pick)) });
-    });
-    api.delete(`${base}/model`, async (c) => c.json({ ok: true, ...(await changeSetting(c.env, "models", routeOf(c), scope, null)) }));
-    api.put(`${base}/second-message`, async (c) => {
-      const { strategy } = await readJson(c, secondMessageBody, 400);
-      return c.json({ ok: true, strategy, ...(await changeSetting(c.env, "secondMessage", routeOf(c), scope, strategy)) });
-    });
-    api.delete(`${base}/second-message`, async (c) => c.json({ ok: true, ...(await changeSetting(c.env, "secondMessage", routeOf(c), scope, null)) }));
-  }
-
-  api.get("/tenants/:tenant/agents/:agent/mounts", async (c) => {
-    const route = parseRoute(c.req.param("tenant"), c.req.param("agent"));
-    const mounts = mountsFrom(c.env, parseSettings(await controlPlane(c.env).settingsFor(route)));
-    let gateway: Gateway;
-    try {
-      gateway = inspectMounts(mounts, deps.plugins);
-    } catch (err) {
-      // The mounts were accepted once (MOUNTS, or a PUT under older plugins): the deployment is misconfigured, not the request.
-      if (err instanceof MountError) throw new ConfigError(err.message);
-      throw err;
-    }
-    return c.json({ mounts, tools: gateway.toolPolicies(), warnings: policyWarnings(gateway.mountsUnderPolicy()) });
-  });
-
-  api.get("/tenants/:tenant/agents/:agent/model", async (c) => {
-    const route = parseRoute(c.req.param("tenant"), c.req.param("agent"));
-    const settings = parseSettings(await controlPlane(c.env).settingsFor(route));
-    return c.json({ effective: modelFrom(c.env, settings), deployment: deploymentModel(c.env), tenant: settings.models.tenant, agent: settings.models.agent });
-  });
-  api.get("/tenants/:tenant/agents/:agent/second-message", async (c) => c.json(await secondMessageOf(c.env, parseRoute(c.req.param("tenant"), c.req.param("agent")))));
+  agentRoutes(api, deps.plugins);
+  conversationRoutes(api);
+  settingRoutes(api, deps.plugins);
   usageRoutes(api);
   return api;
 }

@@ -1,6 +1,7 @@
 // The edge room: how requests reach an agent (route checks, submitting an
 // event, reading a conversation), the Agents API routes and the ledgers' daily fold.
-export { agentsApi, readJson } from "./api.ts";
+export { agentsApi, agentsApiDocs } from "./api.ts";
+export { tenantParams } from "./schemas.ts";
 export { adminToken } from "./config.ts";
 export { foldLedgers } from "./ledger-cron.ts";
 export { changeSetting, secondMessageOf } from "./settings.ts";

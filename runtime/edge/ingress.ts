@@ -8,7 +8,7 @@ import { ConfigError } from "../../lib/config.ts";
 import { HttpError } from "../../lib/http.ts";
 import { tenantDayLine } from "../metering/index.ts";
 
-const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+export const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 /** What a conversation id may be, whichever bridge chose it. */
 export const CONVERSATION_ID = /^[A-Za-z0-9][A-Za-z0-9:._-]{0,199}$/;
 
@@ -63,7 +63,7 @@ async function withStoredImages(env: Env, route: Route, event: ChatEvent): Promi
  * message starts with its class name. Those with a meaning for the request are
  * made so again: a ConfigError (a malformed APPROVERS read while deciding)
  * answers 503 naming the variable, an IdentityError (a tenant another bridge
- * owns) 403, rather than 500.
+ * owns) 403, an AgentDeletedError (runtime/deletion) 404, rather than 500.
  */
 export function meaningAgain(err: unknown): unknown {
   if (!(err instanceof Error) || err instanceof ConfigError || err instanceof HttpError) return err;
@@ -71,5 +71,6 @@ export function meaningAgain(err: unknown): unknown {
   const message = rest.join(": ");
   if (name === "ConfigError") return new ConfigError(message);
   if (name === "IdentityError") return new HttpError(403, message);
+  if (name === "AgentDeletedError") return new HttpError(404, message);
   return err;
 }

@@ -2,9 +2,10 @@
 // hour, and its daily spend limit (runtime/metering/usage-read.ts, runtime/metering/spend.ts).
 import type { Hono } from "hono";
 import * as z from "zod";
-import { HttpError, parseJson, readBody } from "../../lib/http.ts";
+import type { RouteDoc } from "../../lib/route-doc.ts";
+import { errors, serve } from "../../lib/serve-route.ts";
 import { platformDailySpendLimit, DAY_MS, dayStart, ledgerStub, tenantLimitSchema, effectiveLimit, forgetReading, readUsage, totalsOf } from "../metering/index.ts";
-import { parseRoute } from "./ingress.ts";
+import { tenantParams } from "./schemas.ts";
 
 /** The longest range one request may ask for. */
 const MAX_RANGE_DAYS = 400;
@@ -13,19 +14,62 @@ const instant = z
   .union([z.iso.datetime({ offset: true }), z.iso.date()], { error: "a date (2026-12-01) or an ISO 8601 time (2026-12-01T10:00:00Z)" })
   .transform((text) => Date.parse(text.length === 10 ? `${text}T00:00:00Z` : text));
 
+/** From the start of today (UTC) to now when left out. */
 const rangeQuery = z
-  .object({ from: instant.optional(), to: instant.optional() })
+  .object({ from: instant.optional().meta({ examples: ["2026-12-01"] }), to: instant.optional() })
   .strict()
-  .transform(({ from, to }) => ({ from: from ?? dayStart(Date.now()), to: to ?? Date.now() }))
-  .refine(({ from, to }) => from < to, "from must be before to")
-  .refine(({ from, to }) => to - from <= MAX_RANGE_DAYS * DAY_MS, `the range may be at most ${MAX_RANGE_DAYS} days`);
+  .refine(({ from, to }) => (from ?? dayStart(Date.now())) < (to ?? Date.now()), "from must be before to")
+  .refine(({ from, to }) => (to ?? Date.now()) - (from ?? dayStart(Date.now())) <= MAX_RANGE_DAYS * DAY_MS, `the range may be at most ${MAX_RANGE_DAYS} days`);
+
+const limitShape = z.object({ dailyUsd: z.number().nullable(), exempt: z.boolean() });
+const effectiveShape = z.looseObject({ dailyUsd: z.number().nullable() });
+
+const usage = {
+  method: "get",
+  path: "/tenants/{tenant}/usage",
+  summary: "A tenant's usage and busy time per hour over a range, and today's spend against its limit",
+  params: tenantParams,
+  query: rangeQuery,
+  responses: {
+    200: {
+      description: "The usage.",
+      schema: z.object({ tenant: z.string(), from: z.string(), to: z.string(), totals: z.looseObject({}), usage: z.array(z.looseObject({ hour: z.string() })), busy: z.array(z.looseObject({ hour: z.string() })), today: z.looseObject({ spentUsd: z.number() }) }),
+    },
+    ...errors(400),
+  },
+} satisfies RouteDoc;
+
+const readLimits = {
+  method: "get",
+  path: "/tenants/{tenant}/limits",
+  summary: "A tenant's daily spend limit: its own, the one in effect, and today's spend",
+  params: tenantParams,
+  responses: { 200: { description: "The limits.", schema: z.object({ tenant: z.string(), own: limitShape.nullable(), effective: effectiveShape, spentTodayUsd: z.number() }) }, ...errors(400) },
+} satisfies RouteDoc;
+
+const setLimits = {
+  method: "put",
+  path: "/tenants/{tenant}/limits",
+  summary: "Set a tenant's daily spend limit (null: none of its own; exempt: the platform's limit does not apply)",
+  params: tenantParams,
+  body: tenantLimitSchema.meta({ examples: [{ dailyUsd: 5, exempt: false }] }),
+  responses: { 200: { description: "Set.", schema: z.object({ ok: z.literal(true), tenant: z.string(), own: limitShape, effective: effectiveShape }) }, ...errors(400, 413, 415) },
+} satisfies RouteDoc;
+
+const removeLimits = {
+  method: "delete",
+  path: "/tenants/{tenant}/limits",
+  summary: "Remove a tenant's own daily spend limit",
+  params: tenantParams,
+  responses: { 200: { description: "Removed.", schema: z.object({ ok: z.literal(true), tenant: z.string(), effective: effectiveShape }) }, ...errors(400) },
+} satisfies RouteDoc;
+
+export const usageRouteDocs: RouteDoc[] = [usage, readLimits, setLimits, removeLimits];
 
 export function usageRoutes(api: Hono<{ Bindings: Env }>): void {
-  api.get("/tenants/:tenant/usage", async (c) => {
-    const { tenant } = parseRoute(c.req.param("tenant"), "any");
-    const parsed = rangeQuery.safeParse(c.req.query());
-    if (!parsed.success) throw new HttpError(400, `bad usage range: ${z.prettifyError(parsed.error)}`);
-    const { from, to } = parsed.data;
+  serve(api, usage, async (c, { params: { tenant }, query }) => {
+    const from = query.from ?? dayStart(Date.now());
+    const to = query.to ?? Date.now();
     const { report, reading, effective } = await readUsage(c.env, tenant, from, to);
     const iso = (ms: number) => new Date(ms).toISOString();
     return c.json({
@@ -39,24 +83,18 @@ export function usageRoutes(api: Hono<{ Bindings: Env }>): void {
     });
   });
 
-  api.get("/tenants/:tenant/limits", async (c) => {
-    const { tenant } = parseRoute(c.req.param("tenant"), "any");
+  serve(api, readLimits, async (c, { params: { tenant } }) => {
     const reading = await ledgerStub(c.env, tenant).reading();
     return c.json({ tenant, own: reading.limit, effective: effectiveLimit(c.env, reading.limit), spentTodayUsd: reading.spentUsd });
   });
 
-  api.put("/tenants/:tenant/limits", async (c) => {
-    const { tenant } = parseRoute(c.req.param("tenant"), "any");
-    const raw = await readBody(c, { contentTypes: ["application/json"], maxBytes: 4096 });
-    const parsed = tenantLimitSchema.safeParse(parseJson(raw));
-    if (!parsed.success) throw new HttpError(422, z.prettifyError(parsed.error));
-    await ledgerStub(c.env, tenant).setLimit(parsed.data);
+  serve(api, setLimits, async (c, { params: { tenant }, body }) => {
+    await ledgerStub(c.env, tenant).setLimit(body);
     forgetReading(tenant);
-    return c.json({ ok: true, tenant, own: parsed.data, effective: effectiveLimit(c.env, parsed.data) });
+    return c.json({ ok: true, tenant, own: body, effective: effectiveLimit(c.env, body) });
   });
 
-  api.delete("/tenants/:tenant/limits", async (c) => {
-    const { tenant } = parseRoute(c.req.param("tenant"), "any");
+  serve(api, removeLimits, async (c, { params: { tenant } }) => {
     await ledgerStub(c.env, tenant).setLimit(null);
     forgetReading(tenant);
     return c.json({ ok: true, tenant, effective: effectiveLimit(c.env, null) });

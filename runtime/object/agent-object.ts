@@ -17,6 +17,7 @@ import { controlPlane, modelFrom, mountsFrom, NO_SETTINGS, secondMessageFrom, Se
 import { Conversations, Identity, transcript, type TranscriptEntry } from "../store/index.ts";
 import { Retention, retentionMs } from "../retention/index.ts";
 import { feedAfter, type FeedPage, type ResponseRequest, responseMessage, Responses, type ResponseState } from "../feed/index.ts";
+import { AgentDeletion, type DeletionReport } from "../deletion/index.ts";
 import { Inbound } from "./inbound.ts";
 import { Pass } from "./pass.ts";
 import { Scheduler } from "./scheduler.ts";
@@ -61,6 +62,7 @@ export class AgentObject extends DurableObject<Env> {
   private readonly claims: Claims;
   private readonly retention: Retention;
   private readonly responses: Responses;
+  private readonly deletion: AgentDeletion;
   /** Measures every handler (measureHandlers below). */
   readonly busyTime: BusyTime;
 
@@ -97,7 +99,8 @@ export class AgentObject extends DurableObject<Env> {
       ctx.storage,
       async () => {
         const route = this.identity.route();
-        if (route) await this.busyTime.measure({ part: "pass" }, async () => (await this.pass.run(route), await this.retention.slice(route)), false);
+        const advance = this.deletion.deletedAt() === null;
+        if (route) await this.busyTime.measure({ part: "pass" }, async () => (await this.pass.run(route, advance), await this.retention.slice(route)), false);
       },
       () => [this.store.anyMarked() || this.approvals.hasWork() ? Date.now() : null, this.effects.nextDue(), this.leases.nextDue(), this.retention.nextDue()],
     );
@@ -135,6 +138,7 @@ export class AgentObject extends DurableObject<Env> {
       context: (route) => this.#passContext(route),
       gateway: () => this.#gateway(),
     });
+    this.deletion = new AgentDeletion({ storage: ctx.storage, store: this.store, turns: this.turns, approvals: this.approvals, effects: this.effects });
     this.scripts = new ScriptCalls(ctx.storage, this.store, this.tools, this.approvals.holds, this.sessions, () => this.scheduler.wake());
     this.inbound = new Inbound(this.store, this.turns, this.jobs, this.approvals, (conv, status) =>
       statusText({
@@ -161,6 +165,7 @@ export class AgentObject extends DurableObject<Env> {
   async #accept<T extends SubmitResult>(route: Route, event: ChatEvent, accept: () => T): Promise<T> {
     this.identity.claim(route);
     this.identity.checkBridge(route, event.user.platform);
+    this.deletion.refuseIfDeleted(route);
     // Its first event lists the agent and gives it its settings (its one call to the control plane);
     // an event to an archived conversation brings its rows back from R2 first (runtime/retention).
     if (this.settings.get() === null) this.settings.apply(await controlPlane(this.env).register({ ...route, platform: event.user.platform }));
@@ -174,7 +179,7 @@ export class AgentObject extends DurableObject<Env> {
 
   /** The conversation's events after id `after`, oldest first (what a follower reads next). */
   async feed(route: Route, conversation: string, after: number): Promise<FeedPage | null> {
-    if (!this.identity.owns(route)) return null;
+    if (!this.#answers(route)) return null;
     return this.retention.read(route, conversation, () => (this.store.get(conversation) ? feedAfter(this.sql, route, conversation, after) : null));
   }
 
@@ -190,13 +195,13 @@ export class AgentObject extends DurableObject<Env> {
   }
 
   async response(route: Route, id: string): Promise<ResponseState | null> {
-    const row = this.identity.owns(route) ? this.responses.find(id) : undefined;
+    const row = this.#answers(route) ? this.responses.find(id) : undefined;
     return row ? this.retention.read(route, row.conversation, () => this.responses.state(route, row, this.jobs.usageOfTurn(row.conversation, row.turn))) : null;
   }
 
   /** Stops the turn a response waits for, if it still runs (as `stop` does); the response then reads cancelled. */
   async cancelResponse(route: Route, id: string, user: ChatUser): Promise<ResponseState | null> {
-    const row = this.identity.owns(route) ? this.responses.find(id) : undefined;
+    const row = this.#answers(route) ? this.responses.find(id) : undefined;
     const conv = row && this.store.get(row.conversation);
     if (conv?.status === "running" && conv.turn === row!.turn) {
       const stop: ChatEvent = { id: `cancel:${id}`, kind: "interrupt", conversation: conv.id, user };
@@ -206,7 +211,7 @@ export class AgentObject extends DurableObject<Env> {
   }
 
   async conversation(route: Route, id: string): Promise<ConversationView | null> {
-    if (!this.identity.owns(route)) return null;
+    if (!this.#answers(route)) return null;
     return this.retention.read(route, id, () => {
       const conv = this.store.get(id);
       if (!conv) return null;
@@ -227,7 +232,7 @@ export class AgentObject extends DurableObject<Env> {
 
   /** Conversations whose id starts with `prefix` (a bridge finds a channel's threads this way). */
   async conversations(route: Route, prefix = ""): Promise<{ id: string; status: ConversationStatus; updatedAt: number }[]> {
-    if (!this.identity.owns(route)) return [];
+    if (!this.#answers(route)) return [];
     return this.store.list(prefix, 100).map((conv) => ({ id: conv.id, status: this.inbound.statusOf(conv), updatedAt: conv.updated_at }));
   }
 
@@ -284,13 +289,13 @@ export class AgentObject extends DurableObject<Env> {
 
   /** Conversations newest first, a page at a time, optionally matching a search. */
   async conversationList(route: Route, query: ConversationQuery): Promise<ConversationPage> {
-    if (!this.identity.owns(route)) return { conversations: [] };
+    if (!this.#answers(route)) return { conversations: [] };
     return conversationPage(this.sql, query);
   }
 
   /** Holds waiting for a decision, oldest first; with `decider`, only those that person may decide. */
   async pendingHolds(route: Route, decider?: Person): Promise<PendingApproval[]> {
-    if (!this.identity.owns(route)) return [];
+    if (!this.#answers(route)) return [];
     return pendingApprovals(this.sql, route, decider && ((hold) => this.approvals.mayDecide(route, hold, decider)));
   }
 
@@ -305,6 +310,25 @@ export class AgentObject extends DurableObject<Env> {
     this.identity.claim(route);
     // A new mount's tool list is work no due time shows: asked for at once, not at the next message.
     if (this.settings.apply(settings) && this.#listsDue()) this.scheduler.kick();
+  }
+
+  /** The Agents API's DELETE (runtime/deletion): stops, settles, tells, and takes no further step. */
+  async deleteAgent(route: Route): Promise<DeletionReport> {
+    this.identity.claim(route);
+    const report = this.deletion.delete(route);
+    this.scheduler.wake();
+    return report;
+  }
+
+  /** Deletes a settled conversation's rows and archive; a running one is left ("busy"). */
+  async deleteConversation(route: Route, id: string): Promise<"deleted" | "busy" | "missing"> {
+    if (!this.#answers(route)) return "missing";
+    return this.retention.forget(route, id);
+  }
+
+  /** Reads answer only the agent's own route, and nothing once it is deleted. */
+  #answers(route: Route): boolean {
+    return this.identity.owns(route) && this.deletion.deletedAt() === null;
   }
 
   // ---- what a pass knows (runtime/object/pass.ts runs it) -------------------------------

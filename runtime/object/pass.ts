@@ -46,9 +46,11 @@ export class Pass {
 
   constructor(private readonly parts: PassParts) {}
 
-  async run(route: Route): Promise<void> {
-    const { effects, toolLists, approvals, leases, busyTime, storage, queue, dispatch } = this.parts;
-    const pass = this.contextOrFailTurns(route);
+  /** `advance` false (a deleted agent, runtime/deletion): no turn moves and no hold is performed; what the outbox holds is still sent. */
+  async run(route: Route, advance: boolean): Promise<void> {
+    const { effects, toolLists, approvals, leases, busyTime, storage, queue, dispatch, store } = this.parts;
+    const pass = advance ? this.contextOrFailTurns(route) : null;
+    if (!advance) store.takeMarked();
     if (pass) {
       toolLists.request(pass.gateway);
       await approvals.performApproved(pass);

@@ -8,8 +8,9 @@ import * as z from "zod";
 import type { RouteDoc } from "../../lib/route-doc.ts";
 import { toBase64, fromBase64 } from "../../lib/base64.ts";
 import { HttpError } from "../../lib/http.ts";
+import { readJsonBody } from "../../lib/serve-route.ts";
 import type { ChatUser, Route } from "../chat.ts";
-import { CONVERSATION_ID, meaningAgain, parseRoute, readJson } from "../edge/index.ts";
+import { CONVERSATION_ID, meaningAgain, parseRoute } from "../edge/index.ts";
 import type { ResponseState } from "../feed/index.ts";
 import { agentStub } from "../object/index.ts";
 import { endEvent, itemEvents, outputItems, responseObject, type StreamEvent } from "./openai.ts";
@@ -121,7 +122,7 @@ export function responsesRoutes(): Hono<{ Bindings: Env }> {
   const app = new Hono<{ Bindings: Env }>();
 
   app.post("/responses", async (c) => {
-    const body = await readJson(c, createResponseBody, 400);
+    const body = await readJsonBody(c, createResponseBody);
     const [tenant = "", agent = ""] = body.model.split("/");
     const route = parseRoute(tenant, agent);
     let conversation = typeof body.conversation === "string" ? body.conversation : body.conversation?.id;

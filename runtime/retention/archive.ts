@@ -46,14 +46,16 @@ export function archiveKey(route: Route, conversation: string): string {
   return `archive/${[route.tenant, route.agent, conversation].map(encodeURIComponent).join("/")}.json.gz`;
 }
 
-/** Settled, not archived, nothing open: no mark, inbox, effect, lease, pending send, job or undecided hold. */
-const SETTLED = `c.archived_at IS NULL AND c.status != 'running' AND c.pass_due = 0
+/** Nothing open: no turn, mark, inbox, effect, lease, pending send, job or undecided hold. */
+const QUIET = `c.status != 'running' AND c.pass_due = 0
   AND NOT EXISTS (SELECT 1 FROM inbox i WHERE i.conversation = c.id)
   AND NOT EXISTS (SELECT 1 FROM effects e WHERE e.conversation = c.id)
   AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.conversation = c.id)
   AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.conversation = c.id AND o.status = 'pending')
   AND NOT EXISTS (SELECT 1 FROM model_jobs j WHERE j.conversation = c.id AND j.status = 'pending')
   AND NOT EXISTS (SELECT 1 FROM holds h WHERE h.conversation = c.id AND h.status IN ('pending', 'approved', 'running'))`;
+/** Settled: quiet and not archived. */
+const SETTLED = `c.archived_at IS NULL AND ${QUIET}`;
 
 /** Thrown to roll back the transaction a read of an archive builds its view in. */
 const READ_ONLY = Symbol("read only");
@@ -95,6 +97,23 @@ export class Retention {
       console.error("a retention slice failed", err);
       this.more = false;
     }
+  }
+
+  /**
+   * Deletes a quiet conversation for good (the Agents API's DELETE): its rows,
+   * its settled jobs and its archive. Its inbound event ids stay until they
+   * age out, so a platform's late retry does not bring it back.
+   */
+  async forget(route: Route, id: string): Promise<"deleted" | "busy" | "missing"> {
+    const outcome = this.storage.transactionSync(() => {
+      if (this.sql.exec("SELECT 1 FROM conversations WHERE id = ?", id).toArray().length === 0) return "missing";
+      if (this.sql.exec(`SELECT 1 FROM conversations c WHERE c.id = ? AND ${QUIET}`, id).toArray().length === 0) return "busy";
+      for (const table of [...CONVERSATION_TABLES, "model_jobs"]) this.sql.exec(`DELETE FROM ${table} WHERE conversation = ?`, id);
+      this.sql.exec("DELETE FROM conversations WHERE id = ?", id);
+      return "deleted";
+    });
+    if (outcome === "deleted") await this.bucket.delete(archiveKey(route, id));
+    return outcome;
   }
 
   isArchived(conversation: string): boolean {

@@ -1,0 +1,124 @@
+// Per-tenant and per-agent settings through the Agents API: a mount with the
+// same alias replaces the one from MOUNTS; the agent's model choice wins over
+// the tenant's, which wins over HARNESS_MODEL; likewise the second-message strategy.
+import type { Hono } from "hono";
+import * as z from "zod";
+import { HttpError } from "../../lib/http.ts";
+import { ConfigError } from "../../lib/config.ts";
+import type { RouteDoc } from "../../lib/route-doc.ts";
+import { errors, serve } from "../../lib/serve-route.ts";
+import { Gateway, MountError, policyWarnings, type Mount, type Plugin } from "../../plugins/index.ts";
+import { deploymentModel, modelPickSchema, modelProviders, pickProblem, type ModelPick } from "../models/index.ts";
+import { controlPlane, modelFrom, mountList, mountsFrom, parseSettings, type SettingKind } from "../control/index.ts";
+import { secondMessageSchema } from "../turns/index.ts";
+import type { Route } from "../chat.ts";
+import { changeSetting, secondMessageOf } from "./settings.ts";
+import { agentParams, tenantParams } from "./schemas.ts";
+
+/** A gateway built only to inspect mounts: it resolves no secret and keeps no state. */
+function inspectMounts(mounts: Mount[], plugins: readonly Plugin[]): Gateway {
+  return new Gateway(mounts, plugins, { secret: () => undefined, session: () => ({ get: () => undefined, set: () => undefined }) });
+}
+
+/** A mount list checked the way a pass will use it (known plugins, valid configs): 400 naming the problem. */
+export function checkMounts(mounts: Mount[], plugins: readonly Plugin[]): Mount[] {
+  try {
+    inspectMounts(mounts, plugins);
+  } catch (err) {
+    if (err instanceof MountError) throw new HttpError(400, `bad body: ${err.message}`);
+    throw err;
+  }
+  return mounts;
+}
+
+/** A model choice checked against MODEL_PROVIDERS and the model table: 400 naming the problem. */
+export function checkModelPick(env: Env, pick: ModelPick): ModelPick {
+  const problem = pickProblem(modelProviders(env), pick);
+  if (problem) throw new HttpError(400, `bad body: ${problem}`);
+  return pick;
+}
+
+const mountsBody = mountList.meta({ examples: [[{ alias: "notes", plugin: "memory", policy: { write: "approval" } }]] });
+const modelBody = modelPickSchema.meta({ examples: [{ model: "local" }] });
+/** `strategy`: what a person's message does while a turn runs (runtime/turns/second-message.ts). */
+const strategyBody = z.object({ strategy: secondMessageSchema }).strict().meta({ examples: [{ strategy: "queue" }] });
+const changed = z.looseObject({ ok: z.literal(true), agents: z.number() });
+
+const KINDS = { mounts: "mounts", model: "models", "second-message": "secondMessage" } as const satisfies Record<string, SettingKind>;
+
+/** PUT and DELETE of each setting, per tenant and per agent. */
+const settingDocs = (["tenant", "agent"] as const).flatMap((scope) =>
+  (Object.keys(KINDS) as (keyof typeof KINDS)[]).flatMap((setting) => {
+    const path = `${scope === "tenant" ? "/tenants/{tenant}" : "/tenants/{tenant}/agents/{agent}"}/${setting}`;
+    const params = scope === "tenant" ? tenantParams : agentParams;
+    const body = setting === "mounts" ? mountsBody : setting === "model" ? modelBody : strategyBody;
+    const put = { method: "put" as const, path, summary: `Set the ${scope}'s ${setting}`, params, body, responses: { 200: { description: "Set, and every affected agent told.", schema: changed }, ...errors(400, 413, 415, 503) } };
+    const remove = { method: "delete" as const, path, summary: `Remove the ${scope}'s own ${setting} (it inherits again)`, params, responses: { 200: { description: "Removed.", schema: changed }, ...errors(400, 503) } };
+    return [{ scope, setting, put, remove }];
+  }),
+) satisfies { put: RouteDoc; remove: RouteDoc }[];
+
+const effectiveMounts = {
+  method: "get",
+  path: "/tenants/{tenant}/agents/{agent}/mounts",
+  summary: "The agent's mounts as a pass uses them, their tools' policies and warnings",
+  params: agentParams,
+  responses: {
+    200: { description: "The mounts in effect.", schema: z.object({ mounts: z.array(z.looseObject({ alias: z.string(), plugin: z.string() })), tools: z.array(z.unknown()), warnings: z.array(z.unknown()) }) },
+    ...errors(400),
+  },
+} satisfies RouteDoc;
+
+const pickShape = z.looseObject({ model: z.string() });
+const effectiveModel = {
+  method: "get",
+  path: "/tenants/{tenant}/agents/{agent}/model",
+  summary: "The agent's model: the one in effect, the deployment's, the tenant's and its own",
+  params: agentParams,
+  responses: { 200: { description: "The model choice.", schema: z.object({ effective: pickShape, deployment: pickShape, tenant: pickShape.nullable(), agent: pickShape.nullable() }) }, ...errors(400) },
+} satisfies RouteDoc;
+
+const strategy = secondMessageSchema;
+const effectiveStrategy = {
+  method: "get",
+  path: "/tenants/{tenant}/agents/{agent}/second-message",
+  summary: "The agent's second-message strategy: in effect, the default, the tenant's and its own",
+  params: agentParams,
+  responses: { 200: { description: "The strategy.", schema: z.object({ effective: strategy, default: strategy, tenant: strategy.nullable(), agent: strategy.nullable() }) }, ...errors(400) },
+} satisfies RouteDoc;
+
+export const settingRouteDocs: RouteDoc[] = [...settingDocs.flatMap((d) => [d.put, d.remove]), effectiveMounts, effectiveModel, effectiveStrategy];
+
+export function settingRoutes(api: Hono<{ Bindings: Env }>, plugins: readonly Plugin[]): void {
+  for (const { scope, setting, put, remove } of settingDocs) {
+    const kind = KINDS[setting];
+    const routeOf = (params: { tenant: string; agent?: string }): Route => ({ tenant: params.tenant, agent: params.agent ?? "any" });
+    serve(api, put, async (c, { params, body }) => {
+      const value = kind === "mounts" ? checkMounts(body as Mount[], plugins) : kind === "models" ? checkModelPick(c.env, body as ModelPick) : (body as { strategy: string }).strategy;
+      const echo = kind === "models" ? { model: value } : kind === "secondMessage" ? { strategy: value } : {};
+      return c.json({ ok: true, ...echo, ...(await changeSetting(c.env, kind, routeOf(params), scope, value)) });
+    });
+    serve(api, remove, async (c, { params }) => c.json({ ok: true, ...(await changeSetting(c.env, kind, routeOf(params), scope, null)) }));
+  }
+
+  serve(api, effectiveMounts, async (c, { params }) => {
+    const mounts = mountsFrom(c.env, parseSettings(await controlPlane(c.env).settingsFor(params)));
+    let gateway: Gateway;
+    try {
+      gateway = inspectMounts(mounts, plugins);
+    } catch (err) {
+      // The mounts were accepted once (MOUNTS, or a PUT under older plugins): the deployment is misconfigured, not the request.
+      if (err instanceof MountError) throw new ConfigError(err.message);
+      throw err;
+    }
+    return c.json({ mounts, tools: gateway.toolPolicies(), warnings: policyWarnings(gateway.mountsUnderPolicy()) });
+  });
+
+  serve(api, effectiveModel, async (c, { params }) => {
+    const settings = parseSettings(await controlPlane(c.env).settingsFor(params));
+    return c.json({ effective: modelFrom(c.env, settings), deployment: deploymentModel(c.env), tenant: settings.models.tenant, agent: settings.models.agent });
+  });
+
+  serve(api, effectiveStrategy, async (c, { params }) => c.json(await secondMessageOf(c.env, params)));
+}
+
