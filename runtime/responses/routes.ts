@@ -65,7 +65,8 @@ export const createResponseBody = z
   })
   // Sampling and tool parameters are the agent's own settings: given ones are ignored, as the README says.
   .loose()
-  .refine((body) => !(body.conversation && body.previous_response_id), "give conversation or previous_response_id, not both");
+  .refine((body) => !(body.conversation && body.previous_response_id), "give conversation or previous_response_id, not both")
+  .meta({ examples: [{ model: "demo/helper", input: "What time is it?", background: true }] });
 
 const responseSchema = z.object({ id: z.string(), object: z.literal("response"), status: z.string(), output: z.array(z.looseObject({ type: z.string() })), output_text: z.string() }).loose();
 const errorSchema = z.object({ error: z.object({ message: z.string(), type: z.string() }).loose() });
