@@ -16,6 +16,7 @@ import { modelChoice, ModelJobs } from "../models/index.ts";
 import { controlPlane, modelFrom, mountsFrom, NO_SETTINGS, secondMessageFrom, SettingsCopy, type SettingsText } from "../control/index.ts";
 import { Conversations, Identity, transcript, type TranscriptEntry } from "../store/index.ts";
 import { Retention, retentionMs } from "../retention/index.ts";
+import { Delegation, type Family } from "../delegation/index.ts";
 import { Inbound } from "./inbound.ts";
 import { Pass } from "./pass.ts";
 import { Scheduler } from "./scheduler.ts";
@@ -36,6 +37,8 @@ export interface ConversationView {
   transcript: TranscriptEntry[];
   /** Approval cards of this conversation, oldest first. */
   holds: Card[];
+  /** The child runs it delegated to, and its parent if it is one (runtime/delegation). */
+  family: Family;
 }
 
 export class AgentObject extends DurableObject<Env> {
@@ -59,6 +62,7 @@ export class AgentObject extends DurableObject<Env> {
   private readonly pass: Pass;
   private readonly claims: Claims;
   private readonly retention: Retention;
+  private readonly delegation: Delegation;
   /** Measures every handler (measureHandlers below). */
   readonly busyTime: BusyTime;
 
@@ -78,7 +82,11 @@ export class AgentObject extends DurableObject<Env> {
     this.settings = new SettingsCopy(this.sql);
     this.jobs = new ModelJobs(ctx.storage, id, env.LARGE_VALUES, this.effects);
     // The approvals glue and the turn machine call each other: each is handed the other's few verbs.
-    this.tools = new ToolCalls(ctx.storage, this.store, this.effects, this.sessions, (pass, conv, key, call) => this.approvals.hold(pass, conv, key, call));
+    this.tools = new ToolCalls(ctx.storage, this.store, this.effects, this.sessions, (pass, conv, key, call) => this.approvals.hold(pass, conv, key, call), {
+      answersLater: (name) => this.delegation.answersLater(name),
+      take: (pass, conv, key, call) => this.delegation.take(pass, conv, key, call),
+    });
+    this.delegation = new Delegation(this.sql, env, this.store, this.tools, () => this.turns);
     this.toolLists = new ToolLists(this.store, this.effects, this.sessions);
     this.outbox = new Outbox(ctx.storage, id, deps, this.effects, (conversation, error) => this.store.noteError(conversation, error));
     const holds = new Holds(this.sql);
@@ -87,7 +95,7 @@ export class AgentObject extends DurableObject<Env> {
       notify: (conversation, text) => this.turns.notify(conversation, text),
       post: (conversation, message, refKey) => this.turns.post(conversation, message, refKey),
     });
-    this.turns = new Turns(ctx.storage, this.store, this.jobs, this.tools, this.outbox, this.typing, this.approvals, () => secondMessageFrom(this.settings.get() ?? NO_SETTINGS));
+    this.turns = new Turns(ctx.storage, this.store, this.jobs, this.tools, this.outbox, this.typing, this.approvals, () => secondMessageFrom(this.settings.get() ?? NO_SETTINGS), this.delegation);
     this.retention = new Retention(ctx.storage, env.LARGE_VALUES, () => retentionMs(env));
     this.leases = new Leases(this.sql, this.effects, (conversation, text) => this.turns.note(this.store.get(conversation)!, text));
     this.scheduler = new Scheduler(
@@ -96,7 +104,7 @@ export class AgentObject extends DurableObject<Env> {
         const route = this.identity.route();
         if (route) await this.busyTime.measure({ part: "pass" }, async () => (await this.pass.run(route), await this.retention.slice(route)), false);
       },
-      () => [this.store.anyMarked() || this.approvals.hasWork() ? Date.now() : null, this.effects.nextDue(), this.leases.nextDue(), this.retention.nextDue()],
+      () => [this.store.anyMarked() || this.approvals.hasWork() ? Date.now() : null, this.effects.nextDue(), this.leases.nextDue(), this.delegation.nextDue(), this.retention.nextDue()],
     );
     this.pass = new Pass({
       storage: ctx.storage,
@@ -111,6 +119,7 @@ export class AgentObject extends DurableObject<Env> {
       approvals: this.approvals,
       leases: this.leases,
       busyTime: this.busyTime,
+      children: this.delegation,
       context: (route) => this.#passContext(route),
       dispatch: (route, row) => this.claims.dispatch(route, row),
     });
@@ -178,6 +187,7 @@ export class AgentObject extends DurableObject<Env> {
         busyByTurn,
         transcript: transcript(this.store.log(id)),
         holds: this.approvals.holds.ofConversation(id).map((hold) => cardFor(hold, route.tenant, route.agent)),
+        family: this.delegation.family(id),
       };
     });
   }

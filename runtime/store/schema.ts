@@ -224,6 +224,25 @@ const MIGRATIONS: readonly Migration[] = [
   CREATE INDEX holds_by_conversation ON holds (conversation);
   `,
   },
+  {
+    // Subagents (runtime/delegation): a parent's `delegate` call (its tool_calls key) and the child run that answers it.
+    // conversation: the parent's; state: queued (waiting for a slot), running, or answered (the call has its result).
+    name: "delegations",
+    sql: `
+  CREATE TABLE delegations (
+    call_key TEXT PRIMARY KEY,
+    conversation TEXT NOT NULL,
+    turn INTEGER NOT NULL,
+    child TEXT NOT NULL UNIQUE,
+    task TEXT NOT NULL,
+    mounts TEXT,
+    state TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    deadline INTEGER
+  );
+  CREATE INDEX delegations_by_conversation ON delegations (conversation, state);
+  `,
+  },
 ];
 
 /** Whether the object was ever written (reading sqlite_master writes nothing). */

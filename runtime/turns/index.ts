@@ -3,3 +3,4 @@
 export { DEFAULT_SECOND_MESSAGE, SECOND_MESSAGE_STRATEGIES, secondMessageSchema, type SecondMessage } from "./second-message.ts";
 export { systemPrompt } from "./system-prompt.ts";
 export { Turns } from "./turns.ts";
+export type { Children, TurnOutcome } from "./children.ts";
