@@ -4,15 +4,15 @@
 // children; a child cannot delegate and sees only its mounts; its model calls
 // are counted as a child's in the tenant's ledger.
 import { describe, expect, it } from "vitest";
-import { getConversation, postMessage, providerRequests, releaseProvider, script, settled, unique, waitFor, type View } from "./support.ts";
+import { buttons, conversationOf, isCard, messageEnvelope, newTs, postEvent, slackCalls, slackClick, slackId } from "./slack/helpers.ts";
+import { getConversation, ledgerAppends, postMessage, providerRequests, releaseProvider, script, settled, unique, waitFor, worker, type View } from "./support.ts";
 
 const T = "delegates";
 const A = "lead";
 
 type Family = { parent: string | null; children: { id: string; state: string; task: string }[] };
-const familyOf = async (conversation: string) => ((await getConversation(T, A, conversation)) as View & { family: Family }).family;
+const familyOf = async (conversation: string, tenant = T, agent = A) => ((await getConversation(tenant, agent, conversation)) as View & { family: Family }).family;
 const states = async (conversation: string) => (await familyOf(conversation)).children.map((c) => c.state);
-const toolNames = (request: { body: { tools?: unknown[] } }) => (request.body.tools as { function: { name: string } }[]).map((t) => t.function.name);
 
 /** A parent scenario whose first step delegates one task per child scenario, and whose second answers. */
 async function delegating(children: string[], answer: string, more: { mounts?: string[] } = {}) {
@@ -62,6 +62,111 @@ describe("delegate", () => {
       ["assistant", "answer 1"],
     ]);
     expect(((first as View & { family: Family }).family).parent).toBe(parent);
+  });
+
+  it("/stop in the parent's conversation stops its running children, answers the queued one unperformed, and starts nothing after", async () => {
+    const children = [unique("s1"), unique("s2"), unique("s3"), unique("s4")];
+    for (const child of children) await script(child, [{ hold: true, text: "too late" }]);
+    const parent = await delegating(children, "never said");
+    await postMessage(T, A, { text: `[s:${parent}] split this in four`, conversation: parent });
+    await waitFor("three children asking the model", async () => (await Promise.all(children.slice(0, 3).map(providerRequests))).every((r) => r.length === 1));
+
+    const stop = await postMessage(T, A, { kind: "command", command: "stop", conversation: parent });
+    expect(await stop.json()).toMatchObject({ accepted: true, notice: "Stopped the running turn." });
+    const view = await settled(T, A, parent);
+    expect(view.transcript.filter((e) => e.role === "tool").map((e) => [e.text, e.isError])).toEqual([
+      ["The child run was stopped before it finished.", true],
+      ["The child run was stopped before it finished.", true],
+      ["The child run was stopped before it finished.", true],
+      ["Not performed: the turn was stopped.", true],
+    ]);
+    const family = await familyOf(parent);
+    expect(family.children.map((c) => c.state)).toEqual(["answered", "answered", "answered", "answered"]);
+    for (const child of family.children.slice(0, 3)) expect((await getConversation(T, A, child.id)).status).toBe("idle");
+    await expect(getConversation(T, A, family.children[3]!.id)).rejects.toThrow(/404/);
+
+    // The held model calls answer now: their jobs were discarded, so nothing reaches anyone.
+    for (const child of children.slice(0, 3)) await releaseProvider(child);
+    await waitFor("the held calls answered", async () => (await Promise.all(children.slice(0, 3).map(providerRequests))).every((r) => r[0]!.responded === true));
+    expect(await providerRequests(children[3]!)).toHaveLength(0);
+    expect(await providerRequests(parent)).toHaveLength(1);
+    expect((await getConversation(T, A, parent)).transcript).toEqual(view.transcript);
+  });
+
+  it("a child sees only its mounts and no delegate, cannot delegate, and its model calls count to the tenant as a child's", async () => {
+    const tenant = unique("deleg");
+    const child = unique("only");
+    await script(child, [
+      { toolCalls: [{ name: "delegate", id: "n1", arguments: { instructions: "[s:nested] go deeper" } }, { name: "memory__recall", id: "m1", arguments: {} }] },
+      { text: "did it myself" },
+    ]);
+    const parent = unique("parent");
+    await script(parent, [
+      {
+        toolCalls: [
+          { name: "delegate", id: "d0", arguments: { instructions: `[s:${child}] tell the time`, mounts: ["clock"] } },
+          { name: "delegate", id: "d1", arguments: { instructions: "anything", mounts: ["nope"] } },
+          { name: "delegate", id: "d2", arguments: { instructions: "  " } },
+        ],
+      },
+      { text: "parent done" },
+    ]);
+    await postMessage(tenant, A, { text: `[s:${parent}] delegate it`, conversation: parent });
+    const view = await waitFor("the parent's answer", async () => {
+      const v = await settled(tenant, A, parent);
+      return v.transcript.at(-1)?.text === "parent done" ? v : undefined;
+    });
+    expect(view.transcript.filter((e) => e.role === "tool").map((e) => [e.text, e.isError])).toEqual([
+      ["did it myself", false],
+      [expect.stringMatching(/^Refused: no mount named nope; the mounts are .*clock/), true],
+      [expect.stringMatching(/^Invalid arguments for delegate: instructions: say what the child should do/), true],
+    ]);
+    const names = (request: { body: { tools?: unknown[] } }) => (request.body.tools as { function: { name: string } }[]).map((t) => t.function.name);
+    expect(names((await providerRequests(parent))[0]!)).toContain("delegate");
+    const [first] = await providerRequests(child);
+    expect(names(first!)).toEqual(["clock__now"]);
+
+    const family = await familyOf(parent, tenant);
+    expect(family.children).toHaveLength(1);
+    const childView = await getConversation(tenant, A, family.children[0]!.id);
+    expect(childView.transcript.filter((e) => e.role === "tool").map((e) => [e.text, e.isError])).toEqual([
+      ["Refused: a child run cannot delegate. Do the task yourself.", true],
+      ['Not performed: mount "memory" is not one of this child run\'s mounts.', true],
+    ]);
+    expect((await familyOf(family.children[0]!.id, tenant)).children).toEqual([]);
+    expect(await providerRequests("nested")).toHaveLength(0);
+
+    // Four model calls, two of them the child's: the ledger's rows say which.
+    const usage = await waitFor("the four calls counted", async () => {
+      const res = await worker(`/v1/tenants/${tenant}/usage`, { headers: { authorization: "Bearer test-admin-token" } });
+      const body = (await res.json()) as { usage: { calls: number; childCalls: number }[] };
+      const sum = body.usage.reduce((t, row) => ({ calls: t.calls + row.calls, childCalls: t.childCalls + row.childCalls }), { calls: 0, childCalls: 0 });
+      return sum.calls === 4 ? sum : undefined;
+    });
+    expect(usage).toEqual({ calls: 4, childCalls: 2 });
+  });
+
+  it("a child's held call is a card in its parent's Slack thread, decided there like any other", async () => {
+    const team = "T_APPROVALS";
+    const channel = slackId("C");
+    const ts = newTs();
+    const entry = unique("entry");
+    const child = unique("held");
+    await script(child, [{ toolCalls: [{ name: "vault__append", arguments: { entry } }] }, { text: "asked for approval" }]);
+    const parent = unique("parent");
+    await script(parent, [{ toolCalls: [{ name: "delegate", arguments: { instructions: `[s:${child}] record ${entry}` } }] }, { text: "the child asked" }]);
+    await postEvent(messageEnvelope({ team, channel, ts, text: `[s:${parent}] record it`, user: "U_ASKER" }));
+    const card = await waitFor("the card in the parent's thread", async () => (await slackCalls(channel, "chat.postMessage")).find(isCard));
+    expect(card.body.thread_ts).toBe(ts);
+    expect(card.body.text).toMatch(/Approval needed: vault__append/);
+    const family = await familyOf(conversationOf(team, channel, ts), team, "assistant");
+    expect((await getConversation(team, "assistant", family.children[0]!.id)).holds).toHaveLength(1);
+
+    await slackClick(team, channel, ts, card.ts!, buttons(card)[0]!.value!, "U_APPROVER", unique("resp"));
+    await waitFor("the card updated in place", async () =>
+      (await slackCalls(channel, "chat.update")).find((c) => c.body.ts === card.ts && c.body.text?.includes("Approved and performed")),
+    );
+    expect(await ledgerAppends(entry)).toHaveLength(1);
   });
 });
 
