@@ -1,0 +1,96 @@
+// Subagents survive a crash (issue 26, acceptance 1): a parent delegates three
+// tasks, each child appends to the ledger (a write that is not idempotent) and
+// then answers; `wrangler dev` is killed with SIGKILL (its whole process group)
+// while a child's second model call is in flight, and restarted on the same
+// state. The parent's turn then finishes with each child's answer once, every
+// append made once, one final reply: nothing lost, nothing said or done twice.
+import assert from "node:assert/strict";
+import { once } from "node:events";
+import { after, before, test } from "node:test";
+import { Gates } from "../fakes/gates.mjs";
+import { startFakes } from "../fakes/index.mjs";
+import { startWorker, until } from "./wrangler-dev.mjs";
+
+const ROOT = new URL("../..", import.meta.url).pathname;
+const TENANT = "crash-delegates";
+const AGENT = "lead";
+
+const gates = new Gates();
+gates.setMaxListeners(0);
+const appends = new Map();
+gates.on("ledger", (i) => i.op === "append" && appends.set(i.entry, (appends.get(i.entry) ?? 0) + 1));
+
+let fakes;
+let vars;
+let worker;
+
+before(async () => {
+  const started = await startFakes({ gates });
+  fakes = started.fakes;
+  const { bindings } = started;
+  vars = {
+    ADMIN_TOKEN: bindings.ADMIN_TOKEN,
+    MODEL_PROVIDERS: bindings.MODEL_PROVIDERS,
+    HARNESS_MODEL: bindings.HARNESS_MODEL,
+    FAKE_PROVIDER_KEY: bindings.FAKE_PROVIDER_KEY,
+    MODEL_RETRY_BASE_SECONDS: "0",
+    // A queue message lost with the process is sent again when its lease runs out: short, so the run is quick.
+    EFFECT_LEASE_SECONDS: "5",
+    MOUNTS: JSON.stringify([{ alias: "ledger", plugin: "ledger", config: { url: fakes.ledger.url } }]),
+  };
+  worker = await startWorker({ cwd: ROOT, vars, script: "test/worker-under-test.ts" });
+});
+
+after(async () => {
+  await worker?.stop();
+  await Promise.all(Object.values(fakes ?? {}).map((f) => f.close()));
+});
+
+const api = (path, init = {}) =>
+  fetch(`${worker.url}/v1/tenants/${TENANT}/agents/${AGENT}${path}`, { ...init, headers: { authorization: `Bearer ${vars.ADMIN_TOKEN}`, "content-type": "application/json", ...init.headers } });
+const scenario = (id, steps) => fetch(`${fakes.provider.url}/_control/scenarios/${id}`, { method: "PUT", body: JSON.stringify({ by: "position", steps }) });
+
+test("SIGKILL of wrangler dev mid-child: each child's answer reaches the parent once, each append is made once", async () => {
+  const run = `k${Date.now().toString(36)}`;
+  const children = [1, 2, 3].map((n) => ({ id: `${run}c${n}`, entry: `${run}-e${n}`, answer: `ANSWER-${n} ${run}` }));
+  for (const c of children) await scenario(c.id, [{ toolCalls: [{ name: "ledger__append", arguments: { entry: c.entry } }] }, { text: c.answer }]);
+  const parent = `${run}p`;
+  const calls = children.map((c, i) => ({ name: "delegate", id: `d${i}`, arguments: { instructions: `[s:${c.id}] append ${c.entry}` } }));
+  await scenario(parent, [{ toolCalls: calls }, { text: `REPLY ${run}` }]);
+
+  // The kill point: the second child's second model call (its append made, its answer not yet given).
+  const target = children[1].id;
+  gates.holdOnce("provider", (i) => i.scenario === target && i.position === 1);
+  const held = (async () => {
+    for (;;) {
+      const [h] = await once(gates, "held");
+      if (h.fake === "provider" && h.info.scenario === target) return;
+    }
+  })();
+  const sent = await api("/messages", { method: "POST", body: JSON.stringify({ text: `[s:${parent}] three tasks`, conversation: parent }) });
+  assert.equal(sent.status, 202);
+  await held;
+
+  const persistDir = worker.persistDir;
+  await worker.kill();
+  worker = await startWorker({ cwd: ROOT, vars, script: "test/worker-under-test.ts", persistDir, port: worker.port });
+
+  const view = await until(
+    "the parent's reply after the restart",
+    async () => {
+      const v = await (await api(`/conversations/${parent}`)).json();
+      return v.status === "idle" && v.transcript.at(-1)?.text === `REPLY ${run}` ? v : undefined;
+    },
+    90_000,
+  );
+  const results = view.transcript.filter((e) => e.role === "tool");
+  assert.deepEqual(results.map((e) => [e.toolCallId, e.text]), children.map((c, i) => [`d${i}`, c.answer]));
+  assert.equal(view.transcript.filter((e) => e.role === "assistant" && e.text === `REPLY ${run}`).length, 1, "one final reply");
+  assert.equal(view.turn, 1, "one turn");
+  for (const c of children) assert.equal(appends.get(c.entry), 1, `${c.entry} appended once`);
+  assert.deepEqual(view.family.children.map((c) => c.state), ["answered", "answered", "answered"]);
+  for (const child of view.family.children) {
+    const cv = await (await api(`/conversations/${child.id}`)).json();
+    assert.equal(cv.transcript.filter((e) => e.role === "assistant" && e.text.startsWith("ANSWER-")).length, 1, `${child.id} answered once`);
+  }
+});
