@@ -5,7 +5,7 @@
 // are counted as a child's in the tenant's ledger.
 import { describe, expect, it } from "vitest";
 import { buttons, conversationOf, isCard, messageEnvelope, newTs, postEvent, slackCalls, slackClick, slackId } from "./slack/helpers.ts";
-import { getConversation, ledgerAppends, postMessage, providerRequests, releaseProvider, script, settled, unique, waitFor, worker, type View } from "./support.ts";
+import { consoleCookie, getConversation, ledgerAppends, postMessage, providerRequests, releaseProvider, script, settled, unique, waitFor, worker, type View } from "./support.ts";
 
 const T = "delegates";
 const A = "lead";
@@ -23,7 +23,7 @@ async function delegating(children: string[], answer: string, more: { mounts?: s
 }
 
 describe("delegate", () => {
-  it("runs three children at once, the fourth when a slot frees, and gives each answer to its call once", async () => {
+  it("runs three children at once, the fourth when a slot frees, and gives each answer to its call once", { timeout: 60_000 }, async () => {
     const children = [unique("c1"), unique("c2"), unique("c3"), unique("c4")];
     for (const [i, child] of children.entries()) await script(child, [{ hold: true, text: `answer ${i + 1}` }]);
     const parent = await delegating(children, "all four are done");
@@ -62,6 +62,23 @@ describe("delegate", () => {
       ["assistant", "answer 1"],
     ]);
     expect(((first as View & { family: Family }).family).parent).toBe(parent);
+
+    // The console: the parent's page lists its children with links; a child's shows its transcript and its parent, and takes no message.
+    const cookie = await consoleCookie();
+    const page = (id: string) => worker(`/console/tenants/${T}/agents/${A}/conversations/${encodeURIComponent(id)}`, { headers: { cookie } });
+    const parentPage = await (await page(parent)).text();
+    expect(parentPage).toContain("Child runs");
+    for (const child of family.children) expect(parentPage).toContain(`href="/console/tenants/${T}/agents/${A}/conversations/${encodeURIComponent(child.id)}"`);
+    const childPage = await page(family.children[0]!.id);
+    expect(childPage.status).toBe(200);
+    const childHtml = await childPage.text();
+    expect(childHtml).toContain(`href="/console/tenants/${T}/agents/${A}/conversations/${parent}" rel="up"`);
+    expect(childHtml).toContain("answer 1");
+    expect(childHtml).not.toContain("Send a message");
+    // Nobody but its parent writes to a child: no bridge or API can name it.
+    const sent = await postMessage(T, A, { text: "hello child", conversation: family.children[0]!.id });
+    expect(sent.status).toBe(422);
+    expect(await sent.text()).toContain("conversation: letters, digits, : . _ - (max 200)");
   });
 
   it("/stop in the parent's conversation stops its running children, answers the queued one unperformed, and starts nothing after", async () => {
