@@ -71,9 +71,11 @@ test("SIGKILL of wrangler dev mid-child: each child's answer reaches the parent 
   assert.equal(sent.status, 202);
   await held;
 
+  const killedAt = Date.now();
   const persistDir = worker.persistDir;
   await worker.kill();
   worker = await startWorker({ cwd: ROOT, vars, script: "test/worker-under-test.ts", persistDir, port: worker.port });
+  const restartedAt = Date.now();
 
   const view = await until(
     "the parent's reply after the restart",
@@ -83,6 +85,7 @@ test("SIGKILL of wrangler dev mid-child: each child's answer reaches the parent 
     },
     90_000,
   );
+  console.log(`killed mid-child; wrangler dev restarted in ${restartedAt - killedAt} ms; the parent answered ${Date.now() - restartedAt} ms later`);
   const results = view.transcript.filter((e) => e.role === "tool");
   assert.deepEqual(results.map((e) => [e.toolCallId, e.text]), children.map((c, i) => [`d${i}`, c.answer]));
   assert.equal(view.transcript.filter((e) => e.role === "assistant" && e.text === `REPLY ${run}`).length, 1, "one final reply");
