@@ -5,7 +5,7 @@
 // are counted as a child's in the tenant's ledger.
 import { describe, expect, it } from "vitest";
 import { buttons, conversationOf, isCard, messageEnvelope, newTs, postEvent, slackCalls, slackClick, slackId } from "./slack/helpers.ts";
-import { consoleCookie, getConversation, ledgerAppends, postMessage, providerRequests, releaseProvider, script, settled, unique, waitFor, worker, type View } from "./support.ts";
+import { consoleCookie, getConversation, ledgerAppends, postMessage, providerRequests, releaseProvider, script, settled, unique, waitFor, withVars, worker, type View } from "./support.ts";
 
 const T = "delegates";
 const A = "lead";
@@ -161,6 +161,36 @@ describe("delegate", () => {
       return sum.calls === 4 ? sum : undefined;
     });
     expect(usage).toEqual({ calls: 4, childCalls: 2 });
+  });
+
+  it("a child's step limit and turn limit answer its parent's call with the reason; a bad limit is named", async () => {
+    const parentAnswer = async (child: string, vars: Record<string, string>) =>
+      withVars(vars, async () => {
+        const parent = await delegating([child], "parent done");
+        await postMessage(T, A, { text: `[s:${parent}] delegate it`, conversation: parent });
+        return settled(T, A, parent);
+      });
+    const stepped = unique("steps");
+    await script(stepped, [{ toolCalls: [{ name: "clock__now", arguments: {} }] }, { text: "never said" }]);
+    const steps = await parentAnswer(stepped, { DELEGATE_MAX_STEPS: "1" });
+    expect(steps.transcript.find((e) => e.role === "tool")).toMatchObject({
+      isError: true,
+      text: "The child run failed: the child run reached its step limit (DELEGATE_MAX_STEPS = 1 model calls) before it finished",
+    });
+    expect(await providerRequests(stepped)).toHaveLength(1);
+
+    // 60 ms: the child's deadline is the object's next due time, and the pass its alarm starts stops the child.
+    const slow = unique("slow");
+    await script(slow, [{ hold: true, text: "too late" }]);
+    const timed = await parentAnswer(slow, { DELEGATE_TURN_MINUTES: "0.001" });
+    expect(timed.transcript.find((e) => e.role === "tool")).toMatchObject({
+      isError: true,
+      text: "The child run failed: the child run reached its time limit (DELEGATE_TURN_MINUTES) before it finished",
+    });
+    await releaseProvider(slow);
+
+    const bad = await parentAnswer(unique("bad"), { DELEGATE_TURN_MINUTES: "soon" });
+    expect(bad).toMatchObject({ status: "failed", error: "configuration error: DELEGATE_TURN_MINUTES is not valid JSON" });
   });
 
   it("a child's held call is a card in its parent's Slack thread, decided there like any other", async () => {

@@ -27,6 +27,8 @@ type DelegationRow = {
   mounts: string | null;
   state: "queued" | "running" | "answered";
   created_at: number;
+  /** The child's turn limit (DELEGATE_TURN_MINUTES), read when the call was made: a bad value fails the parent's turn, not a child's end. */
+  turn_ms: number;
   /** When a running child's turn is stopped (DELEGATE_TURN_MINUTES after it started). */
   deadline: number | null;
 };
@@ -67,10 +69,11 @@ export class Delegation implements Children, Delegations {
     const known = aliasesOf(pass.gateway);
     const unknown = (args.data.mounts ?? []).filter((alias) => !known.includes(alias));
     if (unknown.length > 0) return this.refuse(key, conv, call, `Refused: no mount named ${unknown.join(", ")}; the mounts are ${known.join(", ") || "none"}.`);
+    const turnMs = childTurnMs(this.env);
     this.tools.start(key, conv, call);
     const n = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM delegations WHERE conversation = ?", conv.id).one().n + 1;
     this.sql.exec(
-      "INSERT INTO delegations (call_key, conversation, turn, child, task, mounts, state, created_at) VALUES (?, ?, ?, ?, ?, ?, 'queued', ?)",
+      "INSERT INTO delegations (call_key, conversation, turn, child, task, mounts, state, created_at, turn_ms) VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?)",
       key,
       conv.id,
       conv.turn,
@@ -78,6 +81,7 @@ export class Delegation implements Children, Delegations {
       args.data.instructions,
       args.data.mounts ? JSON.stringify(args.data.mounts) : null,
       Date.now(),
+      turnMs,
     );
     this.fill(conv);
     return "started";
@@ -106,7 +110,7 @@ export class Delegation implements Children, Delegations {
     if (!this.isChild(conv)) return null;
     const max = childMaxSteps(this.env);
     const steps = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM log WHERE conversation = ? AND turn = ? AND type = 'assistant'", conv.id, conv.turn).one().n;
-    return steps >= max ? `the child run reached its step limit (${max} model calls, DELEGATE_MAX_STEPS) before it finished` : null;
+    return steps >= max ? `the child run reached its step limit (DELEGATE_MAX_STEPS = ${max} model calls) before it finished` : null;
   }
 
   ended(conv: ConversationRow, outcome: TurnOutcome, text: string): void {
@@ -171,7 +175,7 @@ export class Delegation implements Children, Delegations {
   private start(parent: ConversationRow, row: DelegationRow): void {
     const now = Date.now();
     const by = personOf(parent, this.conversations.turnStart(parent).start);
-    this.sql.exec("UPDATE delegations SET state = 'running', deadline = ? WHERE call_key = ?", now + childTurnMs(this.env), row.call_key);
+    this.sql.exec("UPDATE delegations SET state = 'running', deadline = ? WHERE call_key = ?", now + row.turn_ms, row.call_key);
     this.turns().message(this.conversations.create(row.child, by, now), row.task, by);
   }
 
