@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { once } from "node:events";
 import { after, before, test } from "node:test";
 import { Gates } from "../fakes/gates.mjs";
-import { startFakes } from "../fakes/index.mjs";
+import { crashVars, startFakes } from "../fakes/index.mjs";
 import { startWorker, until } from "./wrangler-dev.mjs";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
@@ -29,13 +29,7 @@ before(async () => {
   fakes = started.fakes;
   const { bindings } = started;
   vars = {
-    ADMIN_TOKEN: bindings.ADMIN_TOKEN,
-    MODEL_PROVIDERS: bindings.MODEL_PROVIDERS,
-    HARNESS_MODEL: bindings.HARNESS_MODEL,
-    FAKE_PROVIDER_KEY: bindings.FAKE_PROVIDER_KEY,
-    MODEL_RETRY_BASE_SECONDS: "0",
-    // A queue message lost with the process is sent again when its lease runs out: short, so the run is quick.
-    EFFECT_LEASE_SECONDS: "5",
+    ...crashVars(bindings),
     MOUNTS: JSON.stringify([{ alias: "ledger", plugin: "ledger", config: { url: fakes.ledger.url } }]),
   };
   worker = await startWorker({ cwd: ROOT, vars, script: "test/worker-under-test.ts" });
