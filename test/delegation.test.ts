@@ -4,6 +4,7 @@
 // children; a child cannot delegate and sees only its mounts; its model calls
 // are counted as a child's in the tenant's ledger.
 import { describe, expect, it } from "vitest";
+import { agent } from "./agents.ts";
 import { buttons, conversationOf, isCard, messageEnvelope, newTs, postEvent, slackCalls, slackClick, slackId } from "./slack/helpers.ts";
 import { consoleCookie, getConversation, ledgerAppends, postMessage, providerRequests, releaseProvider, script, settled, unique, waitFor, withVars, worker, type View } from "./support.ts";
 
@@ -208,6 +209,9 @@ describe("delegate", () => {
     expect(card.body.text).toMatch(/Approval needed: vault__append/);
     const family = await familyOf(conversationOf(team, channel, ts), team, "assistant");
     expect((await getConversation(team, "assistant", family.children[0]!.id)).holds).toHaveLength(1);
+    // The channel's threads, as the Slack bridge lists them (for /agent stop, status, compact): the child is none.
+    const listed = await agent(team, "assistant").conversations({ tenant: team, agent: "assistant" }, `${team}:${channel}:`);
+    expect(listed.map((c) => c.id)).toEqual([conversationOf(team, channel, ts)]);
 
     await slackClick(team, channel, ts, card.ts!, buttons(card)[0]!.value!, "U_APPROVER", unique("resp"));
     await waitFor("the card updated in place", async () =>

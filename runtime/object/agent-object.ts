@@ -192,10 +192,10 @@ export class AgentObject extends DurableObject<Env> {
     });
   }
 
-  /** Conversations whose id starts with `prefix` (a bridge finds a channel's threads this way). */
+  /** Conversations whose id starts with `prefix` (a bridge finds a channel's threads this way; a child run is none). */
   async conversations(route: Route, prefix = ""): Promise<{ id: string; status: ConversationStatus; updatedAt: number }[]> {
     if (!this.identity.owns(route)) return [];
-    return this.store.list(prefix, 100).map((conv) => ({ id: conv.id, status: this.inbound.statusOf(conv), updatedAt: conv.updated_at }));
+    return this.store.list(prefix, 100).filter((conv) => !this.delegation.isChild(conv)).map((conv) => ({ id: conv.id, status: this.inbound.statusOf(conv), updatedAt: conv.updated_at }));
   }
 
   // ---- the effect protocol (runtime/object/claims.ts): a courier claims an effect, performs it, reports ----
