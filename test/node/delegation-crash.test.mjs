@@ -1,9 +1,11 @@
-// Subagents survive a crash (issue 26, acceptance 1): a parent delegates three
-// tasks, each child appends to the ledger (a write that is not idempotent) and
-// then answers; `wrangler dev` is killed with SIGKILL (its whole process group)
-// while a child's second model call is in flight, and restarted on the same
-// state. The parent's turn then finishes with each child's answer once, every
-// append made once, one final reply: nothing lost, nothing said or done twice.
+// Subagents survive a crash (issue 26, acceptance 1): a parent delegates four
+// tasks (three run, the fourth waits for a slot), each child appends to the
+// ledger (a write that is not idempotent) and then answers; `wrangler dev` is
+// killed with SIGKILL (its whole process group) while a child's second model
+// call is in flight, and restarted on the same state. The parent's turn then
+// finishes with each child's answer once (the fourth started after the
+// restart), every append made once, one final reply: nothing lost, nothing
+// said or done twice.
 import assert from "node:assert/strict";
 import { once } from "node:events";
 import { after, before, test } from "node:test";
@@ -44,26 +46,29 @@ const api = (path, init = {}) =>
   fetch(`${worker.url}/v1/tenants/${TENANT}/agents/${AGENT}${path}`, { ...init, headers: { authorization: `Bearer ${vars.ADMIN_TOKEN}`, "content-type": "application/json", ...init.headers } });
 const scenario = (id, steps) => fetch(`${fakes.provider.url}/_control/scenarios/${id}`, { method: "PUT", body: JSON.stringify({ by: "position", steps }) });
 
-test("SIGKILL of wrangler dev mid-child: each child's answer reaches the parent once, each append is made once", async () => {
+test("SIGKILL of wrangler dev mid-child: each child's answer reaches the parent once, the queued one starts after, each append is made once", async () => {
   const run = `k${Date.now().toString(36)}`;
-  const children = [1, 2, 3].map((n) => ({ id: `${run}c${n}`, entry: `${run}-e${n}`, answer: `ANSWER-${n} ${run}` }));
+  const children = [1, 2, 3, 4].map((n) => ({ id: `${run}c${n}`, entry: `${run}-e${n}`, answer: `ANSWER-${n} ${run}` }));
   for (const c of children) await scenario(c.id, [{ toolCalls: [{ name: "ledger__append", arguments: { entry: c.entry } }] }, { text: c.answer }]);
   const parent = `${run}p`;
   const calls = children.map((c, i) => ({ name: "delegate", id: `d${i}`, arguments: { instructions: `[s:${c.id}] append ${c.entry}` } }));
   await scenario(parent, [{ toolCalls: calls }, { text: `REPLY ${run}` }]);
 
-  // The kill point: the second child's second model call (its append made, its answer not yet given).
-  const target = children[1].id;
-  gates.holdOnce("provider", (i) => i.scenario === target && i.position === 1);
+  // The kill point: the three running children each in their second model call (their appends made, their answers not yet given).
+  const running = children.slice(0, 3).map((c) => c.id);
+  for (const id of running) gates.holdOnce("provider", (i) => i.scenario === id && i.position === 1);
   const held = (async () => {
-    for (;;) {
+    const seen = new Set();
+    while (seen.size < running.length) {
       const [h] = await once(gates, "held");
-      if (h.fake === "provider" && h.info.scenario === target) return;
+      if (h.fake === "provider" && running.includes(h.info.scenario)) seen.add(h.info.scenario);
     }
   })();
-  const sent = await api("/messages", { method: "POST", body: JSON.stringify({ text: `[s:${parent}] three tasks`, conversation: parent }) });
+  const sent = await api("/messages", { method: "POST", body: JSON.stringify({ text: `[s:${parent}] four tasks`, conversation: parent }) });
   assert.equal(sent.status, 202);
   await held;
+  const queued = await (await api(`/conversations/${parent}`)).json();
+  assert.deepEqual(queued.family.children.map((c) => c.state), ["running", "running", "running", "queued"]);
 
   const killedAt = Date.now();
   const persistDir = worker.persistDir;
@@ -77,7 +82,7 @@ test("SIGKILL of wrangler dev mid-child: each child's answer reaches the parent 
       const v = await (await api(`/conversations/${parent}`)).json();
       return v.status === "idle" && v.transcript.at(-1)?.text === `REPLY ${run}` ? v : undefined;
     },
-    90_000,
+    60_000,
   );
   console.log(`killed mid-child; wrangler dev restarted in ${restartedAt - killedAt} ms; the parent answered ${Date.now() - restartedAt} ms later`);
   const results = view.transcript.filter((e) => e.role === "tool");
@@ -85,7 +90,7 @@ test("SIGKILL of wrangler dev mid-child: each child's answer reaches the parent 
   assert.equal(view.transcript.filter((e) => e.role === "assistant" && e.text === `REPLY ${run}`).length, 1, "one final reply");
   assert.equal(view.turn, 1, "one turn");
   for (const c of children) assert.equal(appends.get(c.entry), 1, `${c.entry} appended once`);
-  assert.deepEqual(view.family.children.map((c) => c.state), ["answered", "answered", "answered"]);
+  assert.deepEqual(view.family.children.map((c) => c.state), ["answered", "answered", "answered", "answered"]);
   for (const child of view.family.children) {
     const cv = await (await api(`/conversations/${child.id}`)).json();
     assert.equal(cv.transcript.filter((e) => e.role === "assistant" && e.text.startsWith("ANSWER-")).length, 1, `${child.id} answered once`);
