@@ -23,14 +23,19 @@ async function delegating(children: string[], answer: string, more: { mounts?: s
   return parent;
 }
 
+/** A parent that delegates four tasks whose children's model calls are held: three run, the fourth waits. */
+async function fourHeld(prefix: string, answer = "never said") {
+  const children = [1, 2, 3, 4].map((n) => unique(`${prefix}${n}`));
+  for (const [i, child] of children.entries()) await script(child, [{ hold: true, text: `answer ${i + 1}` }]);
+  const parent = await delegating(children, answer);
+  await postMessage(T, A, { text: `[s:${parent}] split this in four`, conversation: parent });
+  await waitFor("three children asking the model", async () => (await Promise.all(children.slice(0, 3).map(providerRequests))).every((r) => r.length === 1));
+  return { children, parent };
+}
+
 describe("delegate", () => {
   it("runs three children at once, the fourth when a slot frees, and gives each answer to its call once", { timeout: 60_000 }, async () => {
-    const children = [unique("c1"), unique("c2"), unique("c3"), unique("c4")];
-    for (const [i, child] of children.entries()) await script(child, [{ hold: true, text: `answer ${i + 1}` }]);
-    const parent = await delegating(children, "all four are done");
-    await postMessage(T, A, { text: `[s:${parent}] split this in four`, conversation: parent });
-
-    await waitFor("three children asking the model", async () => (await Promise.all(children.slice(0, 3).map(providerRequests))).every((r) => r.length === 1));
+    const { children, parent } = await fourHeld("c", "all four are done");
     expect(await states(parent)).toEqual(["running", "running", "running", "queued"]);
     expect(await providerRequests(children[3]!)).toHaveLength(0);
 
@@ -83,11 +88,7 @@ describe("delegate", () => {
   });
 
   it("/stop in the parent's conversation stops its running children, answers the queued one unperformed, and starts nothing after", async () => {
-    const children = [unique("s1"), unique("s2"), unique("s3"), unique("s4")];
-    for (const child of children) await script(child, [{ hold: true, text: "too late" }]);
-    const parent = await delegating(children, "never said");
-    await postMessage(T, A, { text: `[s:${parent}] split this in four`, conversation: parent });
-    await waitFor("three children asking the model", async () => (await Promise.all(children.slice(0, 3).map(providerRequests))).every((r) => r.length === 1));
+    const { children, parent } = await fourHeld("s");
 
     const stop = await postMessage(T, A, { kind: "command", command: "stop", conversation: parent });
     expect(await stop.json()).toMatchObject({ accepted: true, notice: "Stopped the running turn." });
@@ -109,6 +110,20 @@ describe("delegate", () => {
     expect(await providerRequests(children[3]!)).toHaveLength(0);
     expect(await providerRequests(parent)).toHaveLength(1);
     expect((await getConversation(T, A, parent)).transcript).toEqual(view.transcript);
+  });
+
+  it("a parent's turn that fails (a configuration that cannot work) leaves no child running or waiting", async () => {
+    const { children, parent } = await fourHeld("f");
+    const view = await withVars({ MOUNTS: "[{" }, async () => {
+      await postMessage(T, A, { kind: "steer", text: "hurry", conversation: parent });
+      return settled(T, A, parent);
+    });
+    expect(view).toMatchObject({ status: "failed", error: expect.stringMatching(/^configuration error: MOUNTS/) });
+    expect(await states(parent)).toEqual(["answered", "answered", "answered", "answered"]);
+    const family = await familyOf(parent);
+    for (const child of family.children.slice(0, 3)) expect((await getConversation(T, A, child.id)).status).not.toBe("running");
+    await expect(getConversation(T, A, family.children[3]!.id)).rejects.toThrow(/404/);
+    for (const child of children.slice(0, 3)) await releaseProvider(child);
   });
 
   it("a child sees only its mounts and no delegate, cannot delegate, and its model calls count to the tenant as a child's", async () => {

@@ -114,6 +114,8 @@ export class Delegation implements Children, Delegations {
   }
 
   ended(conv: ConversationRow, outcome: TurnOutcome, text: string): void {
+    // A parent's turn that ended without being cut (failed in its pass) leaves no child running or waiting either.
+    this.cut(conv);
     const row = this.sql.exec<DelegationRow>("SELECT * FROM delegations WHERE child = ? AND state = 'running'", conv.id).toArray()[0];
     if (!row) return; // not a child, or a later turn of one (a decided hold woke it): its answer was given
     const output =
