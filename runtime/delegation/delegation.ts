@@ -109,8 +109,7 @@ export class Delegation implements Children, Delegations {
   limitReached(conv: ConversationRow): string | null {
     if (!this.isChild(conv)) return null;
     const max = childMaxSteps(this.env);
-    const steps = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM log WHERE conversation = ? AND turn = ? AND type = 'assistant'", conv.id, conv.turn).one().n;
-    return steps >= max ? `the child run reached its step limit (DELEGATE_MAX_STEPS = ${max} model calls) before it finished` : null;
+    return this.conversations.repliesInTurn(conv) >= max ? `the child run reached its step limit (DELEGATE_MAX_STEPS = ${max} model calls) before it finished` : null;
   }
 
   ended(conv: ConversationRow, outcome: TurnOutcome, text: string): void {
@@ -123,7 +122,7 @@ export class Delegation implements Children, Delegations {
         ? { text: text.trim() || "(The child run finished without saying anything.)" }
         : outcome === "stopped"
           ? { text: "The child run was stopped before it finished.", isError: true }
-          : { text: `The child run ${outcome === "failed" ? "failed" : `ended (${outcome})`}: ${text}`, isError: true };
+          : { text: `The child run failed: ${text}`, isError: true }; // no compaction or second message ends a delegated turn
     this.answer(row, output);
     const parent = this.conversations.get(row.conversation);
     if (parent?.status === "running" && parent.turn === row.turn) this.fill(parent);
