@@ -5,7 +5,7 @@
 // are counted as a child's in the tenant's ledger.
 import { describe, expect, it } from "vitest";
 import { agent } from "./agents.ts";
-import { buttons, conversationOf, isCard, messageEnvelope, newTs, postEvent, slackCalls, slackClick, slackId } from "./slack/helpers.ts";
+import { buttons, conversationOf, isCard, messageEnvelope, newTs, postCommand, postEvent, slackCalls, slackClick, slackId } from "./slack/helpers.ts";
 import { consoleCookie, getConversation, ledgerAppends, postMessage, providerRequests, releaseProvider, script, settled, unique, waitFor, withVars, worker, type View } from "./support.ts";
 
 const T = "delegates";
@@ -207,6 +207,25 @@ describe("delegate", () => {
 
     const bad = await parentAnswer(unique("bad"), { DELEGATE_TURN_MINUTES: "soon" });
     expect(bad).toMatchObject({ status: "failed", error: "configuration error: DELEGATE_TURN_MINUTES is not valid JSON" });
+  });
+
+  it("`/agent stop` in the parent's Slack channel stops the parent's turn and its children: one turn stopped, none left running", async () => {
+    const team = slackId("T");
+    const channel = slackId("C");
+    const ts = newTs();
+    const children = [unique("k1"), unique("k2")];
+    for (const child of children) await script(child, [{ hold: true, text: "too late" }]);
+    const parent = await delegating(children, "never said");
+    await postEvent(messageEnvelope({ team, channel, ts, text: `[s:${parent}] two tasks` }));
+    await waitFor("both children asking the model", async () => (await Promise.all(children.map(providerRequests))).every((r) => r.length === 1));
+
+    const res = await postCommand({ team_id: team, channel_id: channel, user_id: "UPERSON1", command: "/agent", text: "stop", trigger_id: unique("trig") });
+    expect(await res.json()).toEqual({ response_type: "ephemeral", text: "Stopped 1 running turn in this channel." });
+    const conversation = conversationOf(team, channel, ts);
+    const view = await settled(team, "assistant", conversation);
+    expect(view.transcript.filter((e) => e.role === "tool").map((e) => e.text)).toEqual(children.map(() => "The child run was stopped before it finished."));
+    for (const child of (await familyOf(conversation, team, "assistant")).children) expect((await getConversation(team, "assistant", child.id)).status).toBe("idle");
+    for (const child of children) await releaseProvider(child);
   });
 
   it("a child's held call is a card in its parent's Slack thread, decided there like any other", async () => {
