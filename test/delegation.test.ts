@@ -177,6 +177,16 @@ describe("delegate", () => {
       return sum.calls === 4 ? sum : undefined;
     });
     expect(usage).toEqual({ calls: 4, childCalls: 2 });
+
+    // A script (code mode) of a child limited to `js` reaches no other mount either.
+    const coder = unique("coder");
+    await script(coder, [{ toolCalls: [{ name: "js__run", arguments: { code: "(async () => await tools.clock.now({}))()" } }] }, { text: "scripted" }]);
+    const scripting = unique("parent");
+    await script(scripting, [{ toolCalls: [{ name: "delegate", arguments: { instructions: `[s:${coder}] script it`, mounts: ["js"] } }] }, { text: "parent done" }]);
+    await postMessage(tenant, A, { text: `[s:${scripting}] delegate a script`, conversation: scripting });
+    await waitFor("the scripting parent's answer", async () => (await settled(tenant, A, scripting)).transcript.at(-1)?.text === "parent done");
+    const scripted = await getConversation(tenant, A, (await familyOf(scripting, tenant)).children[0]!.id);
+    expect(scripted.transcript.find((e) => e.role === "tool")!.text).toMatch(/^Uncaught ToolError: Not performed: mount "clock" is not one of this child run's mounts\./);
   });
 
   it("a child's step limit and turn limit answer its parent's call with the reason; a bad limit is named", async () => {

@@ -52,7 +52,8 @@ export class ToolCalls {
     private readonly sessions: MountSessions,
     /** Holds a call whose policy says approval (the approvals glue). */
     readonly hold: (pass: PassContext, conv: ConversationRow, key: string, call: ToolCall) => ToolResultMessage,
-    private readonly delegations: Delegations,
+    /** Delegation's verbs (code mode's calls are refused by them too). */
+    readonly delegations: Delegations,
   ) {}
 
   row(key: string): JournalRow | undefined {
