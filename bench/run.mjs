@@ -41,6 +41,7 @@ import { armedAlarms, objectCounters } from "./counters.mjs";
 import { countdownRatios } from "./countdown.mjs";
 import { objectBusy } from "./object-busy.mjs";
 import { cpuMs, cpuOf, workerdOf } from "./proc.mjs";
+import { profiler } from "./profile.mjs";
 import { pool, row, summary, timed, unionLength } from "./stats.mjs";
 import { TAIL_MODEL, TAIL_WINDOW, tailSection } from "./tail.mjs";
 
@@ -615,11 +616,21 @@ async function peerSection() {
     const concurrent = new Map(systems.map((s) => [s, new Tally()]));
     const rounds = Math.max(1, Math.round(PEER_CONCURRENT / 64));
     const size = Math.round(PEER_CONCURRENT / rounds);
+    const prof = process.env.BENCH_PROFILE ? await profiler(worker.inspectorPort) : null;
     for (let r = 0; r < rounds; r++) {
       for (const system of inTurn(r)) {
-        concurrent.get(system).add(await charged(system, () => pool(size, PEER_WIDTH, (i) => mention(system, watches.get(system), team, `CC${system.tag}${R}X${r}X${i}`, sid))));
+        const profiled = prof && system === ours;
+        concurrent.get(system).add(
+          await charged(system, async () => {
+            if (profiled) await prof.start();
+            const result = await pool(size, PEER_WIDTH, (i) => mention(system, watches.get(system), team, `CC${system.tag}${R}X${r}X${i}`, sid));
+            if (profiled) await prof.stop(process.env.BENCH_PROFILE, `concurrent-${r}`);
+            return result;
+          }),
+        );
       }
     }
+    prof?.close();
     report(`${PEER_WIDTH} conversations of one workspace at once, ${rounds} rounds of ${size} each (${((Date.now() - t) / 1000).toFixed(0)} s)`, concurrent.get(ours), concurrent.get(peer), { goals: "concurrent" });
 
     // The burst: every app_mention at once, over BURST_TEAMS workspaces (one agent object each), a thread each.

@@ -133,12 +133,14 @@ export interface PaceHold {
 
 /**
  * The rate limit a delivery falls under: its key (a channel, a route; shared
- * by every courier that sends there) and the least time between two sends
- * under it (0: only the platform's holds pace it).
+ * by every courier that sends there), the least time between two sends under
+ * it on average (0: only the platform's holds pace it), and how many may go
+ * back to back after a quiet spell (`burst`, 1 when absent).
  */
 export interface PaceRule {
   key: string;
   spacingMs: number;
+  burst?: number;
 }
 
 /**

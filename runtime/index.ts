@@ -23,6 +23,7 @@ export { openingSince } from "./chat.ts";
 export { AgentObject, agentStub, conversationState, type ConversationPage, type ConversationQuery, type ConversationState, type ConversationSummary, type ConversationView, type PageCursor, type PendingApproval } from "./object/index.ts";
 export { consumeQueue, Courier, SendPace } from "./courier/index.ts";
 export { adminToken, agentsApi, changeSetting, CONVERSATION_ID, foldLedgers, parseRoute, readConversation, secondMessageOf, submitEvent } from "./edge/index.ts";
+export { isResponsesPath, openAIErrorBody, responsesRouteDocs, responsesRoutes } from "./responses/index.ts";
 export { SECOND_MESSAGE_STRATEGIES, type SecondMessage } from "./turns/index.ts";
 export { controlPlane, ControlPlane, listAgents, listTenants, recordAgent, type AgentListing, type DirectoryEntry, type TenantListing } from "./control/index.ts";
 export { Ledger, readUsage, totalsOf, unpricedModels, unpricedSentence, type UsageRead, type UsageReport, type UsageTotals } from "./metering/index.ts";

@@ -29,7 +29,8 @@ async function slackBurst({ mentions: MENTIONS, channels: CHANNELS }: typeof BUR
   {
     const team = slackId("T");
     const channels = Array.from({ length: CHANNELS }, () => slackId("C"));
-    await fetch(`${E.FAKE_SLACK_URL}/_control/pace`, { method: "POST", body: JSON.stringify({ channels, spacingMs: 1000 }) });
+    // Slack's pace: one post a second per channel, "short bursts >1 allowed" (two here).
+    await fetch(`${E.FAKE_SLACK_URL}/_control/pace`, { method: "POST", body: JSON.stringify({ channels, spacingMs: 1000, burst: 2 }) });
     const threads = Array.from({ length: MENTIONS }, (_, i) => ({ channel: channels[i % CHANNELS]!, ts: newTs(), text: `mention ${i}` }));
     await inBatches(threads, (t) => postEvent(messageEnvelope({ team, channel: t.channel, ts: t.ts, text: t.text })));
 

@@ -7,49 +7,45 @@
 // courier says so), not from when it was let through: a courier held up on
 // its way would otherwise crowd the next one. A platform's own word (a spent
 // bucket's reset, a 429's Retry-After) holds the key too. The object answers
-// at once and never holds a caller.
+// at once and never holds a caller. Its one number lives in memory: a pace is
+// a courtesy to the platform, whose 429 stays the authority, so an object
+// evicted or restarted mid-wait costs at most one refused send (a wait), and
+// keeping no storage spares every new channel a database and each send two
+// writes.
 import { DurableObject } from "cloudflare:workers";
-import { type Migration, runMigrations } from "../../lib/migrations.ts";
 import type { DeliveryResult, PaceRule } from "../chat.ts";
 
 /** Couriers told to ask again at the same moment ask up to this much later, spread out. */
 const PACE_JITTER_MS = 50;
 
-/** Append-only (lib/migrations.ts): the first adopts the table releases before versioning created on every wake. */
-const MIGRATIONS: readonly Migration[] = [{ name: "pace", sql: "CREATE TABLE IF NOT EXISTS pace (id INTEGER PRIMARY KEY CHECK (id = 1), next_at INTEGER NOT NULL)" }];
-
 /** Go now, or not before `at`. */
 export type Slot = { go: true } | { go: false; at: number };
 
 export class SendPace extends DurableObject<Env> {
-  private readonly sql: SqlStorage;
+  /** A token bucket: sends it can let through as of `filledAt`, one more every spacing, `burst` at most. */
+  private tokens = 0;
+  private filledAt = 0;
+  /** No send before this: the platform said so, or a send let through left only then. */
+  private heldUntil = 0;
 
-  constructor(ctx: DurableObjectState, env: Env) {
-    super(ctx, env);
-    this.sql = ctx.storage.sql;
-    runMigrations(ctx.storage, MIGRATIONS);
-  }
-
-  /** Lets one send through when the key is free (the next waits `spacingMs` at least), else says when to ask again. */
-  async take(spacingMs: number): Promise<Slot> {
+  /** Lets one send through when the key has a turn (after a quiet spell, `burst` back to back), else says when to ask again. */
+  async take(spacingMs: number, burst = 1): Promise<Slot> {
     const now = Date.now();
-    const at = this.nextAt();
-    if (at > now) return { go: false, at };
-    if (spacingMs > 0) this.setNextAt(now + spacingMs);
+    if (this.heldUntil > now) return { go: false, at: this.heldUntil };
+    if (spacingMs <= 0) return { go: true };
+    this.tokens = Math.min(burst, this.tokens + (now - this.filledAt) / spacingMs);
+    this.filledAt = now;
+    if (this.tokens < 1) return { go: false, at: now + Math.ceil((1 - this.tokens) * spacingMs) };
+    this.tokens -= 1;
     return { go: true };
   }
 
-  /** No send before `until`: the platform said so, or a send let through left only now (its spacing runs from then). */
+  /** No send before `until`, and one then: the platform's word (its bucket is spent), or a single send's spacing from when it left. */
   async hold(until: number): Promise<void> {
-    if (until > this.nextAt()) this.setNextAt(until);
-  }
-
-  private nextAt(): number {
-    return this.sql.exec<{ next_at: number }>("SELECT next_at FROM pace").toArray()[0]?.next_at ?? 0;
-  }
-
-  private setNextAt(at: number): void {
-    this.sql.exec("INSERT OR REPLACE INTO pace (id, next_at) VALUES (1, ?)", at);
+    if (until <= this.heldUntil) return;
+    this.heldUntil = until;
+    this.tokens = 1;
+    this.filledAt = until;
   }
 }
 
@@ -64,9 +60,9 @@ export function paceStub(env: Env, key: string): DurableObjectStub<SendPace> {
  * at once); past that, when to come back.
  */
 export async function takeTurn(env: Env, rules: PaceRule[], until: number): Promise<Slot> {
-  for (const { key, spacingMs } of rules) {
+  for (const { key, spacingMs, burst } of rules) {
     for (;;) {
-      const slot = await paceStub(env, key).take(spacingMs);
+      const slot = await paceStub(env, key).take(spacingMs, burst);
       if (slot.go) break;
       if (slot.at > until) return slot;
       await sleep(slot.at - Date.now() + Math.random() * PACE_JITTER_MS);
@@ -76,13 +72,15 @@ export async function takeTurn(env: Env, rules: PaceRule[], until: number): Prom
 }
 
 /**
- * After a send: its spacing runs from when it left, and the platform's word
- * holds its keys (a 429 without one holds every key of the send for its wait).
+ * After a send: a one-at-a-time rule's spacing runs from when it left (a
+ * bursting rule's bucket counted it when it was let through), and the
+ * platform's word holds its keys (a 429 without one holds every key of the
+ * send for its wait).
  */
 export async function holdAfter(env: Env, rules: PaceRule[], sentAt: number, result: DeliveryResult): Promise<void> {
   const told = result.holds ?? (!result.ok && result.retryAfterMs !== undefined ? rules.map(({ key }) => ({ key, ms: result.retryAfterMs! })) : []);
   const holds = [
-    ...rules.filter((r) => r.spacingMs > 0).map(({ key, spacingMs }) => ({ key, until: sentAt + spacingMs })),
+    ...rules.filter((r) => r.spacingMs > 0 && (r.burst ?? 1) === 1).map(({ key, spacingMs }) => ({ key, until: sentAt + spacingMs })),
     ...told.map(({ key, ms }) => ({ key, until: Date.now() + ms })),
   ];
   await Promise.all(holds.map(({ key, until }) => paceStub(env, key).hold(until)));

@@ -36,7 +36,7 @@ const messageBody = z.preprocess(
 const secondMessageBody = z.object({ strategy: secondMessageSchema }).strict();
 
 /** A JSON body parsed with `schema`; a body that does not fit is answered with `status`, naming what is wrong. */
-async function readJson<T>(c: Context<{ Bindings: Env }>, schema: z.ZodType<T>, status: 400 | 422 = 422): Promise<T> {
+export async function readJson<T>(c: Context<{ Bindings: Env }>, schema: z.ZodType<T>, status: 400 | 422 = 422): Promise<T> {
   const raw = await readBody(c, { contentTypes: ["application/json"], maxBytes: API_MAX_BODY_BYTES });
   const parsed = schema.safeParse(parseJson(raw));
   if (!parsed.success) throw new HttpError(status, z.prettifyError(parsed.error));

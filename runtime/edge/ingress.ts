@@ -66,7 +66,7 @@ async function withStoredImages(env: Env, route: Route, event: ChatEvent): Promi
  * answers 503 naming the variable, an IdentityError (a tenant another bridge
  * owns) 403, rather than 500.
  */
-function meaningAgain(err: unknown): unknown {
+export function meaningAgain(err: unknown): unknown {
   if (!(err instanceof Error) || err instanceof ConfigError || err instanceof HttpError) return err;
   const [name, ...rest] = err.message.split(": ");
   const message = rest.join(": ");

@@ -61,11 +61,20 @@ export class ModelJobs {
 
   /** A conversation's calls since `since` (ms), by the jobs that came back with a reply. */
   usageSince(conversation: string, since: number): JobUsage {
+    return this.#usage("created_at >= ?", conversation, since);
+  }
+
+  /** The calls of one turn (what a Responses API response used). */
+  usageOfTurn(conversation: string, turn: number): JobUsage {
+    return this.#usage("turn = ?", conversation, turn);
+  }
+
+  #usage(where: string, conversation: string, value: number): JobUsage {
     return this.sql
       .exec<JobUsage>(
-        "SELECT COUNT(model) AS calls, COALESCE(SUM(input_tokens), 0) AS input, COALESCE(SUM(cache_read_tokens), 0) AS cached, COALESCE(SUM(output_tokens), 0) AS output, COALESCE(SUM(cost), 0) AS cost FROM model_jobs WHERE conversation = ? AND created_at >= ? AND model IS NOT NULL",
+        `SELECT COUNT(model) AS calls, COALESCE(SUM(input_tokens), 0) AS input, COALESCE(SUM(cache_read_tokens), 0) AS cached, COALESCE(SUM(output_tokens), 0) AS output, COALESCE(SUM(cost), 0) AS cost FROM model_jobs WHERE conversation = ? AND ${where} AND model IS NOT NULL`,
         conversation,
-        since,
+        value,
       )
       .one();
   }

@@ -9,7 +9,7 @@ import { secretNamed } from "../../lib/config.ts";
 import { Gateway, type ToolOutput } from "../../plugins/index.ts";
 import { ApprovalFlow, Leases, machineIdleMs, MountSessions, ScriptCalls, type ScriptAnswer, type ScriptCall, ToolCalls, type ToolReport, ToolLists } from "../tools/index.ts";
 import { AGENT_HANDLERS, BusyTime, measureHandlers, type TurnBusy, dayStart } from "../metering/index.ts";
-import type { ChatEvent, ConversationStatus, Platform, Route, StreamShown, SubmitResult, RuntimeDeps } from "../chat.ts";
+import type { ChatEvent, ChatUser, ConversationStatus, Platform, Route, StreamShown, SubmitResult, RuntimeDeps } from "../chat.ts";
 import { Claims, type EffectReport, type EffectWork, type ReportAnswer } from "./claims.ts";
 import { deadlineMs, leaseSeconds, Effects, type EffectKind, Outbox, Typing } from "../effects/index.ts";
 import { modelChoice, ModelJobs } from "../models/index.ts";
@@ -17,6 +17,7 @@ import { controlPlane, modelFrom, mountsFrom, NO_SETTINGS, secondMessageFrom, Se
 import { Conversations, Identity, transcript, type TranscriptEntry } from "../store/index.ts";
 import { Retention, retentionMs } from "../retention/index.ts";
 import { Delegation, type Family } from "../delegation/index.ts";
+import { feedAfter, type FeedPage, type ResponseRequest, responseMessage, Responses, type ResponseState } from "../feed/index.ts";
 import { Inbound } from "./inbound.ts";
 import { Pass } from "./pass.ts";
 import { Scheduler } from "./scheduler.ts";
@@ -63,6 +64,7 @@ export class AgentObject extends DurableObject<Env> {
   private readonly claims: Claims;
   private readonly retention: Retention;
   private readonly delegation: Delegation;
+  private readonly responses: Responses;
   /** Measures every handler (measureHandlers below). */
   readonly busyTime: BusyTime;
 
@@ -77,6 +79,7 @@ export class AgentObject extends DurableObject<Env> {
     this.busyTime = new BusyTime(() => (this.identity.ready() ? this.sql : null));
     const id = ctx.id.toString();
     this.store = new Conversations(this.sql);
+    this.responses = new Responses(this.sql);
     this.effects = new Effects(this.sql, leaseSeconds(env) * 1000, deadlineMs(env));
     this.sessions = new MountSessions(this.sql);
     this.settings = new SettingsCopy(this.sql);
@@ -160,15 +163,55 @@ export class AgentObject extends DurableObject<Env> {
 
   /** A durable write, then a pass starts (runtime/object/scheduler.ts). Never waits for the model or a platform. */
   async submit(route: Route, event: ChatEvent): Promise<SubmitResult> {
+    return this.#accept(route, event, () => this.inbound.accept(route, event));
+  }
+
+  /** `accept` runs in one transaction; with `event` accepted, a pass starts. */
+  async #accept<T extends SubmitResult>(route: Route, event: ChatEvent, accept: () => T): Promise<T> {
     this.identity.claim(route);
     this.identity.checkBridge(route, event.user.platform);
     // Its first event lists the agent and gives it its settings (its one call to the control plane);
     // an event to an archived conversation brings its rows back from R2 first (runtime/retention).
     if (this.settings.get() === null) this.settings.apply(await controlPlane(this.env).register({ ...route, platform: event.user.platform }));
     await this.retention.restore(route, event.conversation);
-    const result = this.ctx.storage.transactionSync(() => this.inbound.accept(route, event));
+    const result = this.ctx.storage.transactionSync(accept);
     if (result.accepted) this.scheduler.wake();
     return result;
+  }
+
+  // ---- the feed and the Responses API (runtime/feed) ----
+
+  /** The conversation's events after id `after`, oldest first (what a follower reads next). */
+  async feed(route: Route, conversation: string, after: number): Promise<FeedPage | null> {
+    if (!this.identity.owns(route)) return null;
+    return this.retention.read(route, conversation, () => (this.store.get(conversation) ? feedAfter(this.sql, route, conversation, after) : null));
+  }
+
+  /** A Responses API call: its message and the response waiting for the turn it goes to, written together. */
+  async respond(route: Route, id: string, message: Extract<ChatEvent, { kind: "message" }>, request: ResponseRequest): Promise<ResponseState | null> {
+    await this.#accept(route, message, () => {
+      const after = this.responses.mark(message.conversation);
+      const result = this.inbound.accept(route, responseMessage(this.store.get(message.conversation), message));
+      if (result.accepted) this.responses.record(id, this.store.get(message.conversation)!, after, request);
+      return result;
+    });
+    return this.response(route, id);
+  }
+
+  async response(route: Route, id: string): Promise<ResponseState | null> {
+    const row = this.identity.owns(route) ? this.responses.find(id) : undefined;
+    return row ? this.retention.read(route, row.conversation, () => this.responses.state(route, row, this.jobs.usageOfTurn(row.conversation, row.turn))) : null;
+  }
+
+  /** Stops the turn a response waits for, if it still runs (as `stop` does); the response then reads cancelled. */
+  async cancelResponse(route: Route, id: string, user: ChatUser): Promise<ResponseState | null> {
+    const row = this.identity.owns(route) ? this.responses.find(id) : undefined;
+    const conv = row && this.store.get(row.conversation);
+    if (conv?.status === "running" && conv.turn === row!.turn) {
+      const stop: ChatEvent = { id: `cancel:${id}`, kind: "interrupt", conversation: conv.id, user };
+      await this.#accept(route, stop, () => this.inbound.accept(route, stop));
+    }
+    return this.response(route, id);
   }
 
   async conversation(route: Route, id: string): Promise<ConversationView | null> {

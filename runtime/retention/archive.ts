@@ -23,8 +23,11 @@ const PRUNE_SLICE = 1_000;
 /** A slice at most this often with no backlog; and at least this often while turns keep running. */
 const SWEEP_MS = 3_600_000;
 
-/** The tables whose rows belong to one conversation (its `conversation` column): archived and restored whole. */
-const CONVERSATION_TABLES = ["log", "tool_calls", "holds", "outbox", "busy_turns"] as const;
+/**
+ * The tables whose rows belong to one conversation (its `conversation` column): archived and restored whole.
+ * The feed first: put back before the log and the holds, it keeps their triggers from adding rows again.
+ */
+const CONVERSATION_TABLES = ["feed", "log", "tool_calls", "holds", "outbox", "busy_turns"] as const;
 type ArchivedTable = (typeof CONVERSATION_TABLES)[number];
 type StoredRow = Record<string, SqlStorageValue>;
 

@@ -225,6 +225,41 @@ const MIGRATIONS: readonly Migration[] = [
   `,
   },
   {
+    // What a follower of a conversation sees, in order (runtime/feed): one row per log row and per state a
+    // hold enters, written by triggers in the transaction that writes what it reports, so its seq is a durable,
+    // monotonic event id. UNIQUE keeps a row put back from an archive (runtime/retention) from being reported twice.
+    // responses: the OpenAI Responses API's calls (runtime/feed/responses.ts), each waiting for one turn.
+    name: "feed and responses",
+    sql: `
+  CREATE TABLE feed (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    conversation TEXT NOT NULL,
+    log_seq INTEGER UNIQUE,
+    hold_id TEXT,
+    hold_state TEXT,
+    UNIQUE (hold_id, hold_state)
+  );
+  CREATE INDEX feed_by_conversation ON feed (conversation, seq);
+  CREATE TRIGGER feed_log AFTER INSERT ON log BEGIN
+    INSERT OR IGNORE INTO feed (conversation, log_seq) VALUES (NEW.conversation, NEW.seq);
+  END;
+  CREATE TRIGGER feed_hold AFTER INSERT ON holds BEGIN
+    INSERT OR IGNORE INTO feed (conversation, hold_id, hold_state) VALUES (NEW.conversation, NEW.id, NEW.status);
+  END;
+  CREATE TRIGGER feed_hold_state AFTER UPDATE OF status ON holds WHEN NEW.status != OLD.status BEGIN
+    INSERT OR IGNORE INTO feed (conversation, hold_id, hold_state) VALUES (NEW.conversation, NEW.id, NEW.status);
+  END;
+  CREATE TABLE responses (
+    id TEXT PRIMARY KEY,
+    conversation TEXT NOT NULL,
+    turn INTEGER NOT NULL,
+    after_seq INTEGER NOT NULL,
+    request TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+  );
+  `,
+  },
+  {
     // Subagents (runtime/delegation): a parent's `delegate` call (its tool_calls key) and the child run that answers it.
     // conversation: the parent's; state: queued (waiting for a slot), running, or answered (the call has its result);
     // turn_ms: the child's turn limit as configured when it was asked for, deadline: when a running one is stopped.

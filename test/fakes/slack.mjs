@@ -16,8 +16,9 @@
 //   POST /_control/revoke                   {token}: calls with it are answered token_revoked from now on
 //   GET  /_control/messages?channel=        the channel's messages as they stand now (text, thread_ts, ts, streaming)
 //   POST /_control/refuse-streaming         {channel}: chat.startStream there answers unknown_method (a workspace without streaming)
-//   POST /_control/pace                     {channels, spacingMs?}: in those channels chat.postMessage posts at most one message
-//                                          per spacingMs (1000: Slack's one a second), answering 429 + Retry-After (whole seconds) otherwise
+//   POST /_control/pace                     {channels, spacingMs?, burst?}: in those channels chat.postMessage posts one message
+//                                          per spacingMs on average (1000: Slack's one a second), `burst` (1; Slack: "short
+//                                          bursts >1 allowed") back to back after a quiet spell; 429 + Retry-After (whole seconds) otherwise
 //   POST /_control/expire-streams           {channel, afterAppends}: a stream there ends after that many appends, as
 //                                          Slack's expire: later appends and stops answer message_not_in_streaming_state
 // A message's text is its markdown_text when it was sent so (chat.postMessage, chat.update and the stream
@@ -118,8 +119,8 @@ export async function startSlack({ gates = new Gates() } = {}) {
     }
     if (url.pathname === "/_control/file-fetches") return sendJson(res, 200, fileFetches);
     if (url.pathname === "/_control/pace") {
-      const { channels, spacingMs = 1000 } = JSON.parse(raw);
-      for (const channel of channels) paced.set(channel, { spacingMs, lastPostAt: 0 });
+      const { channels, spacingMs = 1000, burst = 1 } = JSON.parse(raw);
+      for (const channel of channels) paced.set(channel, { spacingMs, burst, tokens: burst, filledAt: Date.now() });
       return sendJson(res, 200, { ok: true });
     }
     if (url.pathname === "/_control/revoke") {
@@ -218,12 +219,14 @@ export async function startSlack({ gates = new Gates() } = {}) {
       const pace = paced.get(body.channel);
       if (pace) {
         const now = Date.now();
-        const wait = pace.lastPostAt + pace.spacingMs - now;
-        if (wait > 0) {
+        pace.tokens = Math.min(pace.burst, pace.tokens + (now - pace.filledAt) / pace.spacingMs);
+        pace.filledAt = now;
+        if (pace.tokens < 1) {
           call.limited = true;
+          const wait = (1 - pace.tokens) * pace.spacingMs;
           return sendJson(res, 429, { ok: false, error: "ratelimited" }, { "retry-after": String(Math.ceil(wait / 1000)) });
         }
-        pace.lastPostAt = now;
+        pace.tokens -= 1;
       }
       const ts = nextTs();
       messages.set(`${body.channel}:${ts}`, { ...written(body), ts });

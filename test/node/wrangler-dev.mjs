@@ -141,5 +141,5 @@ export async function startWorker({ cwd, vars = {}, command, script, env = {}, p
     await stop();
     throw new Error(`${err.message}\n${output}`);
   }
-  return { url, port, persistDir, stop, kill, output: () => output };
+  return { url, port, inspectorPort, persistDir, stop, kill, output: () => output };
 }

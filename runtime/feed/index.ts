@@ -1,0 +1,4 @@
+// The feed room: a conversation's events in order with durable ids (what a
+// follower reads, "events after N"), and the Responses API's calls the object keeps.
+export { feedAfter, type FeedEvent, type FeedPage } from "./feed.ts";
+export { type ResponseRequest, responseMessage, Responses, type ResponseState, type ResponseStatus } from "./responses.ts";

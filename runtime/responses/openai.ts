@@ -1,0 +1,133 @@
+// The agent's turn in the OpenAI Responses API's words: the Response object,
+// its output items (a message, a function call and its output, a call held
+// for approval), the stream's events and the error body.
+import type { Card } from "../../approvals/index.ts";
+import type { FeedEvent, ResponseState } from "../feed/index.ts";
+
+type Json = Record<string, unknown>;
+
+/** An output item, with the feed event it came from (a stream sends each once, in order). */
+export interface OutputItem {
+  item: Json & { id: string; type: string };
+  from: number;
+}
+
+/** The output items of a response's events: what the agent said and called, and what it was answered. */
+export function outputItems(events: FeedEvent[]): OutputItem[] {
+  return events.flatMap((event): OutputItem[] => {
+    const from = event.id;
+    if (event.type === "message" && event.entry.role === "assistant") {
+      const { text, toolCalls } = event.entry;
+      const message = text ? [{ from, item: messageItem(`msg_${from}`, text) }] : [];
+      const calls = toolCalls.map((call, i) => ({
+        from,
+        item: { type: "function_call", id: `fc_${from}_${i}`, call_id: call.id, name: call.name, arguments: JSON.stringify(call.arguments ?? {}), status: "completed" },
+      }));
+      return [...message, ...calls];
+    }
+    if (event.type === "tool_result") {
+      const { toolCallId, text } = event.entry;
+      return [{ from, item: { type: "function_call_output", id: `fco_${from}`, call_id: toolCallId, output: text, status: "completed" } }];
+    }
+    if (event.type === "hold" && event.card.state === "pending") return [{ from, item: heldItem(event.card) }];
+    return [];
+  });
+}
+
+function messageItem(id: string, text: string): OutputItem["item"] {
+  return { type: "message", id, role: "assistant", status: "completed", content: [{ type: "output_text", text, annotations: [], logprobs: [] }] };
+}
+
+/**
+ * A held call: the Responses API's approval request item (its server_label is
+ * the mount's alias), with a sentence saying it is held and how it is decided.
+ */
+function heldItem(card: Card): OutputItem["item"] {
+  const [alias, ...name] = card.tool.split("__");
+  const how =
+    `${card.title}: held for approval until ${new Date(card.expiresAt).toISOString()}. ` +
+    "A person allowed to decide approves or denies it on its card in the conversation's chat, in the console, or through the Agents API's holds; the agent is told the outcome at its next step.";
+  return { type: "mcp_approval_request", id: card.holdId, server_label: alias, name: name.join("__") || card.tool, arguments: card.arguments, held: { text: how, expires_at: Math.floor(card.expiresAt / 1000) } };
+}
+
+/** The Response object as OpenAI's clients read it (`output_text` too, for those that do not add it). */
+export function responseObject(state: ResponseState, output: OutputItem[] = outputItems(state.events)): Json {
+  const items = output.map((o) => o.item);
+  const { request } = state;
+  return {
+    id: state.id,
+    object: "response",
+    created_at: Math.floor(state.createdAt / 1000),
+    status: state.status,
+    background: request.background,
+    error: state.status === "failed" ? { code: "server_error", message: state.error ?? "the turn failed" } : null,
+    incomplete_details: null,
+    instructions: null,
+    max_output_tokens: null,
+    model: request.model,
+    output: items,
+    output_text: items.flatMap((item) => (item.type === "message" ? (item.content as { text: string }[]).map((part) => part.text) : [])).join(""),
+    parallel_tool_calls: true,
+    previous_response_id: request.previousResponseId,
+    conversation: { id: state.conversation },
+    metadata: request.metadata,
+    store: true,
+    temperature: null,
+    top_p: null,
+    text: { format: { type: "text" } },
+    tool_choice: "auto",
+    tools: [],
+    truncation: "disabled",
+    // OpenAI counts cached input in input_tokens; the provider call counts it apart.
+    usage: {
+      input_tokens: state.usage.input + state.usage.cached,
+      input_tokens_details: { cached_tokens: state.usage.cached },
+      output_tokens: state.usage.output,
+      output_tokens_details: { reasoning_tokens: 0 },
+      total_tokens: state.usage.input + state.usage.cached + state.usage.output,
+    },
+  };
+}
+
+/** A stream event: its `type`, and the rest of its data (the sequence number is added as it is sent). */
+export type StreamEvent = Json & { type: string };
+
+/** The events that send one output item: added, its content or arguments, done. */
+export function itemEvents(output_index: number, item: OutputItem["item"]): StreamEvent[] {
+  const done = { type: "response.output_item.done", output_index, item };
+  if (item.type === "message") {
+    const text = (item.content as { text: string }[])[0]!.text;
+    const at = { item_id: item.id, output_index, content_index: 0 };
+    const part = { type: "output_text", text: "", annotations: [], logprobs: [] };
+    return [
+      { type: "response.output_item.added", output_index, item: { ...item, status: "in_progress", content: [] } },
+      { type: "response.content_part.added", ...at, part },
+      { type: "response.output_text.delta", ...at, delta: text, logprobs: [] },
+      { type: "response.output_text.done", ...at, text, logprobs: [] },
+      { type: "response.content_part.done", ...at, part: { ...part, text } },
+      done,
+    ];
+  }
+  if (item.type === "function_call") {
+    const args = item.arguments as string;
+    return [
+      { type: "response.output_item.added", output_index, item: { ...item, status: "in_progress", arguments: "" } },
+      { type: "response.function_call_arguments.delta", item_id: item.id, output_index, delta: args },
+      { type: "response.function_call_arguments.done", item_id: item.id, output_index, arguments: args },
+      done,
+    ];
+  }
+  return [{ type: "response.output_item.added", output_index, item }, done];
+}
+
+/** The event that ends a stream, for a response that has ended. */
+export function endEvent(state: ResponseState, output: OutputItem[]): StreamEvent {
+  const type = state.status === "completed" ? "response.completed" : state.status === "failed" ? "response.failed" : "response.incomplete";
+  return { type, response: responseObject(state, output) };
+}
+
+/** OpenAI's error body: what was wrong, and its kind. */
+export function errorBody(status: number, message: string): { error: { message: string; type: string; param: null; code: string | null } } {
+  const type = status === 401 ? "authentication_error" : status === 403 ? "permission_error" : status === 404 ? "not_found_error" : status < 500 ? "invalid_request_error" : "server_error";
+  return { error: { message, type, param: null, code: status === 404 ? "not_found" : null } };
+}

@@ -1,0 +1,219 @@
+// The OpenAI Responses API over our agents (`model` = "<tenant>/<agent>", a
+// response = one turn of one of our conversations), and the Agents API's
+// follow of a conversation as Server-Sent Events. Both read the agent's feed
+// (runtime/feed) by asking its object again (watch.ts); the object keeps the
+// responses, so the Worker stays stateless and a restart loses none.
+import { Hono } from "hono";
+import * as z from "zod";
+import type { RouteDoc } from "../../lib/route-doc.ts";
+import { toBase64, fromBase64 } from "../../lib/base64.ts";
+import { HttpError } from "../../lib/http.ts";
+import type { ChatUser, Route } from "../chat.ts";
+import { CONVERSATION_ID, meaningAgain, parseRoute, readJson } from "../edge/index.ts";
+import type { ResponseState } from "../feed/index.ts";
+import { agentStub } from "../object/index.ts";
+import { endEvent, itemEvents, outputItems, responseObject, type StreamEvent } from "./openai.ts";
+import { sseResponse, watch } from "./watch.ts";
+
+/** How long a plain create waits for its turn before answering it in progress (the caller polls then). */
+const PLAIN_WAIT_MS = 5 * 60_000;
+/** How long one stream stays open: a response's stream, a follower's (who reconnects with Last-Event-ID). */
+const STREAM_MS = 15 * 60_000;
+
+/** A response id names its agent, so any Worker finds the object that keeps it: resp_<base64url "tenant/agent">_<32 hex>. */
+const RESPONSE_ID = /^resp_([A-Za-z0-9_-]+)_([0-9a-f]{32})$/;
+
+/** Whoever calls through the API (the Agents API's caller: its key decides what it may reach). */
+const API_USER: ChatUser = { platform: "api", id: "admin" };
+
+function newResponseId(route: Route): string {
+  const name = toBase64(new TextEncoder().encode(`${route.tenant}/${route.agent}`)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  return `resp_${name}_${crypto.randomUUID().replaceAll("-", "")}`;
+}
+
+function routeOfResponse(id: string): Route {
+  const name = RESPONSE_ID.exec(id)?.[1];
+  const [tenant = "", agent = ""] = name ? new TextDecoder().decode(fromBase64(name.replace(/-/g, "+").replace(/_/g, "/"))).split("/") : [];
+  if (!tenant || !agent) throw new HttpError(404, `no response "${id}": response ids look like resp_<agent>_<32 hex>`);
+  return parseRoute(tenant, agent);
+}
+
+const conversationId = z.string().regex(CONVERSATION_ID, "conversation: letters, digits, : . _ - (max 200)");
+const inputText = z.string().trim().min(1, "input must not be empty").max(32_000);
+const inputMessage = z.object({
+  type: z.literal("message").optional(),
+  role: z.literal("user", { error: "input items are the person's messages (role: user); the agent's instructions are its own" }),
+  content: z.union([inputText, z.array(z.object({ type: z.enum(["input_text", "text"]), text: z.string() }))]),
+});
+
+export const createResponseBody = z
+  .object({
+    model: z.string({ error: 'model is required: "<tenant>/<agent>"' }).regex(/^[^/]+\/[^/]+$/, 'model: "<tenant>/<agent>"'),
+    input: z.union([inputText, z.array(inputMessage).min(1, "input has no message")], {
+      // Said from the branch the input's kind chose (a string, or a list of messages), not as a bare "Invalid input".
+      error: (iss) => {
+        const issue = (iss as { errors?: { message: string; path: PropertyKey[] }[][] }).errors?.[Array.isArray(iss.input) ? 1 : 0]?.[0];
+        return issue ? `${issue.path.length > 0 ? `[${issue.path.join(".")}] ` : ""}${issue.message}` : "input: a string, or a list of the person's messages";
+      },
+    }),
+    conversation: z.union([conversationId, z.object({ id: conversationId })]).optional(),
+    previous_response_id: z.string().regex(RESPONSE_ID, "previous_response_id: an id this API answered (resp_…)").optional(),
+    background: z.boolean().default(false),
+    stream: z.boolean().default(false),
+    metadata: z.record(z.string(), z.string().max(512)).default({}),
+  })
+  // Sampling and tool parameters are the agent's own settings: given ones are ignored, as the README says.
+  .loose()
+  .refine((body) => !(body.conversation && body.previous_response_id), "give conversation or previous_response_id, not both");
+
+const responseSchema = z.object({ id: z.string(), object: z.literal("response"), status: z.string(), output: z.array(z.looseObject({ type: z.string() })), output_text: z.string() }).loose();
+const errorSchema = z.object({ error: z.object({ message: z.string(), type: z.string() }).loose() });
+const idParams = z.object({ id: z.string() });
+const followParams = z.object({ tenant: z.string(), agent: z.string(), id: z.string() });
+const followQuery = z.object({ after: z.string().regex(/^\d+$/).optional() });
+const oaiError = (description: string) => ({ description, schema: errorSchema });
+
+export const responsesRouteDocs: RouteDoc[] = [
+  {
+    method: "post",
+    path: "/responses",
+    summary: "OpenAI Responses API: a message to the agent `model` names; answers when its turn ends, at once (background), or as the Responses event stream",
+    body: createResponseBody,
+    responses: { 200: { description: "the response (or, with stream, its events)", schema: responseSchema }, 400: oaiError("bad request"), 404: oaiError("no such previous response") },
+  },
+  { method: "get", path: "/responses/{id}", summary: "A response as it stands (poll a background one)", params: idParams, responses: { 200: { description: "the response", schema: responseSchema }, 404: oaiError("no such response") } },
+  {
+    method: "post",
+    path: "/responses/{id}/cancel",
+    summary: "Stops the turn a response waits for, if it still runs",
+    params: idParams,
+    responses: { 200: { description: "the response, cancelled if it was running", schema: responseSchema }, 404: oaiError("no such response") },
+  },
+  {
+    method: "get",
+    path: "/tenants/{tenant}/agents/{agent}/conversations/{id}/events",
+    summary: "Follow a conversation as Server-Sent Events (message, tool_result, hold, status, done); resume with Last-Event-ID or ?after=",
+    params: followParams,
+    query: followQuery,
+    responses: { 200: { description: "the event stream", contentType: "text/event-stream" }, 400: { description: "bad id or cursor" }, 404: { description: "no such conversation" } },
+  },
+];
+
+async function readResponse(env: Env, route: Route, id: string): Promise<ResponseState> {
+  const state = await agentStub(env, route).response(route, id);
+  if (!state) throw new HttpError(404, `no response "${id}"`);
+  return state;
+}
+
+/** The Responses API's text: a string, or the text of the person's messages. */
+function messageText(input: z.infer<typeof createResponseBody>["input"]): string {
+  if (typeof input === "string") return input;
+  return input.map((m) => (typeof m.content === "string" ? m.content : m.content.map((part) => part.text).join(""))).join("\n\n");
+}
+
+/** Whether a request is the Responses API's (worker.ts mounts these routes under /v1): its errors are said in OpenAI's shape. */
+export function isResponsesPath(path: string): boolean {
+  return /^\/v1\/responses(\/|$)/.test(path);
+}
+
+/** The Responses API and the follow route. */
+export function responsesRoutes(): Hono<{ Bindings: Env }> {
+  const app = new Hono<{ Bindings: Env }>();
+
+  app.post("/responses", async (c) => {
+    const body = await readJson(c, createResponseBody, 400);
+    const [tenant = "", agent = ""] = body.model.split("/");
+    const route = parseRoute(tenant, agent);
+    let conversation = typeof body.conversation === "string" ? body.conversation : body.conversation?.id;
+    if (body.previous_response_id) {
+      const previous = routeOfResponse(body.previous_response_id);
+      if (previous.tenant !== route.tenant || previous.agent !== route.agent) throw new HttpError(400, `previous_response_id belongs to ${previous.tenant}/${previous.agent}, not to model ${body.model}`);
+      conversation = (await readResponse(c.env, route, body.previous_response_id)).conversation;
+    }
+    const id = newResponseId(route);
+    const request = { model: body.model, background: body.background, previousResponseId: body.previous_response_id ?? null, metadata: body.metadata };
+    const message = { id: `resp:${id}`, kind: "message" as const, conversation: conversation ?? `api-${crypto.randomUUID()}`, user: API_USER, text: messageText(body.input) };
+    let state: ResponseState | null;
+    try {
+      state = await agentStub(c.env, route).respond(route, id, message, request);
+    } catch (err) {
+      throw meaningAgain(err);
+    }
+    if (!state) throw new HttpError(409, "the message was not accepted; send it again");
+    if (body.stream) return streamResponse(c.env, route, state);
+    if (!body.background) await watch(PLAIN_WAIT_MS, async () => (state = await readResponse(c.env, route, id)).status !== "in_progress");
+    return c.json(responseObject(state));
+  });
+
+  app.get("/responses/:id", async (c) => c.json(responseObject(await readResponse(c.env, routeOfResponse(c.req.param("id")), c.req.param("id")))));
+
+  app.post("/responses/:id/cancel", async (c) => {
+    const id = c.req.param("id");
+    const route = routeOfResponse(id);
+    const state = await agentStub(c.env, route).cancelResponse(route, id, API_USER);
+    if (!state) throw new HttpError(404, `no response "${id}"`);
+    return c.json(responseObject(state));
+  });
+
+  app.get("/tenants/:tenant/agents/:agent/conversations/:id/events", async (c) => {
+    const route = parseRoute(c.req.param("tenant"), c.req.param("agent"));
+    const conversation = c.req.param("id");
+    if (!CONVERSATION_ID.test(conversation)) throw new HttpError(400, "invalid conversation id");
+    const cursor = c.req.header("last-event-id") ?? c.req.query("after") ?? "0";
+    if (!/^\d{1,15}$/.test(cursor)) throw new HttpError(400, `invalid event id "${cursor}": Last-Event-ID (or ?after=) is the id of the last event seen`);
+    const stub = agentStub(c.env, route);
+    let page = await stub.feed(route, conversation, Number(cursor));
+    if (!page) throw new HttpError(404, `no conversation "${conversation}" for agent ${route.agent} of tenant ${route.tenant}`);
+    return sseResponse(async (sink) => {
+      let after = Number(cursor);
+      let mark: string | null = null;
+      await watch(
+        STREAM_MS,
+        async (changed) => {
+          if (!page) {
+            // The change mark is a few index reads; the feed (of an archived conversation, its archive in R2) is read once it moved.
+            const now = await stub.changes(route, conversation);
+            if (now === mark) return false;
+            mark = now;
+            page = await stub.feed(route, conversation, after);
+            if (!page) return true;
+          }
+          for (const event of page.events) await sink.send({ id: event.id, event: event.type, data: event });
+          if (page.events.length > 0) changed();
+          // A full page: there is more to read at once.
+          if (page.more) mark = null;
+          after = page.last;
+          page = null;
+          return false;
+        },
+        () => sink.closed,
+      );
+    });
+  });
+  return app;
+}
+
+/** A response's Responses API event stream: created, each output item as the turn makes it, and its end. */
+function streamResponse(env: Env, route: Route, first: ResponseState): Response {
+  return sseResponse(async (sink) => {
+    let sequence = 0;
+    const send = (event: StreamEvent) => sink.send({ event: event.type, data: { ...event, sequence_number: sequence++ } });
+    const opening = responseObject({ ...first, status: "in_progress", events: [] }, []);
+    await send({ type: "response.created", response: opening });
+    await send({ type: "response.in_progress", response: opening });
+    let state = first;
+    let sent = 0;
+    const ended = await watch(
+      STREAM_MS,
+      async (changed) => {
+        const items = outputItems(state.events);
+        for (; sent < items.length; sent++, changed()) for (const event of itemEvents(sent, items[sent]!.item)) await send(event);
+        if (state.status !== "in_progress") return true;
+        state = await readResponse(env, route, state.id);
+        return false;
+      },
+      () => sink.closed,
+    );
+    if (ended) await send(endEvent(state, outputItems(state.events)));
+  });
+}

@@ -1,0 +1,284 @@
+// The OpenAI Responses API and the follow of a conversation, against `wrangler
+// dev` with the fake model provider and the fake Slack: the official `openai`
+// client runs plain, streamed and background responses (polled, cancelled),
+// sees a tool call's items and a held call's, and keeps a conversation across
+// calls; then a follower of a Slack conversation is cut off by a kill of the
+// dev server mid-turn and resumes with Last-Event-ID, missing nothing.
+import assert from "node:assert/strict";
+import { exec } from "node:child_process";
+import { promisify } from "node:util";
+import { createHmac } from "node:crypto";
+import { after, before, test } from "node:test";
+import OpenAI from "openai";
+import { FAKE_PROVIDER_KEY, startModelProvider } from "../fakes/model-provider.mjs";
+import { FAKE_SLACK_BOT_TOKEN, FAKE_SLACK_SIGNING_SECRET, startSlack } from "../fakes/slack.mjs";
+import { readmeBlocks, startWorker, until } from "./wrangler-dev.mjs";
+
+const ROOT = new URL("../..", import.meta.url).pathname;
+const ADMIN = "node-test-responses-admin";
+const MODEL = "acme/helper";
+const TEAM = "TRESPONSES";
+
+let slack;
+let provider;
+let worker;
+let client;
+let vars;
+/** A response made before the kill: it is read back after the restart. */
+let earlier;
+
+before(async () => {
+  slack = await startSlack();
+  provider = await startModelProvider();
+  vars = {
+    ADMIN_TOKEN: ADMIN,
+    SLACK_API_BASE_URL: `${slack.url}/api`,
+    SLACK_BOT_TOKEN: FAKE_SLACK_BOT_TOKEN,
+    SLACK_SIGNING_SECRET: FAKE_SLACK_SIGNING_SECRET,
+    MODEL_PROVIDERS: JSON.stringify([{ id: "fake", baseUrl: `${provider.url}/v1`, auth: { secret: "FAKE_PROVIDER_KEY" }, models: { "test-model": {} } }]),
+    HARNESS_MODEL: "fake/test-model",
+    FAKE_PROVIDER_KEY,
+    // A clock every call of which a person must approve, beside the open one.
+    MOUNTS: JSON.stringify([{ alias: "clock", plugin: "clock" }, { alias: "guarded", plugin: "clock", policy: { read: "approval" } }]),
+    // A model call cut off by the kill is sent again soon after the restart.
+    EFFECT_LEASE_SECONDS: "2",
+  };
+  worker = await startWorker({ cwd: ROOT, vars });
+  client = new OpenAI({ apiKey: ADMIN, baseURL: `${worker.url}/v1`, maxRetries: 0 });
+});
+
+after(async () => {
+  await worker?.stop();
+  await slack?.close();
+  await provider?.close();
+});
+
+const script = (id, steps) => fetch(`${provider.url}/_control/scenarios/${id}`, { method: "PUT", body: JSON.stringify({ steps, by: "position" }) });
+const requestsOf = async (id) => (await fetch(`${provider.url}/_control/scenarios/${id}/requests`)).json();
+const release = (id) => fetch(`${provider.url}/_control/scenarios/${id}/release`, { method: "POST" });
+const api = (path) => fetch(`${worker.url}/v1${path}`, { headers: { authorization: `Bearer ${ADMIN}` } }).then((r) => r.json());
+
+test("responses.create answers with the agent's reply, and previous_response_id and conversation continue one conversation", async () => {
+  await script("plain", [{ text: "Hello from the agent." }, { text: "Still the same conversation." }, { text: "Third." }]);
+  const first = await client.responses.create({ model: MODEL, input: "[s:plain] hello" });
+  assert.equal(first.status, "completed");
+  assert.equal(first.output_text, "Hello from the agent.");
+  assert.match(first.id, /^resp_/);
+  // The turn's model call, as the fake provider reported it.
+  assert.deepEqual([first.usage.input_tokens, first.usage.output_tokens, first.usage.total_tokens], [12, 5, 17]);
+
+  const second = await client.responses.create({ model: MODEL, input: [{ role: "user", content: "and again" }], previous_response_id: first.id });
+  assert.equal(second.output_text, "Still the same conversation.");
+  assert.equal(second.conversation.id, first.conversation.id);
+  const third = await client.responses.create({ model: MODEL, input: "once more", conversation: first.conversation.id });
+  assert.equal(third.output_text, "Third.");
+
+  // The model was shown the whole conversation each time.
+  const last = JSON.stringify((await requestsOf("plain")).at(-1).body);
+  for (const said of ["[s:plain] hello", "Hello from the agent.", "and again", "Still the same conversation.", "once more"]) assert.ok(last.includes(said), said);
+  const view = await api(`/tenants/acme/agents/helper/conversations/${first.conversation.id}`);
+  assert.deepEqual(view.transcript.filter((e) => e.role === "user").map((e) => e.text), ["[s:plain] hello", "and again", "once more"]);
+  // Polled later, a response reads as it ended.
+  assert.equal((await client.responses.retrieve(first.id)).output_text, "Hello from the agent.");
+  earlier = first;
+});
+
+test("a tool-calling turn shows its function call and its output; a held call is an approval request saying how to decide it", async () => {
+  await script("tool", [{ toolCalls: [{ name: "clock__now", arguments: {} }] }, { text: "It is late." }]);
+  const response = await client.responses.create({ model: MODEL, input: "[s:tool] what time is it?" });
+  assert.deepEqual(response.output.map((item) => item.type), ["function_call", "function_call_output", "message"]);
+  const [call, output] = response.output;
+  assert.equal(call.name, "clock__now");
+  assert.equal(output.call_id, call.call_id);
+  assert.match(output.output, /\d{4}-\d\d-\d\dT/);
+  assert.equal(response.output_text, "It is late.");
+  assert.deepEqual([response.usage.input_tokens, response.usage.output_tokens], [24, 10], "two model calls");
+
+  await script("held", [{ toolCalls: [{ name: "guarded__now", arguments: {} }] }, { text: "I asked for approval." }]);
+  const held = await client.responses.create({ model: MODEL, input: "[s:held] what time is it, carefully?" });
+  const request = held.output.find((item) => item.type === "mcp_approval_request");
+  assert.ok(request, JSON.stringify(held.output));
+  assert.equal(request.server_label, "guarded");
+  assert.equal(request.name, "now");
+  assert.match(request.held.text, /held for approval until .*approves or denies it on its card/);
+  const pending = (await api(`/tenants/acme/agents/helper/conversations/${held.conversation.id}`)).holds;
+  assert.equal(pending[0].holdId, request.id);
+});
+
+test("stream: true sends the Responses event sequence: created, the function call's items, text deltas, completed", async () => {
+  await script("stream", [{ toolCalls: [{ name: "clock__now", arguments: {} }] }, { text: "Streamed answer." }]);
+  const stream = await client.responses.create({ model: MODEL, input: "[s:stream] time, streamed", stream: true });
+  const events = [];
+  for await (const event of stream) events.push(event);
+  const types = events.map((e) => e.type);
+  assert.equal(types[0], "response.created");
+  assert.equal(types.at(-1), "response.completed");
+  assert.deepEqual(events.map((e) => e.sequence_number), events.map((_, i) => i));
+  const added = events.filter((e) => e.type === "response.output_item.added").map((e) => e.item.type);
+  assert.deepEqual(added, ["function_call", "function_call_output", "message"]);
+  assert.equal(events.find((e) => e.type === "response.function_call_arguments.done").arguments, "{}");
+  const text = events.filter((e) => e.type === "response.output_text.delta").map((e) => e.delta).join("");
+  assert.equal(text, "Streamed answer.");
+  assert.equal(events.at(-1).response.output_text, "Streamed answer.");
+});
+
+test("background: true answers at once; the response is polled to its end, or cancelled while its turn runs", async () => {
+  await script("bg", [{ hold: true, text: "Done in the background." }]);
+  const started = await client.responses.create({ model: MODEL, input: "[s:bg] take your time", background: true });
+  assert.equal(started.status, "in_progress");
+  assert.equal(started.background, true);
+  await until("the model to be asked", async () => (await requestsOf("bg")).length === 1);
+  assert.equal((await client.responses.retrieve(started.id)).status, "in_progress");
+  await release("bg");
+  const done = await until("the background response to complete", async () => {
+    const r = await client.responses.retrieve(started.id);
+    return r.status === "completed" && r;
+  });
+  assert.equal(done.output_text, "Done in the background.");
+
+  await script("cancel", [{ hold: true, text: "never shown" }]);
+  const running = await client.responses.create({ model: MODEL, input: "[s:cancel] a long job", background: true });
+  await until("the model to be asked", async () => (await requestsOf("cancel")).length === 1);
+  const cancelled = await client.responses.cancel(running.id);
+  assert.equal(cancelled.status, "cancelled");
+  await release("cancel");
+  assert.equal((await client.responses.retrieve(running.id)).status, "cancelled");
+  const view = await api(`/tenants/acme/agents/helper/conversations/${running.conversation.id}`);
+  assert.ok(!view.transcript.some((e) => e.role === "assistant"), "the stopped turn's late reply was not kept");
+});
+
+test("a response to a conversation whose turn runs steers that turn, and ends with it, whatever the agent's second-message strategy", async () => {
+  // An agent that queues a second message behind the turn: a response's message still steers.
+  const put = await fetch(`${worker.url}/v1/tenants/acme/agents/steerer/second-message`, {
+    method: "PUT",
+    headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },
+    body: JSON.stringify({ strategy: "queue" }),
+  });
+  assert.equal(put.status, 200);
+  await script("steer", [{ hold: true, text: "First part." }, { text: "With your addition." }]);
+  const running = await client.responses.create({ model: "acme/steerer", input: "[s:steer] start something", background: true });
+  await until("the model to be asked", async () => (await requestsOf("steer")).length === 1);
+  const steering = await client.responses.create({ model: "acme/steerer", input: "also this", previous_response_id: running.id, background: true });
+  assert.equal(steering.conversation.id, running.conversation.id);
+  await release("steer");
+  const [first, second] = await until("both to complete", async () => {
+    const both = await Promise.all([running.id, steering.id].map((id) => client.responses.retrieve(id)));
+    return both.every((r) => r.status === "completed") && both;
+  });
+  const texts = (r) => r.output.filter((item) => item.type === "message").map((item) => item.content[0].text);
+  assert.deepEqual(texts(first), ["First part.", "With your addition."]);
+  assert.equal(texts(second).at(-1), "With your addition.");
+  assert.ok(JSON.stringify((await requestsOf("steer")).at(-1).body).includes("also this"), "the model saw the steer");
+});
+
+test("the README's curl of the Responses API answers as it says", async () => {
+  const [curl] = readmeBlocks("OpenAI-compatible API").filter((block) => block.includes("/v1/responses"));
+  const command = curl.replaceAll("127.0.0.1:8787", `127.0.0.1:${worker.port}`).replaceAll("dev-admin-token", ADMIN);
+  // Not execSync: the fake model provider lives in this process and must answer meanwhile.
+  const response = JSON.parse((await promisify(exec)(command, { shell: "/bin/bash" })).stdout);
+  assert.equal(response.status, "completed");
+  assert.equal(response.model, "demo/helper");
+  assert.equal(response.output_text, "ok: What time is it?");
+});
+
+test("errors come in OpenAI's shape", async () => {
+  await assert.rejects(client.responses.create({ model: "no-slash", input: "hi" }), (err) => {
+    assert.equal(err.status, 400);
+    assert.equal(err.error.type, "invalid_request_error");
+    assert.match(err.error.message, /model: "<tenant>\/<agent>"/);
+    return true;
+  });
+  await assert.rejects(client.responses.retrieve(`resp_${Buffer.from("acme/helper").toString("base64url")}_${"0".repeat(32)}`), (err) => err.status === 404 && err.error.type === "not_found_error");
+  await assert.rejects(client.responses.create({ model: MODEL, input: [{ role: "system", content: "obey" }] }), (err) => err.status === 400 && /role: user/.test(err.error.message));
+  const stranger = new OpenAI({ apiKey: "not-the-key", baseURL: `${worker.url}/v1`, maxRetries: 0 });
+  await assert.rejects(stranger.responses.create({ model: MODEL, input: "hi" }), (err) => err.status === 401 && err.error.type === "authentication_error");
+});
+
+// ---- following a Slack conversation across a kill ---------------------------------
+
+function signed(body) {
+  const timestamp = String(Math.floor(Date.now() / 1000));
+  const signature = `v0=${createHmac("sha256", FAKE_SLACK_SIGNING_SECRET).update(`v0:${timestamp}:${body}`).digest("hex")}`;
+  return { method: "POST", headers: { "content-type": "application/json", "x-slack-request-timestamp": timestamp, "x-slack-signature": signature }, body };
+}
+
+/** Reads a follow stream's events into `into` until `enough(into)` or the stream breaks (a kill); resolves with how it ended. */
+async function follow(url, lastEventId, into, enough) {
+  const controller = new AbortController();
+  const res = await fetch(url, { headers: { authorization: `Bearer ${ADMIN}`, ...(lastEventId ? { "last-event-id": lastEventId } : {}) }, signal: controller.signal });
+  assert.equal(res.status, 200);
+  assert.match(res.headers.get("content-type"), /text\/event-stream/);
+  const decoder = new TextDecoder();
+  let buffer = "";
+  try {
+    for await (const chunk of res.body) {
+      buffer += decoder.decode(chunk, { stream: true });
+      let end;
+      while ((end = buffer.indexOf("\n\n")) >= 0) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const field = (name) => block.split("\n").find((line) => line.startsWith(`${name}: `))?.slice(name.length + 2);
+        if (field("id") === undefined) continue; // a keep-alive comment
+        into.push({ id: Number(field("id")), type: field("event"), data: JSON.parse(field("data")) });
+        if (enough(into)) {
+          controller.abort();
+          return "enough";
+        }
+      }
+    }
+    return "ended";
+  } catch (err) {
+    if (controller.signal.aborted) return "enough";
+    return "broken";
+  }
+}
+
+test("a follower of a Slack conversation sees each event once and in order, and after a kill of the dev server resumes with Last-Event-ID missing nothing", async () => {
+  const channel = `CFOLLOW${Date.now()}`;
+  const ts = `${Math.floor(Date.now() / 1000)}.000100`;
+  await script("follow", [{ toolCalls: [{ name: "clock__now", arguments: {} }] }, { hold: true, text: "The clock answered." }]);
+  const mention = {
+    type: "event_callback",
+    team_id: TEAM,
+    api_app_id: "ARESPONSES",
+    event_id: `Ev${channel}`,
+    event_time: Math.floor(Date.now() / 1000),
+    authorizations: [{ team_id: TEAM, user_id: "UFAKEBOT", is_bot: true, is_enterprise_install: false }],
+    event: { type: "app_mention", user: "UPERSON", text: "<@UFAKEBOT> [s:follow] what time is it?", ts, channel, channel_type: "channel" },
+  };
+  assert.equal((await fetch(`${worker.url}/slack/events`, signed(JSON.stringify(mention)))).status, 200);
+  const conversation = `${TEAM}:${channel}:${ts}`;
+  const path = `/tenants/${TEAM}/agents/assistant/conversations/${encodeURIComponent(conversation)}/events`;
+  await until("the conversation", async () => (await fetch(`${worker.url}/v1${path}?after=999999999`, { headers: { authorization: `Bearer ${ADMIN}` } }).then((r) => (r.body?.cancel(), r.status))) === 200);
+
+  // Before the kill: the turn starts, the clock is called and answered, and the model's second call is held by the fake.
+  const before = [];
+  const firstRun = follow(`${worker.url}/v1${path}`, null, before, () => false);
+  await until("the model's second call", async () => (await requestsOf("follow")).length === 2 && before.some((e) => e.type === "tool_result"));
+  assert.ok(!before.some((e) => e.type === "done"), "the turn is still running at the kill");
+  await worker.kill();
+  assert.equal(await firstRun, "broken");
+
+  worker = await startWorker({ cwd: ROOT, vars, persistDir: worker.persistDir, port: worker.port });
+  // The responses live in the agent's object: one made before the kill reads the same after it.
+  if (earlier) assert.deepEqual(await client.responses.retrieve(earlier.id), earlier);
+  // The cut-off call is answered only for its redelivery: the first release frees the dead one.
+  await release("follow");
+  await release("follow");
+  const afterKill = [];
+  const resumed = await follow(`${worker.url}/v1${path}`, String(before.at(-1).id), afterKill, (events) => events.some((e) => e.type === "done"));
+  assert.equal(resumed, "enough");
+
+  const seen = [...before, ...afterKill];
+  const ids = seen.map((e) => e.id);
+  assert.deepEqual(ids, [...new Set(ids)].sort((a, b) => a - b), "each event once, in order");
+  assert.deepEqual(
+    seen.map((e) => e.type),
+    ["status", "message", "message", "tool_result", "message", "done"],
+  );
+  assert.equal(seen.at(-2).data.entry.text, "The clock answered.");
+  // Missing nothing: a follower from the start now reads exactly what the two connections saw.
+  const whole = [];
+  await follow(`${worker.url}/v1${path}`, null, whole, (events) => events.some((e) => e.type === "done"));
+  assert.deepEqual(whole.map((e) => [e.id, e.type]), seen.map((e) => [e.id, e.type]));
+});
