@@ -11,6 +11,7 @@ import {
   type Route,
   type TenantListing,
 } from "../runtime/index.ts";
+import { clip } from "../lib/text.ts";
 import { CardView } from "./card.tsx";
 import { PostForm, StateBadge, Time, usd } from "./layout.tsx";
 import { actionPath, agentPath, conversationPath, holdPath, tenantPath } from "./paths.ts";
@@ -201,8 +202,16 @@ export function ConversationLive(props: ConversationProps) {
   const running = view.status === "running" || view.status === "waiting_model";
   const stop = actionPath(route, view.id, "stop");
   const compact = actionPath(route, view.id, "compact");
+  const { parent, children } = view.family;
   return (
     <>
+      {parent ? (
+        <p>
+          {"A child run of "}
+          <a href={conversationPath(route, parent)} rel="up">{parent}</a>
+          {": it answers that conversation's delegate call, and is stopped with it."}
+        </p>
+      ) : null}
       <div class="facts">
         <span>State: <StateBadge state={state} /></span>
         <span>{`Turn ${view.turn}`}</span>
@@ -210,7 +219,7 @@ export function ConversationLive(props: ConversationProps) {
         <span>{`Cost: ${usd(view.usage.cost)}`}</span>
         <span>{`Object busy: ${Math.round(view.busyMs)} ms`}</span>
         <span class="actions">
-          {running ? (
+          {parent ? null : running ? (
             <PostForm action={stop} token={tokenFor(tokens, stop)} event>
               <button>Stop the turn</button>
             </PostForm>
@@ -231,8 +240,32 @@ export function ConversationLive(props: ConversationProps) {
           return <CardView card={card} forms={{ action, token: tokenFor(tokens, action), conversation: view.id }} />;
         })
       )}
+      {children.length > 0 ? <Children route={route} children={children} /> : null}
       <h3>Transcript</h3>
       <Transcript entries={view.transcript} />
+    </>
+  );
+}
+
+/** The child runs a conversation delegated to, oldest first, each linked to its transcript. */
+function Children(props: { route: Route; children: ConversationView["family"]["children"] }) {
+  return (
+    <>
+      <h3>Child runs</h3>
+      <table class="children">
+        <thead>
+          <tr><th>Child</th><th>State</th><th>Task</th></tr>
+        </thead>
+        <tbody>
+          {props.children.map((child) => (
+            <tr>
+              <td>{child.state === "queued" ? child.id : <a href={conversationPath(props.route, child.id)}>{child.id}</a>}</td>
+              <td>{child.state}</td>
+              <td>{clip(child.task, 200)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
     </>
   );
 }
@@ -244,11 +277,15 @@ export function ConversationBody(props: ConversationProps & { mark: string }) {
       <LiveRegion mark={props.mark}>
         <ConversationLive {...props} />
       </LiveRegion>
-      <h3>Send a message</h3>
-      <PostForm action={send} token={tokenFor(props.tokens, send)} event>
-        <label>As console:admin; while a turn runs, the agent treats it as its page says for a second message. <textarea name="text" required /></label>
-        <button>Send</button>
-      </PostForm>
+      {props.view.family.parent ? null : (
+        <>
+          <h3>Send a message</h3>
+          <PostForm action={send} token={tokenFor(props.tokens, send)} event>
+            <label>As console:admin; while a turn runs, the agent treats it as its page says for a second message. <textarea name="text" required /></label>
+            <button>Send</button>
+          </PostForm>
+        </>
+      )}
     </>
   );
 }

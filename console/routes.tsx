@@ -19,6 +19,7 @@ import {
   adminToken,
   agentStub,
   changeSetting,
+  CHILD_ID,
   CONVERSATION_ID,
   listAgents,
   listTenants,
@@ -241,15 +242,16 @@ consoleRoutes.get("/tenants/:tenant/agents/:agent", async (c) => {
   });
 });
 
-function conversationRoute(c: Ctx): { route: Route; conversation: string } {
+/** `read`: a child run's page may be read; nothing is sent to a child but by its parent. */
+function conversationRoute(c: Ctx, read = false): { route: Route; conversation: string } {
   const route = parseRoute(c.req.param("tenant")!, c.req.param("agent")!);
   const conversation = c.req.param("id")!;
-  if (!CONVERSATION_ID.test(conversation)) throw new HttpError(400, "invalid conversation id");
+  if (!CONVERSATION_ID.test(conversation) && !(read && CHILD_ID.test(conversation))) throw new HttpError(400, "invalid conversation id");
   return { route, conversation };
 }
 
 consoleRoutes.get("/tenants/:tenant/agents/:agent/conversations/:id", async (c) => {
-  const { route, conversation: id } = conversationRoute(c);
+  const { route, conversation: id } = conversationRoute(c, true);
   // The mark is read first: a change after it only makes the next poll draw again.
   const mark = await agentStub(c.env, route).changes(route, id);
   const poll = livePoll(c, mark);

@@ -32,8 +32,8 @@ function perDay(answer: UsageAnswer): Record<string, number[]> {
   const sums: Record<string, number[]> = {};
   for (const row of answer.usage) {
     const key = `${row.agent} ${row.model} ${new Date(row.hour).toISOString().slice(0, 10)} ${row.byok}`;
-    const values = [row.calls, row.inputTokens, row.cachedInputTokens, row.cacheWriteTokens, row.outputTokens, row.costUsd];
-    sums[key] = (sums[key] ?? [0, 0, 0, 0, 0, 0]).map((sum, i) => sum + values[i]!);
+    const values = [row.calls, row.inputTokens, row.cachedInputTokens, row.cacheWriteTokens, row.outputTokens, row.costUsd, row.childCalls, row.childCostUsd];
+    sums[key] = (sums[key] ?? values.map(() => 0)).map((sum, i) => sum + values[i]!);
   }
   return sums;
 }
@@ -50,14 +50,14 @@ describe("the ledger's fold into days", () => {
     const ledger = ledgerStub(env, tenant);
     const now = Date.now();
     const today = Math.floor(now / DAY_MS) * DAY_MS;
-    // Hours of three old days (40–42 days ago) and of two recent ones, two models, two agents, a BYOK call.
+    // Hours of three old days (40–42 days ago) and of two recent ones, two models, two agents, a BYOK call, some calls a child run's.
     let n = 0;
     for (const daysAgo of [42, 41, 40, 10, 1]) {
       for (const hour of [0, 5, 13, 23]) {
         for (const [agent, model, byok] of [["a", "fake/m1", false], ["a", "fake/m2", false], ["b", "fake/m1", true]] as const) {
           n++;
           const at = today - daysAgo * DAY_MS + hour * HOUR_MS + 1_000;
-          await ledger.count({ call: `${tenant}:${n}`, tenant, agent, model, at, byok, inputTokens: 100 + n, cacheReadTokens: n, cacheWriteTokens: 2 * n, outputTokens: 10 + n, costUsd: 0.0001 * n + 1e-7 / 3 });
+          await ledger.count({ call: `${tenant}:${n}`, tenant, agent, model, at, byok, inputTokens: 100 + n, cacheReadTokens: n, cacheWriteTokens: 2 * n, outputTokens: 10 + n, costUsd: 0.0001 * n + 1e-7 / 3, child: n % 4 === 0 });
         }
       }
     }

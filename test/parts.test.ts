@@ -10,6 +10,7 @@ import { Inbound, Scheduler } from "../runtime/object/index.ts";
 import { MountSessions, ToolCalls } from "../runtime/tools/index.ts";
 import { ModelJobs } from "../runtime/models/index.ts";
 import { Turns } from "../runtime/turns/index.ts";
+import { Delegation } from "../runtime/delegation/index.ts";
 import { NO_SETTINGS, SettingsCopy } from "../runtime/control/index.ts";
 import { Holds } from "../approvals/index.ts";
 import { inObject } from "./agents.ts";
@@ -346,8 +347,12 @@ describe("Inbound", () => {
     const jobs = new ModelJobs(storage, "obj", undefined as unknown as R2Bucket, effects);
     const outbox = new Outbox(storage, "obj", { outbounds: [], plugins: [] }, effects, untold);
     const typing = new Typing(effects, store, new Holds(storage.sql), { outbounds: [], plugins: [] });
-    const tools = new ToolCalls(storage, store, effects, new MountSessions(storage.sql), () => { throw new Error("no holds here"); });
-    const turns = new Turns(storage, store, jobs, tools, outbox, typing, undefined as never, () => "steer");
+    const tools: ToolCalls = new ToolCalls(storage, store, effects, new MountSessions(storage.sql), () => { throw new Error("no holds here"); }, {
+      answersLater: (name) => delegation.answersLater(name),
+      take: (pass, conv, key, call) => delegation.take(pass, conv, key, call),
+    });
+    const delegation: Delegation = new Delegation(storage.sql, env, store, tools, () => turns);
+    const turns: Turns = new Turns(storage, store, jobs, tools, outbox, typing, undefined as never, () => "steer", delegation);
     return { store, accept: new Inbound(store, turns, jobs, undefined as never, (_conv, status) => `status: ${status}`) };
   }
   const event = (id: string, fields: object) => ({ id, conversation: "c1", user: USER, ...fields }) as Parameters<Inbound["accept"]>[1];

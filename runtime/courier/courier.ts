@@ -51,7 +51,7 @@ type Task = { seq: number; body: string; failures: number; starts: number; outco
  */
 type Outcome = { kind: EffectKind; report: EffectReport[EffectKind]; paid?: Paid } | null;
 /** An answer the provider was paid for, under its own id: a job called twice was paid twice. */
-type Paid = { id: string; pick: ModelPick; message: AssistantMessage };
+type Paid = { id: string; pick: ModelPick; message: AssistantMessage; child: boolean };
 
 export class Courier extends DurableObject<Env> {
   private readonly mounts: MountCalls;
@@ -157,7 +157,7 @@ export class Courier extends DurableObject<Env> {
         return {
           kind: "model",
           report: { call, ...(shown ? { shown } : {}) },
-          ...(paid ? { paid: { id: `${effect.id}:${crypto.randomUUID()}`, pick: request.model, message: paid } } : {}),
+          ...(paid ? { paid: { id: `${effect.id}:${crypto.randomUUID()}`, pick: request.model, message: paid, child: request.child === true } } : {}),
         };
       }
       case "send": {
@@ -238,7 +238,7 @@ export class Courier extends DurableObject<Env> {
       if (!(err instanceof ConfigError)) throw err;
       return console.error(`job ${effect.id}: its answer cannot be counted: ${err.message}`);
     }
-    await countUsage(this.env, effect, paid.id, choice, paid.message);
+    await countUsage(this.env, effect, paid.id, choice, paid.message, paid.child);
   }
 
   /**

@@ -1,6 +1,7 @@
 // How a bridge (or the Agents API) reaches an agent: validate the route, find
 // the object, submit the event.
 import { type ConversationView, agentStub } from "../object/index.ts";
+import { CHILD_ID } from "../delegation/index.ts";
 import type { Attachment, ChatEvent, Route, SubmitResult } from "../chat.ts";
 import { storeImage } from "../pictures/index.ts";
 import { fromBase64 } from "../../lib/base64.ts";
@@ -21,7 +22,7 @@ export function parseRoute(tenant: string, agent: string): Route {
 
 /** A conversation as the Agents API and the console show it: 400 for a bad id, 404 for an unknown one. */
 export async function readConversation(env: Env, route: Route, id: string): Promise<ConversationView> {
-  if (!CONVERSATION_ID.test(id)) throw new HttpError(400, "invalid conversation id");
+  if (!CONVERSATION_ID.test(id) && !CHILD_ID.test(id)) throw new HttpError(400, "invalid conversation id");
   const view = await agentStub(env, route).conversation(route, id);
   if (!view) throw new HttpError(404, `no conversation "${id}" for agent ${route.agent} of tenant ${route.tenant}`);
   return view;

@@ -36,6 +36,8 @@ export interface UsageEntry {
   cacheWriteTokens: number;
   outputTokens: number;
   costUsd: number;
+  /** A child run's call (runtime/delegation): counted in the row's child part too. */
+  child: boolean;
 }
 
 /** A tenant's limit as the admin API sets it: a daily limit in USD (null: the deployment's default), or exempt from every limit. */
@@ -75,6 +77,9 @@ export interface UsageRowOut extends TokenCounts {
   agent: string;
   model: string;
   byok: boolean;
+  /** Of calls and costUsd, what child runs (subagents) made. */
+  childCalls: number;
+  childCostUsd: number;
 }
 
 export interface BusyRowOut {
@@ -148,6 +153,16 @@ const MIGRATIONS: readonly Migration[] = [
   );
 `,
   },
+  {
+    // Subagents: of a row's calls and cost, what child runs made (count(); fold() and report() carry them).
+    name: "child runs' part",
+    sql: `
+  ALTER TABLE usage ADD COLUMN child_calls INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE usage ADD COLUMN child_cost REAL NOT NULL DEFAULT 0;
+  ALTER TABLE usage_days ADD COLUMN child_calls INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE usage_days ADD COLUMN child_cost REAL NOT NULL DEFAULT 0;
+`,
+  },
 ];
 
 /** Each hour's UTC day, in SQL. */
@@ -167,12 +182,12 @@ export class Ledger extends DurableObject<Env> {
     return this.ctx.storage.transactionSync(() => {
       if (this.sql.exec("INSERT OR IGNORE INTO counted_calls (call, at) VALUES (?, ?)", entry.call, entry.at).rowsWritten === 0) return false;
       this.sql.exec(
-        `INSERT INTO usage (tenant, agent, model, hour, byok, calls, input_tokens, cache_read_tokens, cache_write_tokens, output_tokens, cost)
-         VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?)
+        `INSERT INTO usage (tenant, agent, model, hour, byok, calls, input_tokens, cache_read_tokens, cache_write_tokens, output_tokens, cost, child_calls, child_cost)
+         VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (tenant, agent, model, hour, byok) DO UPDATE SET calls = calls + 1,
            input_tokens = input_tokens + excluded.input_tokens, cache_read_tokens = cache_read_tokens + excluded.cache_read_tokens,
            cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens, output_tokens = output_tokens + excluded.output_tokens,
-           cost = cost + excluded.cost`,
+           cost = cost + excluded.cost, child_calls = child_calls + excluded.child_calls, child_cost = child_cost + excluded.child_cost`,
         entry.tenant,
         entry.agent,
         entry.model,
@@ -183,6 +198,8 @@ export class Ledger extends DurableObject<Env> {
         entry.cacheWriteTokens,
         entry.outputTokens,
         entry.costUsd,
+        entry.child ? 1 : 0,
+        entry.child ? entry.costUsd : 0,
       );
       this.sql.exec("DELETE FROM counted_calls WHERE at < ?", entry.at - KEEP_COUNTED_MS);
       return true;
@@ -253,6 +270,8 @@ export class Ledger extends DurableObject<Env> {
         cache_write_tokens: number;
         output_tokens: number;
         cost: number;
+        child_calls: number;
+        child_cost: number;
       }>("SELECT *, 'hour' AS span FROM usage WHERE hour >= ? AND hour < ? UNION ALL SELECT *, 'day' FROM usage_days WHERE day >= ? AND day < ? ORDER BY hour, agent, model, byok", ...hours)
       .toArray()
       .map((r) => ({
@@ -268,6 +287,8 @@ export class Ledger extends DurableObject<Env> {
         cacheWriteTokens: r.cache_write_tokens,
         outputTokens: r.output_tokens,
         costUsd: r.cost,
+        childCalls: r.child_calls,
+        childCostUsd: r.child_cost,
       }));
     const busy = this.sql
       .exec<{ hour: number; span: Span; agent: string; busy_ms: number; passes: number; handlers: number }>(
@@ -299,11 +320,13 @@ export class Ledger extends DurableObject<Env> {
     const line = foldLine(now);
     return this.ctx.storage.transactionSync(() => {
       this.sql.exec(
-        `INSERT INTO usage_days SELECT tenant, agent, model, ${DAY_OF_HOUR}, byok, SUM(calls), SUM(input_tokens), SUM(cache_read_tokens), SUM(cache_write_tokens), SUM(output_tokens), SUM(cost)
+        `INSERT INTO usage_days (tenant, agent, model, day, byok, calls, input_tokens, cache_read_tokens, cache_write_tokens, output_tokens, cost, child_calls, child_cost)
+         SELECT tenant, agent, model, ${DAY_OF_HOUR}, byok, SUM(calls), SUM(input_tokens), SUM(cache_read_tokens), SUM(cache_write_tokens), SUM(output_tokens), SUM(cost), SUM(child_calls), SUM(child_cost)
          FROM usage WHERE hour < ? GROUP BY tenant, agent, model, ${DAY_OF_HOUR}, byok
          ON CONFLICT (tenant, agent, model, day, byok) DO UPDATE SET calls = calls + excluded.calls, input_tokens = input_tokens + excluded.input_tokens,
            cache_read_tokens = cache_read_tokens + excluded.cache_read_tokens, cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens,
-           output_tokens = output_tokens + excluded.output_tokens, cost = cost + excluded.cost`,
+           output_tokens = output_tokens + excluded.output_tokens, cost = cost + excluded.cost,
+           child_calls = child_calls + excluded.child_calls, child_cost = child_cost + excluded.child_cost`,
         line,
       );
       this.sql.exec(

@@ -59,7 +59,7 @@ function usd(n: number): string {
  * call is paid for already: a ledger that cannot be reached is logged, never a
  * reason to call again.
  */
-export async function countUsage(env: Env, route: Route, call: string, choice: Payer, message: AssistantMessage): Promise<void> {
+export async function countUsage(env: Env, route: Route, call: string, choice: Payer, message: AssistantMessage, child: boolean): Promise<void> {
   const usage = usageRow(message);
   const byok = choice.kind === "provider" && choice.byok === true;
   const tokens = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens + usage.output_tokens;
@@ -79,6 +79,7 @@ export async function countUsage(env: Env, route: Route, call: string, choice: P
     cacheWriteTokens: usage.cache_write_tokens,
     outputTokens: usage.output_tokens,
     costUsd: usage.cost,
+    child,
   };
   const ledgers: (string | undefined)[] = byok ? [route.tenant] : [route.tenant, undefined];
   await Promise.all(

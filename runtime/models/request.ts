@@ -13,6 +13,8 @@ export interface ModelRequest {
   systemPrompt: string;
   messages: Message[];
   tools: ModelTool[];
+  /** A child run's call (runtime/delegation): its ledger row says so. */
+  child?: true;
 }
 
 /**

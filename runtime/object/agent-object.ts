@@ -16,6 +16,7 @@ import { modelChoice, ModelJobs } from "../models/index.ts";
 import { controlPlane, modelFrom, mountsFrom, NO_SETTINGS, secondMessageFrom, SettingsCopy, type SettingsText } from "../control/index.ts";
 import { Conversations, Identity, transcript, type TranscriptEntry } from "../store/index.ts";
 import { Retention, retentionMs } from "../retention/index.ts";
+import { Delegation, type Family } from "../delegation/index.ts";
 import { feedAfter, type FeedPage, type ResponseRequest, responseMessage, Responses, type ResponseState } from "../feed/index.ts";
 import { AgentDeletion, type DeletionReport } from "../deletion/index.ts";
 import { Inbound } from "./inbound.ts";
@@ -38,6 +39,8 @@ export interface ConversationView {
   transcript: TranscriptEntry[];
   /** Approval cards of this conversation, oldest first. */
   holds: Card[];
+  /** The child runs it delegated to, and its parent if it is one (runtime/delegation). */
+  family: Family;
 }
 
 export class AgentObject extends DurableObject<Env> {
@@ -61,6 +64,7 @@ export class AgentObject extends DurableObject<Env> {
   private readonly pass: Pass;
   private readonly claims: Claims;
   private readonly retention: Retention;
+  private readonly delegation: Delegation;
   private readonly responses: Responses;
   private readonly deletion: AgentDeletion;
   /** Measures every handler (measureHandlers below). */
@@ -83,7 +87,11 @@ export class AgentObject extends DurableObject<Env> {
     this.settings = new SettingsCopy(this.sql);
     this.jobs = new ModelJobs(ctx.storage, id, env.LARGE_VALUES, this.effects);
     // The approvals glue and the turn machine call each other: each is handed the other's few verbs.
-    this.tools = new ToolCalls(ctx.storage, this.store, this.effects, this.sessions, (pass, conv, key, call) => this.approvals.hold(pass, conv, key, call));
+    this.tools = new ToolCalls(ctx.storage, this.store, this.effects, this.sessions, (pass, conv, key, call) => this.approvals.hold(pass, conv, key, call), {
+      answersLater: (name) => this.delegation.answersLater(name),
+      take: (pass, conv, key, call) => this.delegation.take(pass, conv, key, call),
+    });
+    this.delegation = new Delegation(this.sql, env, this.store, this.tools, () => this.turns);
     this.toolLists = new ToolLists(this.store, this.effects, this.sessions);
     this.outbox = new Outbox(ctx.storage, id, deps, this.effects, (conversation, error) => this.store.noteError(conversation, error));
     const holds = new Holds(this.sql);
@@ -92,7 +100,7 @@ export class AgentObject extends DurableObject<Env> {
       notify: (conversation, text) => this.turns.notify(conversation, text),
       post: (conversation, message, refKey) => this.turns.post(conversation, message, refKey),
     });
-    this.turns = new Turns(ctx.storage, this.store, this.jobs, this.tools, this.outbox, this.typing, this.approvals, () => secondMessageFrom(this.settings.get() ?? NO_SETTINGS));
+    this.turns = new Turns(ctx.storage, this.store, this.jobs, this.tools, this.outbox, this.typing, this.approvals, () => secondMessageFrom(this.settings.get() ?? NO_SETTINGS), this.delegation);
     this.retention = new Retention(ctx.storage, env.LARGE_VALUES, () => retentionMs(env));
     this.leases = new Leases(this.sql, this.effects, (conversation, text) => this.turns.note(this.store.get(conversation)!, text));
     this.scheduler = new Scheduler(
@@ -102,7 +110,7 @@ export class AgentObject extends DurableObject<Env> {
         const advance = this.deletion.deletedAt() === null;
         if (route) await this.busyTime.measure({ part: "pass" }, async () => (await this.pass.run(route, advance), await this.retention.slice(route)), false);
       },
-      () => [this.store.anyMarked() || this.approvals.hasWork() ? Date.now() : null, this.effects.nextDue(), this.leases.nextDue(), this.retention.nextDue()],
+      () => [this.store.anyMarked() || this.approvals.hasWork() ? Date.now() : null, this.effects.nextDue(), this.leases.nextDue(), this.delegation.nextDue(), this.retention.nextDue()],
     );
     this.pass = new Pass({
       storage: ctx.storage,
@@ -117,6 +125,7 @@ export class AgentObject extends DurableObject<Env> {
       approvals: this.approvals,
       leases: this.leases,
       busyTime: this.busyTime,
+      children: this.delegation,
       context: (route) => this.#passContext(route),
       dispatch: (route, row) => this.claims.dispatch(route, row),
     });
@@ -226,14 +235,15 @@ export class AgentObject extends DurableObject<Env> {
         busyByTurn,
         transcript: transcript(this.store.log(id)),
         holds: this.approvals.holds.ofConversation(id).map((hold) => cardFor(hold, route.tenant, route.agent)),
+        family: this.delegation.family(id),
       };
     });
   }
 
-  /** Conversations whose id starts with `prefix` (a bridge finds a channel's threads this way). */
+  /** Conversations whose id starts with `prefix` (a bridge finds a channel's threads this way; a child run is none). */
   async conversations(route: Route, prefix = ""): Promise<{ id: string; status: ConversationStatus; updatedAt: number }[]> {
     if (!this.#answers(route)) return [];
-    return this.store.list(prefix, 100).map((conv) => ({ id: conv.id, status: this.inbound.statusOf(conv), updatedAt: conv.updated_at }));
+    return this.store.list(prefix, 100).filter((conv) => !this.delegation.isChild(conv)).map((conv) => ({ id: conv.id, status: this.inbound.statusOf(conv), updatedAt: conv.updated_at }));
   }
 
   // ---- the effect protocol (runtime/object/claims.ts): a courier claims an effect, performs it, reports ----

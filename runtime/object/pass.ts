@@ -14,6 +14,7 @@ import type { Dispatch, EffectMessage, EffectRow, Effects, Outbox } from "../eff
 import type { ModelJobs } from "../models/index.ts";
 import type { PassContext } from "../pass-context.ts";
 import type { Turns } from "../turns/index.ts";
+import type { Delegation } from "../delegation/index.ts";
 
 /** Every so often a pass advances every running conversation, not only the marked ones. */
 const SWEEP_MS = 60_000;
@@ -35,6 +36,8 @@ export interface PassParts {
   approvals: ApprovalFlow;
   leases: Leases;
   busyTime: BusyTime;
+  /** Child runs past their time limit are stopped at the start of a pass (the alarm is due then). */
+  children: Delegation;
   /** Mounts and model as they are now (throws on a configuration that cannot work). */
   context: (route: Route) => PassContext;
   /** What travels with a due effect (runtime/object/claims.ts). */
@@ -48,7 +51,8 @@ export class Pass {
 
   /** `advance` false (a deleted agent, runtime/deletion): no turn moves and no hold is performed; what the outbox holds is still sent. */
   async run(route: Route, advance: boolean): Promise<void> {
-    const { effects, toolLists, approvals, leases, busyTime, storage, queue, dispatch, store } = this.parts;
+    const { effects, toolLists, approvals, leases, busyTime, storage, queue, dispatch, store, children } = this.parts;
+    if (advance) storage.transactionSync(() => children.expireDue());
     const pass = advance ? this.contextOrFailTurns(route) : null;
     if (!advance) store.takeMarked();
     if (pass) {

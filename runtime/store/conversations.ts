@@ -153,6 +153,11 @@ export class Conversations {
     return this.sql.exec<LogRow>(`SELECT * FROM log WHERE conversation = ? AND type IN (${MESSAGE_TYPES_SQL}) ORDER BY seq DESC LIMIT 1`, conversation).toArray()[0];
   }
 
+  /** The model's replies in `conv`'s current turn (a child run's step limit counts them). */
+  repliesInTurn(conv: ConversationRow): number {
+    return this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM log WHERE conversation = ? AND turn = ? AND type = 'assistant'", conv.id, conv.turn).one().n;
+  }
+
   /** The first log row of `conv`'s current turn: where it starts, and how. */
   turnStart(conv: ConversationRow): { seq: number; start: TurnStart } {
     const row = this.sql

@@ -34,6 +34,14 @@ export interface ToolReport {
   lease?: LeaseUse;
 }
 
+/** What the journal asks of delegation (runtime/delegation, above it; the object hands it in). */
+export interface Delegations {
+  /** A call whose result an event brings later (a child run's end): the calls after it go on meanwhile. */
+  answersLater(name: string): boolean;
+  /** A call delegation answers itself: `delegate` (started, or refused), or a call a child run may not make; undefined for any other. */
+  take(pass: PassContext, conv: ConversationRow, key: string, call: ToolCall): ToolResultMessage | "started" | undefined;
+}
+
 type JournalRow = { key: string; conversation: string; turn: number; name: string; call: string; status: "started" | "done"; result: string | null };
 
 export class ToolCalls {
@@ -44,6 +52,8 @@ export class ToolCalls {
     private readonly sessions: MountSessions,
     /** Holds a call whose policy says approval (the approvals glue). */
     readonly hold: (pass: PassContext, conv: ConversationRow, key: string, call: ToolCall) => ToolResultMessage,
+    /** Delegation's verbs (code mode's calls are refused by them too). */
+    readonly delegations: Delegations,
   ) {}
 
   row(key: string): JournalRow | undefined {
@@ -60,9 +70,11 @@ export class ToolCalls {
    * Performs an assistant message's calls in order, one at a time: a call in
    * a courier makes the turn wait ("waiting") until its result comes back.
    * Returns "done" once every call has a result, appended to the log together.
+   * Delegations start together: the turn waits for their answers after the last call.
    */
   async run(pass: PassContext, conv: ConversationRow, assistantSeq: number, calls: ToolCall[]): Promise<"done" | "waiting" | "stopped"> {
     const results: ToolResultMessage[] = [];
+    let answeredLater = false;
     for (const call of calls) {
       const key = toolCallKey(conv.id, assistantSeq, call);
       const row = this.row(key);
@@ -70,7 +82,15 @@ export class ToolCalls {
         results.push(JSON.parse(row.result!) as ToolResultMessage);
         continue;
       }
+      if (row && this.delegations.answersLater(row.name)) {
+        answeredLater = true;
+        continue;
+      }
       if (row) return "waiting"; // its courier has not answered yet
+      const taken = this.storage.transactionSync(() => this.delegations.take(pass, conv, key, call));
+      if (taken === "started") answeredLater = true;
+      else if (taken) results.push(taken);
+      if (taken) continue;
       if (pass.gateway.policy(call.name) === "approval") {
         results.push(this.storage.transactionSync(() => this.hold(pass, conv, key, call)));
         continue;
@@ -91,6 +111,7 @@ export class ToolCalls {
       results.push(result);
       if (!this.conversations.stillRunning(conv)) return "stopped"; // interrupted while the tool ran
     }
+    if (answeredLater) return "waiting";
     this.storage.transactionSync(() => {
       for (const result of results) this.conversations.append(conv.id, conv.turn, "tool_result", result);
     });
@@ -141,17 +162,22 @@ export class ToolCalls {
 
   /** A courier's result for a call; a second report of one call changes nothing. */
   report(key: string, report: ToolReport): boolean {
-    const row = this.row(key);
-    if (row?.status !== "started") return false;
+    if (this.row(key)?.status !== "started") return false;
     this.sessions.replace(report.alias, report.session);
-    this.answer(row, report.result);
-    return true;
+    return this.settle(key, report.result);
   }
 
   /** A call whose couriers never answered: its outcome is unknown, and it is not made again. */
   giveUp(key: string): void {
+    this.settle(key, { text: "The tool did not answer in time: its outcome is unknown. Check before trying again.", isError: true });
+  }
+
+  /** A started call's result (a courier's, a child run's); false, and nothing changed, once it has one. */
+  settle(key: string, output: Parameters<typeof toolResult>[1]): boolean {
     const row = this.row(key);
-    if (row?.status === "started") this.answer(row, { text: "The tool did not answer in time: its outcome is unknown. Check before trying again.", isError: true });
+    if (row?.status !== "started") return false;
+    this.answer(row, output);
+    return true;
   }
 
   private answer(row: JournalRow, output: Parameters<typeof toolResult>[1]): void {

@@ -2,4 +2,5 @@
 // the strategy for a second message while a turn runs.
 export { DEFAULT_SECOND_MESSAGE, SECOND_MESSAGE_STRATEGIES, secondMessageSchema, type SecondMessage } from "./second-message.ts";
 export { systemPrompt } from "./system-prompt.ts";
-export { type TurnOutcome, Turns } from "./turns.ts";
+export { Turns } from "./turns.ts";
+export type { Children, TurnOutcome } from "./children.ts";

@@ -25,12 +25,10 @@ import type { PassContext } from "../pass-context.ts";
 import { standingNotes, standingState, withStanding } from "./system-prompt.ts";
 import { userMessage } from "./user-message.ts";
 import { RESTART_NOTE, RESTARTED_STATUS, SECOND_MESSAGE_NOTICES, type SecondMessage } from "./second-message.ts";
+import type { Children, TurnOutcome } from "./children.ts";
 
 const INTERRUPT_NOTE =
   "The person stopped the previous turn. Do not continue or resume the interrupted task unless they ask for it again.";
-
-/** `restarted`: stopped by a second message under the `interrupt` strategy, which starts the next turn. */
-export type TurnOutcome = "done" | "stopped" | "restarted" | "failed" | "compacted" | "unchanged";
 
 export class Turns {
   constructor(
@@ -43,6 +41,7 @@ export class Turns {
     private readonly approvals: ApprovalFlow,
     /** The agent's strategy for a message that arrives while a turn runs, from its settings. */
     private readonly secondMessage: () => SecondMessage,
+    private readonly children: Children,
   ) {}
 
   // ---- events from people ------------------------------------------------------
@@ -95,17 +94,18 @@ export class Turns {
     } else this.start(conv, { type: "marker", data: { text } }, { runtime: true });
   }
 
-  /** Ends the running turn: its open jobs are discarded and a note keeps the model from resuming it. */
-  interrupt(conversation: string): string {
+  /** Ends the running turn (failed with `failure`, else stopped): its open jobs are discarded and a note keeps the model from resuming it. */
+  interrupt(conversation: string, failure?: string): string {
     const conv = this.conversations.get(conversation)!;
     if (conv.status !== "running") return "Nothing is running in this conversation.";
     this.cut(conv, INTERRUPT_NOTE);
-    this.end(conv, "stopped");
+    this.end(conv, failure ? "failed" : "stopped", failure);
     return "Stopped the running turn.";
   }
 
   /** The running turn's open jobs are discarded and its open calls closed; `note` tells the model why. */
   private cut(conv: ConversationRow, note: string): void {
+    this.children.cut(conv);
     this.jobs.discardOpen(conv.id);
     this.tools.closeOpen(conv);
     // Messages and notes that were waiting are kept (the model sees them next time), before the note.
@@ -176,6 +176,7 @@ export class Turns {
       if (first) this.start(this.conversations.get(conv.id)!, first, first.type === "user" ? first.data.by : { runtime: true });
     }
     this.answerQueued(conv.id);
+    this.children.ended(conv, outcome, text ?? error ?? "");
   }
 
   /** Messages queued behind a turn (the `queue` strategy) are answered once it has ended, together in one turn. */
@@ -196,8 +197,8 @@ export class Turns {
   /** Written in the caller's transaction; sent by the pass. A turn's status is updated in place. */
   post(conversation: string, message: OutboundMessage, refKey?: string): void {
     const conv = this.conversations.get(conversation)!;
-    const address = this.conversations.replyAddress(conv);
-    if (!address) return; // the Agents API reads the transcript instead
+    const address = this.conversations.replyAddress(conv) ?? (message.kind === "card" ? this.children.surfaceOf(conv) : null);
+    if (!address) return; // the Agents API reads the transcript instead (a child run's shows its cards only, in its parent's chat)
     const key = refKey ?? (message.kind === "status" ? `status:${conversation}:${conv.turn}` : null);
     this.outbox.post(conversation, address, message, key);
   }
@@ -323,8 +324,11 @@ export class Turns {
       });
       // A mount's first tool list is on its way: the model is asked once it can see those tools (or the fetch failed).
       if (pass.gateway.awaitingToolLists()) return;
+      const limit = this.children.limitReached(conv);
+      if (limit) return this.storage.transactionSync(() => this.end(conv, "failed", limit));
       const rows = this.conversations.tail(conv);
-      const request: ModelRequest = { model: pass.pick, systemPrompt: this.systemPromptOf(pass, conv, rows), messages: modelMessages(rows), tools: pass.gateway.tools() };
+      const child = this.children.isChild(conv) ? { child: true as const } : {};
+      const request: ModelRequest = { model: pass.pick, systemPrompt: this.systemPromptOf(pass, conv, rows), messages: modelMessages(rows), tools: this.children.toolsOf(conv, pass.gateway), ...child };
       const body = JSON.stringify(request);
       const trigger = compactionTrigger(pass.model.settings, estimateTokens(requestChars(body, request.messages), rows), rows);
       const plan = trigger && planCompaction(pass.model.settings, rows, trigger);

@@ -97,3 +97,19 @@ export async function startFakes({ gates } = {}) {
   };
   return { fakes, bindings, close: () => Promise.all(Object.values(fakes).map((f) => f.close())) };
 }
+
+/**
+ * The variables a crash harness gives `wrangler dev` to reach the fake
+ * provider: a queue message lost with a killed process is sent again when its
+ * lease runs out, short here so a run is quick.
+ */
+export function crashVars(bindings) {
+  return {
+    ADMIN_TOKEN: bindings.ADMIN_TOKEN,
+    MODEL_PROVIDERS: bindings.MODEL_PROVIDERS,
+    HARNESS_MODEL: bindings.HARNESS_MODEL,
+    FAKE_PROVIDER_KEY: bindings.FAKE_PROVIDER_KEY,
+    MODEL_RETRY_BASE_SECONDS: "0",
+    EFFECT_LEASE_SECONDS: "5",
+  };
+}

@@ -26,7 +26,7 @@
 import { createHmac, randomUUID } from "node:crypto";
 import { once } from "node:events";
 import { Gates } from "../fakes/gates.mjs";
-import { startFakes } from "../fakes/index.mjs";
+import { crashVars, startFakes } from "../fakes/index.mjs";
 import { startMachineHost } from "../machines/host.mjs";
 import { startWorker } from "../node/wrangler-dev.mjs";
 
@@ -63,13 +63,7 @@ const ledgerUrl = fakes.ledger.url;
 const machineHost = await startMachineHost();
 const { MACHINE_BACKEND, MACHINE_HOST_URL, MACHINE_HOST_TOKEN, MACHINE_HOST_MISSING } = machineHost.bindings;
 const vars = {
-  ADMIN_TOKEN: bindings.ADMIN_TOKEN,
-  MODEL_PROVIDERS: bindings.MODEL_PROVIDERS,
-  HARNESS_MODEL: bindings.HARNESS_MODEL,
-  FAKE_PROVIDER_KEY: bindings.FAKE_PROVIDER_KEY,
-  MODEL_RETRY_BASE_SECONDS: "0",
-  // A queue message lost with the process is sent again when its lease runs out: short here, so a run is quick.
-  EFFECT_LEASE_SECONDS: "5",
+  ...crashVars(bindings),
   MOUNTS: JSON.stringify([
     { alias: "ledger", plugin: "ledger", config: { url: ledgerUrl } },
     { alias: "vault", plugin: "ledger", config: { url: ledgerUrl }, policy: { write: "approval" } },
