@@ -212,10 +212,7 @@ export class AgentObject extends DurableObject<Env> {
   async cancelResponse(route: Route, id: string, user: ChatUser): Promise<ResponseState | null> {
     const row = this.#answers(route) ? this.responses.find(id) : undefined;
     const conv = row && this.store.get(row.conversation);
-    if (conv?.status === "running" && conv.turn === row!.turn) {
-      const stop: ChatEvent = { id: `cancel:${id}`, kind: "interrupt", conversation: conv.id, user };
-      await this.#accept(route, stop, () => this.inbound.accept(route, stop));
-    }
+    if (conv?.status === "running" && conv.turn === row!.turn) await this.submit(route, { id: `cancel:${id}`, kind: "interrupt", conversation: conv.id, user });
     return this.response(route, id);
   }
 
@@ -226,10 +223,7 @@ export class AgentObject extends DurableObject<Env> {
       if (!conv) return null;
       const busyByTurn = this.busyTime.ofConversation(id);
       return {
-        id,
-        status: this.inbound.statusOf(conv),
-        turn: conv.turn,
-        error: conv.error,
+        id, status: this.inbound.statusOf(conv), turn: conv.turn, error: conv.error,
         usage: { inputTokens: conv.input_tokens, outputTokens: conv.output_tokens, cost: conv.cost },
         busyMs: busyByTurn.reduce((sum, t) => sum + t.busyMs, 0),
         busyByTurn,
