@@ -83,7 +83,7 @@ describe("delegate", () => {
     expect(childHtml).not.toContain("Send a message");
     // Nobody but its parent writes to a child: no bridge or API can name it.
     const sent = await postMessage(T, A, { text: "hello child", conversation: family.children[0]!.id });
-    expect(sent.status).toBe(422);
+    expect(sent.status).toBe(400);
     expect(await sent.text()).toContain("conversation: letters, digits, : . _ - (max 200)");
   });
 

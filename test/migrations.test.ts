@@ -131,7 +131,6 @@ const stores = [
   { binding: "LEDGER", table: "tenant_limit", onAlarm: false },
   { binding: "CONTROL", table: "directory", onAlarm: false },
   { binding: "PROVIDER_GATE", table: "gate", onAlarm: false },
-  { binding: "SEND_PACE", table: "pace", onAlarm: false },
   { binding: "COURIER", table: "tasks", onAlarm: true },
 ] as const;
 

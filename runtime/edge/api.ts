@@ -10,7 +10,7 @@ import { errors, serve } from "../../lib/serve-route.ts";
 import type { RouteDoc } from "../../lib/route-doc.ts";
 import { adminToken } from "./config.ts";
 import type { RuntimeDeps } from "../chat.ts";
-import { agentParams, conversationId, conversationParams, conversationView, submitResult } from "./schemas.ts";
+import { agentParams, conversationId, conversationReadParams, conversationView, submitResult } from "./schemas.ts";
 import { agentRouteDocs, agentRoutes } from "./agent-routes.ts";
 import { conversationRouteDocs, conversationRoutes } from "./conversation-routes.ts";
 import { settingRouteDocs, settingRoutes } from "./setting-routes.ts";
@@ -40,7 +40,7 @@ const readOne = {
   method: "get",
   path: "/tenants/{tenant}/agents/{agent}/conversations/{id}",
   summary: "Read a conversation: status, transcript, usage, busy time, approval cards",
-  params: conversationParams,
+  params: conversationReadParams,
   responses: { 200: { description: "The conversation.", schema: conversationView }, ...errors(400, 404) },
 } satisfies RouteDoc;
 

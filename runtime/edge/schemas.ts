@@ -2,6 +2,7 @@
 // OpenAPI document shows) and the shapes of common answers.
 import * as z from "zod";
 import { CONVERSATION_ID, NAME } from "./ingress.ts";
+import { CHILD_ID } from "../delegation/index.ts";
 
 const name = (what: string, example: string) => z.string().regex(NAME, `${what}: letters, digits, . _ - (max 128)`).meta({ examples: [example] });
 
@@ -9,6 +10,11 @@ export const tenantParams = z.object({ tenant: name("tenant", "acme") });
 export const agentParams = tenantParams.extend({ agent: name("agent", "helper") });
 export const conversationId = (error?: string) => z.string({ error }).regex(CONVERSATION_ID, "conversation: letters, digits, : . _ - (max 200)");
 export const conversationParams = agentParams.extend({ id: conversationId().meta({ examples: ["c1"] }) });
+/** A conversation to read may also be a child run (`<parent>~child-<n>`, runtime/delegation), which nothing writes to from outside. */
+const READABLE_ID = new RegExp(`${CONVERSATION_ID.source}|${CHILD_ID.source}`);
+export const conversationReadParams = agentParams.extend({
+  id: z.string().regex(READABLE_ID, "conversation: letters, digits, : . _ - (max 200), or a child run's <conversation>~child-<n>").meta({ examples: ["c1"] }),
+});
 export const holdParams = agentParams.extend({
   holdId: z
     .string()
@@ -44,6 +50,10 @@ export const conversationView = z.object({
   busyByTurn: z.array(z.looseObject({ turn: z.number(), busyMs: z.number() })),
   transcript: z.array(z.looseObject({ role: z.string(), text: z.string() })),
   holds: z.array(card),
+  family: z.object({
+    parent: z.string().nullable().meta({ description: "The conversation whose delegate call started this child run." }),
+    children: z.array(z.looseObject({ id: z.string(), state: z.string(), task: z.string() })),
+  }),
 });
 
 export const conversationSummary = z.object({
