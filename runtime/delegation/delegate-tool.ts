@@ -12,16 +12,11 @@ export const CHILDREN_AT_ONCE = 3;
 export const delegateTool: ModelTool = {
   name: DELEGATE,
   description:
-    "Hand a self-contained task to a child run of yourself, which works on it alone and answers once; its answer is this call's result. " +
-    `Up to ${CHILDREN_AT_ONCE} run at once (more wait for a slot): call it several times in one step to work in parallel. ` +
-    "The child sees nothing of this conversation: put everything it needs in `instructions`. " +
-    "`mounts`: the aliases of the mounts it may use (default: all of yours). A child cannot delegate.",
+    `Hand a self-contained task to a child run of yourself; its final answer is the result. Up to ${CHILDREN_AT_ONCE} run at once: call it several times in one step to work in parallel. ` +
+    "The child sees only `instructions` and the tools of `mounts` (aliases; default all of yours), and cannot delegate.",
   parameters: {
     type: "object",
-    properties: {
-      instructions: { type: "string", description: "The task, complete: what to do and what to answer with." },
-      mounts: { type: "array", items: { type: "string" }, description: "Mount aliases the child may use; omit for all." },
-    },
+    properties: { instructions: { type: "string" }, mounts: { type: "array", items: { type: "string" } } },
     required: ["instructions"],
     additionalProperties: false,
   },
@@ -29,7 +24,7 @@ export const delegateTool: ModelTool = {
 
 export const delegateArgs = z
   .object({
-    instructions: z.string().trim().min(1, "instructions: say what the child should do").max(20_000, "instructions: at most 20,000 characters"),
+    instructions: z.string().trim().min(1, "instructions: say what the child should do").max(20_000),
     mounts: z.array(z.string().min(1)).max(50).optional(),
   })
   .strict();
