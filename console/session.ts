@@ -11,8 +11,8 @@ import type { Context } from "hono";
 import { deleteCookie, getSignedCookie, setSignedCookie } from "hono/cookie";
 import * as z from "zod";
 import { sessionHours } from "./config.ts";
-import { toBase64 } from "../lib/base64.ts";
-import { hmacHex, isHttpsOrLoopback, safeEqual } from "../lib/http.ts";
+import { toBase64Url } from "../lib/base64.ts";
+import { hmacHex, isHttpsOrLoopback, safeEqual, sha256Hex } from "../lib/http.ts";
 import { adminToken, controlPlane } from "../runtime/index.ts";
 
 export const BASE = "/console";
@@ -37,10 +37,7 @@ function cookieKey(env: Env): Promise<string> {
 }
 
 /** The stored key is a hash of the id: a copy of the control plane's rows is no session. */
-async function storedKey(id: string): Promise<string> {
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(id)));
-  return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
-}
+const storedKey = sha256Hex;
 
 /** Secure everywhere but plain http on loopback, where `wrangler dev` serves the console. */
 function secureCookie(c: Ctx): boolean {
@@ -110,8 +107,4 @@ export async function takeResult(c: Ctx): Promise<string | undefined> {
   if (text === undefined) return undefined;
   deleteCookie(c, RESULT_COOKIE, { path: BASE });
   return text || undefined;
-}
-
-function toBase64Url(bytes: Uint8Array): string {
-  return toBase64(bytes).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
 }

@@ -1,10 +1,10 @@
-// The Agents API: drive an agent without a chat platform, behind ADMIN_TOKEN.
+// The Agents API: drive an agent without a chat platform, behind ADMIN_TOKEN or a scoped key (runtime/access).
 import { Hono, type Context } from "hono";
 import * as z from "zod";
 import { CONVERSATION_ID, parseRoute, readConversation, submitEvent } from "./ingress.ts";
-import { HttpError, parseJson, readBody, safeEqual } from "../../lib/http.ts";
+import { HttpError, parseJson, readBody } from "../../lib/http.ts";
 import { ConfigError } from "../../lib/config.ts";
-import { adminToken } from "./config.ts";
+import { accessGate, accessRoutes } from "../access/index.ts";
 import { deploymentModel, modelProviders, modelPickSchema, pickProblem, type ModelPick } from "../models/index.ts";
 import { controlPlane, modelFrom, mountsFrom, parseSettings, mountList } from "../control/index.ts";
 import { secondMessageSchema } from "../turns/index.ts";
@@ -72,13 +72,8 @@ async function readModelPick(c: Context<{ Bindings: Env }>): Promise<ModelPick> 
 export function agentsApi(deps: RuntimeDeps): Hono<{ Bindings: Env }> {
   const api = new Hono<{ Bindings: Env }>();
 
-  api.use("*", async (c, next) => {
-    const token = adminToken(c.env);
-    const given = /^Bearer (.+)$/.exec(c.req.header("authorization") ?? "")?.[1];
-    if (!given) throw new HttpError(401, "missing bearer token: send Authorization: Bearer <ADMIN_TOKEN>");
-    if (!safeEqual(given, token)) throw new HttpError(401, "wrong bearer token");
-    await next();
-  });
+  api.use("*", accessGate);
+  accessRoutes(api);
 
   api.post("/tenants/:tenant/agents/:agent/messages", async (c) => {
     const route = parseRoute(c.req.param("tenant"), c.req.param("agent"));
