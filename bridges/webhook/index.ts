@@ -10,11 +10,12 @@ import { callbackFor, registerCallback, registrationSchema, unregisterCallback }
 import { DEFAULT_AGENT } from "./config.ts";
 import { handleEvent } from "./ingress.ts";
 import { webhookOutbound } from "./outbound.ts";
+import { secretRoutes } from "./secret-routes.ts";
 
 const routes = new Hono<{ Bindings: Env }>();
 routes.post("/:tenant/events", handleEvent);
 
-/** Mounted at /v1/webhook behind ADMIN_TOKEN. */
+/** Mounted at /v1/webhook behind the Agents API's access gate (runtime/access). */
 const admin = new Hono<{ Bindings: Env }>();
 
 /** parseRoute holds the one rule for tenant names; the agent part does not matter here. */
@@ -44,5 +45,7 @@ admin.delete("/tenants/:tenant", async (c) => {
   if (!(await unregisterCallback(c.env, tenant))) throw new HttpError(404, `no callback_url registered for tenant "${tenant}"`);
   return c.body(null, 204);
 });
+
+secretRoutes(admin, tenantParam);
 
 export const webhook: ChatBridge = { path: "/webhook", routes, outbound: webhookOutbound, admin };

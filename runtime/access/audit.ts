@@ -9,10 +9,7 @@ import * as z from "zod";
 import { HttpError } from "../../lib/http.ts";
 import { controlPlane, parseSettings, type AuditEntry, type SettingKind } from "../control/index.ts";
 import { ledgerStub } from "../metering/index.ts";
-import type { AccessEnv, Caller } from "./caller.ts";
-
-/** Set by a route that wrote its own audit row. */
-export type AuditNote = true;
+import type { AccessEnv, Caller } from "./types.ts";
 
 const SETTINGS: Record<string, SettingKind> = { mounts: "mounts", model: "models", "second-message": "secondMessage" };
 
@@ -25,18 +22,18 @@ interface Change {
 
 const bodyAsIs = (body: unknown) => body;
 
-/** What a write to `rest` (the path from `/tenants/`) changes, and how to read its value before. */
-function changeOf(env: Env, method: string, rest: string, scope: { tenant: string; agent?: string }): Change {
+/** What a write to `path` (under /v1) changes, and how to read its value before. */
+function changeOf(env: Env, method: string, path: string, scope: { tenant: string; agent?: string }): Change {
   const verb = method === "DELETE" ? "remove" : "set";
-  const setting = /^\/tenants\/[^/]+(?:\/agents\/[^/]+)?\/(mounts|model|second-message)$/.exec(rest)?.[1];
+  const setting = /^\/tenants\/[^/]+(?:\/agents\/[^/]+)?\/(mounts|model|second-message)$/.exec(path)?.[1];
   if (setting) {
     const kind = SETTINGS[setting]!;
     const level = scope.agent === undefined ? "tenant" : "agent";
     const before = async () => parseSettings(await controlPlane(env).settingsFor({ tenant: scope.tenant, agent: scope.agent ?? "any" }))[kind][level];
     return { action: `${setting}.${verb}`, before, after: bodyAsIs };
   }
-  if (/^\/tenants\/[^/]+\/limits$/.test(rest)) return { action: `limits.${verb}`, before: async () => (await ledgerStub(env, scope.tenant).reading()).limit, after: bodyAsIs };
-  if (/^\/tenants\/[^/]+\/agents\/[^/]+\/messages$/.test(rest)) {
+  if (/^\/tenants\/[^/]+\/limits$/.test(path)) return { action: `limits.${verb}`, before: async () => (await ledgerStub(env, scope.tenant).reading()).limit, after: bodyAsIs };
+  if (/^\/tenants\/[^/]+\/agents\/[^/]+\/messages$/.test(path)) {
     return {
       action: "conversation",
       after: (body) => {
@@ -47,7 +44,8 @@ function changeOf(env: Env, method: string, rest: string, scope: { tenant: strin
       },
     };
   }
-  return { action: `${method} ${rest.replace(/\/[^/]+/, "/…")}`, after: bodyAsIs };
+  if (/^\/webhook\/tenants\/[^/]+$/.test(path)) return { action: `webhook-callback.${verb}`, after: bodyAsIs };
+  return { action: `${method} ${path.replace(/\/tenants\/[^/]+/, "/tenants/{tenant}")}`, after: bodyAsIs };
 }
 
 /** A body or a kept value as the JSON it holds; text that is not JSON (a value cut to fit) as itself. */
@@ -62,8 +60,8 @@ function parsedBody(text: string | null): unknown {
 
 /** Runs a write route and, when it succeeded, appends what it changed. */
 export async function recordWrite(c: Context<AccessEnv>, scope: { tenant: string; agent?: string }, caller: Caller, next: Next): Promise<void> {
-  const rest = c.req.path.slice(c.req.path.indexOf("/tenants/"));
-  const change = changeOf(c.env, c.req.method, rest, scope);
+  const path = c.req.path.replace(/^\/v1(?=\/)/, "");
+  const change = changeOf(c.env, c.req.method, path, scope);
   const before = change.before ? await change.before() : null;
   // A copy of the body, read only once the route accepted it (and so within its size limit).
   const copy = c.req.raw.clone();
@@ -72,7 +70,7 @@ export async function recordWrite(c: Context<AccessEnv>, scope: { tenant: string
   const after = change.after(parsedBody(await copy.text()));
   if (after === null && c.req.method !== "DELETE") return;
   const action = change.action === "conversation" ? `conversation.${(after as { action: string }).action}` : change.action;
-  await recordChange(c.env, { tenant: scope.tenant, actor: caller.actor, action, subject: rest, before, after });
+  await recordChange(c.env, { tenant: scope.tenant, actor: caller.actor, action, subject: path, before, after });
 }
 
 /** Appends one row; a trail that cannot be written is said, not hidden (the change itself is made). */

@@ -6,17 +6,10 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { HttpError, safeEqual } from "../../lib/http.ts";
 import { secretNamed } from "../../lib/config.ts";
-import { controlPlane, type KeyAccess } from "../control/index.ts";
-import { recordWrite, type AuditNote } from "./audit.ts";
+import { controlPlane } from "../control/index.ts";
+import { recordWrite } from "./audit.ts";
 import { hashKey, KEY_PREFIX } from "./keys.ts";
-
-export type Caller =
-  /** The holder of ADMIN_TOKEN: the platform's operator, every tenant. */
-  | { kind: "platform"; actor: string }
-  /** A scoped API key: one tenant, maybe one agent, maybe read-only. */
-  | { kind: "key"; actor: string; keyId: string; tenant: string; access: KeyAccess; agent: string | null };
-
-export type AccessEnv = { Bindings: Env; Variables: { caller?: Caller; audited?: AuditNote } };
+import type { AccessEnv, Caller } from "./types.ts";
 type AnyContext = Context<{ Bindings: Env }>;
 
 /** The ADMIN_TOKEN holder's name in the audit trail. */

@@ -93,6 +93,7 @@ export async function startFakes({ gates } = {}) {
     DISCORD_TEST_SIGNING_KEY,
     FAKE_DISCORD_URL: discord.url,
     WEBHOOK_SECRET,
+    WEBHOOK_TENANT_SECRETS_KEY: "test-webhook-tenant-secrets-key",
     FAKE_CALLBACK_URL: callback.url,
   };
   return { fakes, bindings, close: () => Promise.all(Object.values(fakes).map((f) => f.close())) };
