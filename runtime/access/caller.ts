@@ -38,7 +38,7 @@ export async function resolveCaller(env: Env, authorization: string | undefined)
 
 /** The tenant and agent a /v1 path names (the first `/tenants/<t>` and an `/agents/<a>` right after it), decoded. */
 export function pathScope(path: string): { tenant: string; agent?: string } | null {
-  const m = /\/tenants\/([^/]+)(?:\/agents\/([^/]+))?/.exec(path);
+  const m = /\/tenants\/([^/]*)(?:\/agents\/([^/]*))?/.exec(path);
   if (!m) return null;
   try {
     return { tenant: decodeURIComponent(m[1]!), agent: m[2] === undefined ? undefined : decodeURIComponent(m[2]) };
