@@ -23,8 +23,10 @@ import {
   listAgents,
   listTenants,
   parseRoute,
+  readAudit,
   readConversation,
   readUsage,
+  recordChange,
   secondMessageOf,
   SECOND_MESSAGE_STRATEGIES,
   submitEvent,
@@ -37,9 +39,10 @@ import {
 import { Page, stateWords, type PageFrame } from "./layout.tsx";
 import { AgentBody, AgentLive, ConversationBody, ConversationLive, HomeBody, TenantBody, type AgentListState, type Tokens } from "./pages.tsx";
 import { CHART_DAYS, UsageSection } from "./usage.tsx";
+import { AuditSection } from "./audit.tsx";
 import { actionPath, agentPath, conversationPath, holdPath, secondMessagePath, tenantPath, type ConversationAction } from "./paths.ts";
 import { INHERIT, SecondMessageSection } from "./second-message.tsx";
-import { BASE, closeSession, formToken, formTokenValid, openSession, setResult, takeResult, whoIsAsking, type ConsoleEnv, type Ctx } from "./session.ts";
+import { BASE, bearerHolds, closeSession, formToken, formTokenValid, openSession, setResult, takeResult, whoIsAsking, type ConsoleEnv, type Ctx } from "./session.ts";
 
 const FORM = { contentTypes: ["application/x-www-form-urlencoded"], maxBytes: 64 * 1024 };
 const PAGE_SIZE = 25;
@@ -76,8 +79,9 @@ consoleRoutes.use("*", async (c, next) => {
   c.header("cache-control", "no-store");
 });
 // A browser cannot add an Authorization header to a cross-site form, so a bearer caller (a script) skips the Origin check.
+// Only a valid one: any other Authorization header is checked like a browser's form.
 const sameOrigin = csrf();
-consoleRoutes.use("*", (c, next) => (c.req.header("authorization") === undefined ? sameOrigin(c, next) : next()));
+consoleRoutes.use("*", async (c, next) => ((await bearerHolds(c)) ? next() : sameOrigin(c, next)));
 
 // ---- rendering -----------------------------------------------------------------
 
@@ -191,7 +195,11 @@ consoleRoutes.get("/", async (c) => {
 consoleRoutes.get("/tenants/:tenant", async (c) => {
   const { tenant } = parseRoute(c.req.param("tenant"), "any");
   const now = Date.now();
-  const [agents, usage] = await Promise.all([listAgents(c.env, tenant), readUsage(c.env, tenant, Math.floor(now / DAY_MS - (CHART_DAYS - 1)) * DAY_MS, now + 1)]);
+  const [agents, usage, audit] = await Promise.all([
+    listAgents(c.env, tenant),
+    readUsage(c.env, tenant, Math.floor(now / DAY_MS - (CHART_DAYS - 1)) * DAY_MS, now + 1),
+    readAudit(c.env, tenant, {}),
+  ]);
   const name = agents.find((a) => a.displayName)?.displayName;
   return show(c, {
     title: name ? `${name} (${tenant})` : `Tenant ${tenant}`,
@@ -200,6 +208,7 @@ consoleRoutes.get("/tenants/:tenant", async (c) => {
       <>
         <TenantBody tenant={tenant} agents={agents} />
         <UsageSection read={usage} now={now} />
+        <AuditSection entries={audit.entries} />
       </>
     ),
   });
@@ -254,7 +263,10 @@ consoleRoutes.get("/tenants/:tenant/agents/:agent/conversations/:id", async (c) 
   const mark = await agentStub(c.env, route).changes(route, id);
   const poll = livePoll(c, mark);
   if (poll === "unchanged") return c.body(null, 204);
-  const view = await readConversation(c.env, route, id);
+  const [read, decidable] = await Promise.all([readConversation(c.env, route, id), agentStub(c.env, route).pendingHolds(route, CONSOLE_USER)]);
+  // Approve and Deny are offered only where the console's user may decide (APPROVERS, or the one who asked).
+  const mayDecide = new Set(decidable.map((p) => p.card.holdId));
+  const view = { ...read, holds: read.holds.map((card) => (mayDecide.has(card.holdId) ? card : { ...card, actions: undefined })) };
   const actions = [...view.holds.map((card) => holdPath(route, card.holdId)), ...(["messages", "stop", "compact"] as const).map((a) => actionPath(route, id, a))];
   const props = { route, view, tokens: await tokensFor(c, actions) };
   if (poll === "changed") return liveRegion(c, mark, <ConversationLive {...props} />);
@@ -296,8 +308,13 @@ function answerText(result: SubmitResult, done: string): string {
   return `${done} The conversation is now: ${stateWords(result.status).toLowerCase()}.`;
 }
 
-async function act(c: Ctx, route: Route, event: ChatEvent, done: string) {
+/** `change`: what the action changes, for the audit trail (a plain message changes nothing). */
+async function act(c: Ctx, route: Route, event: ChatEvent, done: string, change?: { action: string; after: unknown }) {
   const result = await submitEvent(c.env, route, event);
+  if (change && result.accepted) {
+    const after = result.notice ? { ...(change.after as object), notice: result.notice } : change.after;
+    await recordChange(c.env, { tenant: route.tenant, actor: CONSOLE_USER.name, subject: `/tenants/${route.tenant}/agents/${route.agent}/conversations/${result.conversation}`, before: null, action: change.action, after });
+  }
   await setResult(c, answerText(result, done));
   return c.redirect(conversationPath(route, result.conversation), 303);
 }
@@ -321,20 +338,23 @@ consoleRoutes.post(conversationAction("messages"), async (c) => {
 consoleRoutes.post(conversationAction("stop"), async (c) => {
   const { route, conversation } = conversationRoute(c);
   const { event } = parseForm(c, bareForm);
-  return act(c, route, { id: eventId(event), kind: "interrupt", conversation, user: CONSOLE_USER }, "Stopped.");
+  return act(c, route, { id: eventId(event), kind: "interrupt", conversation, user: CONSOLE_USER }, "Stopped.", { action: "conversation.stop", after: { conversation } });
 });
 
 consoleRoutes.post(conversationAction("compact"), async (c) => {
   const { route, conversation } = conversationRoute(c);
   const { event } = parseForm(c, bareForm);
-  return act(c, route, { id: eventId(event), kind: "command", command: "compact", conversation, user: CONSOLE_USER }, "Compacting.");
+  return act(c, route, { id: eventId(event), kind: "command", command: "compact", conversation, user: CONSOLE_USER }, "Compacting.", { action: "conversation.compact", after: { conversation } });
 });
 
 consoleRoutes.post("/tenants/:tenant/agents/:agent/second-message", async (c) => {
   const route = parseRoute(c.req.param("tenant"), c.req.param("agent"));
   const { strategy } = parseForm(c, strategyForm);
   // Setting it twice is the same as once: a resubmitted form needs no event id.
-  await changeSetting(c.env, "secondMessage", route, "agent", strategy === INHERIT ? null : strategy);
+  const before = (await secondMessageOf(c.env, route)).agent;
+  const after = strategy === INHERIT ? null : strategy;
+  await changeSetting(c.env, "secondMessage", route, "agent", after);
+  await recordChange(c.env, { tenant: route.tenant, actor: CONSOLE_USER.name, action: after === null ? "second-message.remove" : "second-message.set", subject: `/tenants/${route.tenant}/agents/${route.agent}/second-message`, before, after });
   await setResult(c, strategy === INHERIT ? "This agent now follows its tenant's strategy for a second message." : `A second message while this agent works is now handled by: ${strategy}.`);
   return c.redirect(agentPath(route), 303);
 });
@@ -345,7 +365,8 @@ consoleRoutes.post("/tenants/:tenant/agents/:agent/holds/:holdId", async (c) => 
   if (!HOLD_ID.test(holdId)) throw new HttpError(400, "invalid hold id");
   const { approve, conversation, event } = parseForm(c, decisionForm);
   // The object decides whether console:admin may sign (APPROVERS), as for any other person.
-  return act(c, route, { id: eventId(event), kind: "decision", conversation, holdId, approve: approve === "1", boundTo: route, user: CONSOLE_USER }, approve === "1" ? "Approved." : "Denied.");
+  const decision = approve === "1" ? "approve" : "deny";
+  return act(c, route, { id: eventId(event), kind: "decision", conversation, holdId, approve: approve === "1", boundTo: route, user: CONSOLE_USER }, approve === "1" ? "Approved." : "Denied.", { action: `hold.${decision}`, after: { hold: holdId, decision } });
 });
 
 // ---- errors --------------------------------------------------------------------

@@ -65,11 +65,15 @@ export async function openSession(c: Ctx): Promise<void> {
   await setSignedCookie(c, SESSION_COOKIE, id, await cookieKey(c.env), cookieOptions(c, seconds));
 }
 
-/** The live session named by the request's cookie, or a bearer header holding the token. */
-export async function whoIsAsking(c: Ctx): Promise<Who | null> {
-  const token = adminToken(c.env);
+/** True when the request carries `Authorization: Bearer <ADMIN_TOKEN>`. */
+export async function bearerHolds(c: Ctx): Promise<boolean> {
   const bearer = /^Bearer (.+)$/.exec(c.req.header("authorization") ?? "")?.[1];
-  if (bearer !== undefined) return safeEqual(bearer, token) ? { kind: "bearer" } : null;
+  return bearer !== undefined && safeEqual(bearer, adminToken(c.env));
+}
+
+/** The live session named by the request's cookie, or a bearer header holding the token; any other Authorization header is no one. */
+export async function whoIsAsking(c: Ctx): Promise<Who | null> {
+  if (c.req.header("authorization") !== undefined) return (await bearerHolds(c)) ? { kind: "bearer" } : null;
   const id = await getSignedCookie(c, await cookieKey(c.env), SESSION_COOKIE);
   if (!id) return null;
   const stored = storedSession.safeParse(await controlPlane(c.env).get(SESSIONS, await storedKey(id)));

@@ -28,4 +28,4 @@ export { controlPlane, ControlPlane, listAgents, listTenants, recordAgent, type 
 export { Ledger, readUsage, totalsOf, unpricedModels, unpricedSentence, type UsageRead, type UsageReport, type UsageTotals } from "./metering/index.ts";
 export { sendTimeoutMs } from "./effects/index.ts";
 export { ProviderGate } from "./models/index.ts";
-export { callerOf, identitySchema, markAudited, PLATFORM_ACTOR, recordChange, requireTenant, requireTenantAdmin, resolveCaller, type Caller } from "./access/index.ts";
+export { callerOf, identitySchema, markAudited, PLATFORM_ACTOR, readAudit, recordChange, requireTenant, requireTenantAdmin, resolveCaller, type Caller } from "./access/index.ts";

@@ -178,7 +178,8 @@ describe("console sessions", () => {
     expect(decided.status).toBe(303);
     expect(decided.headers.get("location")).toBe(conversationPage("console_ok", s));
     expect((await getConversation("console_ok", A, s)).holds[0]!.state).toBe("denied");
-    expect((await post(holdAction("console_ok", holdId), { conversation: s, approve: "0" }, { authorization: "Bearer wrong" }, null)).status).toBe(401);
+    // A wrong bearer is no bearer: the Origin check applies, and a script sends none.
+    expect((await post(holdAction("console_ok", holdId), { conversation: s, approve: "0" }, { authorization: "Bearer wrong" }, null)).status).toBe(403);
   });
 
   it("pages carry a CSP that runs only the page's own nonce'd script, and are not cached", async () => {
@@ -471,13 +472,33 @@ describe("console actions", () => {
     expect(after).toMatch(/<dd class="decided-by">console:admin at <time/);
     expect(after).not.toContain('name="approve"');
     expect(await ledgerAppends(entry)).toHaveLength(1);
+    // The decision is in the tenant's audit trail, with its actor, and on the tenant's page.
+    const audit = (await (await worker("/v1/tenants/console_ok/audit", { headers: BEARER })).json()) as { entries: { actor: string; action: string; after: { hold: string } }[] };
+    expect(audit.entries.find((e) => e.after?.hold === holdId)).toMatchObject({ actor: "console:admin", action: "hold.approve" });
+    expect(await html("/console/tenants/console_ok", headers)).toMatch(/<td class="actor">console:admin<\/td><td class="action">hold.approve<\/td>/);
   });
 
-  it("where APPROVERS does not list console:admin, Approve is refused with the agent's words; the hold stays pending", async () => {
+  it("an Authorization header that is not the bearer token neither skips the Origin check nor lets the cookie through", async () => {
+    const headers = await signIn();
+    const { s, holdId } = await heldTurn("console_ok");
+    for (const authorization of [`Basic ${btoa(`admin:${TOKEN}`)}`, "Bearer wrong"]) {
+      const res = await post(holdAction("console_ok", holdId), { conversation: s, approve: "1" }, { ...headers, authorization }, "https://evil.example");
+      expect([authorization, res.status]).toEqual([authorization, 403]);
+      expect((await worker("/console", { headers: { ...headers, authorization }, redirect: "manual" })).status).toBe(303);
+    }
+    expect((await getConversation("console_ok", A, s)).holds[0]!.state).toBe("pending");
+  });
+
+  it("where APPROVERS does not list console:admin, Approve and Deny are not offered, and a posted decision is refused with the agent's words; the hold stays pending", async () => {
     const headers = await signIn();
     const { s, entry, holdId, page } = await heldTurn("console_no");
-    const { shown } = await submit(page, holdAction("console_no", holdId), { approve: "1" }, headers);
-    expect(resultOf(shown)).toBe("You are not allowed to decide this approval. It is still waiting.");
+    const shownBefore = await html(page, headers);
+    expect(shownBefore).toContain('class="card pending"');
+    expect(shownBefore).not.toContain('name="approve"');
+    const refused = await post(holdAction("console_no", holdId), { conversation: s, approve: "1" }, BEARER, null);
+    expect(refused.status).toBe(303);
+    const result = refused.headers.get("set-cookie")!.split(";")[0]!;
+    expect(resultOf(await html(page, { cookie: `${headers.cookie}; ${result}` }))).toBe("You are not allowed to decide this approval. It is still waiting.");
     expect((await getConversation("console_no", A, s)).holds[0]!.state).toBe("pending");
     expect(await ledgerAppends(entry)).toHaveLength(0);
   });
