@@ -5,9 +5,9 @@
 // check. A route whose tenant is in the body calls requireTenant itself.
 import type { Context, MiddlewareHandler } from "hono";
 import { HttpError, safeEqual } from "../../lib/http.ts";
-import { secretNamed } from "../../lib/config.ts";
 import { controlPlane } from "../control/index.ts";
 import { recordWrite } from "./audit.ts";
+import { adminToken } from "./config.ts";
 import { hashKey, KEY_PREFIX } from "./keys.ts";
 import type { AccessEnv, Caller } from "./types.ts";
 type AnyContext = Context<{ Bindings: Env }>;
@@ -30,9 +30,7 @@ export async function resolveCaller(env: Env, authorization: string | undefined)
     if (!key) throw new HttpError(401, "unknown or revoked API key");
     return { kind: "key", actor: `key:${key.id}`, keyId: key.id, tenant: key.tenant, access: key.access, agent: key.agent };
   }
-  const token = secretNamed(env, "ADMIN_TOKEN");
-  if (!token) throw new HttpError(503, "ADMIN_TOKEN is not configured on this deployment");
-  if (!safeEqual(given, token)) throw new HttpError(401, "wrong bearer token");
+  if (!safeEqual(given, adminToken(env))) throw new HttpError(401, "wrong bearer token");
   return { kind: "platform", actor: PLATFORM_ACTOR };
 }
 

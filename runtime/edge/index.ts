@@ -1,7 +1,6 @@
 // The edge room: how requests reach an agent (route checks, submitting an
 // event, reading a conversation), the Agents API routes and the ledgers' daily fold.
 export { agentsApi } from "./api.ts";
-export { adminToken } from "./config.ts";
 export { foldLedgers } from "./ledger-cron.ts";
-export { changeSetting, secondMessageOf } from "./settings.ts";
+export { changeSetting, secondMessageOf, setTenantLimit } from "./settings.ts";
 export { CONVERSATION_ID, parseRoute, readConversation, submitEvent } from "./ingress.ts";

@@ -3,8 +3,9 @@
 import type { Hono } from "hono";
 import * as z from "zod";
 import { HttpError, parseJson, readBody } from "../../lib/http.ts";
-import { platformDailySpendLimit, DAY_MS, dayStart, ledgerStub, tenantLimitSchema, effectiveLimit, forgetReading, readUsage, totalsOf } from "../metering/index.ts";
+import { platformDailySpendLimit, DAY_MS, dayStart, ledgerStub, tenantLimitSchema, effectiveLimit, readUsage, totalsOf } from "../metering/index.ts";
 import { parseRoute } from "./ingress.ts";
+import { setTenantLimit } from "./settings.ts";
 
 /** The longest range one request may ask for. */
 const MAX_RANGE_DAYS = 400;
@@ -50,15 +51,13 @@ export function usageRoutes(api: Hono<{ Bindings: Env }>): void {
     const raw = await readBody(c, { contentTypes: ["application/json"], maxBytes: 4096 });
     const parsed = tenantLimitSchema.safeParse(parseJson(raw));
     if (!parsed.success) throw new HttpError(422, z.prettifyError(parsed.error));
-    await ledgerStub(c.env, tenant).setLimit(parsed.data);
-    forgetReading(tenant);
+    await setTenantLimit(c.env, tenant, parsed.data);
     return c.json({ ok: true, tenant, own: parsed.data, effective: effectiveLimit(c.env, parsed.data) });
   });
 
   api.delete("/tenants/:tenant/limits", async (c) => {
     const { tenant } = parseRoute(c.req.param("tenant"), "any");
-    await ledgerStub(c.env, tenant).setLimit(null);
-    forgetReading(tenant);
+    await setTenantLimit(c.env, tenant, null);
     return c.json({ ok: true, tenant, effective: effectiveLimit(c.env, null) });
   });
 }
