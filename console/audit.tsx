@@ -19,27 +19,13 @@ export function AuditSection(props: { entries: AuditEntryView[] }) {
   return (
     <section id="audit">
       <h3>Audit trail</h3>
-      {props.entries.length === 0 ? (
-        <p>No change has been made to this tenant through the console or the API yet.</p>
-      ) : (
-        <table class="audit">
-          <thead>
-            <tr><th>When</th><th>Who</th><th>What</th><th>On</th><th>Before</th><th>After</th></tr>
-          </thead>
-          <tbody>
-            {props.entries.map((e) => (
-              <tr>
-                <td><Time at={Date.parse(e.at)} /></td>
-                <td class="actor">{e.actor}</td>
-                <td class="action">{e.action}</td>
-                <td><code>{e.subject}</code></td>
-                <td><code>{shown(e.before)}</code></td>
-                <td><code>{shown(e.after)}</code></td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      <ul class="audit">
+        {props.entries.map((e) => (
+          <li>
+            <Time at={Date.parse(e.at)} /> <b class="actor">{e.actor}</b> <span class="action">{e.action}</span> <code>{e.subject}</code>: <code>{shown(e.before)}</code> → <code>{shown(e.after)}</code>
+          </li>
+        ))}
+      </ul>
     </section>
   );
 }

@@ -44,7 +44,7 @@ const SIGN_IN_COOKIE = "antiproton_console_signin";
 const SIGN_IN_SECONDS = 600;
 const CALLBACK = `${BASE}/login/slack/callback`;
 
-const tokenAnswer = z.union([z.object({ ok: z.literal(true), id_token: z.string() }), z.object({ ok: z.literal(false), error: z.string() })]);
+const tokenAnswer = z.object({ id_token: z.string().optional(), error: z.string().optional() });
 const idClaims = z.object({
   iss: z.literal("https://slack.com"),
   aud: z.string(),
@@ -56,10 +56,6 @@ const idClaims = z.object({
 });
 
 const random = () => toBase64Url(crypto.getRandomValues(new Uint8Array(24)));
-
-export function slackSignInOffered(env: Env): boolean {
-  return slackSignIn(env) !== null;
-}
 
 /** Sends the browser to Slack with a fresh state and nonce, kept in a signed cookie until it comes back. */
 export async function startSlackSignIn(c: Ctx): Promise<Response> {
@@ -82,7 +78,7 @@ export async function finishSlackSignIn(c: Ctx): Promise<Person> {
   const started = await getSignedCookie(c, await cookieKey(c.env), SIGN_IN_COOKIE);
   deleteCookie(c, SIGN_IN_COOKIE, { path: CALLBACK });
   const [state, nonce] = (started || "").split(".");
-  if (!state || !nonce || c.req.query("state") !== state) throw new HttpError(400, "This sign-in was not started here, or took longer than 10 minutes: start again.");
+  if (!state || !nonce || c.req.query("state") !== state) throw new HttpError(400, "This sign-in was not started here or took too long: start again.");
   const error = c.req.query("error");
   if (error) throw new HttpError(401, `Slack did not sign you in (${error.slice(0, 100)}).`);
   const code = c.req.query("code");
@@ -94,15 +90,15 @@ export async function finishSlackSignIn(c: Ctx): Promise<Person> {
     signal: AbortSignal.timeout(10_000),
   });
   const answer = tokenAnswer.safeParse(await res.json().catch(() => null));
-  if (!answer.success) throw new HttpError(401, `Slack's token endpoint answered ${res.status} with something else than a token.`);
-  if (!answer.data.ok) throw new HttpError(401, `Slack refused the sign-in (${answer.data.error}).`);
+  const idToken = answer.data?.id_token;
+  if (!idToken) throw new HttpError(401, `Slack refused the sign-in (${answer.data?.error ?? res.status}).`);
   // The id token came straight from Slack's token endpoint over TLS: its claims are checked, not its signature (OpenID Connect Core 3.1.3.7).
-  const claims = idClaims.safeParse(decodePayload(answer.data.id_token));
-  if (!claims.success) throw new HttpError(401, "Slack's id token is not one this console can read.");
+  const claims = idClaims.safeParse(decodePayload(idToken));
+  if (!claims.success) throw new HttpError(401, "Slack's id token is unreadable.");
   const t = claims.data;
-  if (t.aud !== config.clientId || t.nonce !== nonce || t.exp * 1000 < Date.now()) throw new HttpError(401, "Slack's id token is not for this sign-in (audience, nonce or expiry).");
+  if (t.aud !== config.clientId || t.nonce !== nonce || t.exp * 1000 < Date.now()) throw new HttpError(401, "Slack's id token is not for this sign-in.");
   const identity = identitySchema.safeParse(`slack:${t["https://slack.com/team_id"]}:${t["https://slack.com/user_id"]}`);
-  if (!identity.success) throw new HttpError(401, "Slack named a team or user this console cannot hold.");
+  if (!identity.success) throw new HttpError(401, "Slack named an unusable team or user.");
   return { identity: identity.data, name: t.name?.slice(0, 100) || identity.data };
 }
 
@@ -119,7 +115,7 @@ function decodePayload(jwt: string): unknown {
 export async function signInPerson(c: Ctx, person: Person): Promise<void> {
   const viewer = await viewerOf(c.env, { kind: "session", id: "", person });
   if (viewer.kind === "person" && !viewer.platformAdmin && viewer.roles.size === 0) {
-    throw new HttpError(403, `${person.identity} has no role in any tenant here: ask a tenant admin to add you.`);
+    throw new HttpError(403, `${person.identity} has no role here: ask a tenant admin.`);
   }
   await openSession(c, person);
 }

@@ -42,9 +42,10 @@ import { AgentBody, AgentLive, ConversationBody, ConversationLive, HomeBody, Ten
 import { CHART_DAYS, UsageSection } from "./usage.tsx";
 import { AuditSection } from "./audit.tsx";
 import { LimitSection } from "./limits.tsx";
+import { slackSignIn } from "./config.ts";
 import { actionPath, agentPath, conversationPath, holdPath, limitPath, secondMessagePath, tenantPath, type ConversationAction } from "./paths.ts";
 import { INHERIT, SecondMessageSection } from "./second-message.tsx";
-import { actingUser, actorName, finishSlackSignIn, roleIn, signInPerson, slackSignInOffered, startSlackSignIn, viewerOf } from "./people.ts";
+import { actingUser, actorName, finishSlackSignIn, roleIn, signInPerson, startSlackSignIn, viewerOf } from "./people.ts";
 import { BASE, bearerHolds, closeSession, formToken, formTokenValid, openSession, setResult, takeResult, whoIsAsking, type ConsoleEnv, type Ctx } from "./session.ts";
 
 const FORM = { contentTypes: ["application/x-www-form-urlencoded"], maxBytes: 64 * 1024 };
@@ -127,13 +128,13 @@ function loginPage(c: Ctx, message?: string) {
       children: (
         <>
           {message ? <p class="result" role="alert">{message}</p> : null}
-          {slackSignInOffered(c.env) ? (
+          {slackSignIn(c.env) ? (
             <p>
               <a class="sign-in-slack" href={`${BASE}/login/slack`}>Sign in with Slack</a>
             </p>
           ) : null}
           <form method="post" action={`${BASE}/login`}>
-            <label>Admin token <input type="password" name="token" autocomplete="current-password" /></label>
+            <label>Admin token <input type="password" name="token" autocomplete="current-password" autofocus /></label>
             <button>Sign in</button>
           </form>
         </>

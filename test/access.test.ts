@@ -52,8 +52,10 @@ describe("scoped API keys", () => {
       const res = await call(bearer(key), method, path, body);
       expect([method, path, res.status]).toEqual([method, path, 404]);
     }
-    // A tenantless route is the platform's.
-    expect((await call(bearer(key), "GET", "/platform/admins")).status).toBe(403);
+    // A tenantless route is the platform's, and so are the platform's admins.
+    expect((await call(bearer(key), "GET", "/responses-of-nobody")).status).toBe(403);
+    expect((await call(bearer(key), "PUT", "/tenants/*/roles/slack:T1:U9", { role: "admin" })).status).toBe(404);
+    expect((await call(ADMIN, "PUT", "/tenants/*/roles/slack:T1:U9", { role: "admin" })).status).toBe(200);
 
     const listed = (await (await call(ADMIN, "GET", `/tenants/${A}/keys`)).json()) as { keys: Record<string, unknown>[] };
     expect(listed.keys).toHaveLength(1);

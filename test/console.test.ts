@@ -475,7 +475,7 @@ describe("console actions", () => {
     // The decision is in the tenant's audit trail, with its actor, and on the tenant's page.
     const audit = (await (await worker("/v1/tenants/console_ok/audit", { headers: BEARER })).json()) as { entries: { actor: string; action: string; after: { hold: string } }[] };
     expect(audit.entries.find((e) => e.after?.hold === holdId)).toMatchObject({ actor: "console:admin", action: "hold.approve" });
-    expect(await html("/console/tenants/console_ok", headers)).toMatch(/<td class="actor">console:admin<\/td><td class="action">hold.approve<\/td>/);
+    expect(await html("/console/tenants/console_ok", headers)).toMatch(/<b class="actor">console:admin<\/b> <span class="action">hold.approve<\/span>/);
   });
 
   it("an Authorization header that is not the bearer token neither skips the Origin check nor lets the cookie through", async () => {

@@ -29,7 +29,7 @@ function payload(delivery: OutboxDelivery, ref: string | undefined) {
 
 async function deliver(env: Env, delivery: OutboxDelivery): Promise<DeliveryResult> {
   const secret = await signingSecret(env, delivery.route.tenant);
-  if (!secret) return { ok: false, error: `tenant ${delivery.route.tenant} has no webhook secret of its own, and the shared WEBHOOK_SECRET is not set or switched off` };
+  if (!secret) return { ok: false, error: `tenant ${delivery.route.tenant} has no webhook secret (the shared one is unset or switched off)` };
   const registration = await callbackFor(env, delivery.route.tenant);
   if (!registration) return { ok: false, error: `no callback_url registered for tenant ${delivery.route.tenant}` };
 

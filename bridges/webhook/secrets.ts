@@ -48,17 +48,13 @@ export async function signingSecret(env: Env, tenant: string): Promise<string | 
 }
 
 /** What may be shown of a tenant's secrets: when each was made and when the previous one stops verifying; never a secret. */
-export function secretState(own: StoredSecrets | null) {
+function secretState(own: StoredSecrets | null) {
   const iso = (ms: number) => new Date(ms).toISOString();
   return {
     own: own !== null,
     created_at: own ? iso(own.current.createdAt) : null,
     previous_retires_at: own?.previous && own.previous.retiresAt > Date.now() ? iso(own.previous.retiresAt) : null,
   };
-}
-
-export async function secretsOf(env: Env, tenant: string) {
-  return secretState(await stored(env, tenant));
 }
 
 /** A new current secret (shown to the caller once); the one it replaces verifies for `overlapHours` more. */

@@ -12,6 +12,6 @@ const MAX_BODY_BYTES = 64 * 1024;
 /** The raw body of an event the peer signed for the path's tenant: 401 unless the signature holds and is fresh; 415/413 by the body rules. */
 export async function readWebhookBody(c: Context<{ Bindings: Env }>, tenant: string): Promise<string> {
   const secrets = await verifyingSecrets(c.env, tenant);
-  if (secrets.length === 0) throw new HttpError(401, `tenant "${tenant}" has no webhook secret of its own, and the shared WEBHOOK_SECRET is not set or switched off`);
+  if (secrets.length === 0) throw new HttpError(401, `tenant "${tenant}" has no webhook secret (the shared one is unset or switched off)`);
   return readSignedBody(c, secrets, { contentTypes: ["application/json"], maxBytes: MAX_BODY_BYTES });
 }

@@ -79,7 +79,7 @@ export async function recordChange(env: Env, entry: AuditEntry): Promise<void> {
     await controlPlane(env).appendAudit(entry);
   } catch (err) {
     console.error("audit: a change could not be recorded", entry.action, err);
-    throw new HttpError(503, `the change was made, but the audit trail could not record it (${err instanceof Error ? err.message : String(err)})`);
+    throw new HttpError(503, "the change was made, but the audit trail could not record it");
   }
 }
 

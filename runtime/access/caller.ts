@@ -24,7 +24,7 @@ export const KEY_ROUTES_WITHOUT_TENANT: readonly string[] = ["/v1/responses"];
 /** The caller a bearer credential names; 401 when it names none. */
 export async function resolveCaller(env: Env, authorization: string | undefined): Promise<Caller> {
   const given = /^Bearer (.+)$/.exec(authorization ?? "")?.[1];
-  if (!given) throw new HttpError(401, "missing bearer token: send Authorization: Bearer <ADMIN_TOKEN or an API key>");
+  if (!given) throw new HttpError(401, "missing bearer token");
   if (given.startsWith(KEY_PREFIX)) {
     const key = await controlPlane(env).useKey(await hashKey(given));
     if (!key) throw new HttpError(401, "unknown or revoked API key");
@@ -57,7 +57,7 @@ function checkScope(c: AnyContext, caller: Caller, scope: { tenant: string; agen
   if (caller.kind === "platform") return;
   if (scope.tenant !== caller.tenant) throw notFound(c);
   if (caller.agent !== null) {
-    if (scope.agent === undefined) throw new HttpError(403, `this key is scoped to agent "${caller.agent}": tenant-wide routes are not open to it`);
+    if (scope.agent === undefined) throw new HttpError(403, `this key is for agent "${caller.agent}" only`);
     if (scope.agent !== caller.agent) throw notFound(c);
   }
   if (write && caller.access === "read") throw new HttpError(403, "this key is read-only");
@@ -72,7 +72,7 @@ export const accessGate: MiddlewareHandler<AccessEnv> = async (c, next) => {
   const scope = pathScope(c.req.path);
   const write = isWrite(c.req.method);
   if (scope) checkScope(c as unknown as AnyContext, caller, scope, write);
-  else if (caller.kind !== "platform" && !KEY_ROUTES_WITHOUT_TENANT.includes(c.req.path)) throw new HttpError(403, "this route is the platform's: an API key reaches only its tenant's routes");
+  else if (caller.kind !== "platform" && !KEY_ROUTES_WITHOUT_TENANT.includes(c.req.path)) throw new HttpError(403, "this route is the platform's");
   if (!write || !scope) return next();
   await recordWrite(c, scope, caller, next);
 };
@@ -94,7 +94,7 @@ export function requireTenant(c: AnyContext, tenant: string, options: { write: b
 /** Managing keys, roles and webhook secrets: the platform, or a tenant-wide admin key of the tenant. */
 export function requireTenantAdmin(c: AnyContext, tenant: string): Caller {
   const caller = requireTenant(c, tenant, { write: true });
-  if (caller.kind === "key" && (caller.access !== "admin" || caller.agent !== null)) throw new HttpError(403, "only a tenant admin (an admin key of the whole tenant) or the platform manages keys, roles and secrets");
+  if (caller.kind === "key" && (caller.access !== "admin" || caller.agent !== null)) throw new HttpError(403, "only a tenant admin or the platform may do this");
   return caller;
 }
 

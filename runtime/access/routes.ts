@@ -1,5 +1,5 @@
-// The access routes of /v1: a tenant's keys, roles and audit trail, and the
-// platform's admins. Mounted by the Agents API (runtime/edge/api.ts) behind accessGate.
+// The access routes of /v1: a tenant's keys, roles and audit trail; the
+// platform's admins are the admins of tenant `*`. Mounted by the Agents API (runtime/edge/api.ts) behind accessGate.
 import type { Context, Hono } from "hono";
 import * as z from "zod";
 import { HttpError, parseJson, readBody } from "../../lib/http.ts";
@@ -15,9 +15,14 @@ type Ctx = Context<{ Bindings: Env }>;
 export const PLATFORM_TENANT = "*";
 const NAME = /^[A-Za-z0-9._-]{1,128}$/;
 
+/** The path's tenant; `*` names the platform, whose admins only ADMIN_TOKEN names (roles only). */
 function tenantOf(c: Ctx): string {
   const tenant = c.req.param("tenant") ?? "";
-  if (!NAME.test(tenant)) throw new HttpError(400, `invalid tenant "${tenant}": use letters, digits, . _ - (max 128)`);
+  if (tenant === PLATFORM_TENANT && c.req.path.includes("/roles")) {
+    requirePlatform(c);
+    return tenant;
+  }
+  if (!NAME.test(tenant)) throw new HttpError(400, `invalid tenant "${tenant}"`);
   return tenant;
 }
 
@@ -59,7 +64,7 @@ export function accessRoutes(api: Hono<{ Bindings: Env }>): void {
     const caller = requireTenantAdmin(c, tenant);
     const id = c.req.param("id");
     const row = await controlPlane(c.env).revokeKey(tenant, id, { tenant, actor: caller.actor, action: "key.revoke", subject: id, before: null, after: null });
-    if (!row) throw new HttpError(404, `no live key "${id}" in tenant "${tenant}"`);
+    if (!row) throw new HttpError(404, `no live key "${id}"`);
     markAudited(c);
     return c.json({ ok: true, key: row });
   });
@@ -85,7 +90,7 @@ export function accessRoutes(api: Hono<{ Bindings: Env }>): void {
     const caller = requireTenantAdmin(c, tenant);
     const identity = identityOf(c);
     const { before } = await controlPlane(c.env).setRole(tenant, identity, null, caller.actor);
-    if (before === null) throw new HttpError(404, `${identity} has no role in tenant "${tenant}"`);
+    if (before === null) throw new HttpError(404, `${identity} has no role here`);
     markAudited(c);
     return c.json({ ok: true, tenant, identity, before });
   });
@@ -94,28 +99,7 @@ export function accessRoutes(api: Hono<{ Bindings: Env }>): void {
     const tenant = tenantOf(c);
     requireTenant(c, tenant, { write: false });
     const query = auditQuery.safeParse(c.req.query());
-    if (!query.success) throw new HttpError(400, `bad audit query: ${z.prettifyError(query.error)}`);
+    if (!query.success) throw new HttpError(400, z.prettifyError(query.error));
     return c.json({ tenant, ...(await readAudit(c.env, tenant, query.data)) });
-  });
-
-  // Platform admins are people the platform names; the holder of ADMIN_TOKEN stays the break-glass.
-  api.get("/platform/admins", async (c) => {
-    requirePlatform(c);
-    return c.json({ admins: await controlPlane(c.env).roles(PLATFORM_TENANT) });
-  });
-
-  api.put("/platform/admins/:identity", async (c) => {
-    const caller = requirePlatform(c);
-    const identity = identityOf(c);
-    await controlPlane(c.env).setRole(PLATFORM_TENANT, identity, "platform-admin", caller.actor);
-    return c.json({ ok: true, identity });
-  });
-
-  api.delete("/platform/admins/:identity", async (c) => {
-    const caller = requirePlatform(c);
-    const identity = identityOf(c);
-    const { before } = await controlPlane(c.env).setRole(PLATFORM_TENANT, identity, null, caller.actor);
-    if (before === null) throw new HttpError(404, `${identity} is not a platform admin`);
-    return c.json({ ok: true, identity });
   });
 }

@@ -8,14 +8,14 @@ export const keyAccessSchema = z.enum(["admin", "write", "read"]);
 /** POST /v1/tenants/{t}/keys */
 export const newKeyBody = z
   .object({
-    name: z.string().trim().min(1, "name the key (what it is for)").max(100),
+    name: z.string().trim().min(1, "name the key").max(100),
     /** admin: also manages the tenant's keys, roles and webhook secret; write (default): the tenant's routes; read: reads only. */
     access: keyAccessSchema.default("write"),
     /** Scope the key to one agent of the tenant. */
     agent: z.string().regex(NAME, "agent: letters, digits, . _ - (max 128)").optional(),
   })
   .strict()
-  .refine((k) => !(k.access === "admin" && k.agent !== undefined), "an admin key is for the whole tenant: leave agent out");
+  .refine((k) => !(k.access === "admin" && k.agent !== undefined), "an admin key has no agent");
 
 /** A person, as the approval cards and sign-in name them: `slack:<team>:<user>` or `discord:<guild>:<user>`. */
 export const IDENTITY = /^(slack|discord):[A-Za-z0-9_-]{1,64}:[A-Za-z0-9_-]{1,64}$/;

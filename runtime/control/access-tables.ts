@@ -41,7 +41,7 @@ CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit BEGIN SELECT RAISE(ABORT, 
 /** What a key may do: `admin` also manages its tenant's keys, roles and webhook secret; `read` may only read. */
 export type KeyAccess = "admin" | "write" | "read";
 
-export interface KeyRow {
+export type KeyRow = {
   id: string;
   tenant: string;
   name: string;
@@ -51,7 +51,7 @@ export interface KeyRow {
   createdBy: string;
   lastUsedAt: number | null;
   revokedAt: number | null;
-}
+};
 
 export interface NewKey {
   id: string;
@@ -63,13 +63,13 @@ export interface NewKey {
   createdBy: string;
 }
 
-export interface RoleRow {
+export type RoleRow = {
   tenant: string;
   identity: string;
   role: string;
   grantedAt: number;
   grantedBy: string;
-}
+};
 
 export interface AuditEntry {
   tenant: string;
@@ -80,19 +80,8 @@ export interface AuditEntry {
   after: unknown;
 }
 
-type KeyColumns = { id: string; tenant: string; name: string; access: KeyAccess; agent: string | null; created_at: number; created_by: string; last_used_at: number | null; revoked_at: number | null };
-
-const keyRow = (r: KeyColumns): KeyRow => ({
-  id: r.id,
-  tenant: r.tenant,
-  name: r.name,
-  access: r.access,
-  agent: r.agent,
-  createdAt: r.created_at,
-  createdBy: r.created_by,
-  lastUsedAt: r.last_used_at,
-  revokedAt: r.revoked_at,
-});
+/** The columns a KeyRow is read from, named as it names them. */
+const KEY_COLUMNS = "id, tenant, name, access, agent, created_at AS createdAt, created_by AS createdBy, last_used_at AS lastUsedAt, revoked_at AS revokedAt";
 
 /** A key's last use is written at most this often: every request reads the key, few need to write. */
 const LAST_USED_RESOLUTION_MS = 60_000;
@@ -113,18 +102,18 @@ export function insertKey(sql: SqlStorage, key: NewKey, now: number): KeyRow {
 }
 
 export function keysOf(sql: SqlStorage, tenant: string): KeyRow[] {
-  return sql.exec<KeyColumns>("SELECT * FROM api_keys WHERE tenant = ? ORDER BY created_at, id", tenant).toArray().map(keyRow);
+  return sql.exec<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE tenant = ? ORDER BY created_at, id`, tenant).toArray();
 }
 
 /** The live key with this hash, its last use recorded; null for an unknown or revoked key. */
 export function useKey(sql: SqlStorage, hash: string, now: number): KeyRow | null {
-  const row = sql.exec<KeyColumns>("SELECT * FROM api_keys WHERE hash = ? AND revoked_at IS NULL", hash).toArray()[0];
+  const row = sql.exec<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE hash = ? AND revoked_at IS NULL`, hash).toArray()[0];
   if (!row) return null;
-  if (row.last_used_at === null || row.last_used_at <= now - LAST_USED_RESOLUTION_MS) {
+  if (row.lastUsedAt === null || row.lastUsedAt <= now - LAST_USED_RESOLUTION_MS) {
     sql.exec("UPDATE api_keys SET last_used_at = ? WHERE id = ?", now, row.id);
-    row.last_used_at = now;
+    row.lastUsedAt = now;
   }
-  return keyRow(row);
+  return row;
 }
 
 /** Revokes a live key of the tenant; the row stays, so the list shows when it ended. Null when there is no such live key. */
@@ -133,16 +122,15 @@ export function revokeKey(sql: SqlStorage, tenant: string, id: string, now: numb
   return done ? (keysOf(sql, tenant).find((k) => k.id === id) ?? null) : null;
 }
 
-type RoleColumns = { tenant: string; identity: string; role: string; granted_at: number; granted_by: string };
-const roleRow = (r: RoleColumns): RoleRow => ({ tenant: r.tenant, identity: r.identity, role: r.role, grantedAt: r.granted_at, grantedBy: r.granted_by });
+const ROLE_COLUMNS = "tenant, identity, role, granted_at AS grantedAt, granted_by AS grantedBy";
 
 export function rolesOf(sql: SqlStorage, tenant: string): RoleRow[] {
-  return sql.exec<RoleColumns>("SELECT * FROM roles WHERE tenant = ? ORDER BY identity", tenant).toArray().map(roleRow);
+  return sql.exec<RoleRow>(`SELECT ${ROLE_COLUMNS} FROM roles WHERE tenant = ? ORDER BY identity`, tenant).toArray();
 }
 
 /** Every role one person holds, in every tenant. */
 export function rolesHeldBy(sql: SqlStorage, identity: string): RoleRow[] {
-  return sql.exec<RoleColumns>("SELECT * FROM roles WHERE identity = ? ORDER BY tenant", identity).toArray().map(roleRow);
+  return sql.exec<RoleRow>(`SELECT ${ROLE_COLUMNS} FROM roles WHERE identity = ? ORDER BY tenant`, identity).toArray();
 }
 
 /** Sets (or with null, removes) a person's role in a tenant; returns the role held before. */
