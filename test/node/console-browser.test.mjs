@@ -200,8 +200,9 @@ async function api(method, path, body) {
     headers: { authorization: `Bearer ${TOKEN}`, ...(body ? { "content-type": "application/json" } : {}) },
     body: body ? JSON.stringify(body) : undefined,
   });
-  assert.ok(res.status < 300, `${method} ${path}: ${res.status} ${await res.text()}`);
-  return res.json();
+  const text = await res.text();
+  assert.ok(res.status < 300, `${method} ${path}: ${res.status} ${text}`);
+  return JSON.parse(text);
 }
 
 /** Signs in through the login page's "Sign in with Slack", as the fake's next user. */
