@@ -117,7 +117,7 @@ describe("people in the console", () => {
     expect((await audit(A)).find((e) => e.action === "hold.approve")).toMatchObject({ actor: "slack:T1:U1", after: { hold: holdId, decision: "approve" } });
   });
 
-  it("a person with no role gets no session; a callback with another state is refused", async () => {
+  it("a person with no role gets no session; a callback with another state, or an id token for another nonce, is refused", async () => {
     await fetch(`${E.SLACK_SIGN_IN_BASE_URL}/_control/user`, { method: "PUT", body: JSON.stringify({ team: "T9", user: "UNOBODY", name: "Nobody" }) });
     const start = await worker("/console/login/slack", { redirect: "manual" });
     const signin = start.headers.get("set-cookie")!.split(";")[0]!;
@@ -128,5 +128,14 @@ describe("people in the console", () => {
     const res = await worker(`${back.pathname}${back.search}`, { headers: { cookie: signin } });
     expect(res.status).toBe(403);
     expect(res.headers.get("set-cookie") ?? "").not.toContain("antiproton_console=");
+    // An id token minted for another nonce (the authorization replayed with one of the attacker's) is refused.
+    await grant(A, "slack:T1:UNONCE", "member");
+    await fetch(`${E.SLACK_SIGN_IN_BASE_URL}/_control/user`, { method: "PUT", body: JSON.stringify({ team: "T1", user: "UNONCE", name: "N" }) });
+    const again = await worker("/console/login/slack", { redirect: "manual" });
+    const cookie = again.headers.get("set-cookie")!.split(";")[0]!;
+    const authorize = new URL(again.headers.get("location")!);
+    authorize.searchParams.set("nonce", "the-attackers-nonce");
+    const replayed = new URL((await fetch(authorize, { redirect: "manual" })).headers.get("location")!);
+    expect((await worker(`${replayed.pathname}${replayed.search}`, { headers: { cookie } })).status).toBe(401);
   });
 });
