@@ -234,7 +234,8 @@ export function ConversationLive(props: ConversationProps) {
   );
 }
 
-export function ConversationBody(props: ConversationProps & { mark: string }) {
+/** `as`: who the console sends as (console:admin, or the signed-in person). */
+export function ConversationBody(props: ConversationProps & { mark: string; as: string }) {
   const send = actionPath(props.route, props.view.id, "messages");
   return (
     <>
@@ -243,7 +244,7 @@ export function ConversationBody(props: ConversationProps & { mark: string }) {
       </LiveRegion>
       <h3>Send a message</h3>
       <PostForm action={send} token={tokenFor(props.tokens, send)} event>
-        <label>As console:admin; while a turn runs, the agent treats it as its page says for a second message. <textarea name="text" required /></label>
+        <label>As {props.as}; while a turn runs, the agent treats it as its page says for a second message. <textarea name="text" required /></label>
         <button>Send</button>
       </PostForm>
     </>

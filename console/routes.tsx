@@ -331,7 +331,7 @@ consoleRoutes.get("/tenants/:tenant/agents/:agent/conversations/:id", async (c) 
   return show(c, {
     title: `Conversation ${id}`,
     crumbs: [{ href: BASE, label: "Tenants" }, { href: tenantPath(route.tenant), label: route.tenant }, { href: agentPath(route), label: route.agent }],
-    children: <ConversationBody {...props} mark={mark} />,
+    children: <ConversationBody {...props} mark={mark} as={actorName(viewer(c))} />,
   });
 });
 
