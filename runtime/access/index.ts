@@ -4,6 +4,6 @@
 export { accessGate, callerOf, KEY_ROUTES_WITHOUT_TENANT, PLATFORM_ACTOR, requirePlatform, requireTenant, requireTenantAdmin, resolveCaller } from "./caller.ts";
 export type { AccessEnv, Caller } from "./types.ts";
 export { adminToken } from "./config.ts";
-export { markAudited, recordChange, readAudit } from "./audit.ts";
+export { auditQuery, markAudited, recordChange, readAudit } from "./audit.ts";
 export { accessRoutes, PLATFORM_TENANT } from "./routes.ts";
 export { identitySchema, IDENTITY, keyAccessSchema, newKeyBody, roleBody, tenantRoleSchema, type TenantRole } from "./schemas.ts";
