@@ -270,7 +270,8 @@ function Children(props: { route: Route; children: ConversationView["family"]["c
   );
 }
 
-export function ConversationBody(props: ConversationProps & { mark: string }) {
+/** `as`: who the console sends as (console:admin, or the signed-in person). */
+export function ConversationBody(props: ConversationProps & { mark: string; as: string }) {
   const send = actionPath(props.route, props.view.id, "messages");
   return (
     <>
@@ -281,7 +282,7 @@ export function ConversationBody(props: ConversationProps & { mark: string }) {
         <>
           <h3>Send a message</h3>
           <PostForm action={send} token={tokenFor(props.tokens, send)} event>
-            <label>As console:admin; while a turn runs, the agent treats it as its page says for a second message. <textarea name="text" required /></label>
+            <label>As {props.as}; while a turn runs, the agent treats it as its page says for a second message. <textarea name="text" required /></label>
             <button>Send</button>
           </PostForm>
         </>

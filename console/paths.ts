@@ -31,3 +31,8 @@ export type ConversationAction = "messages" | "stop" | "compact";
 export function actionPath(route: Route, id: string, action: ConversationAction): string {
   return `${conversationPath(route, id)}/${action}`;
 }
+
+/** The form that sets the tenant's own daily spend limit. */
+export function limitPath(tenant: string): string {
+  return `${tenantPath(tenant)}/limits`;
+}

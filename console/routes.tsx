@@ -24,10 +24,13 @@ import {
   listAgents,
   listTenants,
   parseRoute,
+  readAudit,
   readConversation,
   readUsage,
+  recordChange,
   secondMessageOf,
   SECOND_MESSAGE_STRATEGIES,
+  setTenantLimit,
   submitEvent,
   type ChatEvent,
   type PageCursor,
@@ -38,9 +41,13 @@ import {
 import { Page, stateWords, type PageFrame } from "./layout.tsx";
 import { AgentBody, AgentLive, ConversationBody, ConversationLive, HomeBody, TenantBody, type AgentListState, type Tokens } from "./pages.tsx";
 import { CHART_DAYS, UsageSection } from "./usage.tsx";
-import { actionPath, agentPath, conversationPath, holdPath, secondMessagePath, tenantPath, type ConversationAction } from "./paths.ts";
+import { AuditSection } from "./audit.tsx";
+import { LimitSection } from "./limits.tsx";
+import { slackSignIn } from "./config.ts";
+import { actionPath, agentPath, conversationPath, holdPath, limitPath, secondMessagePath, tenantPath, type ConversationAction } from "./paths.ts";
 import { INHERIT, SecondMessageSection } from "./second-message.tsx";
-import { BASE, closeSession, formToken, formTokenValid, openSession, setResult, takeResult, whoIsAsking, type ConsoleEnv, type Ctx } from "./session.ts";
+import { actingUser, actorName, finishSlackSignIn, roleIn, signInPerson, startSlackSignIn, viewerOf } from "./people.ts";
+import { BASE, bearerHolds, closeSession, formToken, formTokenValid, openSession, setResult, takeResult, whoIsAsking, type ConsoleEnv, type Ctx } from "./session.ts";
 
 const FORM = { contentTypes: ["application/x-www-form-urlencoded"], maxBytes: 64 * 1024 };
 const PAGE_SIZE = 25;
@@ -50,8 +57,9 @@ const APPROVALS_FANOUT = 200;
 /** Sent by the page's script with the mark its live region was drawn at. */
 const LIVE_HEADER = "x-console-live";
 const HOLD_ID = /^[A-Za-z0-9_-]{1,64}$/;
-/** Who the console acts as: approvers list it as "console:admin". */
-const CONSOLE_USER = { platform: "console" as const, id: "admin", name: "console:admin" };
+/** Who the console acts as: the signed-in person, or for ADMIN_TOKEN "console:admin" (as approvers list it). */
+const userOf = (c: Ctx) => actingUser(viewer(c));
+const viewer = (c: Ctx) => c.get("viewer") ?? { kind: "platform" as const };
 
 export const consoleRoutes = new Hono<ConsoleEnv>();
 
@@ -77,8 +85,9 @@ consoleRoutes.use("*", async (c, next) => {
   c.header("cache-control", "no-store");
 });
 // A browser cannot add an Authorization header to a cross-site form, so a bearer caller (a script) skips the Origin check.
+// Only a valid one: any other Authorization header is checked like a browser's form.
 const sameOrigin = csrf();
-consoleRoutes.use("*", (c, next) => (c.req.header("authorization") === undefined ? sameOrigin(c, next) : next()));
+consoleRoutes.use("*", async (c, next) => ((await bearerHolds(c)) ? next() : sameOrigin(c, next)));
 
 // ---- rendering -----------------------------------------------------------------
 
@@ -120,6 +129,11 @@ function loginPage(c: Ctx, message?: string) {
       children: (
         <>
           {message ? <p class="result" role="alert">{message}</p> : null}
+          {slackSignIn(c.env) ? (
+            <p>
+              <a class="sign-in-slack" href={`${BASE}/login/slack`}>Sign in with Slack</a>
+            </p>
+          ) : null}
           <form method="post" action={`${BASE}/login`}>
             <label>Admin token <input type="password" name="token" autocomplete="current-password" autofocus /></label>
             <button>Sign in</button>
@@ -144,6 +158,27 @@ consoleRoutes.post("/login", async (c) => {
   return c.redirect(BASE, 303);
 });
 
+consoleRoutes.get("/login/slack", (c) => startSlackSignIn(c));
+
+consoleRoutes.get("/login/slack/callback", async (c) => {
+  await signInPerson(c, await finishSlackSignIn(c));
+  // A page of our own, not a redirect: the session cookie is SameSite=Strict, and a chain that began at Slack would not carry it.
+  return c.html(`<!doctype html><meta http-equiv="refresh" content="0;url=${BASE}"><a href="${BASE}">Continue to the console</a>`);
+});
+
+/** Every page and action of a tenant checks the viewer's role in it, before anything else: none is a 404, exactly as for a tenant that does not exist. */
+function checkTenant(c: Ctx): void {
+  const segment = /^\/console\/tenants\/([^/]*)/.exec(c.req.path)?.[1];
+  if (segment === undefined) return;
+  let tenant = "";
+  try {
+    tenant = decodeURIComponent(segment);
+  } catch {
+    // Not a name any tenant has.
+  }
+  if (roleIn(viewer(c), tenant) === null) throw new HttpError(404, `There is no tenant "${tenant}" here.`);
+}
+
 /** Everything but the sign-in page needs a session (or the bearer token); a POST also needs its form's token. */
 export const guard: MiddlewareHandler<ConsoleEnv> = async (c, next) => {
   const who = await whoIsAsking(c);
@@ -152,6 +187,8 @@ export const guard: MiddlewareHandler<ConsoleEnv> = async (c, next) => {
     return show(c, { title: "Not signed in", children: <p>Your session has ended or never began: <a href={`${BASE}/login`}>sign in</a>.</p> }, 401);
   }
   c.set("who", who);
+  c.set("viewer", await viewerOf(c.env, who));
+  checkTenant(c);
   if (c.req.method === "POST") {
     const form = new URLSearchParams(await readBody(c, FORM));
     if (!(await formTokenValid(c, form))) throw new HttpError(403, "This form's token is missing or is not for this session: reload the page and try again.");
@@ -162,6 +199,11 @@ export const guard: MiddlewareHandler<ConsoleEnv> = async (c, next) => {
 consoleRoutes.use("/", guard);
 consoleRoutes.use("/logout", guard);
 consoleRoutes.use("/tenants/*", guard);
+
+/** Tenant-wide settings, usage and the audit trail: a tenant admin or the platform. */
+function requireTenantAdmin(c: Ctx, tenant: string): void {
+  if (roleIn(viewer(c), tenant) === "member") throw new HttpError(403, "Only a tenant admin may see or change this.");
+}
 
 consoleRoutes.post("/logout", async (c) => {
   await closeSession(c);
@@ -186,13 +228,20 @@ consoleRoutes.get("/", async (c) => {
   const agent = c.req.query("agent");
   if (tenant !== undefined && agent !== undefined) return c.redirect(agentPath(parseRoute(tenant.trim(), agent.trim())), 303);
   const [tenants, pending] = await Promise.all([listTenants(c.env), allPendingApprovals(c.env)]);
-  return show(c, { title: "Tenants", children: <HomeBody tenants={tenants} {...pending} /> });
+  const mine = (tenant: string) => roleIn(viewer(c), tenant) !== null;
+  const approvals = pending.approvals.filter((p) => mine(p.route.tenant));
+  return show(c, { title: "Tenants", children: <HomeBody tenants={tenants.filter((t) => mine(t.tenant))} {...pending} approvals={approvals} /> });
 });
 
 consoleRoutes.get("/tenants/:tenant", async (c) => {
   const { tenant } = parseRoute(c.req.param("tenant"), "any");
   const now = Date.now();
-  const [agents, usage] = await Promise.all([listAgents(c.env, tenant), readUsage(c.env, tenant, Math.floor(now / DAY_MS - (CHART_DAYS - 1)) * DAY_MS, now + 1)]);
+  const admin = roleIn(viewer(c), tenant) !== "member";
+  const [agents, usage, audit] = await Promise.all([
+    listAgents(c.env, tenant),
+    readUsage(c.env, tenant, Math.floor(now / DAY_MS - (CHART_DAYS - 1)) * DAY_MS, now + 1),
+    readAudit(c.env, tenant, {}),
+  ]);
   const name = agents.find((a) => a.displayName)?.displayName;
   return show(c, {
     title: name ? `${name} (${tenant})` : `Tenant ${tenant}`,
@@ -200,7 +249,13 @@ consoleRoutes.get("/tenants/:tenant", async (c) => {
     children: (
       <>
         <TenantBody tenant={tenant} agents={agents} />
-        <UsageSection read={usage} now={now} />
+        {admin ? (
+          <>
+            <UsageSection read={usage} now={now} />
+            <LimitSection tenant={tenant} own={usage.reading.limit} action={limitPath(tenant)} token={await formToken(c, limitPath(tenant))} />
+            <AuditSection entries={audit.entries} />
+          </>
+        ) : null}
       </>
     ),
   });
@@ -223,7 +278,13 @@ consoleRoutes.get("/tenants/:tenant/agents/:agent", async (c) => {
   const mark = await stub.changes(route);
   const poll = livePoll(c, mark);
   if (poll === "unchanged") return c.body(null, 204);
-  const [approvals, page] = await Promise.all([stub.pendingHolds(route), stub.conversationList(route, { search: search || undefined, after, limit: PAGE_SIZE })]);
+  const member = roleIn(viewer(c), route.tenant) === "member";
+  const [approvals, listed] = await Promise.all([
+    member ? stub.pendingHolds(route, userOf(c)) : stub.pendingHolds(route),
+    stub.conversationList(route, { search: search || undefined, after, limit: PAGE_SIZE }),
+  ]);
+  // A member sees the conversations they started (and the approvals they may decide), no one else's.
+  const page = member ? { ...listed, conversations: listed.conversations.filter((s) => s.startedBy === userOf(c).name) } : listed;
   const older = page.next ? new URLSearchParams({ ...(search ? { q: search } : {}), after: `${page.next.updatedAt}.${page.next.id}` }) : undefined;
   const state: AgentListState = { route, approvals, page, search, olderHref: older ? `${agentPath(route)}?${older}` : undefined };
   if (poll === "changed") return liveRegion(c, mark, <AgentLive {...state} />);
@@ -236,7 +297,7 @@ consoleRoutes.get("/tenants/:tenant/agents/:agent", async (c) => {
     children: (
       <>
         <AgentBody {...state} mark={mark} tokens={tokens} newConversation={newConversation} />
-        <SecondMessageSection setting={await secondMessageOf(c.env, route)} action={strategyAction} token={tokens.get(strategyAction) ?? ""} />
+        {member ? null : <SecondMessageSection setting={await secondMessageOf(c.env, route)} action={strategyAction} token={tokens.get(strategyAction) ?? ""} />}
       </>
     ),
   });
@@ -256,14 +317,23 @@ consoleRoutes.get("/tenants/:tenant/agents/:agent/conversations/:id", async (c) 
   const mark = await agentStub(c.env, route).changes(route, id);
   const poll = livePoll(c, mark);
   if (poll === "unchanged") return c.body(null, 204);
-  const view = await readConversation(c.env, route, id);
+  const [read, pending] = await Promise.all([readConversation(c.env, route, id), agentStub(c.env, route).pendingHolds(route, userOf(c))]);
+  const decidable = pending.filter((p) => p.conversation === id);
+  const me = userOf(c).name;
+  const theirs = read.transcript.find((e) => e.role === "user")?.by === me || decidable.length > 0 || read.holds.some((h) => h.decidedBy === me);
+  if (roleIn(viewer(c), route.tenant) === "member" && !theirs) {
+    throw new HttpError(404, "invalid conversation id");
+  }
+  // Approve and Deny are offered only where the console's user may decide (APPROVERS, or the one who asked).
+  const mayDecide = new Set(decidable.map((p) => p.card.holdId));
+  const view = { ...read, holds: read.holds.map((card) => (mayDecide.has(card.holdId) ? card : { ...card, actions: undefined })) };
   const actions = [...view.holds.map((card) => holdPath(route, card.holdId)), ...(["messages", "stop", "compact"] as const).map((a) => actionPath(route, id, a))];
   const props = { route, view, tokens: await tokensFor(c, actions) };
   if (poll === "changed") return liveRegion(c, mark, <ConversationLive {...props} />);
   return show(c, {
     title: `Conversation ${id}`,
     crumbs: [{ href: BASE, label: "Tenants" }, { href: tenantPath(route.tenant), label: route.tenant }, { href: agentPath(route), label: route.agent }],
-    children: <ConversationBody {...props} mark={mark} />,
+    children: <ConversationBody {...props} mark={mark} as={actorName(viewer(c))} />,
   });
 });
 
@@ -274,6 +344,13 @@ const messageForm = z.object({ text: z.string().trim().min(1, "Write a message f
 const bareForm = z.object({ event: eventField });
 const strategyChoices = [...SECOND_MESSAGE_STRATEGIES, INHERIT] as const;
 const strategyForm = z.object({ strategy: z.enum(strategyChoices, `strategy must be one of ${strategyChoices.join(", ")}`) });
+const limitForm = z.object({
+  dailyUsd: z
+    .string()
+    .trim()
+    .transform((v) => (v === "" ? null : Number(v)))
+    .refine((v) => v === null || (Number.isFinite(v) && v >= 0 && v <= 1e9), "The limit is a number of USD, 0 or more, or empty for none."),
+});
 const decisionForm = z.object({
   approve: z.enum(["1", "0"], "approve must be 1 or 0"),
   conversation: z.string().regex(CONVERSATION_ID, "invalid conversation id"),
@@ -298,8 +375,13 @@ function answerText(result: SubmitResult, done: string): string {
   return `${done} The conversation is now: ${stateWords(result.status).toLowerCase()}.`;
 }
 
-async function act(c: Ctx, route: Route, event: ChatEvent, done: string) {
+/** `change`: what the action changes, for the audit trail (a plain message changes nothing). */
+async function act(c: Ctx, route: Route, event: ChatEvent, done: string, change?: { action: string; after: unknown }) {
   const result = await submitEvent(c.env, route, event);
+  if (change && result.accepted) {
+    const after = result.notice ? { ...(change.after as object), notice: result.notice } : change.after;
+    await recordChange(c.env, { tenant: route.tenant, actor: actorName(viewer(c)), subject: `/tenants/${route.tenant}/agents/${route.agent}/conversations/${result.conversation}`, before: null, action: change.action, after });
+  }
   await setResult(c, answerText(result, done));
   return c.redirect(conversationPath(route, result.conversation), 303);
 }
@@ -308,7 +390,7 @@ consoleRoutes.post("/tenants/:tenant/agents/:agent/conversations", async (c) => 
   const route = parseRoute(c.req.param("tenant"), c.req.param("agent"));
   const { text, event } = parseForm(c, messageForm);
   const conversation = `console-${crypto.randomUUID()}`;
-  return act(c, route, { id: eventId(event), kind: "message", conversation, text, user: CONSOLE_USER }, "Sent.");
+  return act(c, route, { id: eventId(event), kind: "message", conversation, text, user: userOf(c) }, "Sent.");
 });
 
 const conversationAction = (action: ConversationAction) => `/tenants/:tenant/agents/:agent/conversations/:id/${action}`;
@@ -317,26 +399,41 @@ const conversationAction = (action: ConversationAction) => `/tenants/:tenant/age
 consoleRoutes.post(conversationAction("messages"), async (c) => {
   const { route, conversation } = conversationRoute(c);
   const { text, event } = parseForm(c, messageForm);
-  return act(c, route, { id: eventId(event), kind: "message", conversation, text, user: CONSOLE_USER }, "Sent.");
+  return act(c, route, { id: eventId(event), kind: "message", conversation, text, user: userOf(c) }, "Sent.");
 });
 
 consoleRoutes.post(conversationAction("stop"), async (c) => {
   const { route, conversation } = conversationRoute(c);
   const { event } = parseForm(c, bareForm);
-  return act(c, route, { id: eventId(event), kind: "interrupt", conversation, user: CONSOLE_USER }, "Stopped.");
+  return act(c, route, { id: eventId(event), kind: "interrupt", conversation, user: userOf(c) }, "Stopped.", { action: "conversation.stop", after: { conversation } });
 });
 
 consoleRoutes.post(conversationAction("compact"), async (c) => {
   const { route, conversation } = conversationRoute(c);
   const { event } = parseForm(c, bareForm);
-  return act(c, route, { id: eventId(event), kind: "command", command: "compact", conversation, user: CONSOLE_USER }, "Compacting.");
+  return act(c, route, { id: eventId(event), kind: "command", command: "compact", conversation, user: userOf(c) }, "Compacting.", { action: "conversation.compact", after: { conversation } });
+});
+
+consoleRoutes.post("/tenants/:tenant/limits", async (c) => {
+  const { tenant } = parseRoute(c.req.param("tenant"), "any");
+  requireTenantAdmin(c, tenant);
+  const { dailyUsd } = parseForm(c, limitForm);
+  const after = dailyUsd === null ? null : { dailyUsd, exempt: false };
+  const before = await setTenantLimit(c.env, tenant, after);
+  await recordChange(c.env, { tenant, actor: actorName(viewer(c)), action: after === null ? "limits.remove" : "limits.set", subject: `/tenants/${tenant}/limits`, before, after });
+  await setResult(c, after === null ? "This tenant now has no limit of its own." : `This tenant's daily limit is now ${after.dailyUsd} USD.`);
+  return c.redirect(tenantPath(tenant), 303);
 });
 
 consoleRoutes.post("/tenants/:tenant/agents/:agent/second-message", async (c) => {
   const route = parseRoute(c.req.param("tenant"), c.req.param("agent"));
+  requireTenantAdmin(c, route.tenant);
   const { strategy } = parseForm(c, strategyForm);
   // Setting it twice is the same as once: a resubmitted form needs no event id.
-  await changeSetting(c.env, "secondMessage", route, "agent", strategy === INHERIT ? null : strategy);
+  const before = (await secondMessageOf(c.env, route)).agent;
+  const after = strategy === INHERIT ? null : strategy;
+  await changeSetting(c.env, "secondMessage", route, "agent", after);
+  await recordChange(c.env, { tenant: route.tenant, actor: actorName(viewer(c)), action: after === null ? "second-message.remove" : "second-message.set", subject: `/tenants/${route.tenant}/agents/${route.agent}/second-message`, before, after });
   await setResult(c, strategy === INHERIT ? "This agent now follows its tenant's strategy for a second message." : `A second message while this agent works is now handled by: ${strategy}.`);
   return c.redirect(agentPath(route), 303);
 });
@@ -347,7 +444,8 @@ consoleRoutes.post("/tenants/:tenant/agents/:agent/holds/:holdId", async (c) => 
   if (!HOLD_ID.test(holdId)) throw new HttpError(400, "invalid hold id");
   const { approve, conversation, event } = parseForm(c, decisionForm);
   // The object decides whether console:admin may sign (APPROVERS), as for any other person.
-  return act(c, route, { id: eventId(event), kind: "decision", conversation, holdId, approve: approve === "1", boundTo: route, user: CONSOLE_USER }, approve === "1" ? "Approved." : "Denied.");
+  const decision = approve === "1" ? "approve" : "deny";
+  return act(c, route, { id: eventId(event), kind: "decision", conversation, holdId, approve: approve === "1", boundTo: route, user: userOf(c) }, approve === "1" ? "Approved." : "Denied.", { action: `hold.${decision}`, after: { hold: holdId, decision } });
 });
 
 // ---- errors --------------------------------------------------------------------

@@ -11,9 +11,9 @@ import type { Context } from "hono";
 import { deleteCookie, getSignedCookie, setSignedCookie } from "hono/cookie";
 import * as z from "zod";
 import { sessionHours } from "./config.ts";
-import { toBase64 } from "../lib/base64.ts";
-import { hmacHex, isHttpsOrLoopback, safeEqual } from "../lib/http.ts";
-import { adminToken, controlPlane } from "../runtime/index.ts";
+import { toBase64Url } from "../lib/base64.ts";
+import { hmacHex, isHttpsOrLoopback, safeEqual, sha256Hex } from "../lib/http.ts";
+import { adminToken, controlPlane, type TenantRole } from "../runtime/index.ts";
 
 export const BASE = "/console";
 export const SESSION_COOKIE = "antiproton_console";
@@ -22,25 +22,31 @@ const SESSIONS = "console-sessions";
 /** How long the server's answer to a form waits for the page it redirects to. */
 const RESULT_SECONDS = 60;
 
-export type Who = { kind: "session"; id: string } | { kind: "bearer" };
+/** A person signed in through their platform (console/people.ts); a session without one is the ADMIN_TOKEN's. */
+export interface Person {
+  identity: string;
+  name: string;
+}
+
+export type Who = { kind: "session"; id: string; person?: Person } | { kind: "bearer" };
+
+/** Who is looking, with what right: the platform (ADMIN_TOKEN), or a person and their roles (console/people.ts). */
+export type Viewer = { kind: "platform" } | { kind: "person"; person: Person; platformAdmin: boolean; roles: Map<string, TenantRole> };
 
 export type ConsoleEnv = {
   Bindings: Env;
-  Variables: { secureHeadersNonce?: string; who?: Who; form?: URLSearchParams };
+  Variables: { secureHeadersNonce?: string; who?: Who; viewer?: Viewer; form?: URLSearchParams };
 };
 export type Ctx = Context<ConsoleEnv>;
 
-const storedSession = z.object({ expiresAt: z.number() });
+const storedSession = z.object({ expiresAt: z.number(), person: z.object({ identity: z.string(), name: z.string() }).optional() });
 
-function cookieKey(env: Env): Promise<string> {
+export function cookieKey(env: Env): Promise<string> {
   return hmacHex(adminToken(env), "antiproton-console-cookie");
 }
 
 /** The stored key is a hash of the id: a copy of the control plane's rows is no session. */
-async function storedKey(id: string): Promise<string> {
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(id)));
-  return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
-}
+const storedKey = sha256Hex;
 
 /** Secure everywhere but plain http on loopback, where `wrangler dev` serves the console. */
 function secureCookie(c: Ctx): boolean {
@@ -48,11 +54,12 @@ function secureCookie(c: Ctx): boolean {
   return !(url.protocol === "http:" && isHttpsOrLoopback(url));
 }
 
-function cookieOptions(c: Ctx, maxAge: number) {
+export function cookieOptions(c: Ctx, maxAge: number) {
   return { httpOnly: true, secure: secureCookie(c), sameSite: "Strict" as const, path: BASE, maxAge };
 }
 
-export async function openSession(c: Ctx): Promise<void> {
+/** Opens a session: the ADMIN_TOKEN's, or with `person`, a person's. */
+export async function openSession(c: Ctx, person?: Person): Promise<void> {
   const control = controlPlane(c.env);
   const now = Date.now();
   // Sessions past their expiry are forgotten here, so the table stays as small as the set of live ones.
@@ -64,20 +71,24 @@ export async function openSession(c: Ctx): Promise<void> {
   await Promise.all(stale.map(({ key }) => control.delete(SESSIONS, key)));
   const id = toBase64Url(crypto.getRandomValues(new Uint8Array(32)));
   const seconds = Math.round(sessionHours(c.env) * 3600);
-  await control.put(SESSIONS, await storedKey(id), { expiresAt: now + seconds * 1000 });
+  await control.put(SESSIONS, await storedKey(id), { expiresAt: now + seconds * 1000, ...(person ? { person } : {}) });
   await setSignedCookie(c, SESSION_COOKIE, id, await cookieKey(c.env), cookieOptions(c, seconds));
 }
 
-/** The live session named by the request's cookie, or a bearer header holding the token. */
-export async function whoIsAsking(c: Ctx): Promise<Who | null> {
-  const token = adminToken(c.env);
+/** True when the request carries `Authorization: Bearer <ADMIN_TOKEN>`. */
+export async function bearerHolds(c: Ctx): Promise<boolean> {
   const bearer = /^Bearer (.+)$/.exec(c.req.header("authorization") ?? "")?.[1];
-  if (bearer !== undefined) return safeEqual(bearer, token) ? { kind: "bearer" } : null;
+  return bearer !== undefined && safeEqual(bearer, adminToken(c.env));
+}
+
+/** The live session named by the request's cookie, or a bearer header holding the token; any other Authorization header is no one. */
+export async function whoIsAsking(c: Ctx): Promise<Who | null> {
+  if (c.req.header("authorization") !== undefined) return (await bearerHolds(c)) ? { kind: "bearer" } : null;
   const id = await getSignedCookie(c, await cookieKey(c.env), SESSION_COOKIE);
   if (!id) return null;
   const stored = storedSession.safeParse(await controlPlane(c.env).get(SESSIONS, await storedKey(id)));
   if (!stored.success || stored.data.expiresAt <= Date.now()) return null;
-  return { kind: "session", id };
+  return { kind: "session", id, person: stored.data.person };
 }
 
 export async function closeSession(c: Ctx): Promise<void> {
@@ -110,8 +121,4 @@ export async function takeResult(c: Ctx): Promise<string | undefined> {
   if (text === undefined) return undefined;
   deleteCookie(c, RESULT_COOKIE, { path: BASE });
   return text || undefined;
-}
-
-function toBase64Url(bytes: Uint8Array): string {
-  return toBase64(bytes).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
 }

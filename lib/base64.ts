@@ -8,6 +8,11 @@ export function toBase64(bytes: Uint8Array): string {
   return btoa(text);
 }
 
+/** The URL- and cookie-safe alphabet, unpadded: random ids and keys. */
+export function toBase64Url(bytes: Uint8Array): string {
+  return toBase64(bytes).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+}
+
 export function fromBase64(data: string): Uint8Array {
   return Uint8Array.from(atob(data), (c) => c.charCodeAt(0));
 }

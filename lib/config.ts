@@ -51,6 +51,13 @@ export function secretNamed(env: Env, name: string): string | undefined {
   return typeof value === "string" && value !== "" ? value : undefined;
 }
 
+/** A secret the feature cannot work without: a ConfigError that says why, when it is unset. */
+export function requiredSecret(env: Env, name: string, why: string): string {
+  const value = secretNamed(env, name);
+  if (!value) throw new ConfigError(`${name} is not set: ${why}`);
+  return value;
+}
+
 /**
  * A URL we will send to (a provider, a webhook callback): https, or http on
  * loopback. Checked in one refinement, so text that is not a URL at all is

@@ -64,9 +64,15 @@ export function isHttpsOrLoopback(url: URL): boolean {
 export async function hmacHex(key: string, message: string): Promise<string> {
   const encoder = new TextEncoder();
   const cryptoKey = await crypto.subtle.importKey("raw", encoder.encode(key), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
-  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", cryptoKey, encoder.encode(message)));
-  return Array.from(mac, (b) => b.toString(16).padStart(2, "0")).join("");
+  return hex(new Uint8Array(await crypto.subtle.sign("HMAC", cryptoKey, encoder.encode(message))));
 }
+
+/** The SHA-256 of a text, in hex: what is stored in place of a session id or an API key. */
+export async function sha256Hex(text: string): Promise<string> {
+  return hex(new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text))));
+}
+
+const hex = (bytes: Uint8Array) => Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 
 /** A stream's bytes, at most `maxBytes` of them: past that it is cancelled and `tooLarge()` thrown (it is never read whole). */
 export async function readAtMost(stream: ReadableStream<Uint8Array>, maxBytes: number, tooLarge: () => Error): Promise<Uint8Array> {

@@ -22,7 +22,7 @@ export type {
 export { openingSince } from "./chat.ts";
 export { AgentObject, agentStub, conversationState, type ConversationPage, type ConversationQuery, type ConversationState, type ConversationSummary, type ConversationView, type PageCursor, type PendingApproval } from "./object/index.ts";
 export { consumeQueue, Courier, SendPace } from "./courier/index.ts";
-export { adminToken, agentsApi, agentsApiDocs, tenantParams, changeSetting, CONVERSATION_ID, foldLedgers, parseRoute, readConversation, secondMessageOf, submitEvent } from "./edge/index.ts";
+export { agentsApi, agentsApiDocs, tenantParams, changeSetting, CONVERSATION_ID, foldLedgers, parseRoute, readConversation, secondMessageOf, setTenantLimit, submitEvent } from "./edge/index.ts";
 export { isResponsesPath, openAIErrorBody, responsesRouteDocs, responsesRoutes } from "./responses/index.ts";
 export { SECOND_MESSAGE_STRATEGIES, type SecondMessage } from "./turns/index.ts";
 export { controlPlane, ControlPlane, listAgents, listTenants, recordAgent, type AgentListing, type DirectoryEntry, type TenantListing } from "./control/index.ts";
@@ -30,3 +30,4 @@ export { Ledger, readUsage, totalsOf, unpricedModels, unpricedSentence, type Usa
 export { sendTimeoutMs } from "./effects/index.ts";
 export { ProviderGate } from "./models/index.ts";
 export { CHILD_ID } from "./delegation/index.ts";
+export { adminToken, callerOf, identitySchema, markAudited, PLATFORM_ACTOR, readAudit, recordChange, requireTenant, requireTenantAdmin, resolveCaller, tenantRoleSchema, PLATFORM_TENANT, type Caller, type TenantRole } from "./access/index.ts";

@@ -1,7 +1,9 @@
 // The web console: sessions that expire and end at sign-out, forms that only
 // this console's own pages can post, nothing from the URL shown as a message,
 // every value escaped (the agent's Markdown too), navigation from the
-// directory, live regions, and actions that reach the agent as console:admin.
+// directory, live regions, and actions that reach the agent as console:admin;
+// and people signed in with Slack (the loopback fake of its OpenID Connect
+// endpoints), whose roles decide every tenant page and action.
 import { env, exports } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
@@ -178,7 +180,8 @@ describe("console sessions", () => {
     expect(decided.status).toBe(303);
     expect(decided.headers.get("location")).toBe(conversationPage("console_ok", s));
     expect((await getConversation("console_ok", A, s)).holds[0]!.state).toBe("denied");
-    expect((await post(holdAction("console_ok", holdId), { conversation: s, approve: "0" }, { authorization: "Bearer wrong" }, null)).status).toBe(401);
+    // A wrong bearer is no bearer: the Origin check applies, and a script sends none.
+    expect((await post(holdAction("console_ok", holdId), { conversation: s, approve: "0" }, { authorization: "Bearer wrong" }, null)).status).toBe(403);
   });
 
   it("pages carry a CSP that runs only the page's own nonce'd script, and are not cached", async () => {
@@ -471,13 +474,33 @@ describe("console actions", () => {
     expect(after).toMatch(/<dd class="decided-by">console:admin at <time/);
     expect(after).not.toContain('name="approve"');
     expect(await ledgerAppends(entry)).toHaveLength(1);
+    // The decision is in the tenant's audit trail, with its actor, and on the tenant's page.
+    const audit = (await (await worker("/v1/tenants/console_ok/audit", { headers: BEARER })).json()) as { entries: { actor: string; action: string; after: { hold: string } }[] };
+    expect(audit.entries.find((e) => e.after?.hold === holdId)).toMatchObject({ actor: "console:admin", action: "hold.approve" });
+    expect(await html("/console/tenants/console_ok", headers)).toMatch(/<b class="actor">console:admin<\/b> <span class="action">hold.approve<\/span>/);
   });
 
-  it("where APPROVERS does not list console:admin, Approve is refused with the agent's words; the hold stays pending", async () => {
+  it("an Authorization header that is not the bearer token neither skips the Origin check nor lets the cookie through", async () => {
+    const headers = await signIn();
+    const { s, holdId } = await heldTurn("console_ok");
+    for (const authorization of [`Basic ${btoa(`admin:${TOKEN}`)}`, "Bearer wrong"]) {
+      const res = await post(holdAction("console_ok", holdId), { conversation: s, approve: "1" }, { ...headers, authorization }, "https://evil.example");
+      expect([authorization, res.status]).toEqual([authorization, 403]);
+      expect((await worker("/console", { headers: { ...headers, authorization }, redirect: "manual" })).status).toBe(303);
+    }
+    expect((await getConversation("console_ok", A, s)).holds[0]!.state).toBe("pending");
+  });
+
+  it("where APPROVERS does not list console:admin, Approve and Deny are not offered, and a posted decision is refused with the agent's words; the hold stays pending", async () => {
     const headers = await signIn();
     const { s, entry, holdId, page } = await heldTurn("console_no");
-    const { shown } = await submit(page, holdAction("console_no", holdId), { approve: "1" }, headers);
-    expect(resultOf(shown)).toBe("You are not allowed to decide this approval. It is still waiting.");
+    const shownBefore = await html(page, headers);
+    expect(shownBefore).toContain('class="card pending"');
+    expect(shownBefore).not.toContain('name="approve"');
+    const refused = await post(holdAction("console_no", holdId), { conversation: s, approve: "1" }, BEARER, null);
+    expect(refused.status).toBe(303);
+    const result = refused.headers.get("set-cookie")!.split(";")[0]!;
+    expect(resultOf(await html(page, { cookie: `${headers.cookie}; ${result}` }))).toBe("You are not allowed to decide this approval. It is still waiting.");
     expect((await getConversation("console_no", A, s)).holds[0]!.state).toBe("pending");
     expect(await ledgerAppends(entry)).toHaveLength(0);
   });
@@ -563,5 +586,133 @@ describe("console: a second message while the agent works", () => {
     const back = await submit(page, action, { strategy: "inherit" }, headers);
     expect(back.shown).toContain("Now: queue: it is answered after the current answer (set for its tenant).");
     expect(await strategyOf(tenant)).toMatchObject({ effective: "queue", agent: null });
+  });
+});
+
+// ---- people ----------------------------------------------------------------------
+// People in the console (console/people.ts): "Sign in with Slack" through the
+// loopback fake of Slack's OpenID Connect endpoints, roles per tenant checked on
+// every page and action (another tenant is a 404), and an approver's click in
+// the console signed and audited as that person.
+const E = env as unknown as Record<string, string>;
+/** Slack workspaces A and B: tenants T1 and T2 (APPROVERS lists U1 for T1). */
+const TA = "T1";
+const TB = "T2";
+
+async function grant(tenant: string, identity: string, role: string): Promise<void> {
+  const res = await worker(`/v1/tenants/${tenant}/roles/${identity}`, { method: "PUT", headers: { ...BEARER, "content-type": "application/json" }, body: JSON.stringify({ role }) });
+  expect(res.status).toBe(200);
+}
+
+/** Signs in through the fake as a browser would follow it; returns the session cookie. */
+async function signInAs(team: string, user: string, name: string): Promise<{ cookie: string }> {
+  await fetch(`${E.SLACK_SIGN_IN_BASE_URL}/_control/user`, { method: "PUT", body: JSON.stringify({ team, user, name }) });
+  const start = await worker("/console/login/slack", { redirect: "manual" });
+  expect(start.status).toBe(303);
+  const signin = start.headers.get("set-cookie")!.split(";")[0]!;
+  const atSlack = await fetch(start.headers.get("location")!, { redirect: "manual" });
+  expect(atSlack.status).toBe(302);
+  const back = new URL(atSlack.headers.get("location")!);
+  const done = await worker(`${back.pathname}${back.search}`, { headers: { cookie: signin } });
+  expect(done.status, await done.clone().text()).toBe(200);
+  const session = done.headers.getSetCookie().find((c) => c.startsWith("antiproton_console="))!;
+  return { cookie: session.split(";")[0]! };
+}
+
+async function pageOf(path: string, headers: Record<string, string>): Promise<{ status: number; text: string }> {
+  const res = await worker(path, { headers, redirect: "manual" });
+  return { status: res.status, text: await res.text() };
+}
+
+
+
+async function audit(tenant: string) {
+  return ((await (await worker(`/v1/tenants/${tenant}/audit`, { headers: BEARER })).json()) as { entries: { actor: string; action: string; after: unknown }[] }).entries;
+}
+
+describe("people in the console", () => {
+  it("a tenant admin of A (T1) sees its agents and usage and changes its limit; B (T2) is a 404 by every URL", async () => {
+    await grant(TA, "slack:T1:UADMIN", "admin");
+    await postMessage(TA, A, { text: "hello", conversation: "seed" });
+    await postMessage(TB, A, { text: "hello", conversation: "seed" });
+    const me = await signInAs("T1", "UADMIN", "Ada Admin");
+
+    const home = await pageOf("/console", me);
+    expect(home.status).toBe(200);
+    expect(home.text).toContain(`/console/tenants/${TA}"`);
+    expect(home.text).not.toContain(`/console/tenants/${TB}"`);
+    const tenant = await pageOf(`/console/tenants/${TA}`, me);
+    expect(tenant.text).toContain(`/console/tenants/${TA}/agents/${A}`);
+    expect(tenant.text).toContain("Spent today");
+    const set = await post(`/console/tenants/${TA}/limits`, { ...formFields(tenant.text, `/console/tenants/${TA}/limits`), dailyUsd: "3" }, me);
+    expect(set.status).toBe(303);
+    expect(((await (await worker(`/v1/tenants/${TA}/limits`, { headers: BEARER })).json()) as { own: { dailyUsd: number } }).own.dailyUsd).toBe(3);
+    expect((await audit(TA)).find((e) => e.action === "limits.set")).toMatchObject({ actor: "slack:T1:UADMIN", after: { dailyUsd: 3 } });
+
+    for (const path of [`/console/tenants/${TB}`, `/console/tenants/${TB}/agents/${A}`, `/console/tenants/${TB}/agents/${A}/conversations/seed`]) {
+      expect([path, (await pageOf(path, me)).status]).toEqual([path, 404]);
+    }
+    for (const path of [`/console/tenants/${TB}/limits`, `/console/tenants/${TB}/agents/${A}/conversations/seed/stop`, `/console/tenants/${TB}/agents/${A}/holds/h1`]) {
+      expect([path, (await post(path, { _token: "x", dailyUsd: "0", approve: "1", conversation: "seed" }, me)).status]).toEqual([path, 404]);
+      }
+  });
+
+  it("a member sees only their conversations, cannot change a limit, and approving signs the hold as themselves", async () => {
+    await grant(TA, "slack:T1:U1", "member");
+    const me = await signInAs("T1", "U1", "Una Member");
+    // Someone else's conversation, with a call held for approval (APPROVERS lists U1 for T1).
+    const s = unique("held");
+    await script(s, [{ toolCalls: [{ name: "vault__append", arguments: { entry: unique("e") } }] }, { text: "Waiting for approval." }, { text: "Done." }]);
+    await postMessage(TA, A, { text: `[s:${s}] record it`, conversation: s });
+    await settled(TA, A, s);
+    const other = unique("other");
+    await postMessage(TA, A, { text: "not yours", conversation: other });
+
+    const agentPage = `/console/tenants/${TA}/agents/${A}`;
+    const listed = await pageOf(agentPage, me);
+    expect(listed.status).toBe(200);
+    expect(listed.text).not.toContain(`/conversations/${other}"`);
+    expect((await pageOf(`${agentPage}/conversations/${other}`, me)).status).toBe(404);
+    const tenant = await pageOf(`/console/tenants/${TA}`, me);
+    expect(tenant.text).not.toContain("Spent today");
+    expect((await post(`/console/tenants/${TA}/limits`, { dailyUsd: "0" }, me)).status).toBe(403);
+
+    // Their own conversation, started here, is theirs.
+    const started = await post(`${agentPage}/conversations`, { ...formFields(listed.text, `${agentPage}/conversations`), text: "mine" }, me);
+    const mine = decodeURIComponent(/\/conversations\/([^/?]+)$/.exec(started.headers.get("location")!)![1]!);
+    expect((await pageOf(agentPage, me)).text).toContain(`/conversations/${mine}"`);
+
+    const held = `${agentPage}/conversations/${s}`;
+    const shown = await pageOf(held, me);
+    expect(shown.status).toBe(200);
+    const holdId = (await getConversation(TA, A, s)).holds[0]!.holdId;
+    const decided = await post(`${agentPage}/holds/${holdId}`, { ...formFields(shown.text, `${agentPage}/holds/${holdId}`), approve: "1" }, me);
+    expect(decided.status).toBe(303);
+    await waitFor("the hold performed", async () => (await getConversation(TA, A, s)).holds[0]!.state === "performed");
+    expect((await getConversation(TA, A, s)).holds[0]!.decidedBy).toBe("slack:T1:U1");
+    expect((await pageOf(held, me)).text).toMatch(/<dd class="decided-by">slack:T1:U1 at <time/);
+    expect((await audit(TA)).find((e) => e.action === "hold.approve")).toMatchObject({ actor: "slack:T1:U1", after: { hold: holdId, decision: "approve" } });
+  });
+
+  it("a person with no role gets no session; a callback with another state, or an id token for another nonce, is refused", async () => {
+    await fetch(`${E.SLACK_SIGN_IN_BASE_URL}/_control/user`, { method: "PUT", body: JSON.stringify({ team: "T9", user: "UNOBODY", name: "Nobody" }) });
+    const start = await worker("/console/login/slack", { redirect: "manual" });
+    const signin = start.headers.get("set-cookie")!.split(";")[0]!;
+    const back = new URL((await fetch(start.headers.get("location")!, { redirect: "manual" })).headers.get("location")!);
+    const forged = new URLSearchParams(back.search);
+    forged.set("state", "someone-elses");
+    expect((await worker(`${back.pathname}?${forged}`, { headers: { cookie: signin } })).status).toBe(400);
+    const res = await worker(`${back.pathname}${back.search}`, { headers: { cookie: signin } });
+    expect(res.status).toBe(403);
+    expect(res.headers.get("set-cookie") ?? "").not.toContain("antiproton_console=");
+    // An id token minted for another nonce (the authorization replayed with one of the attacker's) is refused.
+    await grant(TA, "slack:T1:UNONCE", "member");
+    await fetch(`${E.SLACK_SIGN_IN_BASE_URL}/_control/user`, { method: "PUT", body: JSON.stringify({ team: "T1", user: "UNONCE", name: "N" }) });
+    const again = await worker("/console/login/slack", { redirect: "manual" });
+    const cookie = again.headers.get("set-cookie")!.split(";")[0]!;
+    const authorize = new URL(again.headers.get("location")!);
+    authorize.searchParams.set("nonce", "the-attackers-nonce");
+    const replayed = new URL((await fetch(authorize, { redirect: "manual" })).headers.get("location")!);
+    expect((await worker(`${replayed.pathname}${replayed.search}`, { headers: { cookie } })).status).toBe(401);
   });
 });

@@ -299,7 +299,7 @@ const ROUTES: RouteSpec[] = [
     body: { type: "application/json", limit: 4096, encode: json, template: (g) => ({ callback_url: g.pick([`${E.FAKE_CALLBACK_URL}/hooks/fuzz`, "https://example.com/hook", "not a url", "%00", ""]) }) },
   },
   { name: "GET /v1/webhook/tenants/:t", method: "GET", path: (g, seg) => `/v1/webhook/tenants/${seg(g.pick(TENANTS))}`, auth: { kind: "bearer" } },
-  { name: "DELETE /v1/webhook/tenants/:t", method: "DELETE", path: (g, seg) => `/v1/webhook/tenants/${seg(g.pick(["gone", "constructor", "toString"]))}`, auth: { kind: "bearer" } },
+  { name: "DELETE /v1/webhook/tenants/:t", method: "DELETE", path: (g, seg) => `/v1/webhook/tenants/${seg(g.pick(["gone", "constructor", "toString", "fuzz"]))}`, auth: { kind: "bearer" } },
   { name: "GET /console/login", method: "GET", path: () => "/console/login", auth: { kind: "public" } },
   { name: "POST /console/login", method: "POST", path: () => "/console/login", auth: { kind: "public" }, body: { type: "application/x-www-form-urlencoded", limit: 8192, encode: form, template: (g) => ({ token: g.pick(["wrong", "", ...PROTO_NAMES]) }) } },
   { name: "POST /console/logout", method: "POST", path: () => "/console/logout", auth: { kind: "public" } },
@@ -370,7 +370,7 @@ const segment = (g: Gen) => (valid: string) => percentEncoded(g.chance(0.15) ? g
 /** What a header can carry at all: visible ASCII and spaces. */
 const HEADER_SAFE = BOUNDARY_STRINGS.filter((s) => /^[\x20-\x7e]*$/.test(s));
 
-async function build(route: RouteSpec, g: Gen, verified: boolean): Promise<{ path: string; init: RequestInit }> {
+async function build(route: RouteSpec, g: Gen, verified: boolean, bearer = ADMIN): Promise<{ path: string; init: RequestInit }> {
   const path = route.path(g, segment(g));
   const headers: Record<string, string> = {};
   let raw: string | Uint8Array | undefined;
@@ -385,7 +385,7 @@ async function build(route: RouteSpec, g: Gen, verified: boolean): Promise<{ pat
   const stamp = String(now());
   const auth = route.auth;
   if (verified) {
-    if (auth.kind === "bearer") headers.authorization = `Bearer ${ADMIN}`;
+    if (auth.kind === "bearer") headers.authorization = `Bearer ${bearer}`;
     if (auth.kind === "slack") Object.assign(headers, { "x-slack-request-timestamp": stamp, "x-slack-signature": await slackSignature(text, stamp) });
     if (auth.kind === "antiproton") Object.assign(headers, await signatureHeaders(E[auth.secret]!, text));
     if (auth.kind === "discord") Object.assign(headers, { "x-signature-timestamp": stamp, "x-signature-ed25519": await ed25519(stamp + text) });
@@ -418,21 +418,25 @@ interface Tally {
   route: string;
   byStatus: Record<number, number>;
   failures: string[];
+  /** Each request's path and status. */
+  answers: { path: string; status: number }[];
 }
 
-async function fuzz(route: RouteSpec, verified: boolean, count: number): Promise<Tally> {
-  const seed = (SEED ^ hash(`${route.name}:${verified}`)) >>> 0;
+/** `key`: send this bearer (a scoped API key) in place of ADMIN_TOKEN. */
+async function fuzz(route: RouteSpec, verified: boolean, count: number, key?: string): Promise<Tally> {
+  const seed = (SEED ^ hash(`${route.name}:${verified}${key ? ":key" : ""}`)) >>> 0;
   const g = new Gen(seed);
-  const tally: Tally = { route: route.name, byStatus: {}, failures: [] };
+  const tally: Tally = { route: route.name, byStatus: {}, failures: [], answers: [] };
   for (let start = 0; start < count; start += PARALLEL) {
     const batch = [];
-    for (let i = start; i < Math.min(count, start + PARALLEL); i++) batch.push(build(route, g, verified).then((req) => ({ i, req })));
+    for (let i = start; i < Math.min(count, start + PARALLEL); i++) batch.push(build(route, g, verified, key).then((req) => ({ i, req })));
     const built = await Promise.all(batch);
     await Promise.all(
       built.map(async ({ i, req }) => {
         const ctx = createExecutionContext();
         const res = await handler.fetch!(new Request(`http://antiproton.test${req.path}`, req.init) as Request<unknown, IncomingRequestCfProperties>, env, ctx);
         tally.byStatus[res.status] = (tally.byStatus[res.status] ?? 0) + 1;
+        tally.answers.push({ path: req.path, status: res.status });
         const text = await res.text();
         const where = `#${i} (seed ${seed}) ${req.init.method} ${req.path}`;
         if (res.status >= 500 && tally.failures.length < 5) tally.failures.push(`${where} → ${res.status} ${text.slice(0, 200)}`);
@@ -499,6 +503,30 @@ describe(`fuzz of every route, seed ${SEED}: verified requests with mutated cont
       createExecutionContext(),
     );
     expect(registered.status).toBe(200);
+  });
+
+  // Tenant "fuzz" holds a scoped key; every other tenant a path names is another's, and must stay out of its reach.
+  describe("with tenant fuzz's API key in place of ADMIN_TOKEN", () => {
+    let key = "";
+    beforeAll(async () => {
+      const made = await handler.fetch!(
+        new Request("http://antiproton.test/v1/tenants/fuzz/keys", { method: "POST", headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" }, body: JSON.stringify({ name: "fuzz", access: "admin" }) }) as Request<unknown, IncomingRequestCfProperties>,
+        env,
+        createExecutionContext(),
+      );
+      key = ((await made.json()) as { key: string }).key;
+    });
+    const tenantIn = (path: string) => /\/tenants\/([^/?]*)/.exec(path)?.[1];
+    for (const route of ROUTES.filter((r) => r.auth.kind === "bearer" && r.name.includes(" /v1/"))) {
+      it(`${route.name}: ${PER_ROUTE / 4} requests; another tenant's paths are all 404, some of fuzz's accepted`, async () => {
+        const tally = await fuzz(route, true, PER_ROUTE / 4, key);
+        expect(tally.failures).toEqual([]);
+        const foreign = tally.answers.filter((a) => tenantIn(a.path) !== "fuzz");
+        expect(foreign.length).toBeGreaterThan(0);
+        expect(foreign.filter((a) => a.status !== 404)).toEqual([]);
+        expect(tally.answers.some((a) => tenantIn(a.path) === "fuzz" && a.status < 400), JSON.stringify(tally.byStatus)).toBe(true);
+      });
+    }
   });
 
   for (const route of ROUTES.filter((r) => r.auth.kind !== "public")) {

@@ -2,7 +2,7 @@
 // Worker env, parsed here. Secrets are read by name (they are not part of the
 // generated Env type).
 import * as z from "zod";
-import { baseUrlFrom, booleanVar, ConfigError, parseJsonVar, secretNamed } from "../../lib/config.ts";
+import { baseUrlFrom, booleanVar, parseJsonVar, requiredSecret, secretNamed } from "../../lib/config.ts";
 import { parseRoute, type Route } from "../../runtime/index.ts";
 
 const DEFAULT_API_BASE_URL = "https://slack.com/api";
@@ -16,12 +16,6 @@ export function apiBaseUrl(env: Env): string {
 /** The one agent this Slack app serves, in whichever workspace it is installed. */
 export function routeFor(env: Env, tenant: string): Route {
   return parseRoute(tenant, env.SLACK_AGENT || DEFAULT_AGENT);
-}
-
-function requiredSecret(env: Env, name: string, why: string): string {
-  const value = secretNamed(env, name);
-  if (!value) throw new ConfigError(`${name} is not set: ${why}`);
-  return value;
 }
 
 export function signingSecret(env: Env): string {

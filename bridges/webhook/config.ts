@@ -1,12 +1,17 @@
 // The webhook bridge's settings: every variable and secret it reads from the
 // Worker env, parsed here.
-import { secretNamed } from "../../lib/config.ts";
+import { booleanVar, requiredSecret, secretNamed } from "../../lib/config.ts";
 
 export const DEFAULT_AGENT = "assistant";
 
-/** The one secret that signs events both ways (HMAC-SHA256). */
-export function webhookSecret(env: Env): string | undefined {
-  return secretNamed(env, "WEBHOOK_SECRET");
+/** The platform's shared secret, which signs events both ways (HMAC-SHA256) for a tenant without its own; undefined when unset or switched off. */
+export function sharedWebhookSecret(env: Env): string | undefined {
+  return booleanVar("WEBHOOK_SHARED_SECRET_ENABLED", env.WEBHOOK_SHARED_SECRET_ENABLED, true) ? secretNamed(env, "WEBHOOK_SECRET") : undefined;
+}
+
+/** The key every tenant's own webhook secret is derived from (WEBHOOK_TENANT_SECRETS_KEY). */
+export function tenantSecretsKey(env: Env): string {
+  return requiredSecret(env, "WEBHOOK_TENANT_SECRETS_KEY", "each tenant's own webhook secret is derived from it");
 }
 
 /** The agent an event goes to when it names none (WEBHOOK_AGENT). */

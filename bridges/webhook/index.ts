@@ -11,11 +11,12 @@ import type { ChatBridge } from "../shared/bridge.ts";
 import { callbackFor, registerCallback, registrationSchema, unregisterCallback } from "./callbacks.ts";
 import { handleEvent } from "./ingress.ts";
 import { webhookOutbound } from "./outbound.ts";
+import { secretRouteDocs, secretRoutes } from "./secret-routes.ts";
 
 const routes = new Hono<{ Bindings: Env }>();
 routes.post("/:tenant/events", handleEvent);
 
-/** Served under /v1 behind ADMIN_TOKEN, as described (lib/route-doc.ts). */
+/** Served under /v1 behind the Agents API's access gate (runtime/access), as described (lib/route-doc.ts). */
 const admin = new Hono<{ Bindings: Env }>();
 const registration = z.object({ tenant: z.string(), callback_url: z.string() });
 
@@ -63,4 +64,6 @@ serve(admin, unregister, async (c, { params: { tenant } }) => {
   return c.body(null, 204);
 });
 
-export const webhook: ChatBridge = { path: "/webhook", routes, outbound: webhookOutbound, admin: { routes: admin, docs: [register, read, unregister] } };
+secretRoutes(admin);
+
+export const webhook: ChatBridge = { path: "/webhook", routes, outbound: webhookOutbound, admin: { routes: admin, docs: [register, read, unregister, ...secretRouteDocs] } };

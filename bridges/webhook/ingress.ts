@@ -59,9 +59,9 @@ function chatEvent(event: WebhookEvent, tenant: string): ChatEvent {
 }
 
 export async function handleEvent(c: Context<{ Bindings: Env }>): Promise<Response> {
-  const parsed = eventSchema.safeParse(parseJson(await readWebhookBody(c)));
-  if (!parsed.success) throw new HttpError(422, z.prettifyError(parsed.error));
   const tenant = c.req.param("tenant") ?? "";
+  const parsed = eventSchema.safeParse(parseJson(await readWebhookBody(c, tenant)));
+  if (!parsed.success) throw new HttpError(422, z.prettifyError(parsed.error));
   if (parsed.data.tenant !== tenant) throw new HttpError(403, `the signed event is for tenant "${parsed.data.tenant}", not "${tenant}"`);
   const route = parseRoute(tenant, parsed.data.agent ?? defaultAgent(c.env));
   // Replies would have nowhere to go: refuse before anything is written.

@@ -6,7 +6,7 @@ import { signatureHeaders } from "../shared/signed-request.ts";
 import { clip, splitText } from "../../lib/text.ts";
 import { callbackFor } from "./callbacks.ts";
 import { cardJson } from "./card.ts";
-import { webhookSecret } from "./config.ts";
+import { signingSecret } from "./secrets.ts";
 
 /** A message we send is at most as long as one we accept. */
 export const WEBHOOK_TEXT_LIMIT = 32_000;
@@ -28,8 +28,8 @@ function payload(delivery: OutboxDelivery, ref: string | undefined) {
 }
 
 async function deliver(env: Env, delivery: OutboxDelivery): Promise<DeliveryResult> {
-  const secret = webhookSecret(env);
-  if (!secret) return { ok: false, error: "WEBHOOK_SECRET is not configured" };
+  const secret = await signingSecret(env, delivery.route.tenant);
+  if (!secret) return { ok: false, error: `tenant ${delivery.route.tenant} has no webhook secret (the shared one is unset or switched off)` };
   const registration = await callbackFor(env, delivery.route.tenant);
   if (!registration) return { ok: false, error: `no callback_url registered for tenant ${delivery.route.tenant}` };
 

@@ -21,6 +21,7 @@ import {
   type TenantListing,
 } from "./directory.ts";
 import { settingKey, type SettingKind, type SettingsText } from "./settings.ts";
+import * as access from "./access-tables.ts";
 
 /**
  * Append-only (lib/migrations.ts, docs/design.md "Migrations"): a schema
@@ -34,6 +35,7 @@ const MIGRATIONS: readonly Migration[] = [
 ${DIRECTORY_SCHEMA};`,
   },
   { name: "agent records", sql: AGENT_RECORDS_SCHEMA },
+  { name: "api keys, roles, audit trail", sql: access.ACCESS_SCHEMA },
 ];
 
 /** Each tenant's settings version, in the settings table under this namespace. */
@@ -146,6 +148,57 @@ export class ControlPlane extends DurableObject<Env> {
   /** Listed nowhere from now on; its settings are no longer pushed. */
   async markAgentDeleted(route: Route): Promise<void> {
     markDeleted(this.sql, route, Date.now());
+  }
+
+  // ---- keys, roles and the audit trail (runtime/control/access-tables.ts; the policy is runtime/access's) ----
+
+  async createKey(key: access.NewKey, audit: access.AuditEntry): Promise<access.KeyRow> {
+    return this.ctx.storage.transactionSync(() => {
+      const row = access.insertKey(this.sql, key, Date.now());
+      access.appendAudit(this.sql, { ...audit, after: row }, Date.now());
+      return row;
+    });
+  }
+
+  async keys(tenant: string): Promise<access.KeyRow[]> {
+    return access.keysOf(this.sql, tenant);
+  }
+
+  async useKey(hash: string): Promise<access.KeyRow | null> {
+    return access.useKey(this.sql, hash, Date.now());
+  }
+
+  async revokeKey(tenant: string, id: string, audit: access.AuditEntry): Promise<access.KeyRow | null> {
+    return this.ctx.storage.transactionSync(() => {
+      const row = access.revokeKey(this.sql, tenant, id, Date.now());
+      if (row) access.appendAudit(this.sql, { ...audit, after: row }, Date.now());
+      return row;
+    });
+  }
+
+  async roles(tenant: string): Promise<access.RoleRow[]> {
+    return access.rolesOf(this.sql, tenant);
+  }
+
+  async rolesHeldBy(identity: string): Promise<access.RoleRow[]> {
+    return access.rolesHeldBy(this.sql, identity);
+  }
+
+  /** Sets or removes a role and records it in the trail, in one transaction. */
+  async setRole(tenant: string, identity: string, role: string | null, actor: string): Promise<{ before: string | null }> {
+    return this.ctx.storage.transactionSync(() => {
+      const before = access.setRole(this.sql, tenant, identity, role, actor, Date.now());
+      if (before !== role) access.appendAudit(this.sql, { tenant, actor, action: role === null ? "role.remove" : "role.set", subject: identity, before, after: role }, Date.now());
+      return { before };
+    });
+  }
+
+  async appendAudit(entry: access.AuditEntry): Promise<void> {
+    access.appendAudit(this.sql, entry, Date.now());
+  }
+
+  async audit(tenant: string, limit: number, beforeSeq?: number): Promise<access.AuditRow[]> {
+    return access.auditOf(this.sql, tenant, limit, beforeSeq);
   }
 }
 

@@ -5,3 +5,4 @@ export { mountList } from "./config.ts";
 export { ControlPlane, controlPlane, listAgents, listTenants, recordAgent } from "./control-plane.ts";
 export type { AgentListing, AgentRecord, DirectoryEntry, TenantListing } from "./directory.ts";
 export { modelFrom, mountsFrom, NO_SETTINGS, parseSettings, secondMessageFrom, type SettingKind, SettingsCopy, type SettingsText } from "./settings.ts";
+export type { AuditEntry, AuditRow, KeyAccess, KeyRow, NewKey, RoleRow } from "./access-tables.ts";

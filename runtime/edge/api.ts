@@ -1,14 +1,13 @@
-// The Agents API: drive an agent without a chat platform, behind ADMIN_TOKEN.
+// The Agents API: drive an agent without a chat platform, behind ADMIN_TOKEN or a scoped key (runtime/access).
 // Every route is described (lib/route-doc.ts) and served through that
 // description (lib/serve-route.ts): the same zod schemas validate the request
 // and make the OpenAPI document (lib/openapi.ts, served at /v1/openapi.json).
 import { Hono } from "hono";
 import * as z from "zod";
 import { readConversation, submitEvent } from "./ingress.ts";
-import { HttpError, safeEqual } from "../../lib/http.ts";
 import { errors, serve } from "../../lib/serve-route.ts";
 import type { RouteDoc } from "../../lib/route-doc.ts";
-import { adminToken } from "./config.ts";
+import { accessGate, accessRoutes, accessRouteDocs } from "../access/index.ts";
 import type { RuntimeDeps } from "../chat.ts";
 import { agentParams, conversationId, conversationReadParams, conversationView, submitResult } from "./schemas.ts";
 import { agentRouteDocs, agentRoutes } from "./agent-routes.ts";
@@ -45,19 +44,14 @@ const readOne = {
 } satisfies RouteDoc;
 
 /** The routes the Agents API itself serves (the bridges' admin routes and the document's own are added by worker.ts). */
-export const agentsApiDocs: RouteDoc[] = [...agentRouteDocs, sendMessage, readOne, ...conversationRouteDocs, ...settingRouteDocs, ...usageRouteDocs];
+export const agentsApiDocs: RouteDoc[] = [...agentRouteDocs, sendMessage, readOne, ...conversationRouteDocs, ...settingRouteDocs, ...usageRouteDocs, ...accessRouteDocs];
 
 /** The Agents API over the given plugins (for inspecting mounts). */
 export function agentsApi(deps: RuntimeDeps): Hono<{ Bindings: Env }> {
   const api = new Hono<{ Bindings: Env }>();
 
-  api.use("*", async (c, next) => {
-    const token = adminToken(c.env);
-    const given = /^Bearer (.+)$/.exec(c.req.header("authorization") ?? "")?.[1];
-    if (!given) throw new HttpError(401, "missing bearer token: send Authorization: Bearer <ADMIN_TOKEN>");
-    if (!safeEqual(given, token)) throw new HttpError(401, "wrong bearer token");
-    await next();
-  });
+  api.use("*", accessGate);
+  accessRoutes(api);
 
   serve(api, sendMessage, async (c, { params, body }) => {
     const conversation = body.conversation ?? `api-${crypto.randomUUID()}`;

@@ -2,7 +2,6 @@
 // event, reading a conversation), the Agents API routes and the ledgers' daily fold.
 export { agentsApi, agentsApiDocs } from "./api.ts";
 export { tenantParams } from "./schemas.ts";
-export { adminToken } from "./config.ts";
 export { foldLedgers } from "./ledger-cron.ts";
-export { changeSetting, secondMessageOf } from "./settings.ts";
+export { changeSetting, secondMessageOf, setTenantLimit } from "./settings.ts";
 export { CONVERSATION_ID, meaningAgain, parseRoute, readConversation, submitEvent } from "./ingress.ts";

@@ -3,6 +3,7 @@
 import { HttpError } from "../../lib/http.ts";
 import { controlPlane, parseSettings, secondMessageFrom, type SettingKind } from "../control/index.ts";
 import { agentStub } from "../object/index.ts";
+import { forgetReading, ledgerStub, type TenantLimit } from "../metering/index.ts";
 import { DEFAULT_SECOND_MESSAGE, type SecondMessage } from "../turns/index.ts";
 import type { Route } from "../chat.ts";
 
@@ -27,4 +28,13 @@ export async function secondMessageOf(
 ): Promise<{ effective: SecondMessage; default: SecondMessage; tenant: SecondMessage | null; agent: SecondMessage | null }> {
   const settings = parseSettings(await controlPlane(env).settingsFor(route));
   return { effective: secondMessageFrom(settings), default: DEFAULT_SECOND_MESSAGE, ...settings.secondMessage };
+}
+
+/** Sets (or with null, removes) a tenant's own daily spend limit; returns the one it replaced. */
+export async function setTenantLimit(env: Env, tenant: string, limit: TenantLimit | null): Promise<TenantLimit | null> {
+  const ledger = ledgerStub(env, tenant);
+  const before = (await ledger.reading()).limit;
+  await ledger.setLimit(limit);
+  forgetReading(tenant);
+  return before;
 }

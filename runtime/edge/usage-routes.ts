@@ -4,8 +4,9 @@ import type { Hono } from "hono";
 import * as z from "zod";
 import type { RouteDoc } from "../../lib/route-doc.ts";
 import { errors, serve } from "../../lib/serve-route.ts";
-import { platformDailySpendLimit, DAY_MS, dayStart, ledgerStub, tenantLimitSchema, effectiveLimit, forgetReading, readUsage, totalsOf } from "../metering/index.ts";
+import { platformDailySpendLimit, DAY_MS, dayStart, ledgerStub, tenantLimitSchema, effectiveLimit, readUsage, totalsOf } from "../metering/index.ts";
 import { tenantParams } from "./schemas.ts";
+import { setTenantLimit } from "./settings.ts";
 
 /** The longest range one request may ask for. */
 const MAX_RANGE_DAYS = 400;
@@ -89,14 +90,12 @@ export function usageRoutes(api: Hono<{ Bindings: Env }>): void {
   });
 
   serve(api, setLimits, async (c, { params: { tenant }, body }) => {
-    await ledgerStub(c.env, tenant).setLimit(body);
-    forgetReading(tenant);
+    await setTenantLimit(c.env, tenant, body);
     return c.json({ ok: true, tenant, own: body, effective: effectiveLimit(c.env, body) });
   });
 
   serve(api, removeLimits, async (c, { params: { tenant } }) => {
-    await ledgerStub(c.env, tenant).setLimit(null);
-    forgetReading(tenant);
+    await setTenantLimit(c.env, tenant, null);
     return c.json({ ok: true, tenant, effective: effectiveLimit(c.env, null) });
   });
 }

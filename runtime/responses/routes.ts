@@ -3,7 +3,7 @@
 // follow of a conversation as Server-Sent Events. Both read the agent's feed
 // (runtime/feed) by asking its object again (watch.ts); the object keeps the
 // responses, so the Worker stays stateless and a restart loses none.
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import * as z from "zod";
 import type { RouteDoc } from "../../lib/route-doc.ts";
 import { toBase64, fromBase64 } from "../../lib/base64.ts";
@@ -12,6 +12,7 @@ import { readJsonBody } from "../../lib/serve-route.ts";
 import type { ChatUser, Route } from "../chat.ts";
 import { CONVERSATION_ID, meaningAgain, parseRoute } from "../edge/index.ts";
 import type { ResponseState } from "../feed/index.ts";
+import { callerOf, requireTenant } from "../access/index.ts";
 import { agentStub } from "../object/index.ts";
 import { endEvent, itemEvents, outputItems, responseObject, type StreamEvent } from "./openai.ts";
 import { sseResponse, watch } from "./watch.ts";
@@ -49,7 +50,7 @@ const inputMessage = z.object({
 
 export const createResponseBody = z
   .object({
-    model: z.string({ error: 'model is required: "<tenant>/<agent>"' }).regex(/^[^/]+\/[^/]+$/, 'model: "<tenant>/<agent>"'),
+    model: z.string({ error: 'model is required: "<tenant>/<agent>"' }).min(1).meta({ description: "<tenant>/<agent>; with a key scoped to one agent, any model name means that agent." }),
     input: z.union([inputText, z.array(inputMessage).min(1, "input has no message")], {
       // Said from the branch the input's kind chose (a string, or a list of messages), not as a bare "Invalid input".
       error: (iss) => {
@@ -113,6 +114,17 @@ function messageText(input: z.infer<typeof createResponseBody>["input"]): string
   return input.map((m) => (typeof m.content === "string" ? m.content : m.content.map((part) => part.text).join(""))).join("\n\n");
 }
 
+/** The agent `model` names ("<tenant>/<agent>"), or the one the caller's key is scoped to; the caller must reach it. */
+function routeOfModel(c: Context<{ Bindings: Env }>, model: string): Route {
+  const named = /^([^/]+)\/([^/]+)$/.exec(model);
+  const caller = callerOf(c);
+  const scoped = caller.kind === "key" && caller.agent !== null ? { tenant: caller.tenant, agent: caller.agent } : null;
+  if (!named && !scoped) throw new HttpError(400, 'model: "<tenant>/<agent>"');
+  const route = named ? parseRoute(named[1]!, named[2]!) : scoped!;
+  requireTenant(c, route.tenant, { write: true, agent: route.agent });
+  return route;
+}
+
 /** Whether a request is the Responses API's (worker.ts mounts these routes under /v1): its errors are said in OpenAI's shape. */
 export function isResponsesPath(path: string): boolean {
   return /^\/v1\/responses(\/|$)/.test(path);
@@ -124,8 +136,7 @@ export function responsesRoutes(): Hono<{ Bindings: Env }> {
 
   app.post("/responses", async (c) => {
     const body = await readJsonBody(c, createResponseBody);
-    const [tenant = "", agent = ""] = body.model.split("/");
-    const route = parseRoute(tenant, agent);
+    const route = routeOfModel(c, body.model);
     let conversation = typeof body.conversation === "string" ? body.conversation : body.conversation?.id;
     if (body.previous_response_id) {
       const previous = routeOfResponse(body.previous_response_id);
@@ -147,11 +158,17 @@ export function responsesRoutes(): Hono<{ Bindings: Env }> {
     return c.json(responseObject(state));
   });
 
-  app.get("/responses/:id", async (c) => c.json(responseObject(await readResponse(c.env, routeOfResponse(c.req.param("id")), c.req.param("id")))));
+  app.get("/responses/:id", async (c) => {
+    const id = c.req.param("id");
+    const route = routeOfResponse(id);
+    requireTenant(c, route.tenant, { write: false, agent: route.agent });
+    return c.json(responseObject(await readResponse(c.env, route, id)));
+  });
 
   app.post("/responses/:id/cancel", async (c) => {
     const id = c.req.param("id");
     const route = routeOfResponse(id);
+    requireTenant(c, route.tenant, { write: true, agent: route.agent });
     const state = await agentStub(c.env, route).cancelResponse(route, id, API_USER);
     if (!state) throw new HttpError(404, `no response "${id}"`);
     return c.json(responseObject(state));

@@ -9,6 +9,7 @@ import { MCP_API_TOKEN, startMcp } from "./mcp.mjs";
 import { FAKE_PROVIDER_KEY, FAKE_TENANT_KEY, startModelProvider } from "./model-provider.mjs";
 import { REMOTE_API_TOKEN, startRemote } from "./remote.mjs";
 import { startContainers } from "./containers.mjs";
+import { startSlackOidc } from "./slack-oidc.mjs";
 import { FAKE_SLACK_BOT_TOKEN, FAKE_SLACK_CLIENT_ID, FAKE_SLACK_CLIENT_SECRET, FAKE_SLACK_SIGNING_SECRET, startSlack } from "./slack.mjs";
 
 /** `gates` (test/fakes/gates.mjs), when given, lets a harness watch and hold requests. */
@@ -18,13 +19,14 @@ export async function startFakes({ gates } = {}) {
   const provider = await startModelProvider({ gates });
   const ledger = await startLedger({ gates });
   const slack = await startSlack({ gates });
+  const slackOidc = await startSlackOidc();
   const discord = await startDiscord({ gates });
   const callback = await startCallbackReceiver({ gates });
   const remote = await startRemote();
   const mcp = await startMcp();
   const everything = await starting;
   const containers = await startContainers();
-  const fakes = { provider, ledger, slack, discord, callback, remote, mcp, everything, containers };
+  const fakes = { provider, ledger, slack, slackOidc, discord, callback, remote, mcp, everything, containers };
   const remoteHost = new URL(remote.url).host;
   const bindings = {
     ADMIN_TOKEN: "test-admin-token",
@@ -76,7 +78,7 @@ export async function startFakes({ gates } = {}) {
     MCP_EVERYTHING_URL: everything.url,
     MCP_EVERYTHING_CONTROL_URL: everything.controlUrl,
     FAKE_CONTAINERS_URL: containers.url,
-    APPROVERS: JSON.stringify({ approvals: ["U_APPROVER", "D_APPROVER"], T_APPROVALS: ["U_APPROVER"], "424242": ["U_APPROVER", "1400000000000000042"], console_ok: ["console:admin"] }),
+    APPROVERS: JSON.stringify({ approvals: ["U_APPROVER", "D_APPROVER"], T_APPROVALS: ["U_APPROVER"], "424242": ["U_APPROVER", "1400000000000000042"], console_ok: ["console:admin"], T1: ["U1"] }),
     SLACK_API_BASE_URL: `${slack.url}/api`,
     SLACK_SIGNING_SECRET: FAKE_SLACK_SIGNING_SECRET,
     SLACK_BOT_TOKEN: FAKE_SLACK_BOT_TOKEN,
@@ -85,6 +87,7 @@ export async function startFakes({ gates } = {}) {
     SLACK_TOKEN_ENCRYPTION_KEY: "test-slack-token-encryption-key",
     SLACK_SOCKET_FORWARD_SECRET: "test-slack-socket-forward-secret",
     FAKE_SLACK_URL: slack.url,
+    SLACK_SIGN_IN_BASE_URL: slackOidc.url,
     DISCORD_API_BASE_URL: `${discord.url}/api/v10`,
     DISCORD_PUBLIC_KEY,
     DISCORD_APPLICATION_ID,
@@ -93,6 +96,7 @@ export async function startFakes({ gates } = {}) {
     DISCORD_TEST_SIGNING_KEY,
     FAKE_DISCORD_URL: discord.url,
     WEBHOOK_SECRET,
+    WEBHOOK_TENANT_SECRETS_KEY: "test-webhook-tenant-secrets-key",
     FAKE_CALLBACK_URL: callback.url,
   };
   return { fakes, bindings, close: () => Promise.all(Object.values(fakes).map((f) => f.close())) };

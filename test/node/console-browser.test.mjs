@@ -2,7 +2,10 @@
 // against `wrangler dev` on loopback and the fake model provider: sign in, find
 // the tenant and agent in the lists, start a conversation, watch the reply
 // arrive without a reload, send a message whose tool call is held, approve its
-// card, watch it performed. Screenshots go to test/node/output/console/ (git-ignored).
+// card, watch it performed. Then people: sign in with Slack (the loopback fake
+// of its OpenID Connect endpoints) as a tenant admin and as a member of
+// workspace A, each seeing what their role allows and nothing of workspace B.
+// Screenshots go to test/node/output/console/ (git-ignored).
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -10,6 +13,8 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { chromium } from "playwright-core";
 import { FAKE_PROVIDER_KEY, startModelProvider } from "../fakes/model-provider.mjs";
+import { FAKE_SLACK_CLIENT_ID, FAKE_SLACK_CLIENT_SECRET } from "../fakes/slack.mjs";
+import { startSlackOidc } from "../fakes/slack-oidc.mjs";
 import { startWorker } from "./wrangler-dev.mjs";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
@@ -23,6 +28,7 @@ const SCENARIO = "browser";
 const SEEN_MS = 15_000;
 
 let provider;
+let slackOidc;
 let worker;
 let context;
 let userDataDir;
@@ -36,6 +42,7 @@ before(async () => {
   assert.ok(existsSync(CHROMIUM), `no browser at ${CHROMIUM}: apt-get install -y chromium (or set CHROMIUM_PATH)`);
   mkdirSync(OUTPUT, { recursive: true });
   provider = await startModelProvider();
+  slackOidc = await startSlackOidc();
   worker = await startWorker({
     cwd: ROOT,
     vars: {
@@ -46,6 +53,10 @@ before(async () => {
       // Remembering a note waits for a person; the console may decide for this tenant.
       MOUNTS: JSON.stringify([{ alias: "notes", plugin: "memory", policy: { write: "approval" } }]),
       APPROVERS: JSON.stringify({ [TENANT]: ["console:admin"] }),
+      // "Sign in with Slack", against the fake.
+      SLACK_CLIENT_ID: FAKE_SLACK_CLIENT_ID,
+      SLACK_CLIENT_SECRET: FAKE_SLACK_CLIENT_SECRET,
+      SLACK_SIGN_IN_BASE_URL: slackOidc.url,
     },
   });
   // A fresh profile each run (playwright passes it as --user-data-dir).
@@ -72,6 +83,7 @@ after(async () => {
   await context?.close();
   await worker?.stop();
   await provider?.close();
+  await slackOidc?.close();
   if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
 });
 
@@ -176,3 +188,81 @@ async function walkThrough(page) {
   // Our own nonce'd script and style ran; nothing was refused or thrown.
   assert.deepEqual(problems, []);
 }
+
+// ---- people: Slack sign-in and roles ---------------------------------------------
+
+const A = "TA";
+const B = "TB";
+
+async function api(method, path, body) {
+  const res = await fetch(`${worker.url}/v1${path}`, {
+    method,
+    headers: { authorization: `Bearer ${TOKEN}`, ...(body ? { "content-type": "application/json" } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const text = await res.text();
+  assert.ok(res.status < 300, `${method} ${path}: ${res.status} ${text}`);
+  return JSON.parse(text);
+}
+
+/** Signs in through the login page's "Sign in with Slack", as the fake's next user. */
+async function signInWithSlack(page, user, name) {
+  const res = await fetch(`${slackOidc.url}/_control/user`, { method: "PUT", body: JSON.stringify({ team: A, user, name }) });
+  assert.equal(res.status, 200);
+  await page.goto(`${worker.url}/console/login`);
+  await page.getByRole("link", { name: "Sign in with Slack" }).click();
+  await page.waitForURL(/\/console$/);
+}
+
+/** Every way to reach B: its page, its agent, a conversation of it (404 each). */
+async function bIsNotThere(page) {
+  for (const path of [`/console/tenants/${B}`, `/console/tenants/${B}/agents/${AGENT}`, `/console/tenants/${B}/agents/${AGENT}/conversations/seed`]) {
+    const res = await page.goto(`${worker.url}${path}`);
+    assert.equal(res.status(), 404, path);
+  }
+}
+
+test("people sign in with Slack: a tenant admin of A changes A's limit, a member sees only their conversations, neither reaches B", async () => {
+  for (const tenant of [A, B]) await api("POST", `/tenants/${tenant}/agents/${AGENT}/messages`, { text: "hello", conversation: "seed" });
+  await api("PUT", `/tenants/${A}/roles/slack:${A}:UADMIN`, { role: "admin" });
+  await api("PUT", `/tenants/${A}/roles/slack:${A}:UMEMBER`, { role: "member" });
+  await context.clearCookies();
+  const page = await context.newPage();
+  page.setDefaultTimeout(SEEN_MS);
+  const shot = (name) => page.screenshot({ path: join(OUTPUT, `${name}.png`), fullPage: true });
+  try {
+    // The tenant admin: A's agents and usage, A's limit set; B nowhere.
+    await signInWithSlack(page, "UADMIN", "Ada Admin");
+    await page.locator("table.tenants").getByRole("link", { name: A }).click();
+    await page.locator("table.agents").getByRole("link", { name: AGENT }).waitFor();
+    assert.match(await page.locator("main").innerText(), /Spent today/);
+    await page.fill('input[name="dailyUsd"]', "4");
+    await Promise.all([page.waitForEvent("load"), page.getByRole("button", { name: "Set the limit" }).click()]);
+    assert.match(await page.locator(".result").innerText(), /daily limit is now 4 USD/);
+    await page.locator(".audit .actor", { hasText: `slack:${A}:UADMIN` }).first().waitFor();
+    await shot("6-tenant-admin");
+    assert.equal((await api("GET", `/tenants/${A}/limits`)).own.dailyUsd, 4);
+    assert.equal(await page.locator("table.tenants").getByRole("link", { name: B }).count(), 0);
+    await bIsNotThere(page);
+
+    // The member: no usage, only the conversations they started; B nowhere.
+    await page.goto(`${worker.url}/console`);
+    await Promise.all([page.waitForURL(/\/console\/login$/), page.getByRole("button", { name: "Sign out" }).click()]);
+    await signInWithSlack(page, "UMEMBER", "Max Member");
+    await page.locator("table.tenants").getByRole("link", { name: A }).click();
+    assert.doesNotMatch(await page.locator("main").innerText(), /Spent today/);
+    await page.locator("table.agents").getByRole("link", { name: AGENT }).click();
+    assert.equal(await page.locator('a[href$="/conversations/seed"]').count(), 0, "the platform's conversation is not the member's");
+    await page.fill('textarea[name="text"]', "a question of my own");
+    await Promise.all([page.waitForEvent("load"), page.getByRole("button", { name: "Send" }).click()]);
+    const mine = decodeURIComponent(/\/conversations\/([^/?]+)$/.exec(page.url())[1]);
+    await page.goto(`${worker.url}/console/tenants/${A}/agents/${AGENT}`);
+    await page.locator(`a[href$="/conversations/${mine}"]`).first().waitFor();
+    assert.equal((await page.goto(`${worker.url}/console/tenants/${A}/agents/${AGENT}/conversations/seed`)).status(), 404);
+    await shot("7-member");
+    await bIsNotThere(page);
+  } catch (err) {
+    await shot("failure-people").catch(() => undefined);
+    throw err;
+  }
+});

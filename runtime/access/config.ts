@@ -1,4 +1,4 @@
-// The token guarding the Agents API and the console, read here.
+// The platform's token (ADMIN_TOKEN), guarding the Agents API and the console, read here.
 import { secretNamed } from "../../lib/config.ts";
 import { HttpError } from "../../lib/http.ts";
 

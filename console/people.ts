@@ -1,0 +1,121 @@
+// People in the console: "Sign in with Slack" (OpenID Connect), each
+// person's roles per tenant (kept in the control plane, runtime/access), and
+// who the console acts as. The holder of ADMIN_TOKEN is the platform (the
+// break-glass); a person is `slack:<team>:<user>`, the string approval cards
+// use, and acts in events as that Slack user, so APPROVERS judges them as it
+// would a click on a card in Slack.
+import { deleteCookie, getSignedCookie, setSignedCookie } from "hono/cookie";
+import * as z from "zod";
+import { fromBase64, toBase64Url } from "../lib/base64.ts";
+import { HttpError } from "../lib/http.ts";
+import { controlPlane, identitySchema, PLATFORM_TENANT, type ChatUser, type TenantRole } from "../runtime/index.ts";
+import { slackSignIn } from "./config.ts";
+import { BASE, cookieKey, cookieOptions, openSession, type Ctx, type Person, type Viewer, type Who } from "./session.ts";
+
+/** The ADMIN_TOKEN's user in events and the audit trail. */
+export const CONSOLE_ADMIN: ChatUser = { platform: "console", id: "admin", name: "console:admin" };
+
+export async function viewerOf(env: Env, who: Who): Promise<Viewer> {
+  if (who.kind === "bearer" || !who.person) return { kind: "platform" };
+  const held = await controlPlane(env).rolesHeldBy(who.person.identity);
+  const roles = new Map<string, TenantRole>();
+  for (const row of held) if (row.role === "admin" || row.role === "member") roles.set(row.tenant, row.role);
+  return { kind: "person", person: who.person, platformAdmin: held.some((r) => r.tenant === PLATFORM_TENANT), roles };
+}
+
+/** What the viewer is in `tenant`: "platform" sees everything; null sees nothing (a 404). */
+export function roleIn(viewer: Viewer, tenant: string): "platform" | TenantRole | null {
+  if (viewer.kind === "platform" || viewer.platformAdmin) return "platform";
+  return viewer.roles.get(tenant) ?? null;
+}
+
+/** Who the viewer is in an event to an agent. */
+export function actingUser(viewer: Viewer): ChatUser {
+  if (viewer.kind === "platform") return CONSOLE_ADMIN;
+  const [platform, , user] = viewer.person.identity.split(":") as ["slack", string, string];
+  return { platform, id: user, name: viewer.person.identity };
+}
+
+export const actorName = (viewer: Viewer) => actingUser(viewer).name!;
+
+// ---- Sign in with Slack ----------------------------------------------------------
+
+const SIGN_IN_COOKIE = "antiproton_console_signin";
+const SIGN_IN_SECONDS = 600;
+const CALLBACK = `${BASE}/login/slack/callback`;
+
+const tokenAnswer = z.object({ id_token: z.string().optional(), error: z.string().optional() });
+const idClaims = z.object({
+  iss: z.literal("https://slack.com"),
+  aud: z.string(),
+  exp: z.number(),
+  nonce: z.string(),
+  name: z.string().optional(),
+  "https://slack.com/team_id": z.string(),
+  "https://slack.com/user_id": z.string(),
+});
+
+const random = () => toBase64Url(crypto.getRandomValues(new Uint8Array(24)));
+
+/** Sends the browser to Slack with a fresh state and nonce, kept in a signed cookie until it comes back. */
+export async function startSlackSignIn(c: Ctx): Promise<Response> {
+  const config = slackSignIn(c.env);
+  if (!config) throw new HttpError(404, "Sign in with Slack is not configured on this deployment");
+  const state = random();
+  const nonce = random();
+  // Lax, not Strict: the browser comes back from Slack, another site, and must bring it.
+  await setSignedCookie(c, SIGN_IN_COOKIE, `${state}.${nonce}`, await cookieKey(c.env), { ...cookieOptions(c, SIGN_IN_SECONDS), sameSite: "Lax", path: CALLBACK });
+  const url = new URL(config.authorizeUrl);
+  const origin = new URL(c.req.url).origin;
+  for (const [k, v] of Object.entries({ response_type: "code", scope: "openid profile", client_id: config.clientId, state, nonce, redirect_uri: `${origin}${CALLBACK}` })) url.searchParams.set(k, v);
+  return c.redirect(url.toString(), 303);
+}
+
+/** The person Slack signed in: state and nonce checked, the code exchanged once, the id token's claims checked. */
+export async function finishSlackSignIn(c: Ctx): Promise<Person> {
+  const config = slackSignIn(c.env);
+  if (!config) throw new HttpError(404, "Sign in with Slack is not configured on this deployment");
+  const started = await getSignedCookie(c, await cookieKey(c.env), SIGN_IN_COOKIE);
+  deleteCookie(c, SIGN_IN_COOKIE, { path: CALLBACK });
+  const [state, nonce] = (started || "").split(".");
+  if (!state || !nonce || c.req.query("state") !== state) throw new HttpError(400, "This sign-in was not started here or took too long: start again.");
+  const error = c.req.query("error");
+  if (error) throw new HttpError(401, `Slack did not sign you in (${error.slice(0, 100)}).`);
+  const code = c.req.query("code");
+  if (!code) throw new HttpError(400, "Slack sent no code back.");
+  const res = await fetch(config.tokenUrl, {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({ client_id: config.clientId, client_secret: config.clientSecret, code, redirect_uri: `${new URL(c.req.url).origin}${CALLBACK}` }),
+    signal: AbortSignal.timeout(10_000),
+  });
+  const answer = tokenAnswer.safeParse(await res.json().catch(() => null));
+  const idToken = answer.data?.id_token;
+  if (!idToken) throw new HttpError(401, `Slack refused the sign-in (${answer.data?.error ?? res.status}).`);
+  // The id token came straight from Slack's token endpoint over TLS: its claims are checked, not its signature (OpenID Connect Core 3.1.3.7).
+  const claims = idClaims.safeParse(decodePayload(idToken));
+  if (!claims.success) throw new HttpError(401, "Slack's id token is unreadable.");
+  const t = claims.data;
+  if (t.aud !== config.clientId || t.nonce !== nonce || t.exp * 1000 < Date.now()) throw new HttpError(401, "Slack's id token is not for this sign-in.");
+  const identity = identitySchema.safeParse(`slack:${t["https://slack.com/team_id"]}:${t["https://slack.com/user_id"]}`);
+  if (!identity.success) throw new HttpError(401, "Slack named an unusable team or user.");
+  return { identity: identity.data, name: t.name?.slice(0, 100) || identity.data };
+}
+
+function decodePayload(jwt: string): unknown {
+  try {
+    const part = jwt.split(".")[1] ?? "";
+    return JSON.parse(new TextDecoder().decode(fromBase64(part.replaceAll("-", "+").replaceAll("_", "/"))));
+  } catch {
+    return null;
+  }
+}
+
+/** A person with no role anywhere gets no session: there is nothing the console could show them. */
+export async function signInPerson(c: Ctx, person: Person): Promise<void> {
+  const viewer = await viewerOf(c.env, { kind: "session", id: "", person });
+  if (viewer.kind === "person" && !viewer.platformAdmin && viewer.roles.size === 0) {
+    throw new HttpError(403, `${person.identity} has no role here: ask a tenant admin.`);
+  }
+  await openSession(c, person);
+}

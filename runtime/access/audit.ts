@@ -1,0 +1,106 @@
+// The audit trail: every change made through /v1 (and the console) is a row
+// in the control plane — who, when, what, before and after — appended, never
+// edited. The gate writes it for any write route that succeeded, reading the
+// value before the change where it knows how (limits, mounts, model, second
+// message); a route that writes its own row (keys, roles, secrets) says so
+// with markAudited, and a new route gets a row naming its method and path.
+import type { Context, Next } from "hono";
+import * as z from "zod";
+import { HttpError } from "../../lib/http.ts";
+import { controlPlane, parseSettings, type AuditEntry, type SettingKind } from "../control/index.ts";
+import { ledgerStub } from "../metering/index.ts";
+import type { AccessEnv, Caller } from "./types.ts";
+
+const SETTINGS: Record<string, SettingKind> = { mounts: "mounts", model: "models", "second-message": "secondMessage" };
+
+interface Change {
+  action: string;
+  before?: () => Promise<unknown>;
+  /** What the row keeps of the request's body; null leaves the write out of the trail (a plain message is a conversation, not a change). */
+  after: (body: unknown) => unknown;
+}
+
+const bodyAsIs = (body: unknown) => body;
+
+/** What a write to `path` (under /v1) changes, and how to read its value before. */
+function changeOf(env: Env, method: string, path: string, scope: { tenant: string; agent?: string }): Change {
+  const verb = method === "DELETE" ? "remove" : "set";
+  const setting = /^\/tenants\/[^/]+(?:\/agents\/[^/]+)?\/(mounts|model|second-message)$/.exec(path)?.[1];
+  if (setting) {
+    const kind = SETTINGS[setting]!;
+    const level = scope.agent === undefined ? "tenant" : "agent";
+    const before = async () => parseSettings(await controlPlane(env).settingsFor({ tenant: scope.tenant, agent: scope.agent ?? "any" }))[kind][level];
+    return { action: `${setting}.${verb}`, before, after: bodyAsIs };
+  }
+  if (/^\/tenants\/[^/]+\/limits$/.test(path)) return { action: `limits.${verb}`, before: async () => (await ledgerStub(env, scope.tenant).reading()).limit, after: bodyAsIs };
+  if (/^\/tenants\/[^/]+\/agents\/[^/]+\/messages$/.test(path)) {
+    return {
+      action: "conversation",
+      after: (body) => {
+        const event = body as { kind?: string; command?: string; conversation?: string } | null;
+        if (event?.kind === "interrupt") return { action: "stop", conversation: event.conversation };
+        if (event?.kind === "command" && event.command !== "status") return { action: event.command, conversation: event.conversation };
+        return null;
+      },
+    };
+  }
+  if (/^\/webhook\/tenants\/[^/]+$/.test(path)) return { action: `webhook-callback.${verb}`, after: bodyAsIs };
+  return { action: `${method} ${path.replace(/\/tenants\/[^/]+/, "/tenants/{tenant}")}`, after: bodyAsIs };
+}
+
+/** A body or a kept value as the JSON it holds; text that is not JSON (a value cut to fit) as itself. */
+function parsedBody(text: string | null): unknown {
+  if (text === null || text === "") return null;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+/** Runs a write route and, when it succeeded, appends what it changed. */
+export async function recordWrite(c: Context<AccessEnv>, scope: { tenant: string; agent?: string }, caller: Caller, next: Next): Promise<void> {
+  const path = c.req.path.replace(/^\/v1(?=\/)/, "");
+  const change = changeOf(c.env, c.req.method, path, scope);
+  const before = change.before ? await change.before() : null;
+  // A copy of the body, read only once the route accepted it (and so within its size limit).
+  const copy = c.req.raw.clone();
+  await next();
+  if (c.error !== undefined || c.res.status >= 400 || c.get("audited")) return void (await copy.body?.cancel());
+  const after = change.after(parsedBody(await copy.text()));
+  if (after === null && c.req.method !== "DELETE") return;
+  const action = change.action === "conversation" ? `conversation.${(after as { action: string }).action}` : change.action;
+  await recordChange(c.env, { tenant: scope.tenant, actor: caller.actor, action, subject: path, before, after });
+}
+
+/** Appends one row; a trail that cannot be written is said, not hidden (the change itself is made). */
+export async function recordChange(env: Env, entry: AuditEntry): Promise<void> {
+  try {
+    await controlPlane(env).appendAudit(entry);
+  } catch (err) {
+    console.error("audit: a change could not be recorded", entry.action, err);
+    throw new HttpError(503, "the change was made, but the audit trail could not record it");
+  }
+}
+
+/** For a route that wrote its own row in the same transaction as its change. */
+export function markAudited(c: Context<{ Bindings: Env }>): void {
+  (c as unknown as Context<AccessEnv>).set("audited", true);
+}
+
+export const AUDIT_PAGE = 50;
+
+export const auditQuery = z
+  .object({
+    limit: z.coerce.number().int().min(1).max(500).optional(),
+    before: z.coerce.number().int().min(1).optional(),
+  })
+  .strict();
+
+/** A page of a tenant's trail, newest first, and the cursor of the next. */
+export async function readAudit(env: Env, tenant: string, query: z.infer<typeof auditQuery>) {
+  const limit = query.limit ?? AUDIT_PAGE;
+  const rows = await controlPlane(env).audit(tenant, limit, query.before);
+  const entries = rows.map((row) => ({ ...row, at: new Date(row.at).toISOString(), before: parsedBody(row.before), after: parsedBody(row.after) }));
+  return { entries, next: rows.length === limit ? rows.at(-1)!.seq : null };
+}

@@ -1,0 +1,137 @@
+// The access routes of /v1: a tenant's keys, roles and audit trail; the
+// platform's admins are the admins of tenant `*`. Mounted by the Agents API
+// (runtime/edge/api.ts) behind accessGate, each described (lib/route-doc.ts).
+import type { Hono } from "hono";
+import * as z from "zod";
+import { HttpError } from "../../lib/http.ts";
+import type { RouteDoc } from "../../lib/route-doc.ts";
+import { errors, serve } from "../../lib/serve-route.ts";
+import { controlPlane } from "../control/index.ts";
+import { auditQuery, markAudited, readAudit } from "./audit.ts";
+import { requirePlatform, requireTenant, requireTenantAdmin } from "./caller.ts";
+import { mintKey } from "./keys.ts";
+import { identitySchema, keyAccessSchema, newKeyBody, roleBody, tenantRoleSchema } from "./schemas.ts";
+
+/** The tenant every platform admin is kept under in the roles table. */
+export const PLATFORM_TENANT = "*";
+
+const tenant = z.string().regex(/^[A-Za-z0-9._-]{1,128}$/, "tenant: letters, digits, . _ - (max 128)").meta({ examples: ["acme"] });
+const tenantParams = z.object({ tenant });
+/** Roles may also name `*`, the platform's admins (only ADMIN_TOKEN sets them). */
+const roleTenantParams = z.object({ tenant: z.string().regex(/^([A-Za-z0-9._-]{1,128}|\*)$/, "tenant: letters, digits, . _ - (max 128), or * for the platform's admins").meta({ examples: ["acme"] }) });
+const roleParams = roleTenantParams.extend({ identity: identitySchema.meta({ examples: ["slack:T1:U1"] }) });
+
+const keyRow = z.looseObject({ id: z.string(), tenant: z.string(), name: z.string(), access: keyAccessSchema, agent: z.string().nullable(), lastUsedAt: z.number().nullable(), revokedAt: z.number().nullable() });
+const roleRow = z.looseObject({ identity: z.string(), role: z.string() });
+
+const createKey = {
+  method: "post",
+  path: "/tenants/{tenant}/keys",
+  summary: "Create an API key for the tenant: shown once, only its hash is kept (a tenant admin or the platform)",
+  params: tenantParams,
+  body: newKeyBody.meta({ examples: [{ name: "ci", access: "write" }] }),
+  responses: { 201: { description: "The key, with its secret `key` shown this once.", schema: keyRow.extend({ key: z.string() }) }, ...errors(400, 403, 404, 413, 415) },
+} satisfies RouteDoc;
+const listKeys = {
+  method: "get",
+  path: "/tenants/{tenant}/keys",
+  summary: "The tenant's keys, without their secrets",
+  params: tenantParams,
+  responses: { 200: { description: "The keys.", schema: z.object({ keys: z.array(keyRow) }) }, ...errors(400, 403, 404) },
+} satisfies RouteDoc;
+const revokeKey = {
+  method: "delete",
+  path: "/tenants/{tenant}/keys/{keyId}",
+  summary: "Revoke a key: from now on it is refused (401)",
+  params: tenantParams.extend({ keyId: z.string().min(1).max(100) }),
+  responses: { 200: { description: "Revoked.", schema: z.object({ ok: z.literal(true), key: keyRow }) }, ...errors(400, 403, 404) },
+} satisfies RouteDoc;
+const listRoles = {
+  method: "get",
+  path: "/tenants/{tenant}/roles",
+  summary: "Who has a role in the tenant (`*`: the platform's admins)",
+  params: roleTenantParams,
+  responses: { 200: { description: "The roles.", schema: z.object({ roles: z.array(roleRow) }) }, ...errors(400, 403, 404) },
+} satisfies RouteDoc;
+const setRole = {
+  method: "put",
+  path: "/tenants/{tenant}/roles/{identity}",
+  summary: "Give a person a role in the tenant: admin or member",
+  params: roleParams,
+  body: roleBody.meta({ examples: [{ role: "member" }] }),
+  responses: { 200: { description: "Set.", schema: z.looseObject({ ok: z.literal(true), role: tenantRoleSchema, before: z.string().nullable() }) }, ...errors(400, 403, 404, 413, 415) },
+} satisfies RouteDoc;
+const removeRole = {
+  method: "delete",
+  path: "/tenants/{tenant}/roles/{identity}",
+  summary: "Take a person's role in the tenant away",
+  params: roleParams,
+  responses: { 200: { description: "Removed.", schema: z.looseObject({ ok: z.literal(true), before: z.string().nullable() }) }, ...errors(400, 403, 404) },
+} satisfies RouteDoc;
+const audit = {
+  method: "get",
+  path: "/tenants/{tenant}/audit",
+  summary: "The tenant's audit trail, newest first: who changed what, when, before and after (never editable)",
+  params: tenantParams,
+  query: auditQuery,
+  responses: { 200: { description: "A page of the trail; `next` is the `before` of the next page.", schema: z.looseObject({ entries: z.array(z.looseObject({ actor: z.string(), action: z.string() })), next: z.number().nullable() }) }, ...errors(400, 404) },
+} satisfies RouteDoc;
+
+export const accessRouteDocs: RouteDoc[] = [createKey, listKeys, revokeKey, listRoles, setRole, removeRole, audit];
+
+/** `*` names the platform, whose admins only ADMIN_TOKEN names; any other tenant, its admins or the platform. */
+function roleAdmin(c: Parameters<typeof requireTenantAdmin>[0], tenant: string) {
+  return tenant === PLATFORM_TENANT ? requirePlatform(c) : requireTenantAdmin(c, tenant);
+}
+
+export function accessRoutes(api: Hono<{ Bindings: Env }>): void {
+  serve(api, createKey, async (c, { params: { tenant }, body: spec }) => {
+    const caller = requireTenantAdmin(c, tenant);
+    const { id, key, hash } = await mintKey();
+    const row = await controlPlane(c.env).createKey(
+      { id, tenant, hash, name: spec.name, access: spec.access, agent: spec.agent ?? null, createdBy: caller.actor },
+      { tenant, actor: caller.actor, action: "key.create", subject: id, before: null, after: null },
+    );
+    markAudited(c);
+    // The only time the key is shown: only its hash is kept.
+    return c.json({ ...row, key }, 201);
+  });
+
+  serve(api, listKeys, async (c, { params: { tenant } }) => {
+    requireTenantAdmin(c, tenant);
+    return c.json({ keys: await controlPlane(c.env).keys(tenant) });
+  });
+
+  serve(api, revokeKey, async (c, { params: { tenant, keyId } }) => {
+    const caller = requireTenantAdmin(c, tenant);
+    const row = await controlPlane(c.env).revokeKey(tenant, keyId, { tenant, actor: caller.actor, action: "key.revoke", subject: keyId, before: null, after: null });
+    if (!row) throw new HttpError(404, `no live key "${keyId}"`);
+    markAudited(c);
+    return c.json({ ok: true as const, key: row });
+  });
+
+  serve(api, listRoles, async (c, { params: { tenant } }) => {
+    roleAdmin(c, tenant);
+    return c.json({ roles: await controlPlane(c.env).roles(tenant) });
+  });
+
+  serve(api, setRole, async (c, { params: { tenant, identity }, body: { role } }) => {
+    const caller = roleAdmin(c, tenant);
+    const { before } = await controlPlane(c.env).setRole(tenant, identity, role, caller.actor);
+    markAudited(c);
+    return c.json({ ok: true, tenant, identity, role, before });
+  });
+
+  serve(api, removeRole, async (c, { params: { tenant, identity } }) => {
+    const caller = roleAdmin(c, tenant);
+    const { before } = await controlPlane(c.env).setRole(tenant, identity, null, caller.actor);
+    if (before === null) throw new HttpError(404, `${identity} has no role here`);
+    markAudited(c);
+    return c.json({ ok: true, tenant, identity, before });
+  });
+
+  serve(api, audit, async (c, { params: { tenant }, query }) => {
+    requireTenant(c, tenant, { write: false });
+    return c.json({ tenant, ...(await readAudit(c.env, tenant, query)) });
+  });
+}

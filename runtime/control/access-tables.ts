@@ -1,0 +1,176 @@
+// The access tables of the control plane: scoped API keys (by the SHA-256 of
+// the key, never the key), roles per tenant, and the audit trail. The policy
+// (who may do what) is runtime/access's; this file only keeps the rows.
+// The audit table is append-only: SQLite itself refuses an UPDATE or DELETE.
+
+export const ACCESS_SCHEMA = `CREATE TABLE api_keys (
+  id TEXT PRIMARY KEY,
+  tenant TEXT NOT NULL,
+  hash TEXT NOT NULL UNIQUE,
+  name TEXT NOT NULL,
+  access TEXT NOT NULL,
+  agent TEXT,
+  created_at INTEGER NOT NULL,
+  created_by TEXT NOT NULL,
+  last_used_at INTEGER,
+  revoked_at INTEGER
+);
+CREATE INDEX api_keys_tenant ON api_keys (tenant, created_at);
+CREATE TABLE roles (
+  tenant TEXT NOT NULL,
+  identity TEXT NOT NULL,
+  role TEXT NOT NULL,
+  granted_at INTEGER NOT NULL,
+  granted_by TEXT NOT NULL,
+  PRIMARY KEY (tenant, identity)
+);
+CREATE TABLE audit (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  tenant TEXT NOT NULL,
+  at INTEGER NOT NULL,
+  actor TEXT NOT NULL,
+  action TEXT NOT NULL,
+  subject TEXT NOT NULL,
+  before TEXT,
+  after TEXT
+);
+CREATE INDEX audit_tenant ON audit (tenant, seq);
+CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit BEGIN SELECT RAISE(ABORT, 'the audit trail is append-only'); END;
+CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit BEGIN SELECT RAISE(ABORT, 'the audit trail is append-only'); END`;
+
+/** What a key may do: `admin` also manages its tenant's keys, roles and webhook secret; `read` may only read. */
+export type KeyAccess = "admin" | "write" | "read";
+
+export type KeyRow = {
+  id: string;
+  tenant: string;
+  name: string;
+  access: KeyAccess;
+  agent: string | null;
+  createdAt: number;
+  createdBy: string;
+  lastUsedAt: number | null;
+  revokedAt: number | null;
+};
+
+export interface NewKey {
+  id: string;
+  tenant: string;
+  hash: string;
+  name: string;
+  access: KeyAccess;
+  agent: string | null;
+  createdBy: string;
+}
+
+export type RoleRow = {
+  tenant: string;
+  identity: string;
+  role: string;
+  grantedAt: number;
+  grantedBy: string;
+};
+
+export interface AuditEntry {
+  tenant: string;
+  actor: string;
+  action: string;
+  subject: string;
+  before: unknown;
+  after: unknown;
+}
+
+/** The columns a KeyRow is read from, named as it names them. */
+const KEY_COLUMNS = "id, tenant, name, access, agent, created_at AS createdAt, created_by AS createdBy, last_used_at AS lastUsedAt, revoked_at AS revokedAt";
+
+/** A key's last use is written at most this often: every request reads the key, few need to write. */
+const LAST_USED_RESOLUTION_MS = 60_000;
+
+export function insertKey(sql: SqlStorage, key: NewKey, now: number): KeyRow {
+  sql.exec(
+    "INSERT INTO api_keys (id, tenant, hash, name, access, agent, created_at, created_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    key.id,
+    key.tenant,
+    key.hash,
+    key.name,
+    key.access,
+    key.agent,
+    now,
+    key.createdBy,
+  );
+  return keysOf(sql, key.tenant).find((k) => k.id === key.id)!;
+}
+
+export function keysOf(sql: SqlStorage, tenant: string): KeyRow[] {
+  return sql.exec<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE tenant = ? ORDER BY created_at, id`, tenant).toArray();
+}
+
+/** The live key with this hash, its last use recorded; null for an unknown or revoked key. */
+export function useKey(sql: SqlStorage, hash: string, now: number): KeyRow | null {
+  const row = sql.exec<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE hash = ? AND revoked_at IS NULL`, hash).toArray()[0];
+  if (!row) return null;
+  if (row.lastUsedAt === null || row.lastUsedAt <= now - LAST_USED_RESOLUTION_MS) {
+    sql.exec("UPDATE api_keys SET last_used_at = ? WHERE id = ?", now, row.id);
+    row.lastUsedAt = now;
+  }
+  return row;
+}
+
+/** Revokes a live key of the tenant; the row stays, so the list shows when it ended. Null when there is no such live key. */
+export function revokeKey(sql: SqlStorage, tenant: string, id: string, now: number): KeyRow | null {
+  const done = sql.exec("UPDATE api_keys SET revoked_at = ? WHERE tenant = ? AND id = ? AND revoked_at IS NULL", now, tenant, id).rowsWritten > 0;
+  return done ? (keysOf(sql, tenant).find((k) => k.id === id) ?? null) : null;
+}
+
+const ROLE_COLUMNS = "tenant, identity, role, granted_at AS grantedAt, granted_by AS grantedBy";
+
+export function rolesOf(sql: SqlStorage, tenant: string): RoleRow[] {
+  return sql.exec<RoleRow>(`SELECT ${ROLE_COLUMNS} FROM roles WHERE tenant = ? ORDER BY identity`, tenant).toArray();
+}
+
+/** Every role one person holds, in every tenant. */
+export function rolesHeldBy(sql: SqlStorage, identity: string): RoleRow[] {
+  return sql.exec<RoleRow>(`SELECT ${ROLE_COLUMNS} FROM roles WHERE identity = ? ORDER BY tenant`, identity).toArray();
+}
+
+/** Sets (or with null, removes) a person's role in a tenant; returns the role held before. */
+export function setRole(sql: SqlStorage, tenant: string, identity: string, role: string | null, by: string, now: number): string | null {
+  const before = sql.exec<{ role: string }>("SELECT role FROM roles WHERE tenant = ? AND identity = ?", tenant, identity).toArray()[0]?.role ?? null;
+  if (role === null) sql.exec("DELETE FROM roles WHERE tenant = ? AND identity = ?", tenant, identity);
+  else
+    sql.exec(
+      "INSERT INTO roles (tenant, identity, role, granted_at, granted_by) VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant, identity) DO UPDATE SET role = excluded.role, granted_at = excluded.granted_at, granted_by = excluded.granted_by",
+      tenant,
+      identity,
+      role,
+      now,
+      by,
+    );
+  return before;
+}
+
+/** Values are kept as JSON text, cut to this many characters: the trail says what changed, it is no backup. */
+const AUDIT_VALUE_CHARS = 8_000;
+
+const asText = (value: unknown): string | null => (value === undefined || value === null ? null : JSON.stringify(value).slice(0, AUDIT_VALUE_CHARS));
+
+export function appendAudit(sql: SqlStorage, entry: AuditEntry, now: number): void {
+  sql.exec(
+    "INSERT INTO audit (tenant, at, actor, action, subject, before, after) VALUES (?, ?, ?, ?, ?, ?, ?)",
+    entry.tenant,
+    now,
+    entry.actor,
+    entry.action,
+    entry.subject,
+    asText(entry.before),
+    asText(entry.after),
+  );
+}
+
+/** A row as kept: `before` and `after` are JSON text (cut to AUDIT_VALUE_CHARS, so perhaps no longer JSON). */
+export type AuditRow = { seq: number; tenant: string; at: number; actor: string; action: string; subject: string; before: string | null; after: string | null };
+
+/** A tenant's trail, newest first, `limit` rows before `beforeSeq` (a page cursor). */
+export function auditOf(sql: SqlStorage, tenant: string, limit: number, beforeSeq?: number): AuditRow[] {
+  return sql.exec<AuditRow>("SELECT * FROM audit WHERE tenant = ? AND seq < ? ORDER BY seq DESC LIMIT ?", tenant, beforeSeq ?? Number.MAX_SAFE_INTEGER, limit).toArray();
+}

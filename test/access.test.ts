@@ -1,0 +1,159 @@
+// Who may do what through /v1 (runtime/access): scoped keys reach their tenant
+// (and agent) only, a read-only key cannot write, a revoked key is refused,
+// and every change lands in the append-only audit trail with its actor.
+import { env } from "cloudflare:workers";
+import { runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { unique, waitFor, worker } from "./support.ts";
+
+const ADMIN = "Bearer test-admin-token";
+
+function call(auth: string, method: string, path: string, body?: unknown): Promise<Response> {
+  return worker(`/v1${path}`, {
+    method,
+    headers: { authorization: auth, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+}
+
+async function newKey(auth: string, tenant: string, spec: { name: string; access?: string; agent?: string }): Promise<{ id: string; key: string }> {
+  const res = await call(auth, "POST", `/tenants/${tenant}/keys`, spec);
+  expect(res.status, await res.clone().text()).toBe(201);
+  return res.json();
+}
+
+const bearer = (key: string) => `Bearer ${key}`;
+const message = (text: string, conversation: string) => ({ text, conversation });
+
+describe("scoped API keys", () => {
+  const A = unique("acca");
+  const B = unique("accb");
+
+  it("a key works for its tenant, reaches nothing of another (404), and fails (401) once revoked", async () => {
+    const { id, key } = await newKey(ADMIN, A, { name: "ci" });
+    expect(key).toMatch(/^apk_k[0-9a-f]{12}_/);
+    expect((await call(bearer(key), "POST", `/tenants/${A}/agents/assistant/messages`, message("hello", "c1"))).status).toBe(202);
+    await waitFor("the reply", async () => {
+      const res = await call(bearer(key), "GET", `/tenants/${A}/agents/assistant/conversations/c1`);
+      return res.status === 200 && ((await res.json()) as { status: string }).status === "idle";
+    });
+    // B exists (the platform wrote to it), and A's key finds none of it.
+    expect((await call(ADMIN, "POST", `/tenants/${B}/agents/assistant/messages`, message("hello", "c1"))).status).toBe(202);
+    for (const [method, path, body] of [
+      ["POST", `/tenants/${B}/agents/assistant/messages`, message("hi", "c2")],
+      ["GET", `/tenants/${B}/agents/assistant/conversations/c1`],
+      ["GET", `/tenants/${B}/agents/assistant/mounts`],
+      ["PUT", `/tenants/${B}/limits`, { dailyUsd: 1 }],
+      ["GET", `/tenants/${B}/usage`],
+      ["GET", `/tenants/${B}/audit`],
+      ["GET", `/tenants/${B}/keys`],
+      ["PUT", `/webhook/tenants/${B}`, { callback_url: "https://example.com/x" }],
+    ] as const) {
+      const res = await call(bearer(key), method, path, body);
+      expect([method, path, res.status]).toEqual([method, path, 404]);
+    }
+    // A tenantless route is the platform's, and so are the platform's admins.
+    expect((await call(bearer(key), "GET", "/responses-of-nobody")).status).toBe(403);
+    expect((await call(bearer(key), "PUT", "/tenants/*/roles/slack:T1:U9", { role: "admin" })).status).toBe(404);
+    expect((await call(ADMIN, "PUT", "/tenants/*/roles/slack:T1:U9", { role: "admin" })).status).toBe(200);
+
+    const listed = (await (await call(ADMIN, "GET", `/tenants/${A}/keys`)).json()) as { keys: Record<string, unknown>[] };
+    expect(listed.keys).toHaveLength(1);
+    expect(listed.keys[0]).toMatchObject({ id, name: "ci", access: "write", agent: null, revokedAt: null });
+    expect(typeof listed.keys[0]!.lastUsedAt).toBe("number");
+    // Stored hashed, shown once: no list carries the key or its hash.
+    expect(JSON.stringify(listed)).not.toContain(key.slice(20));
+    expect(Object.keys(listed.keys[0]!)).not.toContain("hash");
+
+    expect((await call(ADMIN, "DELETE", `/tenants/${A}/keys/${id}`)).status).toBe(200);
+    const after = await call(bearer(key), "GET", `/tenants/${A}/agents/assistant/conversations/c1`);
+    expect(after.status).toBe(401);
+    expect(await after.json()).toEqual({ error: "unknown or revoked API key" });
+    expect((await call(ADMIN, "DELETE", `/tenants/${A}/keys/${id}`)).status).toBe(404);
+  });
+
+  it("a read-only key reads but cannot send a message or change a setting (403)", async () => {
+    const { key } = await newKey(ADMIN, A, { name: "dashboard", access: "read" });
+    expect((await call(bearer(key), "GET", `/tenants/${A}/usage`)).status).toBe(200);
+    const sent = await call(bearer(key), "POST", `/tenants/${A}/agents/assistant/messages`, message("hi", "ro"));
+    expect(sent.status).toBe(403);
+    expect(await sent.json()).toEqual({ error: "this key is read-only" });
+    expect((await call(bearer(key), "PUT", `/tenants/${A}/limits`, { dailyUsd: 1 })).status).toBe(403);
+    expect((await call(ADMIN, "GET", `/tenants/${A}/agents/assistant/conversations/ro`)).status).toBe(404);
+  });
+
+  it("a key scoped to one agent reaches only that agent", async () => {
+    const { key } = await newKey(ADMIN, A, { name: "bot", agent: "helper" });
+    expect((await call(bearer(key), "GET", `/tenants/${A}/agents/helper/second-message`)).status).toBe(200);
+    expect((await call(bearer(key), "GET", `/tenants/${A}/agents/assistant/second-message`)).status).toBe(404);
+    expect((await call(bearer(key), "GET", `/tenants/${A}/usage`)).status).toBe(403);
+  });
+
+  it("only a tenant admin (or the platform) manages keys and roles, and only its own tenant's", async () => {
+    const writer = await newKey(ADMIN, A, { name: "writer" });
+    expect((await call(bearer(writer.key), "POST", `/tenants/${A}/keys`, { name: "more" })).status).toBe(403);
+    const admin = await newKey(ADMIN, A, { name: "tenant admin", access: "admin" });
+    const made = await newKey(bearer(admin.key), A, { name: "made by the tenant" });
+    expect((await call(bearer(made.key), "GET", `/tenants/${A}/usage`)).status).toBe(200);
+    expect((await call(bearer(admin.key), "POST", `/tenants/${B}/keys`, { name: "x" })).status).toBe(404);
+    expect((await call(bearer(admin.key), "PUT", `/tenants/${A}/roles/slack:T1:U1`, { role: "member" })).status).toBe(200);
+    expect((await call(bearer(admin.key), "PUT", `/tenants/${A}/roles/U1`, { role: "member" })).status).toBe(400);
+    expect((await call(ADMIN, "POST", `/tenants/${A}/keys`, { name: "x", access: "admin", agent: "helper" })).status).toBe(422);
+  });
+});
+
+describe("the audit trail", () => {
+  it("every change through /v1 is a row: who, when, what, before and after; the rows cannot be edited", async () => {
+    const T = unique("aud");
+    const admin = await newKey(ADMIN, T, { name: "ops", access: "admin" });
+    const k = bearer(admin.key);
+    expect((await call(k, "PUT", `/tenants/${T}/limits`, { dailyUsd: 5 })).status).toBe(200);
+    expect((await call(k, "PUT", `/tenants/${T}/limits`, { dailyUsd: 7 })).status).toBe(200);
+    expect((await call(k, "PUT", `/tenants/${T}/model`, { model: "fake/test-model" })).status).toBe(200);
+    expect((await call(k, "PUT", `/tenants/${T}/agents/assistant/mounts`, [{ alias: "clock2", plugin: "clock" }])).status).toBe(200);
+    expect((await call(k, "PUT", `/tenants/${T}/agents/assistant/second-message`, { strategy: "queue" })).status).toBe(200);
+    expect((await call(k, "POST", `/tenants/${T}/agents/assistant/messages`, message("plain", "c1"))).status).toBe(202);
+    expect((await call(k, "POST", `/tenants/${T}/agents/assistant/messages`, { kind: "command", command: "compact", conversation: "c1" })).status).toBe(202);
+    expect((await call(k, "POST", `/tenants/${T}/agents/assistant/messages`, { kind: "interrupt", conversation: "c1" })).status).toBe(202);
+    expect((await call(k, "PUT", `/tenants/${T}/roles/slack:T1:U1`, { role: "admin" })).status).toBe(200);
+    const made = await newKey(k, T, { name: "temp" });
+    expect((await call(k, "DELETE", `/tenants/${T}/keys/${made.id}`)).status).toBe(200);
+    // A refused change is no row.
+    expect((await call(k, "PUT", `/tenants/${T}/limits`, { dailyUsd: -1 })).status).toBe(422);
+
+    const res = await call(bearer(admin.key), "GET", `/tenants/${T}/audit`);
+    expect(res.status).toBe(200);
+    const { entries } = (await res.json()) as { entries: { actor: string; action: string; subject: string; before: unknown; after: unknown; at: string }[] };
+    const actor = `key:${admin.id}`;
+    expect(entries.map((e) => [e.actor, e.action]).reverse()).toEqual([
+      [ADMIN_ACTOR, "key.create"],
+      [actor, "limits.set"],
+      [actor, "limits.set"],
+      [actor, "model.set"],
+      [actor, "mounts.set"],
+      [actor, "second-message.set"],
+      [actor, "conversation.compact"],
+      [actor, "conversation.stop"],
+      [actor, "role.set"],
+      [actor, "key.create"],
+      [actor, "key.revoke"],
+    ]);
+    const limits = entries.filter((e) => e.action === "limits.set").reverse();
+    expect(limits.map((e) => [e.before, e.after])).toEqual([
+      [null, { dailyUsd: 5 }],
+      [{ dailyUsd: 5, exempt: false }, { dailyUsd: 7 }],
+    ]);
+    expect(entries.find((e) => e.action === "role.set")).toMatchObject({ subject: "slack:T1:U1", before: null, after: "admin" });
+    expect(entries.find((e) => e.action === "second-message.set")).toMatchObject({ subject: `/tenants/${T}/agents/assistant/second-message`, before: null, after: { strategy: "queue" } });
+    expect(Number.isNaN(Date.parse(entries[0]!.at))).toBe(false);
+
+    // Never editable: SQLite itself refuses to change or remove a row.
+    const control = env.CONTROL.get(env.CONTROL.idFromName("control"));
+    await runInDurableObject(control, (_instance, state) => {
+      expect(() => state.storage.sql.exec("UPDATE audit SET actor = 'someone else' WHERE tenant = ?", T)).toThrow(/append-only/);
+      expect(() => state.storage.sql.exec("DELETE FROM audit WHERE tenant = ?", T)).toThrow(/append-only/);
+    });
+  });
+});
+
+const ADMIN_ACTOR = "platform:admin-token";
