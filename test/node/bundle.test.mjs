@@ -10,8 +10,11 @@ import { after, before, test } from "node:test";
 import { localWranglerEnv } from "../../scripts/wrangler-env.mjs";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
-/** Issue 24's budget for the whole upload (the Worker, QuickJS's wasm, machined.mjs), gzipped. */
-const BUDGET_GZIP_KIB = 600;
+/**
+ * The budget for the whole upload (the Worker, QuickJS's wasm, machined.mjs), gzipped: issue 24's 600 KiB,
+ * moved to 625 with the measured reason docs/benchmarks.md gives ("The budget moved to 625 KiB").
+ */
+const BUDGET_GZIP_KIB = 625;
 
 let dir;
 let gzipKiB;
