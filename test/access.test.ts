@@ -29,6 +29,30 @@ describe("scoped API keys", () => {
   const A = unique("acca");
   const B = unique("accb");
 
+  it("the Responses API takes the same keys: its agent (named by model, or by the key) and its response ids are checked like a path's tenant", async () => {
+    const [A, B] = [unique("respa"), unique("respb")];
+    const { key } = await newKey(ADMIN, A, { name: "responses" });
+    const scoped = await newKey(ADMIN, A, { name: "one agent", agent: "assistant" });
+    const create = (auth: string, model: string) => call(auth, "POST", "/responses", { model, input: "hello", background: true });
+    const made = await create(bearer(key), `${A}/assistant`);
+    expect(made.status, await made.clone().text()).toBe(200);
+    const { id } = (await made.json()) as { id: string };
+    // Another tenant's agent, or a model naming no agent without a scoped key: nothing reached.
+    expect((await create(bearer(key), `${B}/assistant`)).status).toBe(404);
+    expect((await create(bearer(key), "gpt-4o")).status).toBe(400);
+    // A key scoped to one agent: that agent, whatever the model says; another agent of its tenant is not its.
+    const byScope = await create(bearer(scoped.key), "gpt-4o");
+    expect(byScope.status).toBe(200);
+    expect((await create(bearer(scoped.key), `${A}/other`)).status).toBe(404);
+    // The response read and cancelled with the tenant's key; another tenant's key finds nothing.
+    expect((await call(bearer(key), "GET", `/responses/${id}`)).status).toBe(200);
+    const other = await newKey(ADMIN, B, { name: "b" });
+    expect((await call(bearer(other.key), "GET", `/responses/${id}`)).status).toBe(404);
+    expect((await call(bearer(other.key), "POST", `/responses/${id}/cancel`)).status).toBe(404);
+    const refused = (await (await call(bearer(other.key), "GET", `/responses/${id}`)).json()) as { error: { message: string } };
+    expect(refused.error.message).toMatch(/no route/);
+  });
+
   it("a key works for its tenant, reaches nothing of another (404), and fails (401) once revoked", async () => {
     const { id, key } = await newKey(ADMIN, A, { name: "ci" });
     expect(key).toMatch(/^apk_k[0-9a-f]{12}_/);
