@@ -6,7 +6,7 @@
 // would a click on a card in Slack.
 import { deleteCookie, getSignedCookie, setSignedCookie } from "hono/cookie";
 import * as z from "zod";
-import { fromBase64, toBase64Url } from "../lib/base64.ts";
+import { fromBase64Url, toBase64Url } from "../lib/base64.ts";
 import { HttpError } from "../lib/http.ts";
 import { controlPlane, identitySchema, PLATFORM_TENANT, type ChatUser, type TenantRole } from "../runtime/index.ts";
 import { slackSignIn } from "./config.ts";
@@ -105,7 +105,7 @@ export async function finishSlackSignIn(c: Ctx): Promise<Person> {
 function decodePayload(jwt: string): unknown {
   try {
     const part = jwt.split(".")[1] ?? "";
-    return JSON.parse(new TextDecoder().decode(fromBase64(part.replaceAll("-", "+").replaceAll("_", "/"))));
+    return JSON.parse(new TextDecoder().decode(fromBase64Url(part)));
   } catch {
     return null;
   }

@@ -17,6 +17,11 @@ export function fromBase64(data: string): Uint8Array {
   return Uint8Array.from(atob(data), (c) => c.charCodeAt(0));
 }
 
+/** The bytes of toBase64Url's text (atob takes it unpadded). */
+export function fromBase64Url(data: string): Uint8Array {
+  return fromBase64(data.replaceAll("-", "+").replaceAll("_", "/"));
+}
+
 /** How many bytes a base64 text holds, without decoding it. */
 export function base64Bytes(data: string): number {
   return Math.floor((data.replace(/=+$/, "").length * 3) / 4);

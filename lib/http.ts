@@ -67,9 +67,9 @@ export async function hmacHex(key: string, message: string): Promise<string> {
   return hex(new Uint8Array(await crypto.subtle.sign("HMAC", cryptoKey, encoder.encode(message))));
 }
 
-/** The SHA-256 of a text, in hex: what is stored in place of a session id or an API key. */
-export async function sha256Hex(text: string): Promise<string> {
-  return hex(new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text))));
+/** The SHA-256 of a text (UTF-8) or of bytes, in hex: what is stored in place of a session id or an API key, a picture's name. */
+export async function sha256Hex(data: string | Uint8Array): Promise<string> {
+  return hex(new Uint8Array(await crypto.subtle.digest("SHA-256", typeof data === "string" ? new TextEncoder().encode(data) : data)));
 }
 
 const hex = (bytes: Uint8Array) => Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");

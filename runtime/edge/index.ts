@@ -1,7 +1,7 @@
 // The edge room: how requests reach an agent (route checks, submitting an
 // event, reading a conversation), the Agents API routes and the ledgers' daily fold.
 export { agentsApi, agentsApiDocs } from "./api.ts";
-export { tenantParams } from "./schemas.ts";
+export { conversationId, tenantParams } from "./schemas.ts";
 export { foldLedgers } from "./ledger-cron.ts";
 export { changeSetting, secondMessageOf, setTenantLimit } from "./settings.ts";
 export { CONVERSATION_ID, meaningAgain, parseRoute, readConversation, submitEvent } from "./ingress.ts";

@@ -3,6 +3,7 @@
 // StoredImage), and the courier reads the bytes back right before the call.
 import type { ImageContent } from "@mariozechner/pi-ai";
 import type { Route } from "../chat.ts";
+import { sha256Hex } from "../../lib/http.ts";
 
 /**
  * An image part as the transcript and the job rows keep it: pi-ai's
@@ -18,11 +19,6 @@ export function isStoredImage(part: { type: string }): part is StoredImage {
 /** Where an agent's image lives in LARGE_VALUES. */
 export function imageKey(route: Route, sha256: string): string {
   return `images/${[route.tenant, route.agent].map(encodeURIComponent).join("/")}/${sha256}`;
-}
-
-async function sha256Hex(bytes: Uint8Array): Promise<string> {
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
-  return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 /** Stores the bytes unless the agent has them already (the same picture shared twice is kept once); the part that refers to them. */

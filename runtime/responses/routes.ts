@@ -6,11 +6,11 @@
 import { type Context, Hono } from "hono";
 import * as z from "zod";
 import type { RouteDoc } from "../../lib/route-doc.ts";
-import { toBase64, fromBase64 } from "../../lib/base64.ts";
+import { fromBase64Url, toBase64Url } from "../../lib/base64.ts";
 import { HttpError } from "../../lib/http.ts";
 import { readJsonBody } from "../../lib/serve-route.ts";
 import type { ChatUser, Route } from "../chat.ts";
-import { CONVERSATION_ID, meaningAgain, parseRoute } from "../edge/index.ts";
+import { CONVERSATION_ID, conversationId, meaningAgain, parseRoute } from "../edge/index.ts";
 import type { ResponseState } from "../feed/index.ts";
 import { callerOf, requireTenant } from "../access/index.ts";
 import { agentStub } from "../object/index.ts";
@@ -29,18 +29,17 @@ const RESPONSE_ID = /^resp_([A-Za-z0-9_-]+)_([0-9a-f]{32})$/;
 const API_USER: ChatUser = { platform: "api", id: "admin" };
 
 function newResponseId(route: Route): string {
-  const name = toBase64(new TextEncoder().encode(`${route.tenant}/${route.agent}`)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  const name = toBase64Url(new TextEncoder().encode(`${route.tenant}/${route.agent}`));
   return `resp_${name}_${crypto.randomUUID().replaceAll("-", "")}`;
 }
 
 function routeOfResponse(id: string): Route {
   const name = RESPONSE_ID.exec(id)?.[1];
-  const [tenant = "", agent = ""] = name ? new TextDecoder().decode(fromBase64(name.replace(/-/g, "+").replace(/_/g, "/"))).split("/") : [];
+  const [tenant = "", agent = ""] = name ? new TextDecoder().decode(fromBase64Url(name)).split("/") : [];
   if (!tenant || !agent) throw new HttpError(404, `no response "${id}": response ids look like resp_<agent>_<32 hex>`);
   return parseRoute(tenant, agent);
 }
 
-const conversationId = z.string().regex(CONVERSATION_ID, "conversation: letters, digits, : . _ - (max 200)");
 const inputText = z.string().trim().min(1, "input must not be empty").max(32_000);
 const inputMessage = z.object({
   type: z.literal("message").optional(),
@@ -58,7 +57,7 @@ export const createResponseBody = z
         return issue ? `${issue.path.length > 0 ? `[${issue.path.join(".")}] ` : ""}${issue.message}` : "input: a string, or a list of the person's messages";
       },
     }),
-    conversation: z.union([conversationId, z.object({ id: conversationId })]).optional(),
+    conversation: z.union([conversationId(), z.object({ id: conversationId() })]).optional(),
     previous_response_id: z.string().regex(RESPONSE_ID, "previous_response_id: an id this API answered (resp_…)").optional(),
     background: z.boolean().default(false),
     stream: z.boolean().default(false),
