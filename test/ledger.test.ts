@@ -299,7 +299,11 @@ describe("daily spend limits", () => {
     expect(await providerRequests(refused.s)).toEqual([]);
     const sentence = limitSentence(spent, 0.0001);
     expect(sentence).toMatch(/^Daily usage limit reached \(\$\d+\.\d{4} of \$0\.0001\); resets at 00:00 UTC\.$/);
-    const told = (await threadMessages(refused.channel)).map((m) => m.body.markdown_text);
+    // The notice is posted after the status is updated: wait for it to be in the thread.
+    const told = await waitFor("the refusal's notice", async () => {
+      const messages = (await threadMessages(refused.channel)).map((m) => m.body.markdown_text);
+      return messages.length > 0 && messages;
+    });
     expect(told).toEqual([sentence]);
     expect((await threadMessages(passing.channel)).map((m) => m.body.markdown_text)).toEqual(["Other tenant answered."]);
     // Not retried: the turn failed once, its job settled, nothing left to send.
