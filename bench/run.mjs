@@ -448,12 +448,13 @@ async function mention(system, watch, team, channel, sid) {
   const replied = watch.reply(channel);
   const start = Date.now();
   const sent = performance.now();
-  const res = await slackRequest(system.url, { team, channel, ts, text: `[s:${sid}] hello` });
+  // The channel in the text lets the fake provider's record name the turn a model request served.
+  const res = await slackRequest(system.url, { team, channel, ts, text: `[s:${sid}] hello ${channel}` });
   const ack = performance.now() - sent;
   await res.arrayBuffer();
   if (res.status !== 200) watch.forget(channel);
   const at = await replied;
-  return { ack, refused: res.status === 200 ? undefined : res.status, reply: at, beyond: at === null ? null : at - start - PEER_FLOOR_MS, conversation: `${team}:${channel}:${ts}` };
+  return { ack, refused: res.status === 200 ? undefined : res.status, start, channel, reply: at, beyond: at === null ? null : at - start - PEER_FLOOR_MS, conversation: `${team}:${channel}:${ts}` };
 }
 
 /** Runs `work` on a system at rest and charges it what it cost until it was at rest again: CPU time and Slack calls. */
@@ -478,8 +479,11 @@ class Tally {
   proxyCpu = 0;
   calls = [];
   turns = 0;
+  /** Each turn as mention() told it. */
+  mentions = [];
   add(c) {
     for (const t of [c.result].flat()) {
+      this.mentions.push(t);
       this.ack.push(t.ack);
       if (t.refused) this.refused++;
       else if (t.beyond === null) this.lost++;
@@ -514,6 +518,34 @@ function commonest(texts) {
   const counts = new Map();
   for (const t of texts) counts.set(t.slice(0, 80), (counts.get(t.slice(0, 80)) ?? 0) + 1);
   return [...counts].sort((a, b) => b[1] - a[1]).slice(0, 2).map(([t, n]) => `${n}× «${t}»`).join(", ");
+}
+
+/**
+ * Where a phase's time beyond the floor goes, per system: event → the model's
+ * request arriving at the fake provider, and the model's answer ending → the
+ * reply's write arriving at the fake Slack (each turn's request is found by
+ * the channel its text names).
+ */
+async function whereItGoes(tallies, sid) {
+  const requests = await control(`/scenarios/${sid}/requests`);
+  const modelOf = new Map();
+  for (const r of requests) {
+    const channel = /hello (C[A-Z0-9]+)/.exec(JSON.stringify(r.body))?.[1];
+    if (channel && !modelOf.has(channel)) modelOf.set(channel, r);
+  }
+  for (const [system, tally] of tallies) {
+    const replyAt = new Map();
+    for (const call of tally.calls) if (writtenText(call).includes(PEER_REPLY) && !replyAt.has(call.body.channel)) replyAt.set(call.body.channel, call.at);
+    const [before, after] = [[], []];
+    for (const turn of tally.mentions) {
+      const model = modelOf.get(turn.channel);
+      if (!model?.endedAt || !replyAt.has(turn.channel)) continue;
+      before.push(model.at - turn.start);
+      after.push(replyAt.get(turn.channel) - model.endedAt);
+    }
+    print(row(`${system.name}: event → model request`, summary(before), "ms"));
+    print(row(`${system.name}: model's answer → reply write`, summary(after), "ms"));
+  }
 }
 
 async function peerSection() {
@@ -632,6 +664,7 @@ async function peerSection() {
     }
     prof?.close();
     report(`${PEER_WIDTH} conversations of one workspace at once, ${rounds} rounds of ${size} each (${((Date.now() - t) / 1000).toFixed(0)} s)`, concurrent.get(ours), concurrent.get(peer), { goals: "concurrent" });
+    await whereItGoes(concurrent, sid);
 
     // The burst: every app_mention at once, over BURST_TEAMS workspaces (one agent object each), a thread each.
     if (BURST === 0) print(`  burst: not run (BENCH_BURST=200 runs issue 22's: 200 app_mentions over 10 workspaces sent all at once)`);

@@ -135,12 +135,15 @@ export interface PaceHold {
  * The rate limit a delivery falls under: its key (a channel, a route; shared
  * by every courier that sends there), the least time between two sends under
  * it on average (0: only the platform's holds pace it), and how many may go
- * back to back after a quiet spell (`burst`, 1 when absent).
+ * back to back after a quiet spell (`burst`, 1 when absent). `keeper`: the
+ * pace object that keeps the key's number (a workspace's, so a new channel
+ * wakes no new object); the key itself when absent.
  */
 export interface PaceRule {
   key: string;
   spacingMs: number;
   burst?: number;
+  keeper?: string;
 }
 
 /**

@@ -110,4 +110,17 @@ describe("chat platforms' limits", () => {
   // The deadline inside is three times the paced floor; the test's own limit only stops a run that hangs.
   it(slack(BURST), { timeout: 20 * 60_000 }, () => slackBurst(BURST));
   it(discord(BURST), { timeout: 20 * 60_000 }, () => discordBurst(BURST));
+
+  it("one pace object keeps a workspace's channels, each with its own bucket: a spent channel holds up no other", async () => {
+    const keeper = env.SEND_PACE.get(env.SEND_PACE.idFromName(`slack:${slackId("T")}`));
+    const [busy, quiet] = [slackId("C"), slackId("C")];
+    // A burst of two back to back in one channel, then it waits its spacing…
+    expect(await keeper.take(busy, 60_000, 2)).toEqual({ go: true });
+    expect(await keeper.take(busy, 60_000, 2)).toEqual({ go: true });
+    expect(await keeper.take(busy, 60_000, 2)).toMatchObject({ go: false });
+    // …while another channel of the workspace still has its own.
+    expect(await keeper.take(quiet, 60_000, 2)).toEqual({ go: true });
+    await keeper.hold(quiet, Date.now() + 60_000);
+    expect(await keeper.take(quiet, 60_000, 2)).toMatchObject({ go: false });
+  });
 });

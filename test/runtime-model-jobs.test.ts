@@ -118,6 +118,26 @@ describe("one job, one provider call, one reply", () => {
   });
 });
 
+describe("a courier works its lanes side by side", () => {
+  it("a held model call of one conversation does not hold up another conversation whose lanes share its courier", async () => {
+    const slow = unique("slow");
+    const courierOf = (conversation: string) => courierStub(env, { ...route, lane: `model:${conversation}` }).id;
+    // A conversation whose model lane hashes to the same courier as the slow one's.
+    let quick = unique("quick");
+    while (!courierOf(quick).equals(courierOf(slow))) quick = unique("quick");
+    await script(slow, [{ hold: true, text: "slow answer" }]);
+    await script(quick, [{ text: "quick answer" }]);
+    await postMessage(T, A, { text: `[s:${slow}] hi`, conversation: slow });
+    await waitFor("the slow call to be asked", async () => (await providerRequests(slow)).length === 1);
+    await postMessage(T, A, { text: `[s:${quick}] hi`, conversation: quick });
+    const view = await settled(T, A, quick);
+    expect(view.transcript.at(-1)).toMatchObject({ role: "assistant", text: "quick answer" });
+    expect((await getConversation(T, A, slow)).status).toBe("waiting_model");
+    await releaseProvider(slow);
+    expect((await settled(T, A, slow)).transcript.at(-1)).toMatchObject({ role: "assistant", text: "slow answer" });
+  });
+});
+
 describe("an outcome in hand is kept until the object takes it", () => {
   it("a report lost on its way back is made again from the kept outcome: the provider is asked once", async () => {
     const s = unique("kept");

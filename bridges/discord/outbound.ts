@@ -160,7 +160,7 @@ function paceOf(delivery: OutboxDelivery): PaceRule[] {
   const target = targetSchema.safeParse(delivery.address.target);
   if (!target.success) return [];
   return [
-    { key: channelPaceKey(target.data.channelId), spacingMs: 0 },
+    { key: channelPaceKey(target.data.channelId), keeper: `discord:${delivery.route.tenant}`, spacingMs: 0 },
     { key: GLOBAL_PACE_KEY, spacingMs: GLOBAL_SPACING_MS },
   ];
 }

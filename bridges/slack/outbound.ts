@@ -94,7 +94,7 @@ async function deliver(env: Env, delivery: OutboxDelivery): Promise<DeliveryResu
 function paceOf(delivery: OutboxDelivery): PaceRule[] {
   const { channel, thread_ts } = delivery.address.target;
   const posts = delivery.ref === undefined && (delivery.message.kind !== "status" || thread_ts === undefined || !isAssistantThread(delivery.address.target));
-  return typeof channel === "string" && posts ? [{ key: `slack:${delivery.route.tenant}:${channel}`, spacingMs: POST_SPACING_MS, burst: POST_BURST }] : [];
+  return typeof channel === "string" && posts ? [{ key: `slack:${delivery.route.tenant}:${channel}`, keeper: `slack:${delivery.route.tenant}`, spacingMs: POST_SPACING_MS, burst: POST_BURST }] : [];
 }
 
 /** The line under an assistant thread's input: thinking while the turn works, then what it waits for, or nothing. */

@@ -1,9 +1,13 @@
-// The courier: a small Durable Object per lane (one kind of effect of one
-// conversation) that does the waiting the agent's object must never do. The
-// queue consumer hands it an effect and is done at once, so one slow provider
-// or platform call holds up neither the queue nor any other lane. The courier
-// keeps the effect in its own SQLite and starts on it at once, its watchdog
-// alarm armed, so a crash or a deploy mid-call resumes it. It performs the
+// The courier: a small Durable Object that does the waiting the agent's
+// object must never do, one of COURIER_SHARDS per agent, each working the
+// lanes (one kind of effect of one conversation) that hash to it side by
+// side and each lane's effects in order. The queue consumer hands it an
+// effect and is done at once, so one slow provider or platform call holds up
+// neither the queue nor any other lane. A few couriers per agent rather than
+// two per conversation: a new conversation wakes no new object and creates
+// no database. The courier keeps the effect in its own SQLite and starts on
+// it at once, its watchdog alarm armed, so a crash or a deploy mid-call
+// resumes it. It performs the
 // work the effect carries (or claims it from the agent's object: where the
 // work must be decided as it is performed, or a resumed task, which may have
 // done it before), keeps the outcome, and reports it until the object takes
@@ -13,13 +17,13 @@ import { DurableObject } from "cloudflare:workers";
 import * as z from "zod";
 import { ConfigError } from "../../lib/config.ts";
 import { type Migration, runMigrations } from "../../lib/migrations.ts";
-import { type DeliveryResult, type OutboxDelivery, type StreamTarget, outboundFor, type RuntimeDeps } from "../chat.ts";
+import { type DeliveryResult, type StreamTarget, outboundFor, type RuntimeDeps } from "../chat.ts";
 import type { AssistantMessage } from "@mariozechner/pi-ai";
 import { callProvider, modelChoice, type GatedCall, type ModelChoice, type ModelPick, type ModelRequest } from "../models/index.ts";
-import { SEND_LEASE_MS, sendTimeoutMs, type EffectKind, type EffectMessage, type RunResults, type SendRun } from "../effects/index.ts";
+import type { EffectKind, EffectMessage } from "../effects/index.ts";
 import { type EffectReport, type EffectWork, type ReportAnswer, agentStub } from "../object/index.ts";
 import { countBusy, countUsage, spendRefusal } from "../metering/index.ts";
-import { holdAfter, sleep, takeTurn } from "./pace.ts";
+import { ChatSends, errorText, withTimeout } from "./sends.ts";
 import { ReplyStream } from "./reply-stream.ts";
 import { MountCalls } from "./mount-calls.ts";
 import { ScriptCaller } from "./script-caller.ts";
@@ -31,8 +35,8 @@ import { imageLimits, picturesIn } from "../pictures/index.ts";
  * killed) runs its alarm again after this, and resumes the task it still holds.
  */
 const WATCHDOG_MS = 5_000;
-/** How long a run of sends may wait for turns under the platforms' rate limits: well inside the send lease. */
-const PACE_WAIT_BUDGET_MS = SEND_LEASE_MS / 3;
+/** Couriers per agent: lanes hash to one, so an agent's conversations share a few warm objects. */
+const COURIER_SHARDS = 8;
 /** A courier that cannot reach the agent's object tries again after this, doubling. */
 const REPORT_RETRY_MS = 2_000;
 const MAX_REPORT_RETRY_MS = 60_000;
@@ -40,6 +44,8 @@ const MAX_REPORT_RETRY_MS = 60_000;
 /** Append-only (lib/migrations.ts): the first adopts the table releases before versioning created on first use. */
 const MIGRATIONS: readonly Migration[] = [
   { name: "tasks", sql: "CREATE TABLE IF NOT EXISTS tasks (seq INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, id TEXT NOT NULL, body TEXT NOT NULL, failures INTEGER NOT NULL, starts INTEGER NOT NULL, outcome TEXT, UNIQUE (kind, id))" },
+  // A courier per lane held one lane's tasks: theirs resume as the lane ''.
+  { name: "lanes side by side", sql: "ALTER TABLE tasks ADD COLUMN lane TEXT NOT NULL DEFAULT ''; CREATE INDEX tasks_by_lane ON tasks (lane, seq)" },
 ];
 
 /** `starts`: runs that began the task (above one, an earlier run may have done it); `outcome`: the report to make, once in hand. */
@@ -55,9 +61,12 @@ type Paid = { id: string; pick: ModelPick; message: AssistantMessage; child: boo
 
 export class Courier extends DurableObject<Env> {
   private readonly mounts: MountCalls;
-  private working: Promise<void> | null = null;
+  private readonly sends: ChatSends;
+  /** Lanes being worked, and those given a task meanwhile (their run looks again before it ends). */
+  private readonly working = new Map<string, Promise<void>>();
+  private readonly workAgain = new Set<string>();
+  private watchdogArmed = false;
   private hasTable = false;
-  private workAgain = false;
 
   constructor(
     ctx: DurableObjectState,
@@ -66,51 +75,61 @@ export class Courier extends DurableObject<Env> {
   ) {
     super(ctx, env);
     this.mounts = new MountCalls(env, deps.plugins);
+    this.sends = new ChatSends(env, deps);
   }
 
   /** Takes an effect (a second copy of one it holds is ignored) and starts on it. */
   async take(effect: EffectMessage): Promise<void> {
     this.table();
     const inserted = this.ctx.storage.sql.exec(
-      "INSERT OR IGNORE INTO tasks (kind, id, body, failures, starts) VALUES (?, ?, ?, 0, 0)",
+      "INSERT OR IGNORE INTO tasks (kind, id, body, failures, starts, lane) VALUES (?, ?, ?, 0, 0, ?)",
       effect.kind,
       effect.id,
       JSON.stringify(effect),
+      effect.lane,
     ).rowsWritten;
-    if (inserted > 0) this.work().catch((err: unknown) => console.error("courier: work failed; its watchdog resumes it", err));
+    if (inserted > 0) this.work(effect.lane).catch((err: unknown) => console.error("courier: work failed; its watchdog resumes it", err));
   }
 
-  /** The watchdog (or a retry's wait) ran out: resume. */
+  /** The watchdog (or a retry's wait) ran out: resume every lane that holds a task. */
   override async alarm(): Promise<void> {
-    await this.work();
+    this.table();
+    this.watchdogArmed = false;
+    const lanes = this.ctx.storage.sql.exec<{ lane: string }>("SELECT DISTINCT lane FROM tasks").toArray();
+    await Promise.all(lanes.map(({ lane }) => this.work(lane)));
   }
 
-  /** Works through the tasks in order, one run at a time; a task taken meanwhile is worked on by the same run. */
-  private work(): Promise<void> {
-    if (this.working) {
-      this.workAgain = true;
-      return this.working;
+  /** Works through a lane's tasks in order, one run at a time; a task taken meanwhile is worked on by the same run. */
+  private work(lane: string): Promise<void> {
+    const running = this.working.get(lane);
+    if (running) {
+      this.workAgain.add(lane);
+      return running;
     }
-    this.working = (async () => {
+    const run = (async () => {
       try {
         do {
-          this.workAgain = false;
-          await this.drain();
-        } while (this.workAgain);
+          this.workAgain.delete(lane);
+          await this.drain(lane);
+        } while (this.workAgain.has(lane));
       } finally {
-        this.working = null;
+        this.working.delete(lane);
       }
     })();
-    return this.working;
+    this.working.set(lane, run);
+    return run;
   }
 
-  private async drain(): Promise<void> {
+  private async drain(lane: string): Promise<void> {
     this.table();
-    // Written before the work starts, so a crash from here on is resumed.
-    await this.ctx.storage.setAlarm(Date.now() + WATCHDOG_MS);
+    // Written before the work starts (once while any lane works), so a crash from here on is resumed.
+    if (!this.watchdogArmed) {
+      this.watchdogArmed = true;
+      await this.ctx.storage.setAlarm(Date.now() + WATCHDOG_MS);
+    }
     const sql = this.ctx.storage.sql;
     for (;;) {
-      const task = sql.exec<Task>("SELECT seq, body, failures, starts, outcome FROM tasks ORDER BY seq LIMIT 1").toArray()[0];
+      const task = sql.exec<Task>("SELECT seq, body, failures, starts, outcome FROM tasks WHERE lane = ? ORDER BY seq LIMIT 1", lane).toArray()[0];
       if (!task) break;
       const effect = JSON.parse(task.body) as EffectMessage;
       try {
@@ -126,12 +145,15 @@ export class Courier extends DurableObject<Env> {
         const wait = Math.min(MAX_REPORT_RETRY_MS, REPORT_RETRY_MS * 2 ** task.failures);
         console.warn(`courier: ${effect.kind} ${effect.id} failed (${err instanceof Error ? err.message : String(err)}); again in ${wait} ms`);
         sql.exec("UPDATE tasks SET failures = failures + 1 WHERE seq = ?", task.seq);
-        await this.ctx.storage.setAlarm(Date.now() + wait);
+        // Another lane still working keeps the watchdog, which resumes this one sooner.
+        if (this.working.size === 1) await this.ctx.storage.setAlarm(Date.now() + wait);
         return;
       }
       sql.exec("DELETE FROM tasks WHERE seq = ?", task.seq);
     }
-    // Nothing left: at rest, no alarm (an empty task table stays: dropping the database each time cost more CPU than the rest of the courier's work).
+    // The last lane at work, and nothing left: at rest, no alarm (an empty task table stays: dropping the database each time cost more CPU than the rest of the courier's work).
+    if (this.working.size > 1 || sql.exec("SELECT 1 FROM tasks LIMIT 1").toArray().length > 0) return;
+    this.watchdogArmed = false;
     await this.ctx.storage.deleteAlarm();
   }
 
@@ -163,14 +185,14 @@ export class Courier extends DurableObject<Env> {
       case "send": {
         const run = await workOf("send");
         if (!run) return null;
-        return { kind: "send", report: await this.sendRun(run) };
+        return { kind: "send", report: await this.sends.run(run) };
       }
       case "typing": {
         const address = await workOf("typing");
         if (!address) return null;
         const typing = outboundFor(this.deps, address.platform)?.typing;
         const result: DeliveryResult = typing
-          ? await this.platformCall(() => typing(this.env, address))
+          ? await this.sends.platformCall(() => typing(this.env, address))
           : { ok: false, error: `no typing indicator for platform ${address.platform}` };
         if (!result.ok) console.warn(`typing in ${address.platform} failed: ${result.error}`);
         return { kind: "typing", report: null };
@@ -226,7 +248,7 @@ export class Courier extends DurableObject<Env> {
     if (outcome.paid) await this.count(effect, outcome.paid);
     if (!answer.run) return;
     const head = answer.run.deliveries[0]!.row;
-    await agentStub(this.env, effect).report(effect, "send", String(head), await this.sendRun(answer.run));
+    await agentStub(this.env, effect).report(effect, "send", String(head), await this.sends.run(answer.run));
   }
 
   /** A paid answer into the ledgers (runtime/metering/spend.ts); a model no longer configured is logged, not counted. */
@@ -268,81 +290,14 @@ export class Courier extends DurableObject<Env> {
       await agentStub(this.env, effect).progress(effect, effect.id, shown);
     });
   }
-
-  /**
-   * A conversation's rows, in order. An update of a message already posted
-   * waits out the platform's spacing since the last one; a message posted
-   * earlier in the run gives the later states of it their ref. The run stops
-   * at the first row to be tried again (the rows after it wait for it).
-   */
-  private async sendRun(run: SendRun): Promise<RunResults> {
-    const refs = new Map<string, string>();
-    let lastPacedAt = run.lastPacedAt;
-    const results: RunResults = [];
-    const paceUntil = Date.now() + PACE_WAIT_BUDGET_MS;
-    for (const { row, refKey, ...delivery } of run.deliveries) {
-      const ref = delivery.ref ?? (refKey ? refs.get(refKey) : undefined);
-      const update = refKey !== null && ref !== undefined;
-      if (update && run.spacingMs > 0 && lastPacedAt !== null) await sleep(lastPacedAt + run.spacingMs - Date.now());
-      const result = await this.deliver(ref === undefined ? delivery : { ...delivery, ref }, paceUntil);
-      results.push({ row, result });
-      if (!result.ok && result.permanent !== true) break;
-      if (result.ok && refKey !== null) {
-        lastPacedAt = Date.now();
-        if (result.ref) refs.set(refKey, result.ref);
-      }
-    }
-    return results;
-  }
-
-  /**
-   * A chat send, given up after SEND_TIMEOUT_SECONDS. The platform may still
-   * have posted it: the object's next claim of the row says so (uncertain),
-   * and the bridge looks for the message before posting it again. It goes in
-   * its turn under the platform's rate limits (pace.ts): a turn that comes
-   * after `paceUntil` is not waited for here but handed back as a wait (the
-   * object sends the row again then, as after a 429, and counts no attempt).
-   */
-  private async deliver(delivery: OutboxDelivery, paceUntil: number): Promise<DeliveryResult> {
-    const outbound = outboundFor(this.deps, delivery.address.platform);
-    if (!outbound) return { ok: false, error: `no bridge for platform ${delivery.address.platform}`, permanent: true };
-    const rules = outbound.paceOf?.(delivery) ?? [];
-    const turn = await takeTurn(this.env, rules, paceUntil);
-    if (!turn.go) return { ok: false, error: `${delivery.address.platform} rate limit: waiting for a turn to send`, retryAfterMs: Math.max(1, turn.at - Date.now()) };
-    const sentAt = Date.now();
-    const result = await this.platformCall(() => outbound.deliver(this.env, delivery));
-    await holdAfter(this.env, rules, sentAt, result);
-    return result;
-  }
-
-  /** A call to a chat platform, given up after SEND_TIMEOUT_SECONDS; a missing setting fails for good. */
-  private async platformCall(call: () => Promise<DeliveryResult>): Promise<DeliveryResult> {
-    try {
-      return await withTimeout(call(), sendTimeoutMs(this.env));
-    } catch (err) {
-      if (err instanceof ConfigError) return { ok: false, error: `not configured: ${err.message}`, permanent: true };
-      return { ok: false, error: errorText(err) };
-    }
-  }
 }
 
-/** The timer is cleared once the call answers: a pending one would keep the courier awake for nothing. */
-async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  try {
-    return await Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)))]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
-
+/** The courier of an effect's lane: one of its agent's COURIER_SHARDS, by the lane's FNV-1a hash. */
 export function courierStub(env: Env, effect: Pick<EffectMessage, "tenant" | "agent" | "lane">): DurableObjectStub<Courier> {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < effect.lane.length; i++) hash = Math.imul(hash ^ effect.lane.charCodeAt(i), 0x01000193);
   const namespace = env.COURIER as DurableObjectNamespace<Courier>;
-  return namespace.get(namespace.idFromName(`${effect.tenant}:${effect.agent}:${effect.lane}`));
+  return namespace.get(namespace.idFromName(`${effect.tenant}:${effect.agent}:courier-${(hash >>> 0) % COURIER_SHARDS}`));
 }
 
 const effectMessage = z.object({

@@ -1,57 +1,77 @@
-// The pace of one chat rate limit: a small Durable Object per pace key (a
-// Slack channel, a Discord route, Discord's global limit), shared by every
-// courier that sends there. Twenty threads of one channel answered at once are
-// twenty couriers; one at a time is let through here, the platform's spacing
-// apart, and the others are told when to ask again, so a burst queues instead
-// of bouncing off 429s. The spacing runs from when a send really left (the
-// courier says so), not from when it was let through: a courier held up on
-// its way would otherwise crowd the next one. A platform's own word (a spent
-// bucket's reset, a 429's Retry-After) holds the key too. The object answers
-// at once and never holds a caller. Its one number lives in memory: a pace is
-// a courtesy to the platform, whose 429 stays the authority, so an object
-// evicted or restarted mid-wait costs at most one refused send (a wait), and
-// keeping no storage spares every new channel a database and each send two
-// writes.
+// The pace of the chat rate limits: a small Durable Object per keeper (a
+// Slack workspace; Discord's global limit), keeping a token bucket per pace
+// key (a channel, a route) and shared by every courier that sends there.
+// Twenty threads of one channel answered at once are twenty couriers; one at
+// a time is let through here, the platform's spacing apart, and the others
+// are told when to ask again, so a burst queues instead of bouncing off 429s.
+// The spacing runs from when a send really left (the courier says so), not
+// from when it was let through: a courier held up on its way would otherwise
+// crowd the next one. A platform's own word (a spent bucket's reset, a 429's
+// Retry-After) holds the key too. The object answers at once and never holds
+// a caller. Its numbers live in memory: a pace is a courtesy to the platform,
+// whose 429 stays the authority, so an object evicted or restarted mid-wait
+// costs at most one refused send (a wait), and keeping no storage spares each
+// send two writes. One keeper per workspace rather than per channel: a new
+// channel (every thread of a new channel's first mention) wakes no new object.
 import { DurableObject } from "cloudflare:workers";
 import type { DeliveryResult, PaceRule } from "../chat.ts";
 
 /** Couriers told to ask again at the same moment ask up to this much later, spread out. */
 const PACE_JITTER_MS = 50;
+/** Past this many keys, a keeper forgets those at rest (a full bucket, no hold: the same as never seen). */
+const KEYS_KEPT = 256;
 
 /** Go now, or not before `at`. */
 export type Slot = { go: true } | { go: false; at: number };
 
-export class SendPace extends DurableObject<Env> {
-  /** A token bucket: sends it can let through as of `filledAt`, one more every spacing, `burst` at most. */
-  private tokens = 0;
-  private filledAt = 0;
-  /** No send before this: the platform said so, or a send let through left only then. */
-  private heldUntil = 0;
+/** A token bucket: sends it can let through as of `filledAt`, one more every spacing, `burst` at most; none before `heldUntil`. */
+type Bucket = { tokens: number; filledAt: number; heldUntil: number; spacingMs: number; burst: number };
 
-  /** Lets one send through when the key has a turn (after a quiet spell, `burst` back to back), else says when to ask again. */
-  async take(spacingMs: number, burst = 1): Promise<Slot> {
+export class SendPace extends DurableObject<Env> {
+  private readonly buckets = new Map<string, Bucket>();
+
+  /** Lets one send under `key` through when it has a turn (after a quiet spell, `burst` back to back), else says when to ask again. */
+  async take(key: string, spacingMs: number, burst = 1): Promise<Slot> {
     const now = Date.now();
-    if (this.heldUntil > now) return { go: false, at: this.heldUntil };
+    const bucket = this.bucket(key, now);
+    Object.assign(bucket, { spacingMs, burst });
+    if (bucket.heldUntil > now) return { go: false, at: bucket.heldUntil };
     if (spacingMs <= 0) return { go: true };
-    this.tokens = Math.min(burst, this.tokens + (now - this.filledAt) / spacingMs);
-    this.filledAt = now;
-    if (this.tokens < 1) return { go: false, at: now + Math.ceil((1 - this.tokens) * spacingMs) };
-    this.tokens -= 1;
+    bucket.tokens = Math.min(burst, bucket.tokens + (now - bucket.filledAt) / spacingMs);
+    bucket.filledAt = now;
+    if (bucket.tokens < 1) return { go: false, at: now + Math.ceil((1 - bucket.tokens) * spacingMs) };
+    bucket.tokens -= 1;
     return { go: true };
   }
 
-  /** No send before `until`, and one then: the platform's word (its bucket is spent), or a single send's spacing from when it left. */
-  async hold(until: number): Promise<void> {
-    if (until <= this.heldUntil) return;
-    this.heldUntil = until;
-    this.tokens = 1;
-    this.filledAt = until;
+  /** No send under `key` before `until`, and one then: the platform's word (its bucket is spent), or a single send's spacing from when it left. */
+  async hold(key: string, until: number): Promise<void> {
+    const bucket = this.bucket(key, Date.now());
+    if (until <= bucket.heldUntil) return;
+    Object.assign(bucket, { heldUntil: until, tokens: 1, filledAt: until });
+  }
+
+  private bucket(key: string, now: number): Bucket {
+    let bucket = this.buckets.get(key);
+    if (bucket) return bucket;
+    if (this.buckets.size >= KEYS_KEPT) this.forgetRested(now);
+    bucket = { tokens: 0, filledAt: 0, heldUntil: 0, spacingMs: 0, burst: 1 };
+    this.buckets.set(key, bucket);
+    return bucket;
+  }
+
+  private forgetRested(now: number): void {
+    for (const [key, b] of this.buckets) {
+      const full = b.spacingMs <= 0 || b.tokens + (now - b.filledAt) / b.spacingMs >= b.burst;
+      if (b.heldUntil <= now && full) this.buckets.delete(key);
+    }
   }
 }
 
-export function paceStub(env: Env, key: string): DurableObjectStub<SendPace> {
+/** The keeper of a rule's key: its own `keeper`, or the key itself. */
+function paceStub(env: Env, rule: Pick<PaceRule, "key" | "keeper">): DurableObjectStub<SendPace> {
   const namespace = env.SEND_PACE as DurableObjectNamespace<SendPace>;
-  return namespace.get(namespace.idFromName(key));
+  return namespace.get(namespace.idFromName(rule.keeper ?? rule.key));
 }
 
 /**
@@ -60,9 +80,9 @@ export function paceStub(env: Env, key: string): DurableObjectStub<SendPace> {
  * at once); past that, when to come back.
  */
 export async function takeTurn(env: Env, rules: PaceRule[], until: number): Promise<Slot> {
-  for (const { key, spacingMs, burst } of rules) {
+  for (const rule of rules) {
     for (;;) {
-      const slot = await paceStub(env, key).take(spacingMs, burst);
+      const slot = await paceStub(env, rule).take(rule.key, rule.spacingMs, rule.burst);
       if (slot.go) break;
       if (slot.at > until) return slot;
       await sleep(slot.at - Date.now() + Math.random() * PACE_JITTER_MS);
@@ -78,12 +98,13 @@ export async function takeTurn(env: Env, rules: PaceRule[], until: number): Prom
  * send for its wait).
  */
 export async function holdAfter(env: Env, rules: PaceRule[], sentAt: number, result: DeliveryResult): Promise<void> {
+  const keeperOf = (key: string) => rules.find((r) => r.key === key)?.keeper;
   const told = result.holds ?? (!result.ok && result.retryAfterMs !== undefined ? rules.map(({ key }) => ({ key, ms: result.retryAfterMs! })) : []);
   const holds = [
     ...rules.filter((r) => r.spacingMs > 0 && (r.burst ?? 1) === 1).map(({ key, spacingMs }) => ({ key, until: sentAt + spacingMs })),
     ...told.map(({ key, ms }) => ({ key, until: Date.now() + ms })),
   ];
-  await Promise.all(holds.map(({ key, until }) => paceStub(env, key).hold(until)));
+  await Promise.all(holds.map(({ key, until }) => paceStub(env, { key, keeper: keeperOf(key) }).hold(key, until)));
 }
 
 export function sleep(ms: number): Promise<void> {

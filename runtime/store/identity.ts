@@ -20,6 +20,9 @@ export class Identity {
   private fresh: boolean;
   /** This deploy's migrations failed on the object's schema (rolled back): it serves nothing. */
   private failure: MigrationError | null = null;
+  /** The route and bridge once read or written: they never change, and every call asks for the route. */
+  private known: Route | null = null;
+  private bridge: string | undefined;
 
   constructor(private readonly storage: DurableObjectStorage) {
     this.fresh = !hasSchema(storage);
@@ -48,6 +51,7 @@ export class Identity {
     const known = this.route();
     if (!known) {
       this.storage.sql.exec("INSERT INTO meta (key, value) VALUES ('tenant', ?), ('agent', ?)", route.tenant, route.agent);
+      this.known = { tenant: route.tenant, agent: route.agent };
     } else if (known.tenant !== route.tenant || known.agent !== route.agent) {
       throw new IdentityError(
         `this object belongs to tenant "${known.tenant}" agent "${known.agent}"; refused a request for tenant "${route.tenant}" agent "${route.agent}"`,
@@ -64,9 +68,11 @@ export class Identity {
    */
   checkBridge(route: Route, platform: Platform): void {
     if (!BRIDGES.has(platform)) return;
-    const owner = this.storage.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'bridge'").toArray()[0]?.value;
-    if (owner === undefined) this.storage.sql.exec("INSERT INTO meta (key, value) VALUES ('bridge', ?)", platform);
-    else if (owner !== platform) {
+    const owner = (this.bridge ??= this.storage.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'bridge'").toArray()[0]?.value);
+    if (owner === undefined) {
+      this.storage.sql.exec("INSERT INTO meta (key, value) VALUES ('bridge', ?)", platform);
+      this.bridge = platform;
+    } else if (owner !== platform) {
       throw new IdentityError(`tenant "${route.tenant}" belongs to the ${owner} bridge; a ${platform} event cannot address it`);
     }
   }
@@ -82,10 +88,12 @@ export class Identity {
   route(): Route | null {
     this.serving();
     if (this.fresh) return null;
+    if (this.known) return this.known;
     const rows = this.storage.sql.exec<{ key: string; value: string }>("SELECT key, value FROM meta WHERE key IN ('tenant', 'agent')").toArray();
     const tenant = rows.find((r) => r.key === "tenant")?.value;
     const agent = rows.find((r) => r.key === "agent")?.value;
-    return tenant !== undefined && agent !== undefined ? { tenant, agent } : null;
+    if (tenant !== undefined && agent !== undefined) this.known = { tenant, agent };
+    return this.known;
   }
 
   /** Throws the failed migration: the object takes no step on a schema it could not bring forward. */
