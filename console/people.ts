@@ -1,14 +1,14 @@
-// People in the console: "Sign in with Slack" (OpenID Connect), each
-// person's roles per tenant (kept in the control plane, runtime/access), and
+// People in the console: "Sign in with Slack" (OpenID Connect; Discord's
+// OAuth2 is console/discord-sign-in.ts), each person's roles per tenant (kept in the control plane, runtime/access), and
 // who the console acts as. The holder of ADMIN_TOKEN is the platform (the
-// break-glass); a person is `slack:<team>:<user>`, the string approval cards
-// use, and acts in events as that Slack user, so APPROVERS judges them as it
-// would a click on a card in Slack.
+// break-glass); a person is `slack:<team>:<user>` or `discord:<guild>:<user>`,
+// the string approval cards use, and acts in events as that Slack or Discord
+// user, so APPROVERS judges them as it would a click on a card in the chat.
 import { deleteCookie, getSignedCookie, setSignedCookie } from "hono/cookie";
 import * as z from "zod";
 import { fromBase64Url, toBase64Url } from "../lib/base64.ts";
 import { HttpError } from "../lib/http.ts";
-import { controlPlane, identitySchema, PLATFORM_TENANT, type ChatUser, type TenantRole } from "../runtime/index.ts";
+import { controlPlane, identitySchema, PLATFORM_TENANT, rememberPerson, type ChatUser, type TenantRole } from "../runtime/index.ts";
 import { slackSignIn } from "./config.ts";
 import { BASE, cookieKey, cookieOptions, openSession, type Ctx, type Person, type Viewer, type Who } from "./session.ts";
 
@@ -32,7 +32,7 @@ export function roleIn(viewer: Viewer, tenant: string): "platform" | TenantRole 
 /** Who the viewer is in an event to an agent. */
 export function actingUser(viewer: Viewer): ChatUser {
   if (viewer.kind === "platform") return CONSOLE_ADMIN;
-  const [platform, , user] = viewer.person.identity.split(":") as ["slack", string, string];
+  const [platform, , user] = viewer.person.identity.split(":") as ["slack" | "discord", string, string];
   return { platform, id: user, name: viewer.person.identity };
 }
 
@@ -135,5 +135,7 @@ export async function signInPerson(c: Ctx, person: Person): Promise<void> {
   if (viewer.kind === "person" && !viewer.platformAdmin && viewer.roles.size === 0) {
     throw new HttpError(403, `${person.identity} has no role here: ask a tenant admin.`);
   }
+  // The name the platform gave at sign-in is the one the console shows for them (console/names.tsx).
+  if (person.name !== person.identity) await rememberPerson(c.env, person);
   await openSession(c, person);
 }

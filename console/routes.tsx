@@ -47,6 +47,7 @@ import { discordSignIn, slackSignIn } from "./config.ts";
 import { DISCORD_PICK, finishDiscordSignIn, keepChoices, pickedPerson, startDiscordSignIn } from "./discord-sign-in.ts";
 import { actionPath, agentPath, conversationPath, holdPath, limitPath, secondMessagePath, tenantPath, type ConversationAction } from "./paths.ts";
 import { INHERIT, SecondMessageSection } from "./second-message.tsx";
+import { withNames } from "./names.tsx";
 import { actingUser, actorName, finishSlackSignIn, roleIn, signInPerson, startSlackSignIn, viewerOf } from "./people.ts";
 import { BASE, bearerHolds, closeSession, formToken, formTokenValid, openSession, setResult, takeResult, whoIsAsking, type ConsoleEnv, type Ctx } from "./session.ts";
 
@@ -102,7 +103,7 @@ export async function show(c: Ctx, frame: Omit<PageFrame, "nonce" | "signOutToke
       result={who ? await takeResult(c) : undefined}
     />
   );
-  return c.html(`<!doctype html>${String(page)}`, status);
+  return c.html(await withNames(c.env, `<!doctype html>${String(page)}`), status);
 }
 
 /** What a live region's poll asks, if this request is one: unchanged (answer 204, read nothing more) or changed (draw the region). */
@@ -112,8 +113,8 @@ function livePoll(c: Ctx, mark: string): "unchanged" | "changed" | undefined {
   return polled === mark ? "unchanged" : "changed";
 }
 
-function liveRegion(c: Ctx, mark: string, region: Child) {
-  return c.html(String(region), 200, { "x-console-mark": mark });
+async function liveRegion(c: Ctx, mark: string, region: Child) {
+  return c.html(await withNames(c.env, String(region)), 200, { "x-console-mark": mark });
 }
 
 async function tokensFor(c: Ctx, actions: string[]): Promise<Tokens> {

@@ -4,16 +4,15 @@
 // Discord refuses), and people shown by the name the directory keeps.
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { postMessage, unique, worker } from "./support.ts";
+import { peopleNames } from "../runtime/index.ts";
+import { click, interact, snowflake } from "./discord-helpers.ts";
+import { postMessage, unique, waitFor, worker } from "./support.ts";
 
 const E = env as unknown as Record<string, string>;
 const BEARER = { authorization: "Bearer test-admin-token" };
 const ORIGIN = "http://antiproton.test";
 const AGENT = "clerk";
 type Headers = Record<string, string>;
-
-/** A fresh Discord snowflake-like id, so each test has guilds and users of its own. */
-const snowflake = () => `14${String(Math.floor(Math.random() * 1e16)).padStart(16, "0")}`;
 
 async function grant(tenant: string, identity: string, role: string): Promise<void> {
   const res = await worker(`/v1/tenants/${tenant}/roles/${identity}`, { method: "PUT", headers: { ...BEARER, "content-type": "application/json" }, body: JSON.stringify({ role }) });
@@ -103,5 +102,36 @@ describe("Sign in with Discord", () => {
     const refused = await worker(nobody.path, { headers: { cookie: nobody.cookie } });
     expect(refused.status).toBe(403);
     expect(refused.headers.get("set-cookie") ?? "").not.toContain("antiproton_console=");
+  });
+});
+
+describe("people shown by name", () => {
+  it("the audit trail names a signed-in person by the name they signed in with, the id on hover", async () => {
+    const [g, user] = [snowflake(), snowflake()];
+    const identity = `discord:${g}:${user}`;
+    await grant(g, identity, "admin");
+    const back = await comeBackFromDiscord({ id: user, username: "gwen_h", global_name: "Gwen Harper", guilds: [{ id: g, name: "G" }] });
+    const me = sessionOf(await worker(back.path, { headers: { cookie: back.cookie } }));
+    const tenantPage = `/console/tenants/${g}`;
+    const form = await pageOf(tenantPage, me);
+    const token = /<form method="post" action="\/console\/tenants\/\d+\/limits"[^]*?name="_token" value="([^"]+)"/.exec(form.text)![1]!;
+    const set = await worker(`${tenantPage}/limits`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", origin: ORIGIN, ...me },
+      body: new URLSearchParams({ _token: token, dailyUsd: "2" }).toString(),
+      redirect: "manual",
+    });
+    expect(set.status, await set.clone().text()).toBe(303);
+
+    const shown = (await pageOf(tenantPage, me)).text;
+    expect(shown).toContain(`<b class="actor"><span class="person" title="${identity}">Gwen Harper</span></b>`);
+    expect(shown).not.toContain(`>${identity}</span>`);
+  });
+
+  it("a Discord click keeps the name its payload carries for discord:<guild>:<user>", async () => {
+    const [g, channel, user] = [snowflake(), snowflake(), snowflake()];
+    const res = await interact(click(channel, "another-apps-button", { id: user, username: "nell_u", global_name: "Nell" }, g));
+    expect(res.status).toBe(200);
+    await waitFor("the name kept", async () => (await peopleNames(env, [`discord:${g}:${user}`]))[`discord:${g}:${user}`] === "Nell");
   });
 });
