@@ -6,6 +6,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { peopleNames } from "../runtime/index.ts";
 import { click, interact, snowflake } from "./discord-helpers.ts";
+import { postInteraction, slackId } from "./slack/helpers.ts";
 import { postMessage, unique, waitFor, worker } from "./support.ts";
 
 const E = env as unknown as Record<string, string>;
@@ -133,5 +134,13 @@ describe("people shown by name", () => {
     const res = await interact(click(channel, "another-apps-button", { id: user, username: "nell_u", global_name: "Nell" }, g));
     expect(res.status).toBe(200);
     await waitFor("the name kept", async () => (await peopleNames(env, [`discord:${g}:${user}`]))[`discord:${g}:${user}`] === "Nell");
+  });
+
+  it("a Slack click keeps the name its block_actions payload carries for slack:<team>:<user>", async () => {
+    const [team, user] = [slackId("T"), slackId("U")];
+    // Another app's button: nothing is done, but the payload still names the person.
+    const res = await postInteraction({ type: "block_actions", user: { id: user, team_id: team, name: "ann.b", username: "ann.b" }, team: { id: team }, actions: [{ action_id: "not-ours", value: "x" }] });
+    expect(res.status).toBe(200);
+    await waitFor("the name kept", async () => (await peopleNames(env, [`slack:${team}:${user}`]))[`slack:${team}:${user}`] === "ann.b");
   });
 });

@@ -1,7 +1,7 @@
 // The control plane: one Durable Object (named "control") holding settings that
 // are not one agent's: Slack installations, webhook callback URLs, per-tenant
-// overrides, the directory of tenants and agents. Values are JSON; anything
-// secret is encrypted by its owner before it is stored here.
+// overrides, the directory of tenants and agents, people's names. Values are
+// JSON; anything secret is encrypted by its owner before it is stored here.
 import { DurableObject } from "cloudflare:workers";
 import type { Route } from "../chat.ts";
 import { type Migration, runMigrations } from "../../lib/migrations.ts";

@@ -1,6 +1,6 @@
 // The control room: the control plane (one object for what is not one agent's:
-// installations, callbacks, per-tenant settings, the directory) and the
-// settings each agent keeps a copy of.
+// installations, callbacks, per-tenant settings, the directory, the people
+// directory) and the settings each agent keeps a copy of.
 export { mountList } from "./config.ts";
 export { ControlPlane, controlPlane, listAgents, listTenants, peopleNames, recordAgent, rememberPerson } from "./control-plane.ts";
 export type { PersonName } from "./people.ts";

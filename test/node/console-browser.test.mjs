@@ -249,7 +249,8 @@ test("people sign in with Slack: a tenant admin of A changes A's limit, a member
     await page.fill('input[name="dailyUsd"]', "4");
     await Promise.all([page.waitForEvent("load"), page.getByRole("button", { name: "Set the limit" }).click()]);
     assert.match(await page.locator(".result").innerText(), /daily limit is now 4 USD/);
-    await page.locator(".audit .actor", { hasText: `slack:${A}:UADMIN` }).first().waitFor();
+    // Named as they signed in, the identity on hover.
+    await page.locator(`.audit .actor [title="slack:${A}:UADMIN"]`, { hasText: "Ada Admin" }).first().waitFor();
     await shot("6-tenant-admin");
     assert.equal((await api("GET", `/tenants/${A}/limits`)).own.dailyUsd, 4);
     assert.equal(await page.locator("table.tenants").getByRole("link", { name: B }).count(), 0);
