@@ -80,9 +80,8 @@ export async function finishDiscordSignIn(c: Ctx): Promise<GuildChoice[]> {
     const identity = identitySchema.safeParse(`discord:${g.id}:${user.id}`);
     return identity.success ? [{ guild: g.id, guildName: g.name.slice(0, 100), person: { identity: identity.data, name } }] : [];
   });
-  const control = controlPlane(c.env);
-  const held = await Promise.all(candidates.map(async (choice) => (await control.rolesHeldBy(choice.person.identity)).length > 0));
-  const choices = candidates.filter((_, i) => held[i]).slice(0, CHOICES_KEPT);
+  const held = new Set((await controlPlane(c.env).rolesHeldBy(candidates.map((choice) => choice.person.identity))).map((row) => row.identity));
+  const choices = candidates.filter((choice) => held.has(choice.person.identity)).slice(0, CHOICES_KEPT);
   if (choices.length === 0) throw new HttpError(403, `${name} (Discord user ${user.id}) has no role here in any of their Discord servers: ask a tenant admin.`);
   return choices;
 }

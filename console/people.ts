@@ -17,7 +17,7 @@ export const CONSOLE_ADMIN: ChatUser = { platform: "console", id: "admin", name:
 
 export async function viewerOf(env: Env, who: Who): Promise<Viewer> {
   if (who.kind === "bearer" || !who.person) return { kind: "platform" };
-  const held = await controlPlane(env).rolesHeldBy(who.person.identity);
+  const held = await controlPlane(env).rolesHeldBy([who.person.identity]);
   const roles = new Map<string, TenantRole>();
   for (const row of held) if (row.role === "admin" || row.role === "member") roles.set(row.tenant, row.role);
   return { kind: "person", person: who.person, platformAdmin: held.some((r) => r.tenant === PLATFORM_TENANT), roles };

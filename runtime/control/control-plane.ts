@@ -182,8 +182,9 @@ export class ControlPlane extends DurableObject<Env> {
     return access.rolesOf(this.sql, tenant);
   }
 
-  async rolesHeldBy(identity: string): Promise<access.RoleRow[]> {
-    return access.rolesHeldBy(this.sql, identity);
+  /** The roles of a person's identities (Discord: one per guild), asked at once. */
+  async rolesHeldBy(identities: string[]): Promise<access.RoleRow[]> {
+    return access.rolesHeldBy(this.sql, identities);
   }
 
   /** Sets or removes a role and records it in the trail, in one transaction. */
