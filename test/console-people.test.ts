@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { peopleNames } from "../runtime/index.ts";
 import { click, interact, snowflake } from "./discord-helpers.ts";
 import { postInteraction, slackId } from "./slack/helpers.ts";
-import { postMessage, unique, waitFor, worker } from "./support.ts";
+import { postMessage, unique, waitFor, withVars, worker } from "./support.ts";
 
 const E = env as unknown as Record<string, string>;
 const BEARER = { authorization: "Bearer test-admin-token" };
@@ -103,6 +103,28 @@ describe("Sign in with Discord", () => {
     const refused = await worker(nobody.path, { headers: { cookie: nobody.cookie } });
     expect(refused.status).toBe(403);
     expect(refused.headers.get("set-cookie") ?? "").not.toContain("antiproton_console=");
+  });
+});
+
+describe("the Discord OAuth2 fake is as strict as Discord", () => {
+  it("another client secret is a 401 the console reports; another redirect_uri a 400; the user API wants the bearer", async () => {
+    const [g, user] = [snowflake(), snowflake()];
+    await grant(g, `discord:${g}:${user}`, "member");
+    const person = { id: user, username: "vic", guilds: [{ id: g, name: "G" }] };
+    const wrongSecret = await comeBackFromDiscord(person);
+    const refused = await withVars({ DISCORD_CLIENT_SECRET: "not-the-secret" }, () => worker(wrongSecret.path, { headers: { cookie: wrongSecret.cookie } }));
+    expect(refused.status).toBe(401);
+    expect(await refused.text()).toContain("invalid_client");
+
+    const back = await comeBackFromDiscord(person);
+    const code = new URL(back.path, ORIGIN).searchParams.get("code")!;
+    const exchange = await fetch(`${E.DISCORD_SIGN_IN_BASE_URL}/api/oauth2/token`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ grant_type: "authorization_code", client_id: E.DISCORD_APPLICATION_ID!, client_secret: E.DISCORD_CLIENT_SECRET!, code, redirect_uri: "http://elsewhere.test/callback" }),
+    });
+    expect([exchange.status, await exchange.json()]).toEqual([400, { error: "invalid_grant", error_description: 'Invalid "redirect_uri" in request.' }]);
+    expect((await fetch(`${E.DISCORD_SIGN_IN_BASE_URL}/api/users/@me`)).status).toBe(401);
   });
 });
 
