@@ -2,6 +2,7 @@
 // when, and the value before and after, newest first. Read-only: the trail is
 // never edited.
 import { Time } from "./layout.tsx";
+import { Person } from "./names.tsx";
 
 export interface AuditEntryView {
   seq: number;
@@ -22,7 +23,7 @@ export function AuditSection(props: { entries: AuditEntryView[] }) {
       <ul class="audit">
         {props.entries.map((e) => (
           <li>
-            <Time at={Date.parse(e.at)} /> <b class="actor">{e.actor}</b> <span class="action">{e.action}</span> <code>{e.subject}</code>: <code>{shown(e.before)}</code> → <code>{shown(e.after)}</code>
+            <Time at={Date.parse(e.at)} /> <b class="actor"><Person who={e.actor} /></b> <span class="action">{e.action}</span> <code>{e.subject}</code>: <code>{shown(e.before)}</code> → <code>{shown(e.after)}</code>
           </li>
         ))}
       </ul>

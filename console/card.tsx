@@ -2,6 +2,7 @@
 // renderings. Approve and Deny are POST forms while a decision is possible.
 import type { Card } from "../approvals/index.ts";
 import { CardBadge, PostForm, Time } from "./layout.tsx";
+import { Person } from "./names.tsx";
 
 export interface CardForms {
   /** Where the decision is posted, and the token made for it. */
@@ -28,7 +29,7 @@ export function CardView(props: { card: Card; forms: CardForms }) {
         <dt>Tool</dt>
         <dd><code>{card.tool}</code></dd>
         <dt>Requested by</dt>
-        <dd>{card.requestedBy}</dd>
+        <dd><Person who={card.requestedBy} /></dd>
         {card.state === "pending" ? (
           <>
             <dt>Expires</dt>
@@ -39,7 +40,7 @@ export function CardView(props: { card: Card; forms: CardForms }) {
           <>
             <dt>Decided by</dt>
             <dd class="decided-by">
-              {card.decidedBy}
+              <Person who={card.decidedBy} />
               {card.decidedAt ? <> at <Time at={card.decidedAt} /></> : null}
             </dd>
           </>

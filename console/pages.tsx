@@ -17,6 +17,7 @@ import { PostForm, StateBadge, Time, usd } from "./layout.tsx";
 import { actionPath, agentPath, conversationPath, holdPath, tenantPath } from "./paths.ts";
 import { BASE } from "./session.ts";
 import { Transcript } from "./transcript.tsx";
+import { Person } from "./names.tsx";
 
 /** Form tokens by action path, made by the handler before rendering (they are async). */
 export type Tokens = ReadonlyMap<string, string>;
@@ -156,7 +157,7 @@ export function AgentLive(props: AgentListState) {
                 <td><a href={conversationPath(route, conv.id)}>{conv.id}</a></td>
                 <td><StateBadge state={conv.state} /></td>
                 <td>{conv.preview}</td>
-                <td>{conv.startedBy}</td>
+                <td><Person who={conv.startedBy} /></td>
                 <td class="num">{`${conv.usage.inputTokens} / ${conv.usage.outputTokens}`}</td>
                 <td class="num">{usd(conv.usage.cost)}</td>
                 <td><Time at={conv.updatedAt} /></td>

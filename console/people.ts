@@ -1,14 +1,14 @@
-// People in the console: "Sign in with Slack" (OpenID Connect), each
-// person's roles per tenant (kept in the control plane, runtime/access), and
+// People in the console: "Sign in with Slack" (OpenID Connect; Discord's
+// OAuth2 is console/discord-sign-in.ts), each person's roles per tenant (kept in the control plane, runtime/access), and
 // who the console acts as. The holder of ADMIN_TOKEN is the platform (the
-// break-glass); a person is `slack:<team>:<user>`, the string approval cards
-// use, and acts in events as that Slack user, so APPROVERS judges them as it
-// would a click on a card in Slack.
+// break-glass); a person is `slack:<team>:<user>` or `discord:<guild>:<user>`,
+// the string approval cards use, and acts in events as that Slack or Discord
+// user, so APPROVERS judges them as it would a click on a card in the chat.
 import { deleteCookie, getSignedCookie, setSignedCookie } from "hono/cookie";
 import * as z from "zod";
 import { fromBase64Url, toBase64Url } from "../lib/base64.ts";
 import { HttpError } from "../lib/http.ts";
-import { controlPlane, identitySchema, PLATFORM_TENANT, type ChatUser, type TenantRole } from "../runtime/index.ts";
+import { controlPlane, identitySchema, PLATFORM_TENANT, rememberPerson, type ChatUser, type TenantRole } from "../runtime/index.ts";
 import { slackSignIn } from "./config.ts";
 import { BASE, cookieKey, cookieOptions, openSession, type Ctx, type Person, type Viewer, type Who } from "./session.ts";
 
@@ -17,7 +17,7 @@ export const CONSOLE_ADMIN: ChatUser = { platform: "console", id: "admin", name:
 
 export async function viewerOf(env: Env, who: Who): Promise<Viewer> {
   if (who.kind === "bearer" || !who.person) return { kind: "platform" };
-  const held = await controlPlane(env).rolesHeldBy(who.person.identity);
+  const held = await controlPlane(env).rolesHeldBy([who.person.identity]);
   const roles = new Map<string, TenantRole>();
   for (const row of held) if (row.role === "admin" || row.role === "member") roles.set(row.tenant, row.role);
   return { kind: "person", person: who.person, platformAdmin: held.some((r) => r.tenant === PLATFORM_TENANT), roles };
@@ -32,7 +32,7 @@ export function roleIn(viewer: Viewer, tenant: string): "platform" | TenantRole 
 /** Who the viewer is in an event to an agent. */
 export function actingUser(viewer: Viewer): ChatUser {
   if (viewer.kind === "platform") return CONSOLE_ADMIN;
-  const [platform, , user] = viewer.person.identity.split(":") as ["slack", string, string];
+  const [platform, , user] = viewer.person.identity.split(":") as ["slack" | "discord", string, string];
   return { platform, id: user, name: viewer.person.identity };
 }
 
@@ -42,6 +42,7 @@ export const actorName = (viewer: Viewer) => actingUser(viewer).name!;
 
 const SIGN_IN_COOKIE = "antiproton_console_signin";
 const SIGN_IN_SECONDS = 600;
+export const SIGN_IN_LOST = "This sign-in was not started here or took too long: start again.";
 const CALLBACK = `${BASE}/login/slack/callback`;
 
 const tokenAnswer = z.object({ id_token: z.string().optional(), error: z.string().optional() });
@@ -55,7 +56,31 @@ const idClaims = z.object({
   "https://slack.com/user_id": z.string(),
 });
 
-const random = () => toBase64Url(crypto.getRandomValues(new Uint8Array(24)));
+/** 32 random bytes, base64url (43 characters: also a PKCE code verifier). */
+export const random = () => toBase64Url(crypto.getRandomValues(new Uint8Array(32)));
+
+/**
+ * Sends the browser to a platform's authorize URL with `query`, keeping
+ * `secret` (the state and what proves the answer is this sign-in's) in a signed
+ * cookie only the callback at `callback` receives.
+ */
+export async function sendToSignIn(c: Ctx, callback: string, secret: string, authorizeUrl: string, query: Record<string, string>): Promise<Response> {
+  // Lax, not Strict: the browser comes back from the platform, another site, and must bring it.
+  await setSignedCookie(c, SIGN_IN_COOKIE, secret, await cookieKey(c.env), { ...cookieOptions(c, SIGN_IN_SECONDS), sameSite: "Lax", path: callback });
+  const url = new URL(authorizeUrl);
+  for (const [k, v] of Object.entries({ ...query, redirect_uri: callbackUrl(c, callback) })) url.searchParams.set(k, v);
+  return c.redirect(url.toString(), 303);
+}
+
+/** Where the platform sends the browser back: the same in the authorize request and the code exchange. */
+export const callbackUrl = (c: Ctx, callback: string) => `${new URL(c.req.url).origin}${callback}`;
+
+/** The secret `sendToSignIn` kept, read once; "" when there is none (another browser, or too late). */
+export async function takeSignInSecret(c: Ctx, callback: string): Promise<string> {
+  const kept = await getSignedCookie(c, await cookieKey(c.env), SIGN_IN_COOKIE);
+  deleteCookie(c, SIGN_IN_COOKIE, { path: callback });
+  return kept || "";
+}
 
 /** Sends the browser to Slack with a fresh state and nonce, kept in a signed cookie until it comes back. */
 export async function startSlackSignIn(c: Ctx): Promise<Response> {
@@ -63,22 +88,15 @@ export async function startSlackSignIn(c: Ctx): Promise<Response> {
   if (!config) throw new HttpError(404, "Sign in with Slack is not configured on this deployment");
   const state = random();
   const nonce = random();
-  // Lax, not Strict: the browser comes back from Slack, another site, and must bring it.
-  await setSignedCookie(c, SIGN_IN_COOKIE, `${state}.${nonce}`, await cookieKey(c.env), { ...cookieOptions(c, SIGN_IN_SECONDS), sameSite: "Lax", path: CALLBACK });
-  const url = new URL(config.authorizeUrl);
-  const origin = new URL(c.req.url).origin;
-  for (const [k, v] of Object.entries({ response_type: "code", scope: "openid profile", client_id: config.clientId, state, nonce, redirect_uri: `${origin}${CALLBACK}` })) url.searchParams.set(k, v);
-  return c.redirect(url.toString(), 303);
+  return sendToSignIn(c, CALLBACK, `${state}.${nonce}`, config.authorizeUrl, { response_type: "code", scope: "openid profile", client_id: config.clientId, state, nonce });
 }
 
 /** The person Slack signed in: state and nonce checked, the code exchanged once, the id token's claims checked. */
 export async function finishSlackSignIn(c: Ctx): Promise<Person> {
   const config = slackSignIn(c.env);
   if (!config) throw new HttpError(404, "Sign in with Slack is not configured on this deployment");
-  const started = await getSignedCookie(c, await cookieKey(c.env), SIGN_IN_COOKIE);
-  deleteCookie(c, SIGN_IN_COOKIE, { path: CALLBACK });
-  const [state, nonce] = (started || "").split(".");
-  if (!state || !nonce || c.req.query("state") !== state) throw new HttpError(400, "This sign-in was not started here or took too long: start again.");
+  const [state, nonce] = (await takeSignInSecret(c, CALLBACK)).split(".");
+  if (!state || !nonce || c.req.query("state") !== state) throw new HttpError(400, SIGN_IN_LOST);
   const error = c.req.query("error");
   if (error) throw new HttpError(401, `Slack did not sign you in (${error.slice(0, 100)}).`);
   const code = c.req.query("code");
@@ -86,7 +104,7 @@ export async function finishSlackSignIn(c: Ctx): Promise<Person> {
   const res = await fetch(config.tokenUrl, {
     method: "POST",
     headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams({ client_id: config.clientId, client_secret: config.clientSecret, code, redirect_uri: `${new URL(c.req.url).origin}${CALLBACK}` }),
+    body: new URLSearchParams({ client_id: config.clientId, client_secret: config.clientSecret, code, redirect_uri: callbackUrl(c, CALLBACK) }),
     signal: AbortSignal.timeout(10_000),
   });
   const answer = tokenAnswer.safeParse(await res.json().catch(() => null));
@@ -117,5 +135,7 @@ export async function signInPerson(c: Ctx, person: Person): Promise<void> {
   if (viewer.kind === "person" && !viewer.platformAdmin && viewer.roles.size === 0) {
     throw new HttpError(403, `${person.identity} has no role here: ask a tenant admin.`);
   }
+  // The name the platform gave at sign-in is the one the console shows for them (console/names.tsx).
+  if (person.name !== person.identity) await rememberPerson(c.env, person);
   await openSession(c, person);
 }

@@ -43,9 +43,11 @@ import { AgentBody, AgentLive, ConversationBody, ConversationLive, HomeBody, Ten
 import { CHART_DAYS, UsageSection } from "./usage.tsx";
 import { AuditSection } from "./audit.tsx";
 import { LimitSection } from "./limits.tsx";
-import { slackSignIn } from "./config.ts";
+import { discordSignIn, slackSignIn } from "./config.ts";
+import { DISCORD_PICK, finishDiscordSignIn, keepChoices, pickedPerson, startDiscordSignIn } from "./discord-sign-in.ts";
 import { actionPath, agentPath, conversationPath, holdPath, limitPath, secondMessagePath, tenantPath, type ConversationAction } from "./paths.ts";
 import { INHERIT, SecondMessageSection } from "./second-message.tsx";
+import { withNames } from "./names.tsx";
 import { actingUser, actorName, finishSlackSignIn, roleIn, signInPerson, startSlackSignIn, viewerOf } from "./people.ts";
 import { BASE, bearerHolds, closeSession, formToken, formTokenValid, openSession, setResult, takeResult, whoIsAsking, type ConsoleEnv, type Ctx } from "./session.ts";
 
@@ -101,7 +103,7 @@ export async function show(c: Ctx, frame: Omit<PageFrame, "nonce" | "signOutToke
       result={who ? await takeResult(c) : undefined}
     />
   );
-  return c.html(`<!doctype html>${String(page)}`, status);
+  return c.html(await withNames(c.env, `<!doctype html>${String(page)}`), status);
 }
 
 /** What a live region's poll asks, if this request is one: unchanged (answer 204, read nothing more) or changed (draw the region). */
@@ -111,8 +113,8 @@ function livePoll(c: Ctx, mark: string): "unchanged" | "changed" | undefined {
   return polled === mark ? "unchanged" : "changed";
 }
 
-function liveRegion(c: Ctx, mark: string, region: Child) {
-  return c.html(String(region), 200, { "x-console-mark": mark });
+async function liveRegion(c: Ctx, mark: string, region: Child) {
+  return c.html(await withNames(c.env, String(region)), 200, { "x-console-mark": mark });
 }
 
 async function tokensFor(c: Ctx, actions: string[]): Promise<Tokens> {
@@ -132,6 +134,11 @@ function loginPage(c: Ctx, message?: string) {
           {slackSignIn(c.env) ? (
             <p>
               <a class="sign-in-slack" href={`${BASE}/login/slack`}>Sign in with Slack</a>
+            </p>
+          ) : null}
+          {discordSignIn(c.env) ? (
+            <p>
+              <a class="sign-in-discord" href={`${BASE}/login/discord`}>Sign in with Discord</a>
             </p>
           ) : null}
           <form method="post" action={`${BASE}/login`}>
@@ -162,8 +169,42 @@ consoleRoutes.get("/login/slack", (c) => startSlackSignIn(c));
 
 consoleRoutes.get("/login/slack/callback", async (c) => {
   await signInPerson(c, await finishSlackSignIn(c));
-  // A page of our own, not a redirect: the session cookie is SameSite=Strict, and a chain that began at Slack would not carry it.
+  return continueToConsole(c);
+});
+
+/** A page of our own, not a redirect: the session cookie is SameSite=Strict, and a chain that began at the platform would not carry it. */
+function continueToConsole(c: Ctx) {
   return c.html(`<!doctype html><meta http-equiv="refresh" content="0;url=${BASE}"><a href="${BASE}">Continue to the console</a>`);
+}
+
+consoleRoutes.get("/login/discord", (c) => startDiscordSignIn(c));
+
+consoleRoutes.get("/login/discord/callback", async (c) => {
+  const choices = await finishDiscordSignIn(c);
+  if (choices.length === 1) {
+    await signInPerson(c, choices[0]!.person);
+    return continueToConsole(c);
+  }
+  await keepChoices(c, choices);
+  return show(c, {
+    title: "Which Discord server?",
+    children: (
+      <form method="post" action={DISCORD_PICK} class="pick-guild">
+        <p>You hold a role in more than one server. Sign in as yourself in:</p>
+        {choices.map((choice) => (
+          <p>
+            <button name="guild" value={choice.guild}>{choice.guildName}</button>
+          </p>
+        ))}
+      </form>
+    ),
+  });
+});
+
+consoleRoutes.post("/login/discord/pick", async (c) => {
+  const guild = new URLSearchParams(await readBody(c, FORM)).get("guild") ?? "";
+  await signInPerson(c, await pickedPerson(c, guild));
+  return continueToConsole(c);
 });
 
 /** Every page and action of a tenant checks the viewer's role in it, before anything else: none is a 404, exactly as for a tenant that does not exist. */

@@ -3,6 +3,7 @@
 import type { ConversationView } from "../runtime/index.ts";
 import { Time } from "./layout.tsx";
 import { Markdown } from "./markdown.tsx";
+import { Person } from "./names.tsx";
 
 type Entry = ConversationView["transcript"][number];
 
@@ -35,7 +36,7 @@ function EntryView(props: { entry: Entry; n: number }) {
     case "user":
       return (
         <div class="entry user">
-          <span class="who">{entry.steer ? `${entry.by} (while the agent worked)` : entry.by}</span> <small><Time at={entry.at} /></small>
+          <span class="who"><Person who={entry.by} />{entry.steer ? " (while the agent worked)" : ""}</span> <small><Time at={entry.at} /></small>
           <pre>{entry.text}</pre>
         </div>
       );

@@ -690,7 +690,8 @@ describe("people in the console", () => {
     expect(decided.status).toBe(303);
     await waitFor("the hold performed", async () => (await getConversation(TA, A, s)).holds[0]!.state === "performed");
     expect((await getConversation(TA, A, s)).holds[0]!.decidedBy).toBe("slack:T1:U1");
-    expect((await pageOf(held, me)).text).toMatch(/<dd class="decided-by">slack:T1:U1 at <time/);
+    // The hold row names the person by the name they signed in with, the identity on hover.
+    expect((await pageOf(held, me)).text).toMatch(/<dd class="decided-by"><span class="person" title="slack:T1:U1">Una Member<\/span> at <time/);
     expect((await audit(TA)).find((e) => e.action === "hold.approve")).toMatchObject({ actor: "slack:T1:U1", after: { hold: holdId, decision: "approve" } });
   });
 

@@ -15,7 +15,7 @@ import type { Context } from "hono";
 import * as z from "zod";
 import { parseDecisionValue } from "../../approvals/index.ts";
 import { HttpError, parseJson } from "../../lib/http.ts";
-import { parseRoute, submitEvent, type ChatCommand, type ChatUser, type Route } from "../../runtime/index.ts";
+import { parseRoute, rememberPerson, submitEvent, type ChatCommand, type ChatUser, type Route } from "../../runtime/index.ts";
 import { conversationId } from "../shared/ids.ts";
 import { discordAddress, interactionToken, snowflake } from "./address.ts";
 import { cardMessage } from "./card.ts";
@@ -45,6 +45,16 @@ function discordRoute(env: Env, guildId: string | undefined | null, user: Discor
 
 const chatUser = (user: DiscordUser): ChatUser => ({ platform: "discord", id: user.id, name: user.global_name ?? user.username });
 
+/**
+ * The name a payload carries goes to the people directory (the console shows
+ * it for `discord:<guild>:<user>`), after the answer: Discord waits 3 s for an
+ * interaction's. A name not kept is shown as the id until a later payload keeps it.
+ */
+function rememberName(c: Context<{ Bindings: Env }>, route: Route, user: DiscordUser): void {
+  const name = user.global_name ?? user.username;
+  if (name) c.executionCtx.waitUntil(rememberPerson(c.env, { identity: `discord:${route.tenant}:${user.id}`, name }).catch(() => undefined));
+}
+
 /** A channel is a conversation (a snowflake always makes one; the rule is checked anyway). */
 const channelConversation = (channelId: string) => conversationId(channelId, "the channel id");
 
@@ -69,6 +79,7 @@ export async function handleGatewayMessage(c: Context<{ Bindings: Env }>): Promi
   if (text === "") return c.json({ ignored: "no text" });
 
   const route = discordRoute(c.env, message.guild_id, message.author);
+  rememberName(c, route, message.author);
   const result = await submitEvent(c.env, route, {
     // The message id: a message forwarded twice (a connector retry, two connectors) is one event.
     id: `discord:message:${message.id}`,
@@ -118,6 +129,8 @@ export async function handleInteraction(c: Context<{ Bindings: Env }>): Promise<
   const parsed = interactionSchema.safeParse(body);
   if (!parsed.success) throw new HttpError(400, `not an interaction: ${z.prettifyError(parsed.error)}`);
   const interaction = parsed.data;
+  const user = interaction.member?.user ?? interaction.user;
+  if (user) rememberName(c, discordRoute(c.env, interaction.guild_id, user), user);
   switch (interaction.type) {
     case APPLICATION_COMMAND:
       return c.json(await command(c.env, interaction));

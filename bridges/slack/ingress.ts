@@ -5,7 +5,7 @@
 import * as z from "zod";
 import { parseDecisionValue } from "../../approvals/index.ts";
 import { HttpError, isHttpsOrLoopback } from "../../lib/http.ts";
-import { agentStub, submitEvent, type ChatUser, type ReplyAddress, type Route } from "../../runtime/index.ts";
+import { agentStub, rememberPerson, submitEvent, type ChatUser, type ReplyAddress, type Route } from "../../runtime/index.ts";
 import { conversationId } from "../shared/ids.ts";
 import { isAssistantThread, setSuggestedPrompts, setTitle } from "./assistant.ts";
 import { assistantEnabled, routeFor } from "./config.ts";
@@ -304,7 +304,7 @@ export async function handleCommand(env: Env, form: URLSearchParams): Promise<Sl
 
 const blockActionsSchema = z.object({
   type: z.literal("block_actions"),
-  user: z.object({ id: userId, team_id: z.string().nullish() }),
+  user: z.object({ id: userId, team_id: z.string().nullish(), name: z.string().nullish(), username: z.string().nullish() }),
   team: z.object({ id: z.string() }).nullish(),
   enterprise: z.object({ id: z.string() }).nullish(),
   is_enterprise_install: z.boolean().nullish(),
@@ -324,6 +324,10 @@ export async function handleInteraction(env: Env, payload: unknown, defer: Defer
   const tenant = tenantOf(click.team?.id ?? click.user.team_id, click.enterprise?.id, click.is_enterprise_install === true);
   const route = routeFor(env, tenant);
   const user = slackUser(click.user.id);
+  // The console shows `slack:<team>:<user>` by the name a click carries (message events carry none), kept after the answer.
+  const name = click.user.name ?? click.user.username;
+  const team = click.user.team_id ?? click.team?.id;
+  if (name && team) defer(rememberPerson(env, { identity: `slack:${team}:${click.user.id}`, name }).catch(() => undefined));
   const clickId = `slack:action:${click.user.id}:${action.action_ts ?? crypto.randomUUID()}`;
 
   let notice: string | undefined;

@@ -128,9 +128,9 @@ export function rolesOf(sql: SqlStorage, tenant: string): RoleRow[] {
   return sql.exec<RoleRow>(`SELECT ${ROLE_COLUMNS} FROM roles WHERE tenant = ? ORDER BY identity`, tenant).toArray();
 }
 
-/** Every role one person holds, in every tenant. */
-export function rolesHeldBy(sql: SqlStorage, identity: string): RoleRow[] {
-  return sql.exec<RoleRow>(`SELECT ${ROLE_COLUMNS} FROM roles WHERE identity = ? ORDER BY tenant`, identity).toArray();
+/** Every role these identities hold, in every tenant (one bound parameter, however many). */
+export function rolesHeldBy(sql: SqlStorage, identities: string[]): RoleRow[] {
+  return sql.exec<RoleRow>(`SELECT ${ROLE_COLUMNS} FROM roles WHERE identity IN (SELECT value FROM json_each(?)) ORDER BY tenant, identity`, JSON.stringify(identities)).toArray();
 }
 
 /** Sets (or with null, removes) a person's role in a tenant; returns the role held before. */

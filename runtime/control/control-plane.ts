@@ -1,7 +1,7 @@
 // The control plane: one Durable Object (named "control") holding settings that
 // are not one agent's: Slack installations, webhook callback URLs, per-tenant
-// overrides, the directory of tenants and agents. Values are JSON; anything
-// secret is encrypted by its owner before it is stored here.
+// overrides, the directory of tenants and agents, people's names. Values are
+// JSON; anything secret is encrypted by its owner before it is stored here.
 import { DurableObject } from "cloudflare:workers";
 import type { Route } from "../chat.ts";
 import { type Migration, runMigrations } from "../../lib/migrations.ts";
@@ -22,6 +22,7 @@ import {
 } from "./directory.ts";
 import { settingKey, type SettingKind, type SettingsText } from "./settings.ts";
 import * as access from "./access-tables.ts";
+import { namesOf, PEOPLE_SCHEMA, rememberNames, type PersonName } from "./people.ts";
 
 /**
  * Append-only (lib/migrations.ts, docs/design.md "Migrations"): a schema
@@ -36,6 +37,7 @@ ${DIRECTORY_SCHEMA};`,
   },
   { name: "agent records", sql: AGENT_RECORDS_SCHEMA },
   { name: "api keys, roles, audit trail", sql: access.ACCESS_SCHEMA },
+  { name: "people directory", sql: PEOPLE_SCHEMA },
 ];
 
 /** Each tenant's settings version, in the settings table under this namespace. */
@@ -180,8 +182,9 @@ export class ControlPlane extends DurableObject<Env> {
     return access.rolesOf(this.sql, tenant);
   }
 
-  async rolesHeldBy(identity: string): Promise<access.RoleRow[]> {
-    return access.rolesHeldBy(this.sql, identity);
+  /** The roles of a person's identities (Discord: one per guild), asked at once. */
+  async rolesHeldBy(identities: string[]): Promise<access.RoleRow[]> {
+    return access.rolesHeldBy(this.sql, identities);
   }
 
   /** Sets or removes a role and records it in the trail, in one transaction. */
@@ -199,6 +202,16 @@ export class ControlPlane extends DurableObject<Env> {
 
   async audit(tenant: string, limit: number, beforeSeq?: number): Promise<access.AuditRow[]> {
     return access.auditOf(this.sql, tenant, limit, beforeSeq);
+  }
+
+  // ---- the people directory (runtime/control/people.ts) ----
+
+  async rememberNames(people: PersonName[]): Promise<void> {
+    rememberNames(this.sql, people, Date.now());
+  }
+
+  async namesOf(identities: string[]): Promise<Record<string, string>> {
+    return namesOf(this.sql, identities);
   }
 }
 
@@ -219,4 +232,22 @@ export function listTenants(env: Env): Promise<TenantListing[]> {
 
 export function listAgents(env: Env, tenant?: string): Promise<AgentListing[]> {
   return controlPlane(env).agents(tenant);
+}
+
+// ---- the people directory, for callers outside the control plane ----
+
+/** What this isolate last told the directory, so a busy chat does not call the control plane on every message. */
+const told = new Map<string, string>();
+const TOLD_KEPT = 10_000;
+
+/** Keeps a person's name in the directory (a call only when this isolate has not told it that name). */
+export async function rememberPerson(env: Env, person: PersonName): Promise<void> {
+  if (told.get(person.identity) === person.name) return;
+  await controlPlane(env).rememberNames([person]);
+  if (told.size >= TOLD_KEPT) told.clear();
+  told.set(person.identity, person.name);
+}
+
+export function peopleNames(env: Env, identities: string[]): Promise<Record<string, string>> {
+  return identities.length === 0 ? Promise.resolve({}) : controlPlane(env).namesOf([...new Set(identities)]);
 }

@@ -1,8 +1,9 @@
 // The control room: the control plane (one object for what is not one agent's:
-// installations, callbacks, per-tenant settings, the directory) and the
-// settings each agent keeps a copy of.
+// installations, callbacks, per-tenant settings, the directory, the people
+// directory) and the settings each agent keeps a copy of.
 export { mountList } from "./config.ts";
-export { ControlPlane, controlPlane, listAgents, listTenants, recordAgent } from "./control-plane.ts";
+export { ControlPlane, controlPlane, listAgents, listTenants, peopleNames, recordAgent, rememberPerson } from "./control-plane.ts";
+export type { PersonName } from "./people.ts";
 export type { AgentListing, AgentRecord, DirectoryEntry, TenantListing } from "./directory.ts";
 export { modelFrom, mountsFrom, NO_SETTINGS, parseSettings, secondMessageFrom, type SettingKind, SettingsCopy, type SettingsText } from "./settings.ts";
 export type { AuditEntry, AuditRow, KeyAccess, KeyRow, NewKey, RoleRow } from "./access-tables.ts";

@@ -4,6 +4,7 @@
 import { startLedger } from "./ledger.mjs";
 import { startCallbackReceiver, WEBHOOK_SECRET } from "./callback.mjs";
 import { DISCORD_APPLICATION_ID, DISCORD_BOT_TOKEN, DISCORD_PUBLIC_KEY, DISCORD_TEST_SIGNING_KEY, startDiscord } from "./discord.mjs";
+import { FAKE_DISCORD_CLIENT_SECRET, startDiscordOAuth } from "./discord-oauth.mjs";
 import { startEverything } from "./everything.mjs";
 import { MCP_API_TOKEN, startMcp } from "./mcp.mjs";
 import { FAKE_PROVIDER_KEY, FAKE_TENANT_KEY, startModelProvider } from "./model-provider.mjs";
@@ -21,12 +22,13 @@ export async function startFakes({ gates } = {}) {
   const slack = await startSlack({ gates });
   const slackOidc = await startSlackOidc();
   const discord = await startDiscord({ gates });
+  const discordOAuth = await startDiscordOAuth();
   const callback = await startCallbackReceiver({ gates });
   const remote = await startRemote();
   const mcp = await startMcp();
   const everything = await starting;
   const containers = await startContainers();
-  const fakes = { provider, ledger, slack, slackOidc, discord, callback, remote, mcp, everything, containers };
+  const fakes = { provider, ledger, slack, slackOidc, discord, discordOAuth, callback, remote, mcp, everything, containers };
   const remoteHost = new URL(remote.url).host;
   const bindings = {
     ADMIN_TOKEN: "test-admin-token",
@@ -95,6 +97,8 @@ export async function startFakes({ gates } = {}) {
     DISCORD_GATEWAY_SECRET: "test-discord-gateway-secret",
     DISCORD_TEST_SIGNING_KEY,
     FAKE_DISCORD_URL: discord.url,
+    DISCORD_CLIENT_SECRET: FAKE_DISCORD_CLIENT_SECRET,
+    DISCORD_SIGN_IN_BASE_URL: discordOAuth.url,
     WEBHOOK_SECRET,
     WEBHOOK_TENANT_SECRETS_KEY: "test-webhook-tenant-secrets-key",
     FAKE_CALLBACK_URL: callback.url,

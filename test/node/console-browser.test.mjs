@@ -4,7 +4,8 @@
 // arrive without a reload, send a message whose tool call is held, approve its
 // card, watch it performed. Then people: sign in with Slack (the loopback fake
 // of its OpenID Connect endpoints) as a tenant admin and as a member of
-// workspace A, each seeing what their role allows and nothing of workspace B.
+// workspace A, each seeing what their role allows and nothing of workspace B;
+// and sign in with Discord (its OAuth2 fake) as a member of a guild.
 // Screenshots go to test/node/output/console/ (git-ignored).
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
@@ -15,6 +16,8 @@ import { chromium } from "playwright-core";
 import { FAKE_PROVIDER_KEY, startModelProvider } from "../fakes/model-provider.mjs";
 import { FAKE_SLACK_CLIENT_ID, FAKE_SLACK_CLIENT_SECRET } from "../fakes/slack.mjs";
 import { startSlackOidc } from "../fakes/slack-oidc.mjs";
+import { DISCORD_APPLICATION_ID } from "../fakes/discord.mjs";
+import { FAKE_DISCORD_CLIENT_SECRET, startDiscordOAuth } from "../fakes/discord-oauth.mjs";
 import { startWorker } from "./wrangler-dev.mjs";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
@@ -29,6 +32,7 @@ const SEEN_MS = 15_000;
 
 let provider;
 let slackOidc;
+let discordOAuth;
 let worker;
 let context;
 let userDataDir;
@@ -43,6 +47,7 @@ before(async () => {
   mkdirSync(OUTPUT, { recursive: true });
   provider = await startModelProvider();
   slackOidc = await startSlackOidc();
+  discordOAuth = await startDiscordOAuth();
   worker = await startWorker({
     cwd: ROOT,
     vars: {
@@ -57,6 +62,10 @@ before(async () => {
       SLACK_CLIENT_ID: FAKE_SLACK_CLIENT_ID,
       SLACK_CLIENT_SECRET: FAKE_SLACK_CLIENT_SECRET,
       SLACK_SIGN_IN_BASE_URL: slackOidc.url,
+      // "Sign in with Discord", against its fake.
+      DISCORD_APPLICATION_ID,
+      DISCORD_CLIENT_SECRET: FAKE_DISCORD_CLIENT_SECRET,
+      DISCORD_SIGN_IN_BASE_URL: discordOAuth.url,
     },
   });
   // A fresh profile each run (playwright passes it as --user-data-dir).
@@ -84,6 +93,7 @@ after(async () => {
   await worker?.stop();
   await provider?.close();
   await slackOidc?.close();
+  await discordOAuth?.close();
   if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
 });
 
@@ -239,7 +249,8 @@ test("people sign in with Slack: a tenant admin of A changes A's limit, a member
     await page.fill('input[name="dailyUsd"]', "4");
     await Promise.all([page.waitForEvent("load"), page.getByRole("button", { name: "Set the limit" }).click()]);
     assert.match(await page.locator(".result").innerText(), /daily limit is now 4 USD/);
-    await page.locator(".audit .actor", { hasText: `slack:${A}:UADMIN` }).first().waitFor();
+    // Named as they signed in, the identity on hover.
+    await page.locator(`.audit .actor [title="slack:${A}:UADMIN"]`, { hasText: "Ada Admin" }).first().waitFor();
     await shot("6-tenant-admin");
     assert.equal((await api("GET", `/tenants/${A}/limits`)).own.dailyUsd, 4);
     assert.equal(await page.locator("table.tenants").getByRole("link", { name: B }).count(), 0);
@@ -263,6 +274,38 @@ test("people sign in with Slack: a tenant admin of A changes A's limit, a member
     await bIsNotThere(page);
   } catch (err) {
     await shot("failure-people").catch(() => undefined);
+    throw err;
+  }
+});
+
+test("people sign in with Discord: a member of guild G sees G's conversations they may see, not tenant B", async () => {
+  const G = "1457468924290662599";
+  const user = "1400000000000000077";
+  for (const tenant of [G, B]) await api("POST", `/tenants/${tenant}/agents/${AGENT}/messages`, { text: "hello", conversation: "seed" });
+  await api("PUT", `/tenants/${G}/roles/discord:${G}:${user}`, { role: "member" });
+  const res = await fetch(`${discordOAuth.url}/_control/user`, { method: "PUT", body: JSON.stringify({ id: user, username: "dora", global_name: "Dora Discord", guilds: [{ id: G, name: "Guild G" }] }) });
+  assert.equal(res.status, 200);
+  await context.clearCookies();
+  const page = await context.newPage();
+  page.setDefaultTimeout(SEEN_MS);
+  const shot = (name) => page.screenshot({ path: join(OUTPUT, `${name}.png`), fullPage: true });
+  try {
+    await page.goto(`${worker.url}/console/login`);
+    await page.getByRole("link", { name: "Sign in with Discord" }).click();
+    await page.waitForURL(/\/console$/);
+    await page.locator("table.tenants").getByRole("link", { name: G }).click();
+    await page.locator("table.agents").getByRole("link", { name: AGENT }).click();
+    // A member sees the conversations they started: none yet, then the one they start.
+    assert.equal(await page.locator('a[href$="/conversations/seed"]').count(), 0, "the platform's conversation is not the member's");
+    await page.fill('textarea[name="text"]', "a question from Discord");
+    await Promise.all([page.waitForEvent("load"), page.getByRole("button", { name: "Send" }).click()]);
+    const mine = decodeURIComponent(/\/conversations\/([^/?]+)$/.exec(page.url())[1]);
+    await page.goto(`${worker.url}/console/tenants/${G}/agents/${AGENT}`);
+    await page.locator(`a[href$="/conversations/${mine}"]`).first().waitFor();
+    await shot("8-discord-member");
+    await bIsNotThere(page);
+  } catch (err) {
+    await shot("failure-discord").catch(() => undefined);
     throw err;
   }
 });
