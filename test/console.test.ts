@@ -9,6 +9,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { controlPlane } from "../runtime/index.ts";
 import { usd } from "../console/layout.tsx";
+import { hmacHex } from "../lib/http.ts";
 import { agent } from "./agents.ts";
 import { getConversation, holdLedger, ledgerAppends, postMessage, providerRequests, releaseLedger, releaseProvider, script, settled, unique, waitFor, worker } from "./support.ts";
 
@@ -716,3 +717,90 @@ describe("people in the console", () => {
     expect((await worker(`${replayed.pathname}${replayed.search}`, { headers: { cookie } })).status).toBe(401);
   });
 });
+
+// ---- a tenant's people, keys and bounds in the console (console/access.tsx) ----
+describe("people and keys in the console", () => {
+  const roles = async (tenant: string) => ((await (await worker(`/v1/tenants/${tenant}/roles`, { headers: BEARER })).json()) as { roles: { identity: string; role: string }[] }).roles;
+
+  it("a tenant admin gives and takes roles, makes a key (shown once) and revokes it, each audited as them; a member sees none of it and is refused", async () => {
+    await grant(TA, "slack:T1:UKEYS", "admin");
+    await grant(TA, "slack:T1:UMEMBER", "member");
+    const me = await signInAs("T1", "UKEYS", "Kim Keys");
+    const tenantPage = `/console/tenants/${TA}`;
+    const page = await html(tenantPage, me);
+    expect(page).toContain('<section id="people">');
+    expect(page).toContain("<code>slack:T1:UMEMBER</code>");
+
+    // A role given and taken away.
+    const given = await submit(tenantPage, `${tenantPage}/roles`, { identity: "slack:T1:UNEW", role: "member" }, me);
+    expect(resultOf(given.shown)).toBe("slack:T1:UNEW is now member of this tenant.");
+    expect(await roles(TA)).toContainEqual(expect.objectContaining({ identity: "slack:T1:UNEW", role: "member" }));
+    const bad = await post(`${tenantPage}/roles`, { ...formFields(page, `${tenantPage}/roles`), identity: "U123", role: "member" }, me);
+    expect(bad.status).toBe(400);
+    expect(await bad.text()).toContain("identity: slack:&lt;team&gt;:&lt;user&gt; or discord:&lt;guild&gt;:&lt;user&gt;");
+    const remove = `${tenantPage}/roles/${seg("slack:T1:UNEW")}/remove`;
+    await submit(tenantPage, remove, {}, me);
+    expect((await roles(TA)).map((r) => r.identity)).not.toContain("slack:T1:UNEW");
+
+    // A key made: shown on the page that answers the form, and nowhere again.
+    const keys = `${tenantPage}/keys`;
+    const made = await post(keys, { ...formFields(await html(tenantPage, me), keys), name: "ci-read", access: "read", agent: "" }, me);
+    expect(made.status).toBe(201);
+    const key = /<pre class="new-key">(apk_[A-Za-z0-9_-]+)<\/pre>/.exec(await made.text())![1]!;
+    const keyId = /^apk_(k[0-9a-f]{12})_/.exec(key)![1]!;
+    expect((await worker(`/v1/tenants/${TA}/agents/${A}/conversations`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(200);
+    expect((await worker(`/v1/tenants/${TA}/agents/${A}/messages`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: '{"text":"hi"}' })).status).toBe(403);
+    const listed = await html(tenantPage, me);
+    expect(listed).toContain(`<code>${keyId}</code>`);
+    expect(listed).not.toContain(key);
+    // Revoked: refused from then on.
+    const revoked = await submit(tenantPage, `${keys}/${keyId}/revoke`, {}, me);
+    expect(resultOf(revoked.shown)).toBe(`Key &quot;ci-read&quot; (${keyId}) is revoked: it is refused from now on.`);
+    expect((await worker(`/v1/tenants/${TA}/agents/${A}/conversations`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(401);
+
+    const trail = await audit(TA);
+    for (const action of ["role.set", "role.remove", "key.create", "key.revoke"]) expect(trail.find((e) => e.action === action), action).toMatchObject({ actor: "slack:T1:UKEYS" });
+
+    // A member: none of it shown, every form refused; another tenant's: a 404.
+    const member = await signInAs("T1", "UMEMBER", "Mo Member");
+    const theirs = await html(tenantPage, member);
+    expect(theirs).not.toContain('id="people"');
+    expect(theirs).not.toContain('id="keys"');
+    for (const path of [`${tenantPage}/roles`, remove, keys, `${keys}/${keyId}/revoke`]) {
+      const refused = await post(path, { _token: await formTokenOf(member, path), identity: "slack:T1:UMEMBER", role: "admin", name: "x" }, member);
+      expect([path, refused.status, (await refused.text()).includes("Only a tenant admin may see or change this.")]).toEqual([path, 403, true]);
+    }
+    expect((await roles(TA)).find((r) => r.identity === "slack:T1:UMEMBER")?.role).toBe("member");
+    expect((await post(`/console/tenants/${TB}/keys`, { _token: "x", name: "x" }, me)).status).toBe(404);
+  });
+
+  it("a tenant admin sets a limit only within the platform's ceiling (403 naming it); the platform is not bound", async () => {
+    await grant(TA, "slack:T1:UBOUND", "admin");
+    const me = await signInAs("T1", "UBOUND", "Bo Bound");
+    const put = await worker(`/v1/tenants/${TA}/bounds`, { method: "PUT", headers: { ...BEARER, "content-type": "application/json" }, body: JSON.stringify({ maxDailyUsd: 5 }) });
+    expect(put.status).toBe(200);
+    try {
+      const tenantPage = `/console/tenants/${TA}`;
+      const limits = `${tenantPage}/limits`;
+      expect(await html(tenantPage, me)).toContain("The platform caps it at 5 USD for this tenant&#39;s admins.");
+      const over = await post(limits, { ...formFields(await html(tenantPage, me), limits), dailyUsd: "6" }, me);
+      expect(over.status).toBe(403);
+      expect(await over.text()).toContain("the platform caps this tenant&#39;s daily spend limit at 5 USD: 6 is above it");
+      expect((await post(limits, { ...formFields(await html(tenantPage, me), limits), dailyUsd: "" }, me)).status).toBe(403);
+      await submit(tenantPage, limits, { dailyUsd: "4" }, me);
+      const own = async () => ((await (await worker(`/v1/tenants/${TA}/limits`, { headers: BEARER })).json()) as { own: { dailyUsd: number } }).own.dailyUsd;
+      expect(await own()).toBe(4);
+      const platform = await signIn();
+      await submit(tenantPage, limits, { dailyUsd: "50" }, platform);
+      expect(await own()).toBe(50);
+    } finally {
+      expect((await worker(`/v1/tenants/${TA}/bounds`, { method: "DELETE", headers: BEARER })).status).toBe(200);
+    }
+  });
+});
+
+/** The token the session's page would carry for a form posting to `action` (console/session.ts): a member's pages have no such form to read it from. */
+async function formTokenOf(headers: Headers, action: string): Promise<string> {
+  const id = decodeURIComponent(headers.cookie!.slice("antiproton_console=".length)).split(".")[0]!;
+  return hmacHex(await hmacHex(TOKEN, "antiproton-console-cookie"), `form\n${id}\n${action}`);
+}
