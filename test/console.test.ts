@@ -804,3 +804,32 @@ async function formTokenOf(headers: Headers, action: string): Promise<string> {
   const id = decodeURIComponent(headers.cookie!.slice("antiproton_console=".length)).split(".")[0]!;
   return hmacHex(await hmacHex(TOKEN, "antiproton-console-cookie"), `form\n${id}\n${action}`);
 }
+
+describe("a conversation's usage", () => {
+  it("its page shows today's and the last 30 days' calls, tokens with the cached share, and cost, from its own job rows", async () => {
+    const tenant = unique("convusage");
+    const s = unique("usage");
+    await script(s, [
+      { toolCalls: [{ name: "clock__now", arguments: {} }], usage: { input: 1000, cached: 0, output: 1 } },
+      { toolCalls: [{ name: "clock__now", arguments: {} }], usage: { input: 100, cached: 200, output: 20 } },
+      { text: "It is now.", usage: { input: 50, cached: 150, output: 5 } },
+    ]);
+    await postMessage(tenant, A, { text: `[s:${s}] what time is it?`, conversation: s });
+    await settled(tenant, A, s);
+    // The first call 40 days ago (outside both windows), the second 3 days ago (in the 30 days only).
+    await runInDurableObject(agent(tenant, A), (_instance, state) => {
+      const ids = state.storage.sql.exec<{ id: string }>("SELECT id FROM model_jobs WHERE conversation = ? AND model IS NOT NULL ORDER BY rowid", s).toArray().map((r) => r.id);
+      expect(ids).toHaveLength(3);
+      state.storage.sql.exec("UPDATE model_jobs SET created_at = ? WHERE id = ?", Date.now() - 40 * 86_400_000, ids[0]!);
+      state.storage.sql.exec("UPDATE model_jobs SET created_at = ? WHERE id = ?", Date.now() - 3 * 86_400_000, ids[1]!);
+    });
+    const page = await html(conversationPage(tenant, s), await signIn());
+    const table = /<table class="usage-summary conversation-usage">([\s\S]*?)<\/table>/.exec(page)![1]!;
+    const rows = [...table.matchAll(/<tr><td>([^<]+)<\/td>((?:<td class="num">[^<]*<\/td>)+)<\/tr>/g)].map((m) => [m[1], ...[...m[2]!.matchAll(/<td class="num">([^<]*)<\/td>/g)].map((c) => c[1])]);
+    const { usage } = await getConversation(tenant, A, s);
+    expect(rows).toEqual([
+      ["Today", "1", "200", "75%", "5", usd((usage as unknown as { today: { cost: number } }).today.cost)],
+      ["Last 30 days", "2", "500", "70%", "25", usd((usage as unknown as { last30Days: { cost: number } }).last30Days.cost)],
+    ]);
+  });
+});
