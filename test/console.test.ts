@@ -76,6 +76,18 @@ async function submit(pagePath: string, action: string, extra: Record<string, st
   return { res, shown };
 }
 
+/** A browser's cookies after `res`: its Set-Cookie headers added to `cookie`, those that expire them removed. */
+function keep(cookie: string, res: Response): string {
+  const jar = new Map(cookie.split("; ").map((pair) => [pair.slice(0, pair.indexOf("=")), pair] as const));
+  for (const set of res.headers.getSetCookie()) {
+    const pair = set.split(";")[0]!;
+    const name = pair.slice(0, pair.indexOf("="));
+    if (/max-age=0(;|$)/i.test(set) || /expires=[^;]*1970/i.test(set)) jar.delete(name);
+    else jar.set(name, pair);
+  }
+  return [...jar.values()].join("; ");
+}
+
 /** The result box of a page, if any. */
 function resultOf(page: string): string | undefined {
   return /<p class="result" role="status">([^<]*)<\/p>/.exec(page)?.[1];
@@ -466,8 +478,11 @@ describe("console actions", () => {
     const { res, shown } = await submit(page, holdAction("console_ok", holdId), { approve: "1" }, headers);
     expect(res.headers.get("location")).toBe(page);
     expect(resultOf(shown)).toBe("Approved. Performing it now.");
-    // Shown once: the next view of the page has no result.
-    expect(resultOf(await html(page, headers))).toBeUndefined();
+    // Shown once, as a browser keeps its cookies: the page that shows the result deletes it, so a reload shows none.
+    const withResult = keep(headers.cookie!, res);
+    const first = await worker(page, { headers: { cookie: withResult } });
+    expect(resultOf(await first.text())).toBe("Approved. Performing it now.");
+    expect(resultOf(await html(page, { cookie: keep(withResult, first) }))).toBeUndefined();
 
     await waitFor("the hold to be performed", async () => (await getConversation("console_ok", A, s)).holds[0]!.state === "performed");
     const after = await html(page, headers);

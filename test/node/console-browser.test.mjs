@@ -181,6 +181,11 @@ async function walkThrough(page) {
   await live.locator(".entry.assistant", { hasText: "Remembered: your colour is teal." }).waitFor();
   assert.equal(await sameDocument(), true);
   assert.match(await live.locator("section.card.performed .decided-by").innerText(), /^console:admin at /);
+  // The banner said "Performing it now": the state it reported has moved on, so it is gone, and a reload does not bring it back.
+  assert.equal(await page.locator(".result").count(), 0);
+  await page.reload();
+  assert.equal(await page.locator(".result").count(), 0);
+  await live.locator("section.card.performed").waitFor();
   await shot("5-performed");
 
   // Times are shown in the reader's zone, with the zone named.
