@@ -81,7 +81,7 @@ export function KeysSection(props: { tenant: string; keys: KeyRow[]; tokens: Tok
           </tbody>
         </table>
       )}
-      <PostForm action={create} token={props.tokens.get(create) ?? ""}>
+      <PostForm action={create} token={props.tokens.get(create) ?? ""} event>
         <label>Name <input type="text" name="name" required maxlength={100} /></label>
         <label>
           Access{" "}

@@ -464,6 +464,7 @@ const keyForm = z.preprocess((form) => {
   const { name, access, agent } = form as Record<string, string | undefined>;
   return { name, access, agent: agent?.trim() || undefined };
 }, newKeyBody);
+const keyEvent = z.object({ event: eventField });
 
 consoleRoutes.post("/tenants/:tenant/roles", async (c) => {
   const { tenant } = parseRoute(c.req.param("tenant"), "any");
@@ -489,7 +490,9 @@ consoleRoutes.post("/tenants/:tenant/keys", async (c) => {
   const { tenant } = parseRoute(c.req.param("tenant"), "any");
   requireTenantAdmin(c, tenant);
   const spec = parseForm(c, keyForm);
-  const made = await createTenantKey(c.env, tenant, spec, actorName(viewer(c)));
+  // The form's event id names the key: the same form sent again makes no second one.
+  const { event } = parseForm(c, keyEvent);
+  const made = await createTenantKey(c.env, tenant, spec, actorName(viewer(c)), event);
   // Answered here, not redirected: the key is shown on this one page and nowhere again.
   return show(c, { title: "API key made", crumbs: [{ href: BASE, label: "Tenants" }, { href: tenantPath(tenant), label: tenant }], children: <NewKeyBody tenant={tenant} made={made} /> }, 201);
 });

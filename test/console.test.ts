@@ -759,10 +759,17 @@ describe("people and keys in the console", () => {
 
     // A key made: shown on the page that answers the form, and nowhere again.
     const keys = `${tenantPage}/keys`;
-    const made = await post(keys, { ...formFields(await html(tenantPage, me), keys), name: "ci-read", access: "read", agent: "" }, me);
+    const keyFields = { ...formFields(await html(tenantPage, me), keys), name: "ci-read", access: "read", agent: "" };
+    const made = await post(keys, keyFields, me);
     expect(made.status).toBe(201);
     const key = /<pre class="new-key">(apk_[A-Za-z0-9_-]+)<\/pre>/.exec(await made.text())![1]!;
     const keyId = /^apk_(k[0-9a-f]{12})_/.exec(key)![1]!;
+    // The same form sent again (a reload that posts it) makes no second key.
+    const again = await post(keys, keyFields, me);
+    expect(again.status).toBe(409);
+    expect(await again.text()).toContain(`This form was already sent: key ${keyId} was made then`);
+    const listedKeys = ((await (await worker(`/v1/tenants/${TA}/keys`, { headers: BEARER })).json()) as { keys: { name: string }[] }).keys;
+    expect(listedKeys.filter((k) => k.name === "ci-read")).toHaveLength(1);
     expect((await worker(`/v1/tenants/${TA}/agents/${A}/conversations`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(200);
     expect((await worker(`/v1/tenants/${TA}/agents/${A}/messages`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: '{"text":"hi"}' })).status).toBe(403);
     const listed = await html(tenantPage, me);

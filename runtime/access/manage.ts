@@ -8,13 +8,18 @@ import { controlPlane, type KeyRow } from "../control/index.ts";
 import { mintKey } from "./keys.ts";
 import type { newKeyBody, TenantRole } from "./schemas.ts";
 
-/** A new key of the tenant, with its secret `key`: the only time it exists outside the caller's hands is this answer. */
-export async function createTenantKey(env: Env, tenant: string, spec: z.output<typeof newKeyBody>, actor: string): Promise<KeyRow & { key: string }> {
-  const { id, key, hash } = await mintKey();
+/**
+ * A new key of the tenant, with its secret `key`: the only time it exists
+ * outside the caller's hands is this answer. `request`: an id the caller's
+ * retry repeats (a console form's), so a retry makes no second key (409).
+ */
+export async function createTenantKey(env: Env, tenant: string, spec: z.output<typeof newKeyBody>, actor: string, request?: string): Promise<KeyRow & { key: string }> {
+  const { id, key, hash } = await mintKey(request === undefined ? undefined : `${tenant}\n${request}`);
   const row = await controlPlane(env).createKey(
     { id, tenant, hash, name: spec.name, access: spec.access, agent: spec.agent ?? null, createdBy: actor },
     { tenant, actor, action: "key.create", subject: id, before: null, after: null },
   );
+  if (!row) throw new HttpError(409, `This form was already sent: key ${id} was made then, and shown only on the page that answered it. Revoke it if it was not kept.`);
   return { ...row, key };
 }
 
