@@ -21,3 +21,21 @@ export function LimitSection(props: { tenant: string; own: { dailyUsd: number | 
     </section>
   );
 }
+
+/** The platform's bounds for the tenant's admins, as a form for the platform (the same setting as PUT /v1/tenants/{t}/bounds). */
+export function BoundsSection(props: { bounds: TenantBounds; action: string; token: string }) {
+  return (
+    <section id="bounds">
+      <h3>The platform's bounds for this tenant's admins</h3>
+      <PostForm action={props.action} token={props.token}>
+        <label>
+          Highest daily limit they may set, USD (empty: no ceiling) <input name="maxDailyUsd" inputmode="decimal" value={props.bounds.maxDailyUsd === null ? "" : String(props.bounds.maxDailyUsd)} />
+        </label>
+        <label>
+          Models they may choose, separated by spaces (empty: every model) <input type="text" name="models" value={(props.bounds.models ?? []).join(" ")} />
+        </label>
+        <button>Set the bounds</button>
+      </PostForm>
+    </section>
+  );
+}

@@ -54,3 +54,8 @@ export function keysPath(tenant: string): string {
 export function keyRevokePath(tenant: string, keyId: string): string {
   return `${keysPath(tenant)}/${seg(keyId)}/revoke`;
 }
+
+/** The form that sets the platform's bounds for the tenant's admins. */
+export function boundsPath(tenant: string): string {
+  return `${tenantPath(tenant)}/bounds`;
+}

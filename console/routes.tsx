@@ -36,10 +36,12 @@ import {
   revokeTenantKey,
   secondMessageOf,
   SECOND_MESSAGE_STRATEGIES,
+  setTenantBounds,
   setTenantLimit,
   setTenantRole,
   submitEvent,
   tenantBounds,
+  tenantBoundsSchema,
   tenantRoleSchema,
   type ChatEvent,
   type PageCursor,
@@ -51,10 +53,10 @@ import { Page, stateWords, type PageFrame } from "./layout.tsx";
 import { AgentBody, AgentLive, ConversationBody, ConversationLive, HomeBody, TenantBody, type AgentListState, type Tokens } from "./pages.tsx";
 import { CHART_DAYS, UsageSection } from "./usage.tsx";
 import { AuditSection } from "./audit.tsx";
-import { LimitSection } from "./limits.tsx";
+import { BoundsSection, LimitSection } from "./limits.tsx";
 import { accessActions, KeysSection, NewKeyBody, PeopleSection } from "./access.tsx";
 import { slackSignIn } from "./config.ts";
-import { actionPath, agentPath, conversationPath, holdPath, limitPath, secondMessagePath, tenantPath, type ConversationAction } from "./paths.ts";
+import { actionPath, agentPath, boundsPath, conversationPath, holdPath, limitPath, secondMessagePath, tenantPath, type ConversationAction } from "./paths.ts";
 import { INHERIT, SecondMessageSection } from "./second-message.tsx";
 import { actingUser, actorName, finishSlackSignIn, roleIn, signInPerson, startSlackSignIn, viewerOf } from "./people.ts";
 import { BASE, bearerHolds, closeSession, formToken, formTokenValid, openSession, setResult, takeResult, whoIsAsking, type ConsoleEnv, type Ctx } from "./session.ts";
@@ -255,7 +257,8 @@ consoleRoutes.get("/tenants/:tenant", async (c) => {
     admin ? controlPlane(c.env).roles(tenant) : [],
     admin ? controlPlane(c.env).keys(tenant) : [],
   ]);
-  const tokens = admin ? await tokensFor(c, [limitPath(tenant), ...accessActions(tenant, roles, keys)]) : new Map<string, string>();
+  const platform = roleIn(viewer(c), tenant) === "platform";
+  const tokens = admin ? await tokensFor(c, [limitPath(tenant), ...(platform ? [boundsPath(tenant)] : []), ...accessActions(tenant, roles, keys)]) : new Map<string, string>();
   const name = agents.find((a) => a.displayName)?.displayName;
   return show(c, {
     title: name ? `${name} (${tenant})` : `Tenant ${tenant}`,
@@ -267,6 +270,7 @@ consoleRoutes.get("/tenants/:tenant", async (c) => {
           <>
             <UsageSection read={usage} now={now} />
             <LimitSection tenant={tenant} own={usage.reading.limit} bounds={bounds} action={limitPath(tenant)} token={tokens.get(limitPath(tenant)) ?? ""} />
+            {platform ? <BoundsSection bounds={bounds} action={boundsPath(tenant)} token={tokens.get(boundsPath(tenant)) ?? ""} /> : null}
             <PeopleSection tenant={tenant} roles={roles} tokens={tokens} />
             <KeysSection tenant={tenant} keys={keys} tokens={tokens} />
             <AuditSection entries={audit.entries} />
@@ -454,6 +458,24 @@ consoleRoutes.post("/tenants/:tenant/agents/:agent/second-message", async (c) =>
   await recordChange(c.env, { tenant: route.tenant, actor: actorName(viewer(c)), action: after === null ? "second-message.remove" : "second-message.set", subject: `/tenants/${route.tenant}/agents/${route.agent}/second-message`, before, after });
   await setResult(c, strategy === INHERIT ? "This agent now follows its tenant's strategy for a second message." : `A second message while this agent works is now handled by: ${strategy}.`);
   return c.redirect(agentPath(route), 303);
+});
+
+/** Empty fields: no bound. */
+const boundsForm = z.preprocess((form) => {
+  const { maxDailyUsd = "", models = "" } = form as Record<string, string | undefined>;
+  const ceiling = maxDailyUsd.trim();
+  const names = models.split(/[\s,]+/).filter(Boolean);
+  return { maxDailyUsd: ceiling === "" ? null : Number(ceiling), models: names.length === 0 ? null : names };
+}, tenantBoundsSchema);
+
+consoleRoutes.post("/tenants/:tenant/bounds", async (c) => {
+  const { tenant } = parseRoute(c.req.param("tenant"), "any");
+  if (roleIn(viewer(c), tenant) !== "platform") throw new HttpError(403, "Only the platform sets a tenant's bounds.");
+  const after = parseForm(c, boundsForm);
+  const before = await setTenantBounds(c.env, tenant, after);
+  await recordChange(c.env, { tenant, actor: actorName(viewer(c)), action: "bounds.set", subject: `/tenants/${tenant}/bounds`, before, after });
+  await setResult(c, "This tenant's bounds are set.");
+  return c.redirect(`${tenantPath(tenant)}#bounds`, 303);
 });
 
 // ---- people and keys (console/access.tsx): the calls /v1 makes, as the signed-in person ----

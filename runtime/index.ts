@@ -30,4 +30,4 @@ export { Ledger, readUsage, totalsOf, unpricedModels, unpricedSentence, type Usa
 export { sendTimeoutMs } from "./effects/index.ts";
 export { ProviderGate } from "./models/index.ts";
 export { CHILD_ID } from "./delegation/index.ts";
-export { adminToken, callerOf, checkBounds, createTenantKey, newKeyBody, revokeTenantKey, setTenantRole, tenantBounds, type TenantBounds, identitySchema, markAudited, PLATFORM_ACTOR, readAudit, recordChange, requireTenant, requireTenantAdmin, resolveCaller, tenantRoleSchema, PLATFORM_TENANT, type Caller, type TenantRole } from "./access/index.ts";
+export { adminToken, callerOf, checkBounds, createTenantKey, newKeyBody, revokeTenantKey, setTenantBounds, setTenantRole, tenantBounds, tenantBoundsSchema, type TenantBounds, identitySchema, markAudited, PLATFORM_ACTOR, readAudit, recordChange, requireTenant, requireTenantAdmin, resolveCaller, tenantRoleSchema, PLATFORM_TENANT, type Caller, type TenantRole } from "./access/index.ts";

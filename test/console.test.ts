@@ -796,13 +796,19 @@ describe("people and keys in the console", () => {
     expect((await post(`/console/tenants/${TB}/keys`, { _token: "x", name: "x" }, me)).status).toBe(404);
   });
 
-  it("a tenant admin sets a limit only within the platform's ceiling (403 naming it); the platform is not bound", async () => {
+  it("the platform sets a tenant's bounds on its page; a tenant admin sets a limit only within the ceiling (403 naming it); the platform is not bound", async () => {
     await grant(TA, "slack:T1:UBOUND", "admin");
     const me = await signInAs("T1", "UBOUND", "Bo Bound");
-    const put = await worker(`/v1/tenants/${TA}/bounds`, { method: "PUT", headers: { ...BEARER, "content-type": "application/json" }, body: JSON.stringify({ maxDailyUsd: 5 }) });
-    expect(put.status).toBe(200);
+    const tenantPage = `/console/tenants/${TA}`;
+    const bounds = `${tenantPage}/bounds`;
+    const platform = await signIn();
+    // The platform sets them on the tenant's page; a tenant admin has no such form, and a post of theirs is refused.
+    await submit(tenantPage, bounds, { maxDailyUsd: "5", models: "" }, platform);
+    expect(await (await worker(`/v1/tenants/${TA}/bounds`, { headers: BEARER })).json()).toMatchObject({ maxDailyUsd: 5, models: null });
+    expect((await audit(TA)).find((e) => e.action === "bounds.set")).toMatchObject({ actor: "console:admin", after: { maxDailyUsd: 5, models: null } });
+    expect(await html(tenantPage, me)).not.toContain('id="bounds"');
+    expect((await post(bounds, { _token: await formTokenOf(me, bounds), maxDailyUsd: "500" }, me)).status).toBe(403);
     try {
-      const tenantPage = `/console/tenants/${TA}`;
       const limits = `${tenantPage}/limits`;
       expect(await html(tenantPage, me)).toContain("The platform caps it at 5 USD for this tenant&#39;s admins.");
       const over = await post(limits, { ...formFields(await html(tenantPage, me), limits), dailyUsd: "6" }, me);
@@ -812,7 +818,6 @@ describe("people and keys in the console", () => {
       await submit(tenantPage, limits, { dailyUsd: "4" }, me);
       const own = async () => ((await (await worker(`/v1/tenants/${TA}/limits`, { headers: BEARER })).json()) as { own: { dailyUsd: number } }).own.dailyUsd;
       expect(await own()).toBe(4);
-      const platform = await signIn();
       await submit(tenantPage, limits, { dailyUsd: "50" }, platform);
       expect(await own()).toBe(50);
     } finally {

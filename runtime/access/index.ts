@@ -2,7 +2,7 @@
 // the path's tenant checked once for every route), scoped API keys, roles per
 // tenant, and the audit trail, all kept in the control plane.
 export { accessGate, callerOf, KEY_ROUTES_WITHOUT_TENANT, PLATFORM_ACTOR, requirePlatform, requireTenant, requireTenantAdmin, resolveCaller, withinBounds } from "./caller.ts";
-export { checkBounds, tenantBounds, type BoundedChange, type TenantBounds } from "./bounds.ts";
+export { checkBounds, setTenantBounds, tenantBounds, tenantBoundsSchema, type BoundedChange, type TenantBounds } from "./bounds.ts";
 export { createTenantKey, revokeTenantKey, setTenantRole } from "./manage.ts";
 export type { AccessEnv, Caller } from "./types.ts";
 export { adminToken } from "./config.ts";
