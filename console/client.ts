@@ -2,7 +2,8 @@
 // times in the reader's zone, and keeps a page's live region current: it asks
 // the same URL, with the mark the region was drawn at, every 1.5 s while the
 // tab is visible; the server answers 204 when nothing changed, or the region's
-// new HTML (escaped on the server, like the page).
+// new HTML (escaped on the server, like the page). A redraw also removes the
+// banner with the answer to the last form: it spoke of the state before.
 export const CLIENT_SCRIPT = `(() => {
   const format = new Intl.DateTimeFormat(undefined, { year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", second: "2-digit", timeZoneName: "short" });
   const localTimes = (root) => {
@@ -27,6 +28,8 @@ export const CLIENT_SCRIPT = `(() => {
           const open = [...live.querySelectorAll("details[open][id]")].map((d) => d.id);
           live.innerHTML = await res.text();
           live.dataset.mark = res.headers.get("x-console-mark") || "";
+          // The result banner reported the state the page was drawn at; that state has moved on.
+          document.querySelector(".result[role=status]")?.remove();
           for (const id of open) document.getElementById(id)?.setAttribute("open", "");
           localTimes(live);
         }

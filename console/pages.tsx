@@ -18,6 +18,7 @@ import { actionPath, agentPath, conversationPath, holdPath, tenantPath } from ".
 import { BASE } from "./session.ts";
 import { Transcript } from "./transcript.tsx";
 import { Person } from "./names.tsx";
+import { ConversationUsage } from "./usage.tsx";
 
 /** Form tokens by action path, made by the handler before rendering (they are async). */
 export type Tokens = ReadonlyMap<string, string>;
@@ -232,6 +233,7 @@ export function ConversationLive(props: ConversationProps) {
         </span>
       </div>
       {view.error ? <p class="error">{`Last error: ${view.error}`}</p> : null}
+      <ConversationUsage usage={view.usage} />
       <h3>Approvals</h3>
       {view.holds.length === 0 ? (
         <p class="muted">None.</p>

@@ -36,3 +36,26 @@ export function actionPath(route: Route, id: string, action: ConversationAction)
 export function limitPath(tenant: string): string {
   return `${tenantPath(tenant)}/limits`;
 }
+
+/** The form that gives a person a role in the tenant. */
+export function rolesPath(tenant: string): string {
+  return `${tenantPath(tenant)}/roles`;
+}
+
+export function roleRemovePath(tenant: string, identity: string): string {
+  return `${rolesPath(tenant)}/${seg(identity)}/remove`;
+}
+
+/** The form that makes an API key of the tenant. */
+export function keysPath(tenant: string): string {
+  return `${tenantPath(tenant)}/keys`;
+}
+
+export function keyRevokePath(tenant: string, keyId: string): string {
+  return `${keysPath(tenant)}/${seg(keyId)}/revoke`;
+}
+
+/** The form that sets the platform's bounds for the tenant's admins. */
+export function boundsPath(tenant: string): string {
+  return `${tenantPath(tenant)}/bounds`;
+}

@@ -19,19 +19,30 @@ import {
   adminToken,
   agentStub,
   changeSetting,
+  checkBounds,
+  controlPlane,
+  createTenantKey,
   CHILD_ID,
   CONVERSATION_ID,
+  identitySchema,
   listAgents,
   listTenants,
+  newKeyBody,
   parseRoute,
   readAudit,
   readConversation,
   readUsage,
   recordChange,
+  revokeTenantKey,
   secondMessageOf,
   SECOND_MESSAGE_STRATEGIES,
+  setTenantBounds,
   setTenantLimit,
+  setTenantRole,
   submitEvent,
+  tenantBounds,
+  tenantBoundsSchema,
+  tenantRoleSchema,
   type ChatEvent,
   type PageCursor,
   type PendingApproval,
@@ -42,10 +53,11 @@ import { Page, stateWords, type PageFrame } from "./layout.tsx";
 import { AgentBody, AgentLive, ConversationBody, ConversationLive, HomeBody, TenantBody, type AgentListState, type Tokens } from "./pages.tsx";
 import { CHART_DAYS, UsageSection } from "./usage.tsx";
 import { AuditSection } from "./audit.tsx";
-import { LimitSection } from "./limits.tsx";
+import { BoundsSection, LimitSection } from "./limits.tsx";
+import { accessActions, KeysSection, NewKeyBody, PeopleSection } from "./access.tsx";
 import { discordSignIn, slackSignIn } from "./config.ts";
 import { DISCORD_PICK, finishDiscordSignIn, keepChoices, pickedPerson, startDiscordSignIn } from "./discord-sign-in.ts";
-import { actionPath, agentPath, conversationPath, holdPath, limitPath, secondMessagePath, tenantPath, type ConversationAction } from "./paths.ts";
+import { actionPath, agentPath, boundsPath, conversationPath, holdPath, limitPath, secondMessagePath, tenantPath, type ConversationAction } from "./paths.ts";
 import { INHERIT, SecondMessageSection } from "./second-message.tsx";
 import { withNames } from "./names.tsx";
 import { actingUser, actorName, finishSlackSignIn, roleIn, signInPerson, startSlackSignIn, viewerOf } from "./people.ts";
@@ -278,11 +290,16 @@ consoleRoutes.get("/tenants/:tenant", async (c) => {
   const { tenant } = parseRoute(c.req.param("tenant"), "any");
   const now = Date.now();
   const admin = roleIn(viewer(c), tenant) !== "member";
-  const [agents, usage, audit] = await Promise.all([
+  const [agents, usage, audit, bounds, roles, keys] = await Promise.all([
     listAgents(c.env, tenant),
     readUsage(c.env, tenant, Math.floor(now / DAY_MS - (CHART_DAYS - 1)) * DAY_MS, now + 1),
     readAudit(c.env, tenant, {}),
+    tenantBounds(c.env, tenant),
+    admin ? controlPlane(c.env).roles(tenant) : [],
+    admin ? controlPlane(c.env).keys(tenant) : [],
   ]);
+  const platform = roleIn(viewer(c), tenant) === "platform";
+  const tokens = admin ? await tokensFor(c, [limitPath(tenant), ...(platform ? [boundsPath(tenant)] : []), ...accessActions(tenant, roles, keys)]) : new Map<string, string>();
   const name = agents.find((a) => a.displayName)?.displayName;
   return show(c, {
     title: name ? `${name} (${tenant})` : `Tenant ${tenant}`,
@@ -293,7 +310,10 @@ consoleRoutes.get("/tenants/:tenant", async (c) => {
         {admin ? (
           <>
             <UsageSection read={usage} now={now} />
-            <LimitSection tenant={tenant} own={usage.reading.limit} action={limitPath(tenant)} token={await formToken(c, limitPath(tenant))} />
+            <LimitSection tenant={tenant} own={usage.reading.limit} bounds={bounds} action={limitPath(tenant)} token={tokens.get(limitPath(tenant)) ?? ""} />
+            {platform ? <BoundsSection bounds={bounds} action={boundsPath(tenant)} token={tokens.get(boundsPath(tenant)) ?? ""} /> : null}
+            <PeopleSection tenant={tenant} roles={roles} tokens={tokens} />
+            <KeysSection tenant={tenant} keys={keys} tokens={tokens} />
             <AuditSection entries={audit.entries} />
           </>
         ) : null}
@@ -460,6 +480,8 @@ consoleRoutes.post("/tenants/:tenant/limits", async (c) => {
   requireTenantAdmin(c, tenant);
   const { dailyUsd } = parseForm(c, limitForm);
   const after = dailyUsd === null ? null : { dailyUsd, exempt: false };
+  // The platform's bounds bind a tenant admin, as they bind the tenant's keys on /v1; the platform is not bound.
+  if (roleIn(viewer(c), tenant) !== "platform") await checkBounds(c.env, tenant, { limit: after });
   const before = await setTenantLimit(c.env, tenant, after);
   await recordChange(c.env, { tenant, actor: actorName(viewer(c)), action: after === null ? "limits.remove" : "limits.set", subject: `/tenants/${tenant}/limits`, before, after });
   await setResult(c, after === null ? "This tenant now has no limit of its own." : `This tenant's daily limit is now ${after.dailyUsd} USD.`);
@@ -477,6 +499,73 @@ consoleRoutes.post("/tenants/:tenant/agents/:agent/second-message", async (c) =>
   await recordChange(c.env, { tenant: route.tenant, actor: actorName(viewer(c)), action: after === null ? "second-message.remove" : "second-message.set", subject: `/tenants/${route.tenant}/agents/${route.agent}/second-message`, before, after });
   await setResult(c, strategy === INHERIT ? "This agent now follows its tenant's strategy for a second message." : `A second message while this agent works is now handled by: ${strategy}.`);
   return c.redirect(agentPath(route), 303);
+});
+
+/** Empty fields: no bound. */
+const boundsForm = z.preprocess((form) => {
+  const { maxDailyUsd = "", models = "" } = form as Record<string, string | undefined>;
+  const ceiling = maxDailyUsd.trim();
+  const names = models.split(/[\s,]+/).filter(Boolean);
+  return { maxDailyUsd: ceiling === "" ? null : Number(ceiling), models: names.length === 0 ? null : names };
+}, tenantBoundsSchema);
+
+consoleRoutes.post("/tenants/:tenant/bounds", async (c) => {
+  const { tenant } = parseRoute(c.req.param("tenant"), "any");
+  if (roleIn(viewer(c), tenant) !== "platform") throw new HttpError(403, "Only the platform sets a tenant's bounds.");
+  const after = parseForm(c, boundsForm);
+  const before = await setTenantBounds(c.env, tenant, after);
+  await recordChange(c.env, { tenant, actor: actorName(viewer(c)), action: "bounds.set", subject: `/tenants/${tenant}/bounds`, before, after });
+  await setResult(c, "This tenant's bounds are set.");
+  return c.redirect(`${tenantPath(tenant)}#bounds`, 303);
+});
+
+// ---- people and keys (console/access.tsx): the calls /v1 makes, as the signed-in person ----
+
+const roleForm = z.object({ identity: identitySchema, role: tenantRoleSchema });
+/** The form's fields as the API's body (an empty agent: every agent); newKeyBody refuses anything else. */
+const keyForm = z.preprocess((form) => {
+  const { name, access, agent } = form as Record<string, string | undefined>;
+  return { name, access, agent: agent?.trim() || undefined };
+}, newKeyBody);
+const keyEvent = z.object({ event: eventField });
+
+consoleRoutes.post("/tenants/:tenant/roles", async (c) => {
+  const { tenant } = parseRoute(c.req.param("tenant"), "any");
+  requireTenantAdmin(c, tenant);
+  const { identity, role } = parseForm(c, roleForm);
+  const { before } = await setTenantRole(c.env, tenant, identity, role, actorName(viewer(c)));
+  await setResult(c, before === role ? `${identity} already was ${role}.` : `${identity} is now ${role} of this tenant.`);
+  return c.redirect(`${tenantPath(tenant)}#people`, 303);
+});
+
+consoleRoutes.post("/tenants/:tenant/roles/:identity/remove", async (c) => {
+  const { tenant } = parseRoute(c.req.param("tenant"), "any");
+  requireTenantAdmin(c, tenant);
+  const parsed = identitySchema.safeParse(c.req.param("identity"));
+  if (!parsed.success) throw new HttpError(400, z.prettifyError(parsed.error));
+  const identity = parsed.data;
+  await setTenantRole(c.env, tenant, identity, null, actorName(viewer(c)));
+  await setResult(c, `${identity} no longer has a role in this tenant.`);
+  return c.redirect(`${tenantPath(tenant)}#people`, 303);
+});
+
+consoleRoutes.post("/tenants/:tenant/keys", async (c) => {
+  const { tenant } = parseRoute(c.req.param("tenant"), "any");
+  requireTenantAdmin(c, tenant);
+  const spec = parseForm(c, keyForm);
+  // The form's event id names the key: the same form sent again makes no second one.
+  const { event } = parseForm(c, keyEvent);
+  const made = await createTenantKey(c.env, tenant, spec, actorName(viewer(c)), event);
+  // Answered here, not redirected: the key is shown on this one page and nowhere again.
+  return show(c, { title: "API key made", crumbs: [{ href: BASE, label: "Tenants" }, { href: tenantPath(tenant), label: tenant }], children: <NewKeyBody tenant={tenant} made={made} /> }, 201);
+});
+
+consoleRoutes.post("/tenants/:tenant/keys/:keyId/revoke", async (c) => {
+  const { tenant } = parseRoute(c.req.param("tenant"), "any");
+  requireTenantAdmin(c, tenant);
+  const row = await revokeTenantKey(c.env, tenant, c.req.param("keyId"), actorName(viewer(c)));
+  await setResult(c, `Key "${row.name}" (${row.id}) is revoked: it is refused from now on.`);
+  return c.redirect(`${tenantPath(tenant)}#keys`, 303);
 });
 
 consoleRoutes.post("/tenants/:tenant/agents/:agent/holds/:holdId", async (c) => {

@@ -2,7 +2,7 @@
 // days, tokens (with the cached share), cost and the agents' object busy time,
 // as a table and small inline SVG bar charts (no script, no style attribute:
 // the CSP allows neither).
-import { type UsageRead, type UsageReport, type UsageTotals, totalsOf, unpricedModels, unpricedSentence } from "../runtime/index.ts";
+import { type ConversationView, type UsageRead, type UsageReport, type UsageTotals, totalsOf, unpricedModels, unpricedSentence } from "../runtime/index.ts";
 import { usd } from "./layout.tsx";
 
 const DAY_MS = 86_400_000;
@@ -34,7 +34,8 @@ function busy(ms: number): string {
   return ms >= 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms)} ms`;
 }
 
-function SummaryRow(props: { label: string; t: UsageTotals }) {
+/** `busy`: with the object's busy time (a tenant's); a conversation's rows show its model calls only. */
+function SummaryRow(props: { label: string; t: UsageTotals; busy?: false }) {
   const { t } = props;
   return (
     <tr>
@@ -44,7 +45,7 @@ function SummaryRow(props: { label: string; t: UsageTotals }) {
       <td class="num">{cachedShare(t)}</td>
       <td class="num">{t.outputTokens}</td>
       <td class="num">{usd(t.costUsd)}</td>
-      <td class="num">{busy(t.busyMs)}</td>
+      {props.busy === false ? null : <td class="num">{busy(t.busyMs)}</td>}
     </tr>
   );
 }
@@ -138,5 +139,25 @@ export function UsageSection(props: { read: UsageRead; now: number }) {
         </>
       )}
     </section>
+  );
+}
+
+/** A conversation's model calls as its own rows count them (runtime/models/jobs.ts), in the ledger's terms. */
+function conversationTotals(u: ConversationView["usage"]["today"]): UsageTotals {
+  return { calls: u.calls, inputTokens: u.input, cachedInputTokens: u.cached, cacheWriteTokens: u.cacheWrite, outputTokens: u.output, costUsd: u.cost, byokCostUsd: 0, busyMs: 0 };
+}
+
+/** The usage table of a conversation's page: today and the last 30 days, as a tenant's. */
+export function ConversationUsage(props: { usage: ConversationView["usage"] }) {
+  return (
+    <table class="usage-summary conversation-usage">
+      <thead>
+        <tr><th></th><th class="num">Model calls</th><th class="num">Tokens in</th><th class="num">Cached share</th><th class="num">Tokens out</th><th class="num">Cost</th></tr>
+      </thead>
+      <tbody>
+        <SummaryRow label="Today" t={conversationTotals(props.usage.today)} busy={false} />
+        <SummaryRow label={`Last ${CHART_DAYS} days`} t={conversationTotals(props.usage.last30Days)} busy={false} />
+      </tbody>
+    </table>
   );
 }

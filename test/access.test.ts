@@ -181,3 +181,47 @@ describe("the audit trail", () => {
 });
 
 const ADMIN_ACTOR = "platform:admin-token";
+
+describe("the platform's bounds for a tenant's admins", () => {
+  it("a tenant's admin key is refused a limit above the ceiling or a model not allowed (403 naming the bound), through every route that sets one; the platform is not bound", async () => {
+    const T = unique("bounds");
+    const admin = bearer((await newKey(ADMIN, T, { name: "ops", access: "admin" })).key);
+    // No bounds yet: any limit, any model the deployment knows.
+    expect(await (await call(admin, "GET", `/tenants/${T}/bounds`)).json()).toEqual({ tenant: T, maxDailyUsd: null, models: null });
+    expect((await call(admin, "PUT", `/tenants/${T}/limits`, { dailyUsd: 50 })).status).toBe(200);
+    // Only the platform sets bounds; its change is in the trail.
+    expect((await call(admin, "PUT", `/tenants/${T}/bounds`, { maxDailyUsd: 100 })).status).toBe(403);
+    const set = await call(ADMIN, "PUT", `/tenants/${T}/bounds`, { maxDailyUsd: 10, models: ["local"] });
+    expect(set.status, await set.clone().text()).toBe(200);
+    expect(await (await call(admin, "GET", `/tenants/${T}/bounds`)).json()).toEqual({ tenant: T, maxDailyUsd: 10, models: ["local"] });
+
+    const refusals: [string, string, unknown, RegExp][] = [
+      ["PUT", `/tenants/${T}/limits`, { dailyUsd: 12 }, /caps this tenant's daily spend limit at 10 USD: 12 is above it/],
+      ["PUT", `/tenants/${T}/limits`, { dailyUsd: 5, exempt: true }, /at 10 USD: set a limit of at most 10/],
+      ["PUT", `/tenants/${T}/limits`, { dailyUsd: null }, /at 10 USD/],
+      ["DELETE", `/tenants/${T}/limits`, undefined, /at 10 USD/],
+      ["PUT", `/tenants/${T}/model`, { model: "fake/test-model" }, /model "fake\/test-model" is not on the models the platform allows this tenant \(local\)/],
+      ["PUT", `/tenants/${T}/agents/a/model`, { model: "fake/test-model" }, /not on the models/],
+      ["POST", `/tenants/${T}/agents`, { agent: "made", model: { model: "fake/test-model" } }, /not on the models/],
+    ];
+    for (const [method, path, body, words] of refusals) {
+      const res = await call(admin, method, path, body);
+      expect([method, path, res.status]).toEqual([method, path, 403]);
+      expect(((await res.json()) as { error: string }).error).toMatch(words);
+    }
+    // Nothing of a refused change was kept: the limit is the one set before the bounds, no agent was made.
+    expect(((await (await call(admin, "GET", `/tenants/${T}/limits`)).json()) as { own: unknown }).own).toEqual({ dailyUsd: 50, exempt: false });
+    expect((await call(admin, "GET", `/tenants/${T}/agents/made`)).status).toBe(404);
+    // Within the bounds: allowed.
+    expect((await call(admin, "PUT", `/tenants/${T}/limits`, { dailyUsd: 10 })).status).toBe(200);
+    expect((await call(admin, "PUT", `/tenants/${T}/model`, { model: "local" })).status).toBe(200);
+    // The platform is not bound.
+    expect((await call(ADMIN, "PUT", `/tenants/${T}/limits`, { dailyUsd: 500 })).status).toBe(200);
+    expect((await call(ADMIN, "PUT", `/tenants/${T}/model`, { model: "fake/test-model" })).status).toBe(200);
+    const trail = ((await (await call(ADMIN, "GET", `/tenants/${T}/audit`)).json()) as { entries: { actor: string; action: string; before: unknown; after: unknown }[] }).entries;
+    expect(trail.find((e) => e.action === "bounds.set")).toMatchObject({ actor: "platform:admin-token", before: { maxDailyUsd: null, models: null }, after: { maxDailyUsd: 10, models: ["local"] } });
+    // Removed: no ceiling again.
+    expect((await call(ADMIN, "DELETE", `/tenants/${T}/bounds`)).status).toBe(200);
+    expect((await call(admin, "PUT", `/tenants/${T}/limits`, { dailyUsd: 80 })).status).toBe(200);
+  });
+});

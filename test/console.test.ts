@@ -9,6 +9,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { controlPlane } from "../runtime/index.ts";
 import { usd } from "../console/layout.tsx";
+import { hmacHex } from "../lib/http.ts";
 import { agent } from "./agents.ts";
 import { getConversation, holdLedger, ledgerAppends, postMessage, providerRequests, releaseLedger, releaseProvider, script, settled, unique, waitFor, worker } from "./support.ts";
 
@@ -73,6 +74,18 @@ async function submit(pagePath: string, action: string, extra: Record<string, st
   const result = res.headers.get("set-cookie")?.split(";")[0];
   const shown = await html(res.headers.get("location")!, { ...headers, ...(result ? { cookie: `${headers.cookie}; ${result}` } : {}) });
   return { res, shown };
+}
+
+/** A browser's cookies after `res`: its Set-Cookie headers added to `cookie`, those that expire them removed. */
+function keep(cookie: string, res: Response): string {
+  const jar = new Map(cookie.split("; ").map((pair) => [pair.slice(0, pair.indexOf("=")), pair] as const));
+  for (const set of res.headers.getSetCookie()) {
+    const pair = set.split(";")[0]!;
+    const name = pair.slice(0, pair.indexOf("="));
+    if (/max-age=0(;|$)/i.test(set) || /expires=[^;]*1970/i.test(set)) jar.delete(name);
+    else jar.set(name, pair);
+  }
+  return [...jar.values()].join("; ");
 }
 
 /** The result box of a page, if any. */
@@ -465,8 +478,11 @@ describe("console actions", () => {
     const { res, shown } = await submit(page, holdAction("console_ok", holdId), { approve: "1" }, headers);
     expect(res.headers.get("location")).toBe(page);
     expect(resultOf(shown)).toBe("Approved. Performing it now.");
-    // Shown once: the next view of the page has no result.
-    expect(resultOf(await html(page, headers))).toBeUndefined();
+    // Shown once, as a browser keeps its cookies: the page that shows the result deletes it, so a reload shows none.
+    const withResult = keep(headers.cookie!, res);
+    const first = await worker(page, { headers: { cookie: withResult } });
+    expect(resultOf(await first.text())).toBe("Approved. Performing it now.");
+    expect(resultOf(await html(page, { cookie: keep(withResult, first) }))).toBeUndefined();
 
     await waitFor("the hold to be performed", async () => (await getConversation("console_ok", A, s)).holds[0]!.state === "performed");
     const after = await html(page, headers);
@@ -715,5 +731,133 @@ describe("people in the console", () => {
     authorize.searchParams.set("nonce", "the-attackers-nonce");
     const replayed = new URL((await fetch(authorize, { redirect: "manual" })).headers.get("location")!);
     expect((await worker(`${replayed.pathname}${replayed.search}`, { headers: { cookie } })).status).toBe(401);
+  });
+});
+
+// ---- a tenant's people, keys and bounds in the console (console/access.tsx) ----
+describe("people and keys in the console", () => {
+  const roles = async (tenant: string) => ((await (await worker(`/v1/tenants/${tenant}/roles`, { headers: BEARER })).json()) as { roles: { identity: string; role: string }[] }).roles;
+
+  it("a tenant admin gives and takes roles, makes a key (shown once) and revokes it, each audited as them; a member sees none of it and is refused", async () => {
+    await grant(TA, "slack:T1:UKEYS", "admin");
+    await grant(TA, "slack:T1:UMEMBER", "member");
+    const me = await signInAs("T1", "UKEYS", "Kim Keys");
+    const tenantPage = `/console/tenants/${TA}`;
+    const page = await html(tenantPage, me);
+    expect(page).toContain('<section id="people">');
+    expect(page).toContain("<code>slack:T1:UMEMBER</code>");
+
+    // A role given and taken away.
+    const given = await submit(tenantPage, `${tenantPage}/roles`, { identity: "slack:T1:UNEW", role: "member" }, me);
+    expect(resultOf(given.shown)).toBe("slack:T1:UNEW is now member of this tenant.");
+    expect(await roles(TA)).toContainEqual(expect.objectContaining({ identity: "slack:T1:UNEW", role: "member" }));
+    const bad = await post(`${tenantPage}/roles`, { ...formFields(page, `${tenantPage}/roles`), identity: "U123", role: "member" }, me);
+    expect(bad.status).toBe(400);
+    expect(await bad.text()).toContain("identity: slack:&lt;team&gt;:&lt;user&gt; or discord:&lt;guild&gt;:&lt;user&gt;");
+    const remove = `${tenantPage}/roles/${seg("slack:T1:UNEW")}/remove`;
+    await submit(tenantPage, remove, {}, me);
+    expect((await roles(TA)).map((r) => r.identity)).not.toContain("slack:T1:UNEW");
+
+    // A key made: shown on the page that answers the form, and nowhere again.
+    const keys = `${tenantPage}/keys`;
+    const keyFields = { ...formFields(await html(tenantPage, me), keys), name: "ci-read", access: "read", agent: "" };
+    const made = await post(keys, keyFields, me);
+    expect(made.status).toBe(201);
+    const key = /<pre class="new-key">(apk_[A-Za-z0-9_-]+)<\/pre>/.exec(await made.text())![1]!;
+    const keyId = /^apk_(k[0-9a-f]{12})_/.exec(key)![1]!;
+    // The same form sent again (a reload that posts it) makes no second key.
+    const again = await post(keys, keyFields, me);
+    expect(again.status).toBe(409);
+    expect(await again.text()).toContain(`This form was already sent: key ${keyId} was made then`);
+    const listedKeys = ((await (await worker(`/v1/tenants/${TA}/keys`, { headers: BEARER })).json()) as { keys: { name: string }[] }).keys;
+    expect(listedKeys.filter((k) => k.name === "ci-read")).toHaveLength(1);
+    expect((await worker(`/v1/tenants/${TA}/agents/${A}/conversations`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(200);
+    expect((await worker(`/v1/tenants/${TA}/agents/${A}/messages`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: '{"text":"hi"}' })).status).toBe(403);
+    const listed = await html(tenantPage, me);
+    expect(listed).toContain(`<code>${keyId}</code>`);
+    expect(listed).not.toContain(key);
+    // Revoked: refused from then on.
+    const revoked = await submit(tenantPage, `${keys}/${keyId}/revoke`, {}, me);
+    expect(resultOf(revoked.shown)).toBe(`Key &quot;ci-read&quot; (${keyId}) is revoked: it is refused from now on.`);
+    expect((await worker(`/v1/tenants/${TA}/agents/${A}/conversations`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(401);
+
+    const trail = await audit(TA);
+    for (const action of ["role.set", "role.remove", "key.create", "key.revoke"]) expect(trail.find((e) => e.action === action), action).toMatchObject({ actor: "slack:T1:UKEYS" });
+
+    // A member: none of it shown, every form refused; another tenant's: a 404.
+    const member = await signInAs("T1", "UMEMBER", "Mo Member");
+    const theirs = await html(tenantPage, member);
+    expect(theirs).not.toContain('id="people"');
+    expect(theirs).not.toContain('id="keys"');
+    for (const path of [`${tenantPage}/roles`, remove, keys, `${keys}/${keyId}/revoke`]) {
+      const refused = await post(path, { _token: await formTokenOf(member, path), identity: "slack:T1:UMEMBER", role: "admin", name: "x" }, member);
+      expect([path, refused.status, (await refused.text()).includes("Only a tenant admin may see or change this.")]).toEqual([path, 403, true]);
+    }
+    expect((await roles(TA)).find((r) => r.identity === "slack:T1:UMEMBER")?.role).toBe("member");
+    expect((await post(`/console/tenants/${TB}/keys`, { _token: "x", name: "x" }, me)).status).toBe(404);
+  });
+
+  it("the platform sets a tenant's bounds on its page; a tenant admin sets a limit only within the ceiling (403 naming it); the platform is not bound", async () => {
+    await grant(TA, "slack:T1:UBOUND", "admin");
+    const me = await signInAs("T1", "UBOUND", "Bo Bound");
+    const tenantPage = `/console/tenants/${TA}`;
+    const bounds = `${tenantPage}/bounds`;
+    const platform = await signIn();
+    // The platform sets them on the tenant's page; a tenant admin has no such form, and a post of theirs is refused.
+    await submit(tenantPage, bounds, { maxDailyUsd: "5", models: "" }, platform);
+    expect(await (await worker(`/v1/tenants/${TA}/bounds`, { headers: BEARER })).json()).toMatchObject({ maxDailyUsd: 5, models: null });
+    expect((await audit(TA)).find((e) => e.action === "bounds.set")).toMatchObject({ actor: "console:admin", after: { maxDailyUsd: 5, models: null } });
+    expect(await html(tenantPage, me)).not.toContain('id="bounds"');
+    expect((await post(bounds, { _token: await formTokenOf(me, bounds), maxDailyUsd: "500" }, me)).status).toBe(403);
+    try {
+      const limits = `${tenantPage}/limits`;
+      expect(await html(tenantPage, me)).toContain("The platform caps it at 5 USD for this tenant&#39;s admins.");
+      const over = await post(limits, { ...formFields(await html(tenantPage, me), limits), dailyUsd: "6" }, me);
+      expect(over.status).toBe(403);
+      expect(await over.text()).toContain("the platform caps this tenant&#39;s daily spend limit at 5 USD: 6 is above it");
+      expect((await post(limits, { ...formFields(await html(tenantPage, me), limits), dailyUsd: "" }, me)).status).toBe(403);
+      await submit(tenantPage, limits, { dailyUsd: "4" }, me);
+      const own = async () => ((await (await worker(`/v1/tenants/${TA}/limits`, { headers: BEARER })).json()) as { own: { dailyUsd: number } }).own.dailyUsd;
+      expect(await own()).toBe(4);
+      await submit(tenantPage, limits, { dailyUsd: "50" }, platform);
+      expect(await own()).toBe(50);
+    } finally {
+      expect((await worker(`/v1/tenants/${TA}/bounds`, { method: "DELETE", headers: BEARER })).status).toBe(200);
+    }
+  });
+});
+
+/** The token the session's page would carry for a form posting to `action` (console/session.ts): a member's pages have no such form to read it from. */
+async function formTokenOf(headers: Headers, action: string): Promise<string> {
+  const id = decodeURIComponent(headers.cookie!.slice("antiproton_console=".length)).split(".")[0]!;
+  return hmacHex(await hmacHex(TOKEN, "antiproton-console-cookie"), `form\n${id}\n${action}`);
+}
+
+describe("a conversation's usage", () => {
+  it("its page shows today's and the last 30 days' calls, tokens with the cached share, and cost, from its own job rows", async () => {
+    const tenant = unique("convusage");
+    const s = unique("usage");
+    await script(s, [
+      { toolCalls: [{ name: "clock__now", arguments: {} }], usage: { input: 1000, cached: 0, output: 1 } },
+      { toolCalls: [{ name: "clock__now", arguments: {} }], usage: { input: 100, cached: 200, output: 20 } },
+      { text: "It is now.", usage: { input: 50, cached: 150, output: 5 } },
+    ]);
+    await postMessage(tenant, A, { text: `[s:${s}] what time is it?`, conversation: s });
+    await settled(tenant, A, s);
+    // The first call 40 days ago (outside both windows), the second 3 days ago (in the 30 days only).
+    await runInDurableObject(agent(tenant, A), (_instance, state) => {
+      const ids = state.storage.sql.exec<{ id: string }>("SELECT id FROM model_jobs WHERE conversation = ? AND model IS NOT NULL ORDER BY rowid", s).toArray().map((r) => r.id);
+      expect(ids).toHaveLength(3);
+      state.storage.sql.exec("UPDATE model_jobs SET created_at = ? WHERE id = ?", Date.now() - 40 * 86_400_000, ids[0]!);
+      state.storage.sql.exec("UPDATE model_jobs SET created_at = ? WHERE id = ?", Date.now() - 3 * 86_400_000, ids[1]!);
+    });
+    const page = await html(conversationPage(tenant, s), await signIn());
+    const table = /<table class="usage-summary conversation-usage">([\s\S]*?)<\/table>/.exec(page)![1]!;
+    const rows = [...table.matchAll(/<tr><td>([^<]+)<\/td>((?:<td class="num">[^<]*<\/td>)+)<\/tr>/g)].map((m) => [m[1], ...[...m[2]!.matchAll(/<td class="num">([^<]*)<\/td>/g)].map((c) => c[1])]);
+    const { usage } = await getConversation(tenant, A, s);
+    expect(rows).toEqual([
+      ["Today", "1", "200", "75%", "5", usd((usage as unknown as { today: { cost: number } }).today.cost)],
+      ["Last 30 days", "2", "500", "70%", "25", usd((usage as unknown as { last30Days: { cost: number } }).last30Days.cost)],
+    ]);
   });
 });

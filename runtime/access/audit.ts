@@ -9,6 +9,7 @@ import * as z from "zod";
 import { HttpError } from "../../lib/http.ts";
 import { controlPlane, parseSettings, type AuditEntry, type SettingKind } from "../control/index.ts";
 import { ledgerStub } from "../metering/index.ts";
+import { tenantBounds } from "./bounds.ts";
 import type { AccessEnv, Caller } from "./types.ts";
 
 const SETTINGS: Record<string, SettingKind> = { mounts: "mounts", model: "models", "second-message": "secondMessage" };
@@ -32,6 +33,7 @@ function changeOf(env: Env, method: string, path: string, scope: { tenant: strin
     const before = async () => parseSettings(await controlPlane(env).settingsFor({ tenant: scope.tenant, agent: scope.agent ?? "any" }))[kind][level];
     return { action: `${setting}.${verb}`, before, after: bodyAsIs };
   }
+  if (/^\/tenants\/[^/]+\/bounds$/.test(path)) return { action: `bounds.${verb}`, before: () => tenantBounds(env, scope.tenant), after: bodyAsIs };
   if (/^\/tenants\/[^/]+\/limits$/.test(path)) return { action: `limits.${verb}`, before: async () => (await ledgerStub(env, scope.tenant).reading()).limit, after: bodyAsIs };
   if (/^\/tenants\/[^/]+\/agents\/[^/]+\/messages$/.test(path)) {
     return {

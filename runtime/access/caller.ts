@@ -7,6 +7,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import { HttpError, safeEqual } from "../../lib/http.ts";
 import { controlPlane } from "../control/index.ts";
 import { recordWrite } from "./audit.ts";
+import { checkBounds, type BoundedChange } from "./bounds.ts";
 import { adminToken } from "./config.ts";
 import { hashKey, KEY_PREFIX } from "./keys.ts";
 import type { AccessEnv, Caller } from "./types.ts";
@@ -103,4 +104,9 @@ export function requirePlatform(c: AnyContext): Caller {
   const caller = callerOf(c);
   if (caller.kind !== "platform") throw new HttpError(403, "only the platform (ADMIN_TOKEN) may do this");
   return caller;
+}
+
+/** A change a tenant's key makes is checked against the platform's bounds for the tenant (403 naming the bound); the platform is not bound. */
+export async function withinBounds(c: AnyContext, tenant: string, change: BoundedChange): Promise<void> {
+  if (callerOf(c).kind === "key") await checkBounds(c.env, tenant, change);
 }

@@ -3,13 +3,13 @@
 // (runtime/edge/api.ts) behind accessGate, each described (lib/route-doc.ts).
 import type { Hono } from "hono";
 import * as z from "zod";
-import { HttpError } from "../../lib/http.ts";
 import type { RouteDoc } from "../../lib/route-doc.ts";
 import { errors, serve } from "../../lib/serve-route.ts";
 import { controlPlane } from "../control/index.ts";
 import { auditQuery, markAudited, readAudit } from "./audit.ts";
 import { requirePlatform, requireTenant, requireTenantAdmin } from "./caller.ts";
-import { mintKey } from "./keys.ts";
+import { NO_BOUNDS, setTenantBounds, tenantBounds, tenantBoundsSchema } from "./bounds.ts";
+import { createTenantKey, revokeTenantKey, setTenantRole } from "./manage.ts";
 import { identitySchema, keyAccessSchema, newKeyBody, roleBody, tenantRoleSchema } from "./schemas.ts";
 
 /** The tenant every platform admin is kept under in the roles table. */
@@ -77,7 +77,30 @@ const audit = {
   responses: { 200: { description: "A page of the trail; `next` is the `before` of the next page.", schema: z.looseObject({ entries: z.array(z.looseObject({ actor: z.string(), action: z.string() })), next: z.number().nullable() }) }, ...errors(400, 404) },
 } satisfies RouteDoc;
 
-export const accessRouteDocs: RouteDoc[] = [createKey, listKeys, revokeKey, listRoles, setRole, removeRole, audit];
+const readBounds = {
+  method: "get",
+  path: "/tenants/{tenant}/bounds",
+  summary: "The platform's bounds for the tenant's admins: the highest daily spend limit they may set, the models they may choose (null: no bound)",
+  params: tenantParams,
+  responses: { 200: { description: "The bounds.", schema: tenantBoundsSchema.extend({ tenant: z.string() }) }, ...errors(400, 404) },
+} satisfies RouteDoc;
+const setBounds = {
+  method: "put",
+  path: "/tenants/{tenant}/bounds",
+  summary: "Set the tenant's bounds (the platform only): a tenant admin or key setting a limit above `maxDailyUsd`, or a model not in `models`, is refused (403)",
+  params: tenantParams,
+  body: tenantBoundsSchema.meta({ examples: [{ maxDailyUsd: 10, models: ["openai/gpt-4.1-mini", "local"] }] }),
+  responses: { 200: { description: "Set.", schema: tenantBoundsSchema.extend({ ok: z.literal(true), tenant: z.string() }) }, ...errors(400, 403, 404, 413, 415) },
+} satisfies RouteDoc;
+const removeBounds = {
+  method: "delete",
+  path: "/tenants/{tenant}/bounds",
+  summary: "Remove the tenant's bounds (the platform only): no ceiling, every model",
+  params: tenantParams,
+  responses: { 200: { description: "Removed.", schema: z.looseObject({ ok: z.literal(true), tenant: z.string() }) }, ...errors(400, 403, 404) },
+} satisfies RouteDoc;
+
+export const accessRouteDocs: RouteDoc[] = [createKey, listKeys, revokeKey, listRoles, setRole, removeRole, audit, readBounds, setBounds, removeBounds];
 
 /** `*` names the platform, whose admins only ADMIN_TOKEN names; any other tenant, its admins or the platform. */
 function roleAdmin(c: Parameters<typeof requireTenantAdmin>[0], tenant: string) {
@@ -87,14 +110,10 @@ function roleAdmin(c: Parameters<typeof requireTenantAdmin>[0], tenant: string) 
 export function accessRoutes(api: Hono<{ Bindings: Env }>): void {
   serve(api, createKey, async (c, { params: { tenant }, body: spec }) => {
     const caller = requireTenantAdmin(c, tenant);
-    const { id, key, hash } = await mintKey();
-    const row = await controlPlane(c.env).createKey(
-      { id, tenant, hash, name: spec.name, access: spec.access, agent: spec.agent ?? null, createdBy: caller.actor },
-      { tenant, actor: caller.actor, action: "key.create", subject: id, before: null, after: null },
-    );
+    const created = await createTenantKey(c.env, tenant, spec, caller.actor);
     markAudited(c);
     // The only time the key is shown: only its hash is kept.
-    return c.json({ ...row, key }, 201);
+    return c.json(created, 201);
   });
 
   serve(api, listKeys, async (c, { params: { tenant } }) => {
@@ -104,8 +123,7 @@ export function accessRoutes(api: Hono<{ Bindings: Env }>): void {
 
   serve(api, revokeKey, async (c, { params: { tenant, keyId } }) => {
     const caller = requireTenantAdmin(c, tenant);
-    const row = await controlPlane(c.env).revokeKey(tenant, keyId, { tenant, actor: caller.actor, action: "key.revoke", subject: keyId, before: null, after: null });
-    if (!row) throw new HttpError(404, `no live key "${keyId}"`);
+    const row = await revokeTenantKey(c.env, tenant, keyId, caller.actor);
     markAudited(c);
     return c.json({ ok: true as const, key: row });
   });
@@ -117,17 +135,30 @@ export function accessRoutes(api: Hono<{ Bindings: Env }>): void {
 
   serve(api, setRole, async (c, { params: { tenant, identity }, body: { role } }) => {
     const caller = roleAdmin(c, tenant);
-    const { before } = await controlPlane(c.env).setRole(tenant, identity, role, caller.actor);
+    const { before } = await setTenantRole(c.env, tenant, identity, role, caller.actor);
     markAudited(c);
     return c.json({ ok: true, tenant, identity, role, before });
   });
 
   serve(api, removeRole, async (c, { params: { tenant, identity } }) => {
     const caller = roleAdmin(c, tenant);
-    const { before } = await controlPlane(c.env).setRole(tenant, identity, null, caller.actor);
-    if (before === null) throw new HttpError(404, `${identity} has no role here`);
+    const { before } = await setTenantRole(c.env, tenant, identity, null, caller.actor);
     markAudited(c);
     return c.json({ ok: true, tenant, identity, before });
+  });
+
+  serve(api, readBounds, async (c, { params: { tenant } }) => c.json({ tenant, ...(await tenantBounds(c.env, tenant)) }));
+
+  serve(api, setBounds, async (c, { params: { tenant }, body }) => {
+    requirePlatform(c);
+    await setTenantBounds(c.env, tenant, body);
+    return c.json({ ok: true as const, tenant, ...body });
+  });
+
+  serve(api, removeBounds, async (c, { params: { tenant } }) => {
+    requirePlatform(c);
+    await setTenantBounds(c.env, tenant, null);
+    return c.json({ ok: true as const, tenant, ...NO_BOUNDS });
   });
 
   serve(api, audit, async (c, { params: { tenant }, query }) => {

@@ -86,9 +86,10 @@ const KEY_COLUMNS = "id, tenant, name, access, agent, created_at AS createdAt, c
 /** A key's last use is written at most this often: every request reads the key, few need to write. */
 const LAST_USED_RESOLUTION_MS = 60_000;
 
-export function insertKey(sql: SqlStorage, key: NewKey, now: number): KeyRow {
-  sql.exec(
-    "INSERT INTO api_keys (id, tenant, hash, name, access, agent, created_at, created_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+/** Null when a key with this id exists already (a console form sent twice names the same id). */
+export function insertKey(sql: SqlStorage, key: NewKey, now: number): KeyRow | null {
+  const inserted = sql.exec(
+    "INSERT INTO api_keys (id, tenant, hash, name, access, agent, created_at, created_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
     key.id,
     key.tenant,
     key.hash,
@@ -97,8 +98,8 @@ export function insertKey(sql: SqlStorage, key: NewKey, now: number): KeyRow {
     key.agent,
     now,
     key.createdBy,
-  );
-  return keysOf(sql, key.tenant).find((k) => k.id === key.id)!;
+  ).rowsWritten;
+  return inserted > 0 ? keysOf(sql, key.tenant).find((k) => k.id === key.id)! : null;
 }
 
 export function keysOf(sql: SqlStorage, tenant: string): KeyRow[] {

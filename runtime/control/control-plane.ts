@@ -154,10 +154,11 @@ export class ControlPlane extends DurableObject<Env> {
 
   // ---- keys, roles and the audit trail (runtime/control/access-tables.ts; the policy is runtime/access's) ----
 
-  async createKey(key: access.NewKey, audit: access.AuditEntry): Promise<access.KeyRow> {
+  /** Null, and nothing written, when a key with its id exists already. */
+  async createKey(key: access.NewKey, audit: access.AuditEntry): Promise<access.KeyRow | null> {
     return this.ctx.storage.transactionSync(() => {
       const row = access.insertKey(this.sql, key, Date.now());
-      access.appendAudit(this.sql, { ...audit, after: row }, Date.now());
+      if (row) access.appendAudit(this.sql, { ...audit, after: row }, Date.now());
       return row;
     });
   }

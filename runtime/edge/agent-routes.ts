@@ -11,6 +11,7 @@ import { mountPolicy, mountSchema, type Mount, type Plugin } from "../../plugins
 import { controlPlane, listAgents, modelFrom, mountList, mountsFrom, parseSettings, secondMessageFrom, type AgentListing, type SettingKind } from "../control/index.ts";
 import { modelPickSchema } from "../models/index.ts";
 import { agentStub } from "../object/index.ts";
+import { withinBounds } from "../access/index.ts";
 import { secondMessageSchema } from "../turns/index.ts";
 import type { Route } from "../chat.ts";
 import { NAME } from "./ingress.ts";
@@ -59,7 +60,7 @@ const createAgent = {
   summary: "Create an agent with its description, model, mounts and second-message strategy",
   params: tenantParams,
   body: createBody,
-  responses: { 201: { description: "Created.", schema: agentView }, ...errors(400, 409, 413, 415, 503) },
+  responses: { 201: { description: "Created.", schema: agentView }, ...errors(400, 403, 409, 413, 415, 503) },
 } satisfies RouteDoc;
 
 const listTenantAgents = {
@@ -84,7 +85,7 @@ const updateAgent = {
   summary: "Change an agent's description, model, mounts, policy or second-message strategy (null: its own removed)",
   params: agentParams,
   body: updateBody,
-  responses: { 200: { description: "Changed, and the agent told.", schema: agentView }, ...errors(400, 404, 413, 415, 503) },
+  responses: { 200: { description: "Changed, and the agent told.", schema: agentView }, ...errors(400, 403, 404, 413, 415, 503) },
 } satisfies RouteDoc;
 
 const deleteAgent = {
@@ -157,6 +158,7 @@ export function agentRoutes(api: Hono<{ Bindings: Env }>, plugins: readonly Plug
     const route = { tenant: params.tenant, agent: body.agent };
     // Checked before the name is taken: a bad setting leaves nothing behind.
     if (body.model) checkModelPick(c.env, body.model);
+    if (body.model) await withinBounds(c, route.tenant, { model: body.model.model });
     if (body.mounts) checkMounts(body.mounts, plugins);
     if (!(await controlPlane(c.env).createAgent({ ...route, description: body.description ?? null }))) {
       const record = await controlPlane(c.env).agent(route);
@@ -172,6 +174,7 @@ export function agentRoutes(api: Hono<{ Bindings: Env }>, plugins: readonly Plug
 
   serve(api, updateAgent, async (c, { params, body }) => {
     await liveAgent(c.env, params);
+    if (body.model) await withinBounds(c, params.tenant, { model: body.model.model });
     await applySettings(c.env, params, body, plugins);
     if (body.description !== undefined) await controlPlane(c.env).describeAgent(params, body.description);
     return c.json(await view(c.env, params));

@@ -24,7 +24,11 @@ export const holdParams = agentParams.extend({
 
 export const conversationStatus = z.enum(["idle", "running", "waiting_model", "failed"]);
 export const conversationState = z.enum(["idle", "running", "waiting_model", "failed", "waiting_approval"]);
+/** Model calls summed from the conversation's own job rows; `input` excludes cached tokens read (`cached`) and written (`cacheWrite`). */
+const jobUsage = z.object({ calls: z.number(), input: z.number(), cached: z.number(), cacheWrite: z.number(), output: z.number(), cost: z.number() });
 const usage = z.object({ inputTokens: z.number(), outputTokens: z.number(), cost: z.number() });
+/** A conversation read whole also has its usage today and over the last 30 days, as a tenant's is shown. */
+const recentUsage = usage.extend({ today: jobUsage.meta({ description: "Today (UTC)." }), last30Days: jobUsage.meta({ description: "Today and the 29 days before (UTC)." }) });
 
 /** An approval card (approvals/card.ts): its id, tool, state and buttons. */
 export const card = z.looseObject({ holdId: z.string(), tool: z.string(), state: z.string() });
@@ -45,7 +49,7 @@ export const conversationView = z.object({
   status: conversationStatus,
   turn: z.number(),
   error: z.string().nullable(),
-  usage,
+  usage: recentUsage,
   busyMs: z.number(),
   busyByTurn: z.array(z.looseObject({ turn: z.number(), busyMs: z.number() })),
   transcript: z.array(z.looseObject({ role: z.string(), text: z.string() })),

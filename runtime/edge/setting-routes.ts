@@ -11,6 +11,7 @@ import { Gateway, MountError, policyWarnings, type Mount, type Plugin } from "..
 import { deploymentModel, modelPickSchema, modelProviders, pickProblem, type ModelPick } from "../models/index.ts";
 import { controlPlane, modelFrom, mountList, mountsFrom, parseSettings, type SettingKind } from "../control/index.ts";
 import { secondMessageSchema } from "../turns/index.ts";
+import { withinBounds } from "../access/index.ts";
 import type { Route } from "../chat.ts";
 import { changeSetting, secondMessageOf } from "./settings.ts";
 import { agentParams, tenantParams } from "./schemas.ts";
@@ -52,7 +53,7 @@ const settingDocs = (["tenant", "agent"] as const).flatMap((scope) =>
     const path = `${scope === "tenant" ? "/tenants/{tenant}" : "/tenants/{tenant}/agents/{agent}"}/${setting}`;
     const params = scope === "tenant" ? tenantParams : agentParams;
     const body = setting === "mounts" ? mountsBody : setting === "model" ? modelBody : strategyBody;
-    const put = { method: "put" as const, path, summary: `Set the ${scope}'s ${setting}`, params, body, responses: { 200: { description: "Set, and every affected agent told.", schema: changed }, ...errors(400, 413, 415, 503) } };
+    const put = { method: "put" as const, path, summary: `Set the ${scope}'s ${setting}`, params, body, responses: { 200: { description: "Set, and every affected agent told.", schema: changed }, ...errors(400, ...(setting === "model" ? [403] : []), 413, 415, 503) } };
     const remove = { method: "delete" as const, path, summary: `Remove the ${scope}'s own ${setting} (it inherits again)`, params, responses: { 200: { description: "Removed.", schema: changed }, ...errors(400, 503) } };
     return [{ scope, setting, put, remove }];
   }),
@@ -94,6 +95,7 @@ export function settingRoutes(api: Hono<{ Bindings: Env }>, plugins: readonly Pl
     const kind = KINDS[setting];
     const routeOf = (params: { tenant: string; agent?: string }): Route => ({ tenant: params.tenant, agent: params.agent ?? "any" });
     serve(api, put, async (c, { params, body }) => {
+      if (kind === "models") await withinBounds(c, params.tenant, { model: (body as ModelPick).model });
       const value = kind === "mounts" ? checkMounts(body as Mount[], plugins) : kind === "models" ? checkModelPick(c.env, body as ModelPick) : (body as { strategy: string }).strategy;
       const echo = kind === "models" ? { model: value } : kind === "secondMessage" ? { strategy: value } : {};
       return c.json({ ok: true, ...echo, ...(await changeSetting(c.env, kind, routeOf(params), scope, value)) });

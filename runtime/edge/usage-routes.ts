@@ -5,6 +5,7 @@ import * as z from "zod";
 import type { RouteDoc } from "../../lib/route-doc.ts";
 import { errors, serve } from "../../lib/serve-route.ts";
 import { platformDailySpendLimit, DAY_MS, dayStart, ledgerStub, tenantLimitSchema, effectiveLimit, readUsage, totalsOf } from "../metering/index.ts";
+import { withinBounds } from "../access/index.ts";
 import { tenantParams } from "./schemas.ts";
 import { setTenantLimit } from "./settings.ts";
 
@@ -54,7 +55,7 @@ const setLimits = {
   summary: "Set a tenant's daily spend limit (null: none of its own; exempt: the platform's limit does not apply)",
   params: tenantParams,
   body: tenantLimitSchema.meta({ examples: [{ dailyUsd: 5, exempt: false }] }),
-  responses: { 200: { description: "Set.", schema: z.object({ ok: z.literal(true), tenant: z.string(), own: limitShape, effective: effectiveShape }) }, ...errors(400, 413, 415) },
+  responses: { 200: { description: "Set.", schema: z.object({ ok: z.literal(true), tenant: z.string(), own: limitShape, effective: effectiveShape }) }, ...errors(400, 403, 413, 415) },
 } satisfies RouteDoc;
 
 const removeLimits = {
@@ -62,7 +63,7 @@ const removeLimits = {
   path: "/tenants/{tenant}/limits",
   summary: "Remove a tenant's own daily spend limit",
   params: tenantParams,
-  responses: { 200: { description: "Removed.", schema: z.object({ ok: z.literal(true), tenant: z.string(), effective: effectiveShape }) }, ...errors(400) },
+  responses: { 200: { description: "Removed.", schema: z.object({ ok: z.literal(true), tenant: z.string(), effective: effectiveShape }) }, ...errors(400, 403) },
 } satisfies RouteDoc;
 
 export const usageRouteDocs: RouteDoc[] = [usage, readLimits, setLimits, removeLimits];
@@ -90,11 +91,13 @@ export function usageRoutes(api: Hono<{ Bindings: Env }>): void {
   });
 
   serve(api, setLimits, async (c, { params: { tenant }, body }) => {
+    await withinBounds(c, tenant, { limit: body });
     await setTenantLimit(c.env, tenant, body);
     return c.json({ ok: true, tenant, own: body, effective: effectiveLimit(c.env, body) });
   });
 
   serve(api, removeLimits, async (c, { params: { tenant } }) => {
+    await withinBounds(c, tenant, { limit: null });
     await setTenantLimit(c.env, tenant, null);
     return c.json({ ok: true, tenant, effective: effectiveLimit(c.env, null) });
   });

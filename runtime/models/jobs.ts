@@ -3,7 +3,7 @@
 // row), and settled once by the first outcome that reaches it; later ones
 // change nothing. Settled jobs are pruned after a day.
 import type { AssistantMessage } from "@mariozechner/pi-ai";
-import { usageRow } from "../metering/index.ts";
+import { DAY_MS, dayStart, usageRow } from "../metering/index.ts";
 import type { Effects } from "../effects/index.ts";
 
 /** Requests larger than this go to R2; SQLite rows are capped at 2 MB. */
@@ -31,8 +31,11 @@ export type Settled =
   /** `tooLong`: the provider refused the request as too long for the model (a compaction may help). */
   | { kind: "failed"; error: string; tooLong?: boolean; /** Told to the person as it is, not as a failure's reason. */ verbatim?: boolean };
 
-/** Model calls and their usage, summed over jobs. */
-export type JobUsage = { calls: number; input: number; cached: number; output: number; cost: number };
+/** Model calls and their usage, summed over jobs; `input` excludes the cached tokens read (`cached`) and written (`cacheWrite`). */
+export type JobUsage = { calls: number; input: number; cached: number; cacheWrite: number; output: number; cost: number };
+
+/** A conversation's usage today (UTC) and over the last 30 days (today and the 29 before), as a tenant's is shown. */
+export type RecentUsage = { today: JobUsage; last30Days: JobUsage };
 
 export class ModelJobs {
   private readonly sql: SqlStorage;
@@ -64,6 +67,12 @@ export class ModelJobs {
     return this.#usage("created_at >= ?", conversation, since);
   }
 
+  /** Read from the conversation's own rows (the conversation's index), not from all conversations'. */
+  recentUsage(conversation: string, now: number): RecentUsage {
+    const today = dayStart(now);
+    return { today: this.usageSince(conversation, today), last30Days: this.usageSince(conversation, today - 29 * DAY_MS) };
+  }
+
   /** The calls of one turn (what a Responses API response used). */
   usageOfTurn(conversation: string, turn: number): JobUsage {
     return this.#usage("turn = ?", conversation, turn);
@@ -72,7 +81,7 @@ export class ModelJobs {
   #usage(where: string, conversation: string, value: number): JobUsage {
     return this.sql
       .exec<JobUsage>(
-        `SELECT COUNT(model) AS calls, COALESCE(SUM(input_tokens), 0) AS input, COALESCE(SUM(cache_read_tokens), 0) AS cached, COALESCE(SUM(output_tokens), 0) AS output, COALESCE(SUM(cost), 0) AS cost FROM model_jobs WHERE conversation = ? AND ${where} AND model IS NOT NULL`,
+        `SELECT COUNT(model) AS calls, COALESCE(SUM(input_tokens), 0) AS input, COALESCE(SUM(cache_read_tokens), 0) AS cached, COALESCE(SUM(cache_write_tokens), 0) AS cacheWrite, COALESCE(SUM(output_tokens), 0) AS output, COALESCE(SUM(cost), 0) AS cost FROM model_jobs WHERE conversation = ? AND ${where} AND model IS NOT NULL`,
         conversation,
         value,
       )

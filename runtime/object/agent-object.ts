@@ -12,7 +12,7 @@ import { AGENT_HANDLERS, BusyTime, measureHandlers, type TurnBusy, dayStart } fr
 import type { ChatEvent, ChatUser, ConversationStatus, Platform, Route, StreamShown, SubmitResult, RuntimeDeps } from "../chat.ts";
 import { Claims, type EffectReport, type EffectWork, type ReportAnswer } from "./claims.ts";
 import { deadlineMs, leaseSeconds, Effects, type EffectKind, Outbox, Typing } from "../effects/index.ts";
-import { modelChoice, ModelJobs } from "../models/index.ts";
+import { modelChoice, ModelJobs, type RecentUsage } from "../models/index.ts";
 import { controlPlane, modelFrom, mountsFrom, NO_SETTINGS, secondMessageFrom, SettingsCopy, type SettingsText } from "../control/index.ts";
 import { Conversations, Identity, transcript, type TranscriptEntry } from "../store/index.ts";
 import { Retention, retentionMs } from "../retention/index.ts";
@@ -32,7 +32,7 @@ export interface ConversationView {
   status: ConversationStatus;
   turn: number;
   error: string | null;
-  usage: { inputTokens: number; outputTokens: number; cost: number };
+  usage: { inputTokens: number; outputTokens: number; cost: number } & RecentUsage;
   /** The object's busy time on this conversation (runtime/metering/busy-time.ts), in all and per turn. */
   busyMs: number;
   busyByTurn: TurnBusy[];
@@ -224,7 +224,7 @@ export class AgentObject extends DurableObject<Env> {
       const busyByTurn = this.busyTime.ofConversation(id);
       return {
         id, status: this.inbound.statusOf(conv), turn: conv.turn, error: conv.error,
-        usage: { inputTokens: conv.input_tokens, outputTokens: conv.output_tokens, cost: conv.cost },
+        usage: { inputTokens: conv.input_tokens, outputTokens: conv.output_tokens, cost: conv.cost, ...this.jobs.recentUsage(id, Date.now()) },
         busyMs: busyByTurn.reduce((sum, t) => sum + t.busyMs, 0),
         busyByTurn,
         transcript: transcript(this.store.log(id)),

@@ -166,6 +166,8 @@ async function walkThrough(page) {
   await providerControl(`${SCENARIO}/release`, { method: "POST" });
   await live.locator(".entry.assistant strong", { hasText: "Hello" }).waitFor();
   assert.equal(await sameDocument(), true, "the reply appeared without a reload");
+  // The banner said what the state was when the message was sent; the redraw that showed the reply took it away.
+  assert.equal(await page.locator(".result").count(), 0);
   assert.match(await live.locator(".entry.assistant").last().innerText(), /and <script>this stays text<\/script>/);
   await live.locator(".badge.idle").waitFor();
   await shot("3-reply");
@@ -191,6 +193,10 @@ async function walkThrough(page) {
   await live.locator(".entry.assistant", { hasText: "Remembered: your colour is teal." }).waitFor();
   assert.equal(await sameDocument(), true);
   assert.match(await live.locator("section.card.performed .decided-by").innerText(), /^console:admin at /);
+  // The banner is shown once: a reload does not bring it back.
+  await page.reload();
+  assert.equal(await page.locator(".result").count(), 0);
+  await live.locator("section.card.performed").waitFor();
   await shot("5-performed");
 
   // Times are shown in the reader's zone, with the zone named.

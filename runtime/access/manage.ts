@@ -1,0 +1,38 @@
+// Managing a tenant's keys and roles: the calls /v1 (routes.ts) and the
+// console make alike, each change written to the audit trail in the same
+// control-plane transaction as the change itself. Who may call them is the
+// caller's policy (requireTenantAdmin here, the console's roles there).
+import * as z from "zod";
+import { HttpError } from "../../lib/http.ts";
+import { controlPlane, type KeyRow } from "../control/index.ts";
+import { mintKey } from "./keys.ts";
+import type { newKeyBody, TenantRole } from "./schemas.ts";
+
+/**
+ * A new key of the tenant, with its secret `key`: the only time it exists
+ * outside the caller's hands is this answer. `request`: an id the caller's
+ * retry repeats (a console form's), so a retry makes no second key (409).
+ */
+export async function createTenantKey(env: Env, tenant: string, spec: z.output<typeof newKeyBody>, actor: string, request?: string): Promise<KeyRow & { key: string }> {
+  const { id, key, hash } = await mintKey(request === undefined ? undefined : `${tenant}\n${request}`);
+  const row = await controlPlane(env).createKey(
+    { id, tenant, hash, name: spec.name, access: spec.access, agent: spec.agent ?? null, createdBy: actor },
+    { tenant, actor, action: "key.create", subject: id, before: null, after: null },
+  );
+  if (!row) throw new HttpError(409, `This form was already sent: key ${id} was made then, and shown only on the page that answered it. Revoke it if it was not kept.`);
+  return { ...row, key };
+}
+
+/** Revokes a live key of the tenant; 404 when it has none by that id. */
+export async function revokeTenantKey(env: Env, tenant: string, keyId: string, actor: string): Promise<KeyRow> {
+  const row = await controlPlane(env).revokeKey(tenant, keyId, { tenant, actor, action: "key.revoke", subject: keyId, before: null, after: null });
+  if (!row) throw new HttpError(404, `no live key "${keyId}"`);
+  return row;
+}
+
+/** Gives (or with null, takes away) a person's role; taking away a role they do not hold is a 404. */
+export async function setTenantRole(env: Env, tenant: string, identity: string, role: TenantRole | null, actor: string): Promise<{ before: string | null }> {
+  const { before } = await controlPlane(env).setRole(tenant, identity, role, actor);
+  if (role === null && before === null) throw new HttpError(404, `${identity} has no role here`);
+  return { before };
+}
