@@ -36,6 +36,7 @@ ${DIRECTORY_SCHEMA};`,
   },
   { name: "agent records", sql: AGENT_RECORDS_SCHEMA },
   { name: "api keys, roles, audit trail", sql: access.ACCESS_SCHEMA },
+  { name: "audit dedupe key", sql: access.AUDIT_DEDUPE_SCHEMA },
 ];
 
 /** Each tenant's settings version, in the settings table under this namespace. */

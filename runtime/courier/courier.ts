@@ -23,6 +23,7 @@ import { holdAfter, sleep, takeTurn } from "./pace.ts";
 import { ReplyStream } from "./reply-stream.ts";
 import { MountCalls } from "./mount-calls.ts";
 import { ScriptCaller } from "./script-caller.ts";
+import { appendAudit } from "./audit-append.ts";
 import { textOf } from "../store/index.ts";
 import { imageLimits, picturesIn } from "../pictures/index.ts";
 
@@ -71,12 +72,7 @@ export class Courier extends DurableObject<Env> {
   /** Takes an effect (a second copy of one it holds is ignored) and starts on it. */
   async take(effect: EffectMessage): Promise<void> {
     this.table();
-    const inserted = this.ctx.storage.sql.exec(
-      "INSERT OR IGNORE INTO tasks (kind, id, body, failures, starts) VALUES (?, ?, ?, 0, 0)",
-      effect.kind,
-      effect.id,
-      JSON.stringify(effect),
-    ).rowsWritten;
+    const inserted = this.ctx.storage.sql.exec("INSERT OR IGNORE INTO tasks (kind, id, body, failures, starts) VALUES (?, ?, ?, 0, 0)", effect.kind, effect.id, JSON.stringify(effect)).rowsWritten;
     if (inserted > 0) this.work().catch((err: unknown) => console.error("courier: work failed; its watchdog resumes it", err));
   }
 
@@ -195,6 +191,10 @@ export class Courier extends DurableObject<Env> {
         const work = await workOf("lease");
         if (!work) return null;
         return { kind: "lease", report: await this.mounts.endLease(effect, work) };
+      }
+      case "audit": {
+        const work = await workOf("audit");
+        return work && { kind: "audit", report: await appendAudit(this.env, work) };
       }
     }
   }
@@ -348,7 +348,7 @@ export function courierStub(env: Env, effect: Pick<EffectMessage, "tenant" | "ag
 const effectMessage = z.object({
   tenant: z.string(),
   agent: z.string(),
-  kind: z.enum(["model", "send", "tool", "hold", "mount", "typing", "lease"]),
+  kind: z.enum(["model", "send", "tool", "hold", "mount", "typing", "lease", "audit"]),
   id: z.string(),
   lane: z.string(),
   // A message sent before effects carried their work has no attempt: its first.
