@@ -5,6 +5,7 @@ import { env } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { unique, waitFor, worker } from "./support.ts";
+import { controlPlane } from "../runtime/control/index.ts";
 
 const ADMIN = "Bearer test-admin-token";
 
@@ -177,6 +178,18 @@ describe("the audit trail", () => {
       expect(() => state.storage.sql.exec("UPDATE audit SET actor = 'someone else' WHERE tenant = ?", T)).toThrow(/append-only/);
       expect(() => state.storage.sql.exec("DELETE FROM audit WHERE tenant = ?", T)).toThrow(/append-only/);
     });
+  });
+
+  it("a change appended under its key (an agent's audit effect) is one row however often its courier appends it", async () => {
+    const T = unique("aud");
+    const entry = { tenant: T, actor: "slack:T1:U1", action: "conversation.stop", subject: "agents/assistant/conversations/c1", before: null, after: { status: "idle" }, key: unique("effect") };
+    await controlPlane(env).appendAudit(entry);
+    await controlPlane(env).appendAudit(entry);
+    await controlPlane(env).appendAudit({ ...entry, key: unique("effect") });
+    const { entries } = (await (await call(ADMIN, "GET", `/tenants/${T}/audit`)).json()) as { entries: Record<string, unknown>[] };
+    expect(entries.map((e) => [e.actor, e.action, e.subject])).toEqual(Array(2).fill([entry.actor, entry.action, entry.subject]));
+    // The key is the trail's own bookkeeping, not part of the row a reader sees.
+    expect(Object.keys(entries[0]!).sort()).toEqual(["action", "actor", "after", "at", "before", "seq", "subject", "tenant"]);
   });
 });
 
