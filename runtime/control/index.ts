@@ -2,7 +2,7 @@
 // installations, callbacks, per-tenant settings, the directory) and the
 // settings each agent keeps a copy of.
 export { mountList } from "./config.ts";
-export { ControlPlane, controlPlane, listAgents, listTenants, recordAgent } from "./control-plane.ts";
+export { ControlPlane, controlPlane, listAgents, listTenants, recordAgent, type SettingAudit } from "./control-plane.ts";
 export type { AgentListing, AgentRecord, DirectoryEntry, TenantListing } from "./directory.ts";
 export { modelFrom, mountsFrom, NO_SETTINGS, parseSettings, secondMessageFrom, type SettingKind, SettingsCopy, type SettingsText } from "./settings.ts";
 export type { AuditEntry, AuditRow, KeyAccess, KeyRow, NewKey, RoleRow } from "./access-tables.ts";
