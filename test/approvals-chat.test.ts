@@ -54,9 +54,9 @@ describe("approval cards in Slack", () => {
     const holdId = (await getConversation(team, AGENT, conversation)).holds[0]!.holdId;
     const rows = (await auditOnceAppended(team, AGENT)).filter((row) => row.subject.includes(conversation));
     expect(rows).toEqual([
-      expect.objectContaining({ actor: `slack:${team}:U_APPROVER`, action: "approval.approve", subject: `agents/${AGENT}/conversations/${conversation}/holds/${holdId}` }),
+      expect.objectContaining({ actor: `slack:${team}:U_APPROVER`, action: "hold.approve", subject: `agents/${AGENT}/conversations/${conversation}/holds/${holdId}` }),
     ]);
-    expect(JSON.parse(rows[0]!.after!)).toEqual({ state: "approved", tool: "vault__append" });
+    expect(JSON.parse(rows[0]!.after!)).toEqual({ hold: holdId, decision: "approve", state: "approved", tool: "vault__append" });
   });
 
   it("a click by someone not allowed is refused and nothing is performed", async () => {

@@ -474,7 +474,7 @@ describe("approval cards", () => {
     );
     expect(await ledgerAppends(entry)).toHaveLength(1);
     const rows = (await auditOnceAppended(guild, AGENT)).filter((row) => row.subject.startsWith(`agents/${AGENT}/conversations/${channel}/`));
-    expect(rows).toEqual([expect.objectContaining({ actor: `discord:${guild}:${starter.id}`, action: "approval.approve", subject: `agents/${AGENT}/conversations/${channel}/holds/${parseDecisionValue(approve!.custom_id)!.holdId}` })]);
+    expect(rows).toEqual([expect.objectContaining({ actor: `discord:${guild}:${starter.id}`, action: "hold.approve", subject: `agents/${AGENT}/conversations/${channel}/holds/${parseDecisionValue(approve!.custom_id)!.holdId}` })]);
   });
 
   it("a decision value bound to another guild is refused", async () => {

@@ -1,10 +1,10 @@
-// The audit outbox: what a person changes from a chat (a stop, a compact, an
-// approval or a denial clicked on a card) becomes a row here, written in the
+// The audit outbox: what a person changes in a conversation from a chat or
+// the console (a stop, a compact, an approval or a denial) becomes a row here, written in the
 // same transaction as the event that made the change, and an `audit` effect
 // carries it to the tenant's trail in the control plane. The row's id is the
 // trail's dedupe key: a platform's retry is one event (inbound keeps event
 // ids), a courier's retry one row, and a row is never given up.
-import type { ChatEvent, Route, SubmitResult } from "../chat.ts";
+import type { ChatEvent, ChatUser, Route, SubmitResult } from "../chat.ts";
 import type { AuditEntry } from "../control/index.ts";
 import type { Effects } from "../effects/index.ts";
 
@@ -21,16 +21,16 @@ export class AuditOutbox {
   ) {}
 
   /**
-   * Run in the event's transaction, with what inbound made of it. Events that
-   * came through /v1 or the console are recorded by the gate
-   * (runtime/access/audit.ts), with the key or person who called.
+   * Run in the event's transaction, with what inbound made of it. Events sent
+   * through /v1 are recorded by the gate (runtime/access/audit.ts), which
+   * knows the key that called.
    */
   record(route: Route, event: ChatEvent, result: SubmitResult): void {
-    if (!result.accepted || event.user.platform === "api" || event.user.platform === "console") return;
+    if (!result.accepted || event.user.platform === "api") return;
     const change = changeOf(event, result);
     if (!change) return;
     const subject = `agents/${route.agent}/conversations/${event.conversation}${change.hold ? `/holds/${change.hold}` : ""}`;
-    const entry: AuditEntry = { tenant: route.tenant, actor: `${event.user.platform}:${event.user.team ?? route.tenant}:${event.user.id}`, action: change.action, subject, before: null, after: change.after };
+    const entry: AuditEntry = { tenant: route.tenant, actor: actorOf(route, event.user), action: change.action, subject, before: null, after: change.after };
     const id = crypto.randomUUID();
     this.sql.exec("INSERT INTO audit_outbox (id, conversation, entry, created_at) VALUES (?, ?, ?, ?)", id, event.conversation, JSON.stringify(entry), Date.now());
     this.effects.add("audit", id, event.conversation);
@@ -54,16 +54,21 @@ export class AuditOutbox {
   }
 }
 
+/** A person as the trail names them: `slack:<team>:<user>`, `discord:<guild>:<user>`, the console's own `console:admin`. */
+function actorOf(route: Route, user: ChatUser): string {
+  return user.platform === "console" ? `console:${user.id}` : `${user.platform}:${user.team ?? route.tenant}:${user.id}`;
+}
+
 /** The change an accepted event made, if it made one: `status` only reads, and a click that decided nothing changed nothing. */
 function changeOf(event: ChatEvent, result: SubmitResult): { action: string; after: unknown; hold?: string } | null {
   switch (event.kind) {
     case "interrupt":
-      return { action: "conversation.stop", after: { status: result.status, notice: result.notice ?? null } };
+      return { action: "conversation.stop", after: { conversation: event.conversation, status: result.status, notice: result.notice ?? null } };
     case "command":
-      return event.command === "status" ? null : { action: `conversation.${event.command}`, after: { status: result.status, notice: result.notice ?? null } };
+      return event.command === "status" ? null : { action: `conversation.${event.command}`, after: { conversation: event.conversation, status: result.status, notice: result.notice ?? null } };
     case "decision":
       if (result.decided !== true || !result.card) return null;
-      return { action: event.approve ? "approval.approve" : "approval.deny", hold: event.holdId, after: { state: result.card.state, tool: result.card.tool } };
+      return { action: event.approve ? "hold.approve" : "hold.deny", hold: event.holdId, after: { hold: event.holdId, decision: event.approve ? "approve" : "deny", state: result.card.state, tool: result.card.tool } };
     default:
       return null;
   }
