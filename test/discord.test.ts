@@ -269,6 +269,8 @@ describe("commands", () => {
       return posted(all).length === 2 && all;
     });
     expect(posted(list)).toEqual(["⏳ Working on it…", "The turn was stopped."]);
+    const rows = (await auditOnceAppended(guild, AGENT)).filter((row) => row.subject === `agents/${AGENT}/conversations/${channel}`);
+    expect(rows.map((row) => [row.actor, row.action])).toEqual([[`discord:${guild}:${starter.id}`, "conversation.stop"]]);
   });
 
   it("/stop in another channel leaves this one running", async () => {
@@ -277,8 +279,11 @@ describe("commands", () => {
     await script(s, [{ hold: true, text: "finished" }]);
     await forward(channelMessage({ channel_id: channel, content: `<@${APP}> [s:${s}] work` }));
     await waitFor("the model to be asked", async () => (await providerRequests(s)).length === 1);
-    const res = await interact(slash("stop", snowflake()));
+    const empty = snowflake();
+    const res = await interact(slash("stop", empty));
     expect(await res.json()).toMatchObject({ type: 4, data: { content: "Nothing is running in this conversation." } });
+    // A stop where there is no conversation changed nothing: no row.
+    expect((await auditOnceAppended(guild, AGENT)).filter((row) => row.subject.includes(empty))).toEqual([]);
     await releaseProvider(s);
     expect(posted(await statusEdited({ channel }, "Done."))).toContain("finished");
   });

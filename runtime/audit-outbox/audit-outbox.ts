@@ -18,6 +18,8 @@ export class AuditOutbox {
   constructor(
     private readonly sql: SqlStorage,
     private readonly effects: Effects,
+    /** A stop or a command where there is no conversation changed nothing (and inbound created none). */
+    private readonly conversationExists: (conversation: string) => boolean,
   ) {}
 
   /**
@@ -26,7 +28,7 @@ export class AuditOutbox {
    * knows the key that called.
    */
   record(route: Route, event: ChatEvent, result: SubmitResult): void {
-    if (!result.accepted || event.user.platform === "api") return;
+    if (!result.accepted || event.user.platform === "api" || !this.conversationExists(event.conversation)) return;
     const change = changeOf(event, result);
     if (!change) return;
     const subject = `agents/${route.agent}/conversations/${event.conversation}${change.hold ? `/holds/${change.hold}` : ""}`;

@@ -104,7 +104,7 @@ export class AgentObject extends DurableObject<Env> {
     });
     this.turns = new Turns(ctx.storage, this.store, this.jobs, this.tools, this.outbox, this.typing, this.approvals, () => secondMessageFrom(this.settings.get() ?? NO_SETTINGS), this.delegation);
     this.retention = new Retention(ctx.storage, env.LARGE_VALUES, () => retentionMs(env));
-    this.audits = new AuditOutbox(this.sql, this.effects);
+    this.audits = new AuditOutbox(this.sql, this.effects, (conversation) => this.store.get(conversation) !== undefined);
     this.leases = new Leases(this.sql, this.effects, (conversation, text) => this.turns.note(this.store.get(conversation)!, text));
     this.scheduler = new Scheduler(
       ctx.storage,
