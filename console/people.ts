@@ -32,8 +32,8 @@ export function roleIn(viewer: Viewer, tenant: string): "platform" | TenantRole 
 /** Who the viewer is in an event to an agent. */
 export function actingUser(viewer: Viewer): ChatUser {
   if (viewer.kind === "platform") return CONSOLE_ADMIN;
-  const [platform, , user] = viewer.person.identity.split(":") as ["slack" | "discord", string, string];
-  return { platform, id: user, name: viewer.person.identity };
+  const [platform, team, user] = viewer.person.identity.split(":") as ["slack" | "discord", string, string];
+  return { platform, id: user, team, name: viewer.person.identity };
 }
 
 export const actorName = (viewer: Viewer) => actingUser(viewer).name!;

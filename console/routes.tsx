@@ -436,13 +436,9 @@ function answerText(result: SubmitResult, done: string): string {
   return `${done} The conversation is now: ${stateWords(result.status).toLowerCase()}.`;
 }
 
-/** `change`: what the action changes, for the audit trail (a plain message changes nothing). */
-async function act(c: Ctx, route: Route, event: ChatEvent, done: string, change?: { action: string; after: unknown }) {
+/** A stop, a compact or a decision is written to the audit trail by the agent, with the change (runtime/audit-outbox). */
+async function act(c: Ctx, route: Route, event: ChatEvent, done: string) {
   const result = await submitEvent(c.env, route, event);
-  if (change && result.accepted) {
-    const after = result.notice ? { ...(change.after as object), notice: result.notice } : change.after;
-    await recordChange(c.env, { tenant: route.tenant, actor: actorName(viewer(c)), subject: `/tenants/${route.tenant}/agents/${route.agent}/conversations/${result.conversation}`, before: null, action: change.action, after });
-  }
   await setResult(c, answerText(result, done));
   return c.redirect(conversationPath(route, result.conversation), 303);
 }
@@ -466,13 +462,13 @@ consoleRoutes.post(conversationAction("messages"), async (c) => {
 consoleRoutes.post(conversationAction("stop"), async (c) => {
   const { route, conversation } = conversationRoute(c);
   const { event } = parseForm(c, bareForm);
-  return act(c, route, { id: eventId(event), kind: "interrupt", conversation, user: userOf(c) }, "Stopped.", { action: "conversation.stop", after: { conversation } });
+  return act(c, route, { id: eventId(event), kind: "interrupt", conversation, user: userOf(c) }, "Stopped.");
 });
 
 consoleRoutes.post(conversationAction("compact"), async (c) => {
   const { route, conversation } = conversationRoute(c);
   const { event } = parseForm(c, bareForm);
-  return act(c, route, { id: eventId(event), kind: "command", command: "compact", conversation, user: userOf(c) }, "Compacting.", { action: "conversation.compact", after: { conversation } });
+  return act(c, route, { id: eventId(event), kind: "command", command: "compact", conversation, user: userOf(c) }, "Compacting.");
 });
 
 consoleRoutes.post("/tenants/:tenant/limits", async (c) => {
@@ -492,11 +488,10 @@ consoleRoutes.post("/tenants/:tenant/agents/:agent/second-message", async (c) =>
   const route = parseRoute(c.req.param("tenant"), c.req.param("agent"));
   requireTenantAdmin(c, route.tenant);
   const { strategy } = parseForm(c, strategyForm);
-  // Setting it twice is the same as once: a resubmitted form needs no event id.
-  const before = (await secondMessageOf(c.env, route)).agent;
+  // Setting it twice is the same as once: a resubmitted form needs no event id. Its trail row is written with it.
   const after = strategy === INHERIT ? null : strategy;
-  await changeSetting(c.env, "secondMessage", route, "agent", after);
-  await recordChange(c.env, { tenant: route.tenant, actor: actorName(viewer(c)), action: after === null ? "second-message.remove" : "second-message.set", subject: `/tenants/${route.tenant}/agents/${route.agent}/second-message`, before, after });
+  const audit = { actor: actorName(viewer(c)), action: after === null ? "second-message.remove" : "second-message.set", subject: `/tenants/${route.tenant}/agents/${route.agent}/second-message`, after };
+  await changeSetting(c.env, "secondMessage", route, "agent", after, audit);
   await setResult(c, strategy === INHERIT ? "This agent now follows its tenant's strategy for a second message." : `A second message while this agent works is now handled by: ${strategy}.`);
   return c.redirect(agentPath(route), 303);
 });
@@ -574,8 +569,7 @@ consoleRoutes.post("/tenants/:tenant/agents/:agent/holds/:holdId", async (c) => 
   if (!HOLD_ID.test(holdId)) throw new HttpError(400, "invalid hold id");
   const { approve, conversation, event } = parseForm(c, decisionForm);
   // The object decides whether console:admin may sign (APPROVERS), as for any other person.
-  const decision = approve === "1" ? "approve" : "deny";
-  return act(c, route, { id: eventId(event), kind: "decision", conversation, holdId, approve: approve === "1", boundTo: route, user: userOf(c) }, approve === "1" ? "Approved." : "Denied.", { action: `hold.${decision}`, after: { hold: holdId, decision } });
+  return act(c, route, { id: eventId(event), kind: "decision", conversation, holdId, approve: approve === "1", boundTo: route, user: userOf(c) }, approve === "1" ? "Approved." : "Denied.");
 });
 
 // ---- errors --------------------------------------------------------------------

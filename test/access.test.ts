@@ -5,6 +5,7 @@ import { env } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { unique, waitFor, worker } from "./support.ts";
+import { controlPlane } from "../runtime/control/index.ts";
 
 const ADMIN = "Bearer test-admin-token";
 
@@ -177,6 +178,43 @@ describe("the audit trail", () => {
       expect(() => state.storage.sql.exec("UPDATE audit SET actor = 'someone else' WHERE tenant = ?", T)).toThrow(/append-only/);
       expect(() => state.storage.sql.exec("DELETE FROM audit WHERE tenant = ?", T)).toThrow(/append-only/);
     });
+  });
+
+  it("a setting changed through /v1 and its row are written together: while the trail cannot be written, the setting does not change", async () => {
+    const T = unique("aud");
+    const admin = await newKey(ADMIN, T, { name: "ops", access: "admin" });
+    const k = bearer(admin.key);
+    const control = env.CONTROL.get(env.CONTROL.idFromName("control"));
+    const tenantModel = async () => ((await (await call(k, "GET", `/tenants/${T}/agents/assistant/model`)).json()) as { tenant: unknown }).tenant;
+    // The trail refuses this tenant's rows, as a failing store would: SQLite aborts the insert (the test's tenant only, so others run on).
+    const trigger = `audit_broken_${T}`;
+    await runInDurableObject(control, (_instance, state) => {
+      state.storage.sql.exec(`CREATE TRIGGER ${trigger} BEFORE INSERT ON audit WHEN NEW.tenant = '${T}' BEGIN SELECT RAISE(ABORT, 'the trail is broken for this test'); END`);
+    });
+    try {
+      const refused = await call(k, "PUT", `/tenants/${T}/model`, { model: "fake/test-model" });
+      expect(refused.status).toBe(503);
+      expect(await refused.json()).toEqual({ error: expect.stringMatching(/could not be saved with its audit row; nothing changed/) });
+      expect(await tenantModel()).toBeNull();
+    } finally {
+      await runInDurableObject(control, (_instance, state) => void state.storage.sql.exec(`DROP TRIGGER ${trigger}`));
+    }
+    expect((await call(k, "PUT", `/tenants/${T}/model`, { model: "fake/test-model" })).status).toBe(200);
+    expect(await tenantModel()).toEqual({ model: "fake/test-model" });
+    const { entries } = (await (await call(k, "GET", `/tenants/${T}/audit`)).json()) as { entries: { action: string; before: unknown; after: unknown }[] };
+    expect(entries.filter((e) => e.action === "model.set")).toEqual([expect.objectContaining({ before: null, after: { model: "fake/test-model" } })]);
+  });
+
+  it("a change appended under its key (an agent's audit effect) is one row however often its courier appends it", async () => {
+    const T = unique("aud");
+    const entry = { tenant: T, actor: "slack:T1:U1", action: "conversation.stop", subject: "agents/assistant/conversations/c1", before: null, after: { status: "idle" }, key: unique("effect") };
+    await controlPlane(env).appendAudit(entry);
+    await controlPlane(env).appendAudit(entry);
+    await controlPlane(env).appendAudit({ ...entry, key: unique("effect") });
+    const { entries } = (await (await call(ADMIN, "GET", `/tenants/${T}/audit`)).json()) as { entries: Record<string, unknown>[] };
+    expect(entries.map((e) => [e.actor, e.action, e.subject])).toEqual(Array(2).fill([entry.actor, entry.action, entry.subject]));
+    // The key is the trail's own bookkeeping, not part of the row a reader sees.
+    expect(Object.keys(entries[0]!).sort()).toEqual(["action", "actor", "after", "at", "before", "seq", "subject", "tenant"]);
   });
 });
 

@@ -5,6 +5,8 @@ import type { AgentObject } from "../runtime/object/index.ts";
 import { courierStub } from "../runtime/courier/index.ts";
 import type { EffectKind } from "../runtime/effects/index.ts";
 import { migrate } from "../runtime/store/index.ts";
+import { type AuditRow, controlPlane } from "../runtime/control/index.ts";
+import { waitFor } from "./support.ts";
 
 export function agent(tenant: string, name: string): DurableObjectStub<AgentObject> {
   const ns = env.AGENT as DurableObjectNamespace<AgentObject>;
@@ -89,4 +91,16 @@ export function inObject<T>(fn: (storage: DurableObjectStorage) => T | Promise<T
     migrate(state.storage);
     return fn(state.storage);
   });
+}
+
+/**
+ * A tenant's audit trail, oldest first, once the agent's object has nothing
+ * left to append: a change it recorded (a retry's duplicate included) would be
+ * in its audit outbox until the control plane has it, so no row is still on its way.
+ */
+export async function auditOnceAppended(tenant: string, name: string): Promise<AuditRow[]> {
+  await waitFor("the agent's audit outbox to be empty", async () =>
+    runInDurableObject(agent(tenant, name), (_instance, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM audit_outbox").one().n === 0),
+  );
+  return (await controlPlane(env).audit(tenant, 500)).reverse();
 }

@@ -1,9 +1,10 @@
 // Approval cards where the agent works: the card in the Slack thread, a signed
-// Slack click that performs the call once, and 50 concurrent clicks on one
+// Slack click that performs the call once and is one row of the audit trail
+// however often Slack sends it, and 50 concurrent clicks on one
 // hold (a Discord click naming the workspace's tenant is refused).
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { alarmOf } from "./agents.ts";
+import { alarmOf, auditOnceAppended } from "./agents.ts";
 import { click as discordClick, interact, snowflake } from "./discord-helpers.ts";
 import { AGENT, buttons, conversationOf, isCard, messageEnvelope, newTs, postEvent, responsesTo, slackCalls, slackClick, slackId, threadMessages } from "./slack/helpers.ts";
 import { getConversation, ledgerAppends, script, unique, waitFor } from "./support.ts";
@@ -23,7 +24,7 @@ async function heldInThread(team: string, after: string) {
 }
 
 describe("approval cards in Slack", () => {
-  it("hold → card in the thread → an approver's signed click performs it once, updates the card, and the agent answers", async () => {
+  it("hold → card in the thread → an approver's signed click performs it once, updates the card, the agent answers, and the trail has one row by the clicker", async () => {
     const team = "T_APPROVALS";
     const { channel, ts, entry, card, conversation } = await heldInThread(team, "Recorded it, thanks.");
     expect(card.body.thread_ts).toBe(ts);
@@ -37,7 +38,10 @@ describe("approval cards in Slack", () => {
 
     const [approve] = buttons(card);
     const responseId = unique("resp");
-    expect((await slackClick(team, channel, ts, card.ts!, approve!.value!, "U_APPROVER", responseId)).status).toBe(200);
+    const actionTs = newTs();
+    expect((await slackClick(team, channel, ts, card.ts!, approve!.value!, "U_APPROVER", responseId, actionTs)).status).toBe(200);
+    // Slack sends the same click again (its answer was slow to arrive): still one decision, one row.
+    expect((await slackClick(team, channel, ts, card.ts!, approve!.value!, "U_APPROVER", responseId, actionTs)).status).toBe(200);
 
     await waitFor("the agent's answer in the thread", async () => (await threadMessages(channel)).some((m) => m.body.markdown_text === "Recorded it, thanks."));
     expect(await ledgerAppends(entry)).toHaveLength(1);
@@ -47,6 +51,12 @@ describe("approval cards in Slack", () => {
     expect(buttons(update)).toEqual([]);
     expect(update.body.text).toContain("U_APPROVER");
     expect(await responsesTo(responseId)).toEqual([expect.objectContaining({ text: "Approved. Performing it now." })]);
+    const holdId = (await getConversation(team, AGENT, conversation)).holds[0]!.holdId;
+    const rows = (await auditOnceAppended(team, AGENT)).filter((row) => row.subject.includes(conversation));
+    expect(rows).toEqual([
+      expect.objectContaining({ actor: `slack:${team}:U_APPROVER`, action: "hold.approve", subject: `agents/${AGENT}/conversations/${conversation}/holds/${holdId}` }),
+    ]);
+    expect(JSON.parse(rows[0]!.after!)).toEqual({ hold: holdId, decision: "approve", state: "approved", tool: "vault__append" });
   });
 
   it("a click by someone not allowed is refused and nothing is performed", async () => {
@@ -57,6 +67,8 @@ describe("approval cards in Slack", () => {
     await waitFor("the refusal", async () => (await responsesTo(responseId)).some((r) => r.text === "You are not allowed to decide this approval. It is still waiting."));
     expect((await getConversation(team, AGENT, conversation)).holds[0]!.state).toBe("pending");
     expect(await ledgerAppends(entry)).toHaveLength(0);
+    // A refused click changed nothing: no row.
+    expect((await auditOnceAppended(team, AGENT)).filter((row) => row.subject.includes(conversation))).toEqual([]);
   });
 });
 

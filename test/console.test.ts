@@ -490,9 +490,12 @@ describe("console actions", () => {
     expect(after).toMatch(/<dd class="decided-by">console:admin at <time/);
     expect(after).not.toContain('name="approve"');
     expect(await ledgerAppends(entry)).toHaveLength(1);
-    // The decision is in the tenant's audit trail, with its actor, and on the tenant's page.
-    const audit = (await (await worker("/v1/tenants/console_ok/audit", { headers: BEARER })).json()) as { entries: { actor: string; action: string; after: { hold: string } }[] };
-    expect(audit.entries.find((e) => e.after?.hold === holdId)).toMatchObject({ actor: "console:admin", action: "hold.approve" });
+    // The decision is in the tenant's audit trail (the agent appends it, after the change), with its actor, and on the tenant's page.
+    const row = await waitFor("the decision's row", async () => {
+      const audit = (await (await worker("/v1/tenants/console_ok/audit", { headers: BEARER })).json()) as { entries: { actor: string; action: string; after: { hold: string } }[] };
+      return audit.entries.find((e) => e.after?.hold === holdId);
+    });
+    expect(row).toMatchObject({ actor: "console:admin", action: "hold.approve" });
     expect(await html("/console/tenants/console_ok", headers)).toMatch(/<b class="actor">console:admin<\/b> <span class="action">hold.approve<\/span>/);
   });
 
@@ -708,7 +711,8 @@ describe("people in the console", () => {
     expect((await getConversation(TA, A, s)).holds[0]!.decidedBy).toBe("slack:T1:U1");
     // The hold row names the person by the name they signed in with, the identity on hover.
     expect((await pageOf(held, me)).text).toMatch(/<dd class="decided-by"><span class="person" title="slack:T1:U1">Una Member<\/span> at <time/);
-    expect((await audit(TA)).find((e) => e.action === "hold.approve")).toMatchObject({ actor: "slack:T1:U1", after: { hold: holdId, decision: "approve" } });
+    const row = await waitFor("the decision's row", async () => (await audit(TA)).find((e) => e.action === "hold.approve"));
+    expect(row).toMatchObject({ actor: "slack:T1:U1", after: { hold: holdId, decision: "approve" } });
   });
 
   it("a person with no role gets no session; a callback with another state, or an id token for another nonce, is refused", async () => {

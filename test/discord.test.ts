@@ -7,7 +7,7 @@ import { decisionValue, parseDecisionValue } from "../approvals/index.ts";
 import { discordOutbound } from "../bridges/discord/outbound.ts";
 import { signatureHeaders } from "../bridges/shared/signed-request.ts";
 import { runInDurableObject } from "cloudflare:test";
-import { agent, agentExists } from "./agents.ts";
+import { agent, agentExists, auditOnceAppended } from "./agents.ts";
 import { click, ed25519, forward, interact, now, snowflake } from "./discord-helpers.ts";
 import { getConversation, ledgerAppends, providerRequests, releaseProvider, script, settled, unique, waitFor, worker } from "./support.ts";
 
@@ -269,6 +269,8 @@ describe("commands", () => {
       return posted(all).length === 2 && all;
     });
     expect(posted(list)).toEqual(["⏳ Working on it…", "The turn was stopped."]);
+    const rows = (await auditOnceAppended(guild, AGENT)).filter((row) => row.subject === `agents/${AGENT}/conversations/${channel}`);
+    expect(rows.map((row) => [row.actor, row.action])).toEqual([[`discord:${guild}:${starter.id}`, "conversation.stop"]]);
   });
 
   it("/stop in another channel leaves this one running", async () => {
@@ -277,8 +279,11 @@ describe("commands", () => {
     await script(s, [{ hold: true, text: "finished" }]);
     await forward(channelMessage({ channel_id: channel, content: `<@${APP}> [s:${s}] work` }));
     await waitFor("the model to be asked", async () => (await providerRequests(s)).length === 1);
-    const res = await interact(slash("stop", snowflake()));
+    const empty = snowflake();
+    const res = await interact(slash("stop", empty));
     expect(await res.json()).toMatchObject({ type: 4, data: { content: "Nothing is running in this conversation." } });
+    // A stop where there is no conversation changed nothing: no row.
+    expect((await auditOnceAppended(guild, AGENT)).filter((row) => row.subject.includes(empty))).toEqual([]);
     await releaseProvider(s);
     expect(posted(await statusEdited({ channel }, "Done."))).toContain("finished");
   });
@@ -442,7 +447,7 @@ const starter = recorded.buttonClickHello.member.user;
 const stranger = { id: "1111111111111111111", username: "mallory", global_name: null };
 
 describe("approval cards", () => {
-  it("a held call posts a card with buttons; only someone allowed decides; the card is updated in place and the call performed once", async () => {
+  it("a held call posts a card with buttons; only someone allowed decides; the card is updated in place, the call performed once, and the trail has one row by the clicker", async () => {
     const s = unique("card");
     const entry = unique("entry");
     const channel = snowflake();
@@ -460,7 +465,10 @@ describe("approval cards", () => {
     expect(await refused.json()).toMatchObject({ type: 4, data: { content: "You are not allowed to decide this approval. It is still waiting.", flags: 64 } });
     expect(await ledgerAppends(entry)).toHaveLength(0);
 
-    const approved = await interact(click(channel, approve!.custom_id, starter));
+    const approval = click(channel, approve!.custom_id, starter);
+    const approved = await interact(approval);
+    // Discord delivers the same interaction again: the same decision, no second row.
+    expect((await interact(approval)).status).toBe(200);
     const update = (await approved.json()) as { type: number; data: { content: string; components: unknown[] } };
     expect(update.type).toBe(7);
     expect(update.data.content).toMatch(/^Approved — performing: vault__append/);
@@ -470,6 +478,8 @@ describe("approval cards", () => {
       (await calls({ channel })).some((c) => c.method === "PATCH" && c.messageId === card.responseId && c.body.content.startsWith("Approved and performed")),
     );
     expect(await ledgerAppends(entry)).toHaveLength(1);
+    const rows = (await auditOnceAppended(guild, AGENT)).filter((row) => row.subject.startsWith(`agents/${AGENT}/conversations/${channel}/`));
+    expect(rows).toEqual([expect.objectContaining({ actor: `discord:${guild}:${starter.id}`, action: "hold.approve", subject: `agents/${AGENT}/conversations/${channel}/holds/${parseDecisionValue(approve!.custom_id)!.holdId}` })]);
   });
 
   it("a decision value bound to another guild is refused", async () => {

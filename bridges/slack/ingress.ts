@@ -285,7 +285,7 @@ export async function handleCommand(env: Env, form: URLSearchParams): Promise<Sl
 
   const conversations = await agentStub(env, route).conversations(route, `${tenant}:${command.channel_id}:`);
   const invocation = command.trigger_id ?? crypto.randomUUID();
-  const user = slackUser(command.user_id);
+  const user = slackUser(command.user_id, command.team_id);
   if (word === "stop") {
     const running = conversations.filter((c) => c.status === "running" || c.status === "waiting_model");
     const results = await Promise.all(
@@ -323,7 +323,7 @@ export async function handleInteraction(env: Env, payload: unknown, defer: Defer
   const action = click.actions[0]!;
   const tenant = tenantOf(click.team?.id ?? click.user.team_id, click.enterprise?.id, click.is_enterprise_install === true);
   const route = routeFor(env, tenant);
-  const user = slackUser(click.user.id);
+  const user = slackUser(click.user.id, click.user.team_id ?? click.team?.id);
   // The console shows `slack:<team>:<user>` by the name a click carries (message events carry none), kept after the answer.
   const name = click.user.name ?? click.user.username;
   const team = click.user.team_id ?? click.team?.id;

@@ -1,18 +1,17 @@
 // The audit trail: every change made through /v1 (and the console) is a row
 // in the control plane — who, when, what, before and after — appended, never
-// edited. The gate writes it for any write route that succeeded, reading the
-// value before the change where it knows how (limits, mounts, model, second
-// message); a route that writes its own row (keys, roles, secrets) says so
-// with markAudited, and a new route gets a row naming its method and path.
+// edited. A route whose change lives in the control plane writes its row in
+// the change's transaction (settings, keys, roles, secrets) and says so with
+// markAudited. For the others the gate writes it once the route succeeded,
+// reading the value before the change where it knows how (limits), and a new
+// route gets a row naming its method and path.
 import type { Context, Next } from "hono";
 import * as z from "zod";
 import { HttpError } from "../../lib/http.ts";
-import { controlPlane, parseSettings, type AuditEntry, type SettingKind } from "../control/index.ts";
+import { controlPlane, type AuditEntry } from "../control/index.ts";
 import { ledgerStub } from "../metering/index.ts";
 import { tenantBounds } from "./bounds.ts";
 import type { AccessEnv, Caller } from "./types.ts";
-
-const SETTINGS: Record<string, SettingKind> = { mounts: "mounts", model: "models", "second-message": "secondMessage" };
 
 interface Change {
   action: string;
@@ -26,13 +25,6 @@ const bodyAsIs = (body: unknown) => body;
 /** What a write to `path` (under /v1) changes, and how to read its value before. */
 function changeOf(env: Env, method: string, path: string, scope: { tenant: string; agent?: string }): Change {
   const verb = method === "DELETE" ? "remove" : "set";
-  const setting = /^\/tenants\/[^/]+(?:\/agents\/[^/]+)?\/(mounts|model|second-message)$/.exec(path)?.[1];
-  if (setting) {
-    const kind = SETTINGS[setting]!;
-    const level = scope.agent === undefined ? "tenant" : "agent";
-    const before = async () => parseSettings(await controlPlane(env).settingsFor({ tenant: scope.tenant, agent: scope.agent ?? "any" }))[kind][level];
-    return { action: `${setting}.${verb}`, before, after: bodyAsIs };
-  }
   if (/^\/tenants\/[^/]+\/bounds$/.test(path)) return { action: `bounds.${verb}`, before: () => tenantBounds(env, scope.tenant), after: bodyAsIs };
   if (/^\/tenants\/[^/]+\/limits$/.test(path)) return { action: `limits.${verb}`, before: async () => (await ledgerStub(env, scope.tenant).reading()).limit, after: bodyAsIs };
   if (/^\/tenants\/[^/]+\/agents\/[^/]+\/messages$/.test(path)) {

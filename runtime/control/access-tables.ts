@@ -38,6 +38,10 @@ CREATE INDEX audit_tenant ON audit (tenant, seq);
 CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit BEGIN SELECT RAISE(ABORT, 'the audit trail is append-only'); END;
 CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit BEGIN SELECT RAISE(ABORT, 'the audit trail is append-only'); END`;
 
+/** A change appended from another object (runtime/audit-outbox) carries its effect's id: appended twice, it is one row. */
+export const AUDIT_DEDUPE_SCHEMA = `ALTER TABLE audit ADD COLUMN dedupe TEXT;
+CREATE UNIQUE INDEX audit_dedupe ON audit (dedupe)`;
+
 /** What a key may do: `admin` also manages its tenant's keys, roles and webhook secret; `read` may only read. */
 export type KeyAccess = "admin" | "write" | "read";
 
@@ -78,6 +82,8 @@ export interface AuditEntry {
   subject: string;
   before: unknown;
   after: unknown;
+  /** Names the change once: a second append with the same key is a no-op (a courier's retry). */
+  key?: string;
 }
 
 /** The columns a KeyRow is read from, named as it names them. */
@@ -157,7 +163,7 @@ const asText = (value: unknown): string | null => (value === undefined || value 
 
 export function appendAudit(sql: SqlStorage, entry: AuditEntry, now: number): void {
   sql.exec(
-    "INSERT INTO audit (tenant, at, actor, action, subject, before, after) VALUES (?, ?, ?, ?, ?, ?, ?)",
+    "INSERT INTO audit (tenant, at, actor, action, subject, before, after, dedupe) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dedupe) DO NOTHING",
     entry.tenant,
     now,
     entry.actor,
@@ -165,6 +171,7 @@ export function appendAudit(sql: SqlStorage, entry: AuditEntry, now: number): vo
     entry.subject,
     asText(entry.before),
     asText(entry.after),
+    entry.key ?? null,
   );
 }
 
@@ -173,5 +180,5 @@ export type AuditRow = { seq: number; tenant: string; at: number; actor: string;
 
 /** A tenant's trail, newest first, `limit` rows before `beforeSeq` (a page cursor). */
 export function auditOf(sql: SqlStorage, tenant: string, limit: number, beforeSeq?: number): AuditRow[] {
-  return sql.exec<AuditRow>("SELECT * FROM audit WHERE tenant = ? AND seq < ? ORDER BY seq DESC LIMIT ?", tenant, beforeSeq ?? Number.MAX_SAFE_INTEGER, limit).toArray();
+  return sql.exec<AuditRow>("SELECT seq, tenant, at, actor, action, subject, before, after FROM audit WHERE tenant = ? AND seq < ? ORDER BY seq DESC LIMIT ?", tenant, beforeSeq ?? Number.MAX_SAFE_INTEGER, limit).toArray();
 }

@@ -38,7 +38,11 @@ ${DIRECTORY_SCHEMA};`,
   { name: "agent records", sql: AGENT_RECORDS_SCHEMA },
   { name: "api keys, roles, audit trail", sql: access.ACCESS_SCHEMA },
   { name: "people directory", sql: PEOPLE_SCHEMA },
+  { name: "audit dedupe key", sql: access.AUDIT_DEDUPE_SCHEMA },
 ];
+
+/** Who changed a setting and what the trail keeps of it (the value before is the control plane's to read). */
+export type SettingAudit = Pick<access.AuditEntry, "actor" | "action" | "subject" | "after">;
 
 /** Each tenant's settings version, in the settings table under this namespace. */
 const VERSIONS = "settings-version";
@@ -62,6 +66,10 @@ export class ControlPlane extends DurableObject<Env> {
   }
 
   async put(namespace: string, key: string, value: unknown): Promise<void> {
+    this.write(namespace, key, value);
+  }
+
+  private write(namespace: string, key: string, value: unknown): void {
     this.sql.exec(
       "INSERT INTO settings (namespace, key, value, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
       namespace,
@@ -98,16 +106,21 @@ export class ControlPlane extends DurableObject<Env> {
    * Sets (or with null, removes) a tenant's or an agent's setting and returns
    * what each affected agent listed in the directory must now hold; the caller
    * pushes it. Registration and change happen one at a time here, so an agent
-   * registering meanwhile either is a target or reads the new value.
+   * registering meanwhile either is a target or reads the new value. With
+   * `audit`, the change and its row (the value before read here) are one
+   * transaction: neither stands without the other.
    */
-  async changeSetting(kind: SettingKind, route: Route, scope: "tenant" | "agent", value: unknown): Promise<{ route: Route; settings: SettingsText }[]> {
+  async changeSetting(kind: SettingKind, route: Route, scope: "tenant" | "agent", value: unknown, audit?: SettingAudit): Promise<{ route: Route; settings: SettingsText }[]> {
     const key = settingKey(route, scope);
-    if (value === null) this.sql.exec("DELETE FROM settings WHERE namespace = ? AND key = ?", kind, key);
-    else await this.put(kind, key, value);
-    const version = (this.read<number>(VERSIONS, route.tenant) ?? 0) + 1;
-    await this.put(VERSIONS, route.tenant, version);
-    const agents = agentListing(this.sql, route.tenant).filter((a) => scope === "tenant" || a.agent === route.agent);
-    return agents.map((a) => ({ route: { tenant: a.tenant, agent: a.agent }, settings: this.settingsOf(a) }));
+    return this.ctx.storage.transactionSync(() => {
+      const before = this.read(kind, key);
+      if (value === null) this.sql.exec("DELETE FROM settings WHERE namespace = ? AND key = ?", kind, key);
+      else this.write(kind, key, value);
+      this.write(VERSIONS, route.tenant, (this.read<number>(VERSIONS, route.tenant) ?? 0) + 1);
+      if (audit) access.appendAudit(this.sql, { tenant: route.tenant, ...audit, before }, Date.now());
+      const agents = agentListing(this.sql, route.tenant).filter((a) => scope === "tenant" || a.agent === route.agent);
+      return agents.map((a) => ({ route: { tenant: a.tenant, agent: a.agent }, settings: this.settingsOf(a) }));
+    });
   }
 
   private settingsOf(route: Route): SettingsText {

@@ -2,7 +2,7 @@
 // installations, callbacks, per-tenant settings, the directory, the people
 // directory) and the settings each agent keeps a copy of.
 export { mountList } from "./config.ts";
-export { ControlPlane, controlPlane, listAgents, listTenants, peopleNames, recordAgent, rememberPerson } from "./control-plane.ts";
+export { ControlPlane, controlPlane, listAgents, listTenants, peopleNames, recordAgent, rememberPerson, type SettingAudit } from "./control-plane.ts";
 export type { PersonName } from "./people.ts";
 export type { AgentListing, AgentRecord, DirectoryEntry, TenantListing } from "./directory.ts";
 export { modelFrom, mountsFrom, NO_SETTINGS, parseSettings, secondMessageFrom, type SettingKind, SettingsCopy, type SettingsText } from "./settings.ts";

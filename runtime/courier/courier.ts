@@ -27,6 +27,7 @@ import { ChatSends, errorText, withTimeout } from "./sends.ts";
 import { ReplyStream } from "./reply-stream.ts";
 import { MountCalls } from "./mount-calls.ts";
 import { ScriptCaller } from "./script-caller.ts";
+import { appendAudit } from "./audit-append.ts";
 import { textOf } from "../store/index.ts";
 import { imageLimits, picturesIn } from "../pictures/index.ts";
 
@@ -218,6 +219,10 @@ export class Courier extends DurableObject<Env> {
         if (!work) return null;
         return { kind: "lease", report: await this.mounts.endLease(effect, work) };
       }
+      case "audit": {
+        const work = await workOf("audit");
+        return work && { kind: "audit", report: await appendAudit(this.env, work) };
+      }
     }
   }
 
@@ -303,7 +308,7 @@ export function courierStub(env: Env, effect: Pick<EffectMessage, "tenant" | "ag
 const effectMessage = z.object({
   tenant: z.string(),
   agent: z.string(),
-  kind: z.enum(["model", "send", "tool", "hold", "mount", "typing", "lease"]),
+  kind: z.enum(["model", "send", "tool", "hold", "mount", "typing", "lease", "audit"]),
   id: z.string(),
   lane: z.string(),
   // A message sent before effects carried their work has no attempt: its first.

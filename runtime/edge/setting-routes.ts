@@ -1,7 +1,7 @@
 // Per-tenant and per-agent settings through the Agents API: a mount with the
 // same alias replaces the one from MOUNTS; the agent's model choice wins over
 // the tenant's, which wins over HARNESS_MODEL; likewise the second-message strategy.
-import type { Hono } from "hono";
+import type { Context, Hono } from "hono";
 import * as z from "zod";
 import { HttpError } from "../../lib/http.ts";
 import { ConfigError } from "../../lib/config.ts";
@@ -9,7 +9,8 @@ import type { RouteDoc } from "../../lib/route-doc.ts";
 import { errors, serve } from "../../lib/serve-route.ts";
 import { Gateway, MountError, policyWarnings, type Mount, type Plugin } from "../../plugins/index.ts";
 import { deploymentModel, modelPickSchema, modelProviders, pickProblem, type ModelPick } from "../models/index.ts";
-import { controlPlane, modelFrom, mountList, mountsFrom, parseSettings, type SettingKind } from "../control/index.ts";
+import { controlPlane, modelFrom, mountList, mountsFrom, parseSettings, type SettingAudit, type SettingKind } from "../control/index.ts";
+import { callerOf, markAudited } from "../access/index.ts";
 import { secondMessageSchema } from "../turns/index.ts";
 import { withinBounds } from "../access/index.ts";
 import type { Route } from "../chat.ts";
@@ -94,13 +95,18 @@ export function settingRoutes(api: Hono<{ Bindings: Env }>, plugins: readonly Pl
   for (const { scope, setting, put, remove } of settingDocs) {
     const kind = KINDS[setting];
     const routeOf = (params: { tenant: string; agent?: string }): Route => ({ tenant: params.tenant, agent: params.agent ?? "any" });
+    // The change's trail row goes with it, in the control plane's transaction; the gate writes no second one.
+    const audit = (c: Context<{ Bindings: Env }>, verb: "set" | "remove", after: unknown): SettingAudit => {
+      markAudited(c);
+      return { actor: callerOf(c).actor, action: `${setting}.${verb}`, subject: c.req.path.replace(/^\/v1(?=\/)/, ""), after };
+    };
     serve(api, put, async (c, { params, body }) => {
       if (kind === "models") await withinBounds(c, params.tenant, { model: (body as ModelPick).model });
       const value = kind === "mounts" ? checkMounts(body as Mount[], plugins) : kind === "models" ? checkModelPick(c.env, body as ModelPick) : (body as { strategy: string }).strategy;
       const echo = kind === "models" ? { model: value } : kind === "secondMessage" ? { strategy: value } : {};
-      return c.json({ ok: true, ...echo, ...(await changeSetting(c.env, kind, routeOf(params), scope, value)) });
+      return c.json({ ok: true, ...echo, ...(await changeSetting(c.env, kind, routeOf(params), scope, value, audit(c, "set", body))) });
     });
-    serve(api, remove, async (c, { params }) => c.json({ ok: true, ...(await changeSetting(c.env, kind, routeOf(params), scope, null)) }));
+    serve(api, remove, async (c, { params }) => c.json({ ok: true, ...(await changeSetting(c.env, kind, routeOf(params), scope, null, audit(c, "remove", null))) }));
   }
 
   serve(api, effectiveMounts, async (c, { params }) => {

@@ -1,6 +1,7 @@
 // Effects: everything the object needs done off the object (a model call, a
 // chat send, a remote tool call, an approved hold performed, a mount's tool
-// list fetched, the typing indicator renewed, a leased machine ended) is a row here, next to the
+// list fetched, the typing indicator renewed, a leased machine ended, a person's change appended
+// to the audit trail) is a row here, next to the
 // domain row it belongs to. The pass sends due rows to the effect queue in
 // batches, each with its work where the work can travel (the courier claims
 // it from the object otherwise, and where it must be decided when it is
@@ -10,7 +11,7 @@
 // it with a sentence the person sees. Idle means no row, so no alarm.
 import type { Route } from "../chat.ts";
 
-export type EffectKind = "model" | "send" | "tool" | "hold" | "mount" | "typing" | "lease";
+export type EffectKind = "model" | "send" | "tool" | "hold" | "mount" | "typing" | "lease" | "audit";
 
 /** The queue message: the effect and, where it can travel, its work. */
 export interface EffectMessage extends Route {
@@ -53,6 +54,8 @@ const RUN_LEASE_MS: Record<EffectKind, number> = {
   typing: 30_000,
   // Saving a machine's kept folders (up to 50 MiB) and destroying it.
   lease: 90_000,
+  // One row appended to the control plane.
+  audit: 30_000,
 };
 
 export type EffectRow = {

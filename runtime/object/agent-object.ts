@@ -19,10 +19,11 @@ import { Retention, retentionMs } from "../retention/index.ts";
 import { Delegation, type Family } from "../delegation/index.ts";
 import { feedAfter, type FeedPage, type ResponseRequest, responseMessage, Responses, type ResponseState } from "../feed/index.ts";
 import { AgentDeletion, type DeletionReport } from "../deletion/index.ts";
+import { AuditOutbox } from "../audit-outbox/index.ts";
 import { Inbound } from "./inbound.ts";
 import { Pass } from "./pass.ts";
 import { Scheduler } from "./scheduler.ts";
-import { statusText } from "./status.ts";
+import { statusText } from "../status/index.ts";
 import { systemPrompt, Turns } from "../turns/index.ts";
 import type { PassContext } from "../pass-context.ts";
 import { changeMark, conversationPage, pendingApprovals, type ConversationPage, type ConversationQuery, type PendingApproval } from "./views.ts";
@@ -57,6 +58,7 @@ export class AgentObject extends DurableObject<Env> {
   private readonly turns: Turns;
   private readonly approvals: ApprovalFlow;
   private readonly leases: Leases;
+  private readonly audits: AuditOutbox;
   private readonly scheduler: Scheduler;
   private readonly identity: Identity;
   private readonly scripts: ScriptCalls;
@@ -102,6 +104,7 @@ export class AgentObject extends DurableObject<Env> {
     });
     this.turns = new Turns(ctx.storage, this.store, this.jobs, this.tools, this.outbox, this.typing, this.approvals, () => secondMessageFrom(this.settings.get() ?? NO_SETTINGS), this.delegation);
     this.retention = new Retention(ctx.storage, env.LARGE_VALUES, () => retentionMs(env));
+    this.audits = new AuditOutbox(this.sql, this.effects, (conversation) => this.store.get(conversation) !== undefined);
     this.leases = new Leases(this.sql, this.effects, (conversation, text) => this.turns.note(this.store.get(conversation)!, text));
     this.scheduler = new Scheduler(
       ctx.storage,
@@ -124,6 +127,7 @@ export class AgentObject extends DurableObject<Env> {
       turns: this.turns,
       approvals: this.approvals,
       leases: this.leases,
+      audits: this.audits,
       busyTime: this.busyTime,
       children: this.delegation,
       context: (route) => this.#passContext(route),
@@ -141,6 +145,7 @@ export class AgentObject extends DurableObject<Env> {
       approvals: this.approvals,
       toolLists: this.toolLists,
       leases: this.leases,
+      audits: this.audits,
       busyTime: this.busyTime,
       wake: () => this.scheduler.wake(),
       drive: () => this.scheduler.drive(),
@@ -165,9 +170,13 @@ export class AgentObject extends DurableObject<Env> {
 
   // ---- RPC surface -------------------------------------------------------
 
-  /** A durable write, then a pass starts (runtime/object/scheduler.ts). Never waits for the model or a platform. */
+  /** A durable write (with the audit row of a change it makes), then a pass starts (runtime/object/scheduler.ts). Never waits for the model or a platform. */
   async submit(route: Route, event: ChatEvent): Promise<SubmitResult> {
-    return this.#accept(route, event, () => this.inbound.accept(route, event));
+    return this.#accept(route, event, () => {
+      const result = this.inbound.accept(route, event);
+      this.audits.record(route, event, result);
+      return result;
+    });
   }
 
   /** `accept` runs in one transaction; with `event` accepted, a pass starts. */

@@ -19,6 +19,7 @@ import { rateLimitPatienceSeconds, retryBaseSeconds, streamKey, type ModelWork, 
 import { streamReplies, type Dispatch, type EffectKind, type EffectRow, type Effects, type Outbox, type RunResults, type SendRun, type Typing } from "../effects/index.ts";
 import type { PassContext } from "../pass-context.ts";
 import type { Turns } from "../turns/index.ts";
+import type { AuditOutbox, AuditWork } from "../audit-outbox/index.ts";
 
 /** The work a courier performs, by kind of effect: carried in the queue message, or claimed. */
 export interface EffectWork {
@@ -30,6 +31,7 @@ export interface EffectWork {
   hold: ToolWork;
   mount: MountWork;
   lease: LeaseWork;
+  audit: AuditWork;
 }
 
 /** What the courier reports, by kind of effect. */
@@ -43,6 +45,7 @@ export interface EffectReport {
   hold: ToolReport;
   mount: MountReport;
   lease: LeaseReport;
+  audit: null;
 }
 
 /** A provider call that failed this many times in a row fails its turn. */
@@ -61,6 +64,7 @@ export interface ClaimParts {
   approvals: ApprovalFlow;
   toolLists: ToolLists;
   leases: Leases;
+  audits: AuditOutbox;
   busyTime: BusyTime;
   wake: () => void;
   /** Runs a pass now (or waits for the running one to go round again). */
@@ -84,7 +88,7 @@ export class Claims {
 
   /** What travels with a due effect: its work now, "claim" when it must be decided as it is performed, or null when it is no longer wanted. */
   dispatch(route: Route, row: EffectRow): Dispatch {
-    const { outbox, typing, toolLists, leases, gateway } = this.parts;
+    const { outbox, typing, toolLists, leases, audits, gateway } = this.parts;
     const carried = (work: EffectWork[EffectKind] | null): Dispatch => work && { work };
     switch (row.kind) {
       case "model":
@@ -104,6 +108,8 @@ export class Claims {
         return carried(toolLists.work(gateway(), row.id));
       case "lease":
         return carried(leases.work(row.id));
+      case "audit":
+        return carried(audits.work(row.id));
       case "tool":
       case "hold":
         return "claim";
@@ -111,7 +117,7 @@ export class Claims {
   }
 
   async claim(route: Route, kind: EffectKind, id: string): Promise<EffectWork[EffectKind] | null> {
-    const { storage, effects, outbox, typing, tools, approvals, toolLists, leases, wake, context, gateway } = this.parts;
+    const { storage, effects, outbox, typing, tools, approvals, toolLists, leases, audits, wake, context, gateway } = this.parts;
     const claimed = storage.transactionSync(() => effects.claim(kind, id));
     if (!claimed) return null;
     switch (kind) {
@@ -139,6 +145,8 @@ export class Claims {
         return this.orDone(kind, id, toolLists.work(gateway(), id));
       case "lease":
         return this.orDone(kind, id, leases.work(id));
+      case "audit":
+        return this.orDone(kind, id, audits.work(id));
     }
   }
 
@@ -159,7 +167,7 @@ export class Claims {
   }
 
   private async settle(route: Route, kind: Exclude<EffectKind, "model">, id: string, outcome: EffectReport[EffectKind]): Promise<boolean> {
-    const { storage, outbox, typing, tools, approvals, toolLists, leases, wake } = this.parts;
+    const { storage, outbox, typing, tools, approvals, toolLists, leases, audits, wake } = this.parts;
     const taken = storage.transactionSync(() => {
       const call = kind === "tool" || kind === "hold" ? (outcome as ToolReport) : undefined;
       if (call?.lease) leases.reported(call.alias, call.lease);
@@ -176,6 +184,8 @@ export class Claims {
           return toolLists.report(id, outcome as EffectReport["mount"]);
         case "lease":
           return leases.report(id, outcome as EffectReport["lease"]);
+        case "audit":
+          return audits.report(id);
       }
     });
     wake();

@@ -1,5 +1,5 @@
 // The object room: the AgentObject (its RPC surface, the pass, the scheduler,
-// inbound events, views, status) and how others reach it.
+// inbound events, views) and how others reach it.
 export { AgentObject, type ConversationView } from "./agent-object.ts";
 export { agentStub } from "./agent-stub.ts";
 export type { EffectReport, EffectWork, ReportAnswer } from "./claims.ts";

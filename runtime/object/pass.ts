@@ -15,6 +15,7 @@ import type { ModelJobs } from "../models/index.ts";
 import type { PassContext } from "../pass-context.ts";
 import type { Turns } from "../turns/index.ts";
 import type { Delegation } from "../delegation/index.ts";
+import type { AuditOutbox } from "../audit-outbox/index.ts";
 
 /** Every so often a pass advances every running conversation, not only the marked ones. */
 const SWEEP_MS = 60_000;
@@ -35,6 +36,7 @@ export interface PassParts {
   turns: Turns;
   approvals: ApprovalFlow;
   leases: Leases;
+  audits: AuditOutbox;
   busyTime: BusyTime;
   /** Child runs past their time limit are stopped at the start of a pass (the alarm is due then). */
   children: Delegation;
@@ -80,7 +82,7 @@ export class Pass {
 
   /** An effect whose leases all ran out: its owner ends it with a sentence the person sees. */
   private giveUp(route: Route, effect: EffectRow): void {
-    const { jobs, turns, outbox, tools, approvals, toolLists, leases } = this.parts;
+    const { jobs, turns, outbox, tools, approvals, toolLists, leases, audits } = this.parts;
     switch (effect.kind) {
       case "model": {
         const job = jobs.get(effect.id);
@@ -97,6 +99,8 @@ export class Pass {
         return toolLists.giveUp(effect.id);
       case "lease":
         return leases.giveUp(effect.id);
+      case "audit":
+        return audits.giveUp(effect.id);
       case "typing":
         return; // nobody waits for it; the next model call shows it again
     }

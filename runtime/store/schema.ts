@@ -280,6 +280,11 @@ const MIGRATIONS: readonly Migration[] = [
   CREATE INDEX delegations_by_conversation ON delegations (conversation, state);
   `,
   },
+  {
+    // A person's change made from a chat, waiting for its audit effect to append it to the control plane (runtime/audit-outbox).
+    name: "audit outbox",
+    sql: `CREATE TABLE audit_outbox (id TEXT PRIMARY KEY, conversation TEXT NOT NULL, entry TEXT NOT NULL, created_at INTEGER NOT NULL);`,
+  },
 ];
 
 /** Whether the object was ever written (reading sqlite_master writes nothing). */

@@ -135,7 +135,7 @@ export const isCard = (c: SlackCall) => c.body.blocks?.some((b) => b.elements?.s
 export const buttons = (c: SlackCall) => c.body.blocks!.flatMap((b) => b.elements ?? []).filter((e) => e.action_id);
 
 /** A person's click on a card's button, signed as Slack signs it. */
-export function slackClick(team: string, channel: string, threadTs: string, cardTs: string, value: string, user: string, responseId: string) {
+export function slackClick(team: string, channel: string, threadTs: string, cardTs: string, value: string, user: string, responseId: string, actionTs = newTs()) {
   return postInteraction({
     type: "block_actions",
     user: { id: user, team_id: team, name: user.toLowerCase() },
@@ -144,7 +144,7 @@ export function slackClick(team: string, channel: string, threadTs: string, card
     channel: { id: channel },
     message: { ts: cardTs, thread_ts: threadTs },
     response_url: responseUrl(responseId),
-    actions: [{ action_id: "antiproton_approve", block_id: "card", value, action_ts: newTs() }],
+    actions: [{ action_id: "antiproton_approve", block_id: "card", value, action_ts: actionTs }],
   });
 }
 

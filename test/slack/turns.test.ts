@@ -2,6 +2,7 @@
 // stopping from the button and from `/agent stop`, and a failed turn (acceptance 5).
 import { describe, expect, it } from "vitest";
 import { getConversation, providerRequests, releaseProvider, script, settled, unique, waitFor } from "../support.ts";
+import { auditOnceAppended } from "../agents.ts";
 import channelFixture from "../fixtures/slack/channel-slack.json";
 import {
   AGENT,
@@ -32,7 +33,7 @@ function stopButton(call: SlackCall) {
 }
 
 /** The recorded block_actions payload, as a click on `value` under `action_id` in this team, channel and thread. */
-function click(o: { team: string; channel: string; threadTs: string; messageTs: string; actionId: string; value: string; responseId: string }) {
+function click(o: { team: string; channel: string; threadTs: string; messageTs: string; actionId: string; value: string; responseId: string; actionTs?: string }) {
   const recorded = channelFixture.channel_post_action;
   return {
     ...recorded,
@@ -42,7 +43,7 @@ function click(o: { team: string; channel: string; threadTs: string; messageTs: 
     container: { ...recorded.container, channel_id: o.channel, thread_ts: o.threadTs, message_ts: o.messageTs },
     message: { ...recorded.message, ts: o.messageTs, thread_ts: o.threadTs },
     response_url: responseUrl(o.responseId),
-    actions: [{ action_id: o.actionId, block_id: "b1", type: "button", value: o.value, action_ts: newTs() }],
+    actions: [{ action_id: o.actionId, block_id: "b1", type: "button", value: o.value, action_ts: o.actionTs ?? newTs() }],
   };
 }
 
@@ -100,8 +101,11 @@ describe("a turn in a Slack thread", () => {
       await postEvent(messageEnvelope({ team, channel, ts, text: `[s:${s}] a long job` }));
       const status = await statusPost(channel, ts);
       await waitFor("the model call", async () => (await providerRequests(s)).length === 1);
-      const res = await postInteraction(click({ team, channel, threadTs: ts, messageTs: status.ts!, actionId: "antiproton_stop", value: stopButton(status)!.value!, responseId }));
+      const stop = click({ team, channel, threadTs: ts, messageTs: status.ts!, actionId: "antiproton_stop", value: stopButton(status)!.value!, responseId });
+      const res = await postInteraction(stop);
       expect(res.status).toBe(200);
+      // Slack sends the same click again: one stop, one row of the trail.
+      expect((await postInteraction(stop)).status).toBe(200);
       const stopped = await statusFinal(channel, "Stopped.");
       expect(stopped.body.ts).toBe(status.ts);
       expect(stopButton(stopped)).toBeUndefined();
@@ -109,6 +113,9 @@ describe("a turn in a Slack thread", () => {
       expect(view.status).toBe("idle");
       await expect.poll(async () => (await threadMessages(channel)).map((m) => [m.body.markdown_text, m.body.thread_ts]), { timeout: 15_000 }).toEqual([["The turn was stopped.", ts]]);
       await expect.poll(() => responsesTo(responseId), { timeout: 15_000 }).toEqual([{ response_type: "ephemeral", replace_original: false, text: "Stopped the running turn." }]);
+      expect((await auditOnceAppended(team, AGENT)).map((row) => [row.actor, row.action, row.subject])).toEqual([
+        [`slack:${team}:${stop.user.id}`, "conversation.stop", `agents/${AGENT}/conversations/${conversationOf(team, channel, ts)}`],
+      ]);
     } finally {
       await releaseProvider(s);
     }
@@ -151,6 +158,11 @@ describe("a turn in a Slack thread", () => {
 
       const again = await postCommand({ team_id: team, channel_id: channel, user_id: "UPERSON1", command: "/agent", text: "stop", trigger_id: unique("trig") });
       expect(await again.json()).toEqual({ response_type: "ephemeral", text: "Nothing is running in this channel." });
+      // Each stopped turn is one row of the trail, by the person who typed the command; the second command stopped nothing.
+      const rows = await auditOnceAppended(team, AGENT);
+      expect(rows.map((row) => [row.actor, row.action, row.subject]).sort()).toEqual(
+        threads.map((ts) => [`slack:${team}:UPERSON1`, "conversation.stop", `agents/${AGENT}/conversations/${conversationOf(team, channel, ts)}`]).sort(),
+      );
     } finally {
       // Held calls block the queue consumer; a release sent before its call arrives is lost, so release until the last one is through.
       await waitFor("the other channel's turn to finish", async () => {
