@@ -240,6 +240,11 @@ describe("holds through the API", () => {
     const decided = await json(await call("POST", `/tenants/${tenant}/agents/${agent}/holds/${holdId}`, { approve: true, approver: { platform: "slack", id: "U_APPROVER", name: "Ada" } }), 200);
     expect(decided).toMatchObject({ decided: true, card: { state: "approved" } });
     await waitFor("the held call performed", async () => (await getConversation(tenant, agent, s)).holds[0]!.state === "performed");
+    // One row, by the caller, naming the approver it decided for (the agent writes it with the decision).
+    type Entry = { actor: string; action: string; subject: string; after: { approver?: string } };
+    const trail = async () => (await json<{ entries: Entry[] }>(await call("GET", `/tenants/${tenant}/audit?limit=500`), 200)).entries.filter((e) => e.subject.includes(holdId));
+    const rows = await waitFor("the decision's row", async () => ((await trail()).length > 0 ? trail() : undefined));
+    expect(rows).toEqual([expect.objectContaining({ actor: "platform:admin-token", action: "hold.approve", after: expect.objectContaining({ approver: "slack:approvals:U_APPROVER" }) })]);
   });
 });
 

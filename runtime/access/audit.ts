@@ -2,7 +2,8 @@
 // in the control plane — who, when, what, before and after — appended, never
 // edited. A route whose change lives in the control plane writes its row in
 // the change's transaction (settings, keys, roles, secrets) and says so with
-// markAudited. For the others the gate writes it once the route succeeded,
+// markAudited, as does one whose change the agent records with it (a stop, a
+// compact, a decision: runtime/audit-outbox). For the others the gate writes it once the route succeeded,
 // reading the value before the change where it knows how (limits), and a new
 // route gets a row naming its method and path.
 import type { Context, Next } from "hono";
@@ -13,33 +14,19 @@ import { ledgerStub } from "../metering/index.ts";
 import { tenantBounds } from "./bounds.ts";
 import type { AccessEnv, Caller } from "./types.ts";
 
+/** What a write names itself in the trail, and how to read its value before; the row keeps the request's body as the value after. */
 interface Change {
   action: string;
   before?: () => Promise<unknown>;
-  /** What the row keeps of the request's body; null leaves the write out of the trail (a plain message is a conversation, not a change). */
-  after: (body: unknown) => unknown;
 }
-
-const bodyAsIs = (body: unknown) => body;
 
 /** What a write to `path` (under /v1) changes, and how to read its value before. */
 function changeOf(env: Env, method: string, path: string, scope: { tenant: string; agent?: string }): Change {
   const verb = method === "DELETE" ? "remove" : "set";
-  if (/^\/tenants\/[^/]+\/bounds$/.test(path)) return { action: `bounds.${verb}`, before: () => tenantBounds(env, scope.tenant), after: bodyAsIs };
-  if (/^\/tenants\/[^/]+\/limits$/.test(path)) return { action: `limits.${verb}`, before: async () => (await ledgerStub(env, scope.tenant).reading()).limit, after: bodyAsIs };
-  if (/^\/tenants\/[^/]+\/agents\/[^/]+\/messages$/.test(path)) {
-    return {
-      action: "conversation",
-      after: (body) => {
-        const event = body as { kind?: string; command?: string; conversation?: string } | null;
-        if (event?.kind === "interrupt") return { action: "stop", conversation: event.conversation };
-        if (event?.kind === "command" && event.command !== "status") return { action: event.command, conversation: event.conversation };
-        return null;
-      },
-    };
-  }
-  if (/^\/webhook\/tenants\/[^/]+$/.test(path)) return { action: `webhook-callback.${verb}`, after: bodyAsIs };
-  return { action: `${method} ${path.replace(/\/tenants\/[^/]+/, "/tenants/{tenant}")}`, after: bodyAsIs };
+  if (/^\/tenants\/[^/]+\/bounds$/.test(path)) return { action: `bounds.${verb}`, before: () => tenantBounds(env, scope.tenant) };
+  if (/^\/tenants\/[^/]+\/limits$/.test(path)) return { action: `limits.${verb}`, before: async () => (await ledgerStub(env, scope.tenant).reading()).limit };
+  if (/^\/webhook\/tenants\/[^/]+$/.test(path)) return { action: `webhook-callback.${verb}` };
+  return { action: `${method} ${path.replace(/\/tenants\/[^/]+/, "/tenants/{tenant}")}` };
 }
 
 /** A body or a kept value as the JSON it holds; text that is not JSON (a value cut to fit) as itself. */
@@ -61,10 +48,7 @@ export async function recordWrite(c: Context<AccessEnv>, scope: { tenant: string
   const copy = c.req.raw.clone();
   await next();
   if (c.error !== undefined || c.res.status >= 400 || c.get("audited")) return void (await copy.body?.cancel());
-  const after = change.after(parsedBody(await copy.text()));
-  if (after === null && c.req.method !== "DELETE") return;
-  const action = change.action === "conversation" ? `conversation.${(after as { action: string }).action}` : change.action;
-  await recordChange(c.env, { tenant: scope.tenant, actor: caller.actor, action, subject: path, before, after });
+  await recordChange(c.env, { tenant: scope.tenant, actor: caller.actor, action: change.action, subject: path, before, after: parsedBody(await copy.text()) });
 }
 
 /** Appends one row; a trail that cannot be written is said, not hidden (the change itself is made). */

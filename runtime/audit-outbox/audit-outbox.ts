@@ -23,16 +23,18 @@ export class AuditOutbox {
   ) {}
 
   /**
-   * Run in the event's transaction, with what inbound made of it. Events sent
-   * through /v1 are recorded by the gate (runtime/access/audit.ts), which
-   * knows the key that called.
+   * Run in the event's transaction, with what inbound made of it. An event
+   * sent through /v1 names its caller (`key:<id>`, `platform:admin-token`):
+   * the row is theirs, and a decision they pass on for a named approver
+   * says so (`approver`). One without a caller is not recorded.
    */
-  record(route: Route, event: ChatEvent, result: SubmitResult): void {
-    if (!result.accepted || event.user.platform === "api" || !this.conversationExists(event.conversation)) return;
+  record(route: Route, event: ChatEvent, result: SubmitResult, caller?: string): void {
+    if (!result.accepted || (event.user.platform === "api" && caller === undefined) || !this.conversationExists(event.conversation)) return;
     const change = changeOf(event, result);
     if (!change) return;
     const subject = `agents/${route.agent}/conversations/${event.conversation}${change.hold ? `/holds/${change.hold}` : ""}`;
-    const entry: AuditEntry = { tenant: route.tenant, actor: actorOf(route, event.user), action: change.action, subject, before: null, after: change.after };
+    const after = caller !== undefined && event.kind === "decision" ? { ...(change.after as object), approver: actorOf(route, event.user) } : change.after;
+    const entry: AuditEntry = { tenant: route.tenant, actor: caller ?? actorOf(route, event.user), action: change.action, subject, before: null, after };
     const id = crypto.randomUUID();
     this.sql.exec("INSERT INTO audit_outbox (id, conversation, entry, created_at) VALUES (?, ?, ?, ?)", id, event.conversation, JSON.stringify(entry), Date.now());
     this.effects.add("audit", id, event.conversation);

@@ -7,7 +7,7 @@ import * as z from "zod";
 import { readConversation, submitEvent } from "./ingress.ts";
 import { errors, serve } from "../../lib/serve-route.ts";
 import type { RouteDoc } from "../../lib/route-doc.ts";
-import { accessGate, accessRoutes, accessRouteDocs } from "../access/index.ts";
+import { accessGate, accessRoutes, accessRouteDocs, callerOf, markAudited } from "../access/index.ts";
 import type { RuntimeDeps } from "../chat.ts";
 import { agentParams, conversationId, conversationReadParams, conversationView, submitResult } from "./schemas.ts";
 import { agentRouteDocs, agentRoutes } from "./agent-routes.ts";
@@ -60,7 +60,9 @@ export function agentsApi(deps: RuntimeDeps): Hono<{ Bindings: Env }> {
     const base = { id: `api:${id}`, conversation, user };
     const event =
       body.kind === "interrupt" ? { ...base, kind: body.kind } : body.kind === "command" ? { ...base, kind: body.kind, command: body.command } : { ...base, kind: body.kind, text: body.text };
-    return c.json(await submitEvent(c.env, params, event), 202);
+    // A stop or a command is in the trail by the agent, with the change (runtime/audit-outbox).
+    markAudited(c);
+    return c.json(await submitEvent(c.env, params, event, callerOf(c).actor), 202);
   });
 
   serve(api, readOne, async (c, { params }) => c.json(await readConversation(c.env, params, params.id)));

@@ -7,6 +7,7 @@ import * as z from "zod";
 import { HttpError } from "../../lib/http.ts";
 import type { RouteDoc } from "../../lib/route-doc.ts";
 import { errors, serve } from "../../lib/serve-route.ts";
+import { callerOf, markAudited } from "../access/index.ts";
 import { listAgents } from "../control/index.ts";
 import { agentStub, type ConversationSummary, type PageCursor } from "../object/index.ts";
 import type { Platform, Route } from "../chat.ts";
@@ -143,7 +144,8 @@ export function conversationRoutes(api: Hono<{ Bindings: Env }>): void {
 
   serve(api, cancel, async (c, { params }) => {
     const event = { id: `api:${c.req.header("idempotency-key") ?? crypto.randomUUID()}`, kind: "interrupt" as const, conversation: params.id, user: { platform: "api" as const, id: "admin" } };
-    return c.json(await submitEvent(c.env, params, event));
+    markAudited(c); // by the agent, with the stop
+    return c.json(await submitEvent(c.env, params, event, callerOf(c).actor));
   });
 
   serve(api, remove, async (c, { params }) => {
@@ -170,6 +172,7 @@ export function conversationRoutes(api: Hono<{ Bindings: Env }>): void {
       boundTo: { tenant: params.tenant, agent: params.agent },
       user: body.approver,
     };
-    return c.json(await submitEvent(c.env, params, event));
+    markAudited(c); // by the agent, with the decision
+    return c.json(await submitEvent(c.env, params, event, callerOf(c).actor));
   });
 }

@@ -28,10 +28,11 @@ export async function readConversation(env: Env, route: Route, id: string): Prom
   return view;
 }
 
-export async function submitEvent(env: Env, route: Route, event: ChatEvent): Promise<SubmitResult> {
+/** `caller`: who sent it through /v1, for the audit row of a change it makes (the agent writes it with the change). */
+export async function submitEvent(env: Env, route: Route, event: ChatEvent, caller?: string): Promise<SubmitResult> {
   let result: SubmitResult;
   try {
-    result = await agentStub(env, route).submit(route, await withStoredImages(env, route, event));
+    result = await agentStub(env, route).submit(route, await withStoredImages(env, route, event), caller);
   } catch (err) {
     throw meaningAgain(err);
   }

@@ -170,11 +170,15 @@ export class AgentObject extends DurableObject<Env> {
 
   // ---- RPC surface -------------------------------------------------------
 
-  /** A durable write (with the audit row of a change it makes), then a pass starts (runtime/object/scheduler.ts). Never waits for the model or a platform. */
-  async submit(route: Route, event: ChatEvent): Promise<SubmitResult> {
+  /**
+   * A durable write (with the audit row of a change it makes, by `caller`
+   * where /v1 sent it), then a pass starts (runtime/object/scheduler.ts).
+   * Never waits for the model or a platform.
+   */
+  async submit(route: Route, event: ChatEvent, caller?: string): Promise<SubmitResult> {
     return this.#accept(route, event, () => {
       const result = this.inbound.accept(route, event);
-      this.audits.record(route, event, result);
+      this.audits.record(route, event, result, caller);
       return result;
     });
   }
