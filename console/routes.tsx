@@ -508,8 +508,7 @@ consoleRoutes.post("/tenants/:tenant/bounds", async (c) => {
   const { tenant } = parseRoute(c.req.param("tenant"), "any");
   if (roleIn(viewer(c), tenant) !== "platform") throw new HttpError(403, "Only the platform sets a tenant's bounds.");
   const after = parseForm(c, boundsForm);
-  const before = await setTenantBounds(c.env, tenant, after);
-  await recordChange(c.env, { tenant, actor: actorName(viewer(c)), action: "bounds.set", subject: `/tenants/${tenant}/bounds`, before, after });
+  await setTenantBounds(c.env, tenant, after, actorName(viewer(c)));
   await setResult(c, "This tenant's bounds are set.");
   return c.redirect(`${tenantPath(tenant)}#bounds`, 303);
 });

@@ -189,7 +189,7 @@ describe("the audit trail", () => {
     });
   });
 
-  it("a setting changed through /v1 and its row are written together: while the trail cannot be written, the setting does not change", async () => {
+  it("a setting (or a tenant's bounds) changed through /v1 and its row are written together: while the trail cannot be written, the setting does not change", async () => {
     const T = unique("aud");
     const admin = await newKey(ADMIN, T, { name: "ops", access: "admin" });
     const k = bearer(admin.key);
@@ -205,6 +205,10 @@ describe("the audit trail", () => {
       expect(refused.status).toBe(503);
       expect(await refused.json()).toEqual({ error: expect.stringMatching(/could not be saved with its audit row; nothing changed/) });
       expect(await tenantModel()).toBeNull();
+      // So do the platform's bounds for the tenant.
+      const bounds = await call(ADMIN, "PUT", `/tenants/${T}/bounds`, { maxDailyUsd: 3, models: null });
+      expect([bounds.status, await bounds.json()]).toEqual([503, { error: expect.stringMatching(/could not be saved with their audit row; nothing changed/) }]);
+      expect(await (await call(ADMIN, "GET", `/tenants/${T}/bounds`)).json()).toMatchObject({ maxDailyUsd: null });
     } finally {
       await runInDurableObject(control, (_instance, state) => void state.storage.sql.exec(`DROP TRIGGER ${trigger}`));
     }
@@ -266,7 +270,7 @@ describe("the platform's bounds for a tenant's admins", () => {
     expect((await call(ADMIN, "PUT", `/tenants/${T}/limits`, { dailyUsd: 500 })).status).toBe(200);
     expect((await call(ADMIN, "PUT", `/tenants/${T}/model`, { model: "fake/test-model" })).status).toBe(200);
     const trail = ((await (await call(ADMIN, "GET", `/tenants/${T}/audit`)).json()) as { entries: { actor: string; action: string; before: unknown; after: unknown }[] }).entries;
-    expect(trail.find((e) => e.action === "bounds.set")).toMatchObject({ actor: "platform:admin-token", before: { maxDailyUsd: null, models: null }, after: { maxDailyUsd: 10, models: ["local"] } });
+    expect(trail.find((e) => e.action === "bounds.set")).toMatchObject({ actor: "platform:admin-token", before: null, after: { maxDailyUsd: 10, models: ["local"] } });
     // Removed: no ceiling again.
     expect((await call(ADMIN, "DELETE", `/tenants/${T}/bounds`)).status).toBe(200);
     expect((await call(admin, "PUT", `/tenants/${T}/limits`, { dailyUsd: 80 })).status).toBe(200);

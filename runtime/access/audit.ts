@@ -11,7 +11,6 @@ import * as z from "zod";
 import { HttpError } from "../../lib/http.ts";
 import { controlPlane, type AuditEntry } from "../control/index.ts";
 import { ledgerStub } from "../metering/index.ts";
-import { tenantBounds } from "./bounds.ts";
 import type { AccessEnv, Caller } from "./types.ts";
 
 /** What a write names itself in the trail, and how to read its value before; the row keeps the request's body as the value after. */
@@ -23,7 +22,6 @@ interface Change {
 /** What a write to `path` (under /v1) changes, and how to read its value before. */
 function changeOf(env: Env, method: string, path: string, scope: { tenant: string; agent?: string }): Change {
   const verb = method === "DELETE" ? "remove" : "set";
-  if (/^\/tenants\/[^/]+\/bounds$/.test(path)) return { action: `bounds.${verb}`, before: () => tenantBounds(env, scope.tenant) };
   if (/^\/tenants\/[^/]+\/limits$/.test(path)) return { action: `limits.${verb}`, before: async () => (await ledgerStub(env, scope.tenant).reading()).limit };
   if (/^\/webhook\/tenants\/[^/]+$/.test(path)) return { action: `webhook-callback.${verb}` };
   return { action: `${method} ${path.replace(/\/tenants\/[^/]+/, "/tenants/{tenant}")}` };

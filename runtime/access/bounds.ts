@@ -26,12 +26,18 @@ export async function tenantBounds(env: Env, tenant: string): Promise<TenantBoun
   return stored.success ? stored.data : NO_BOUNDS;
 }
 
-/** Sets (or with null, removes) a tenant's bounds; returns those it replaced. */
-export async function setTenantBounds(env: Env, tenant: string, bounds: TenantBounds | null): Promise<TenantBounds> {
-  const before = await tenantBounds(env, tenant);
-  if (bounds === null) await controlPlane(env).delete(BOUNDS, tenant);
-  else await controlPlane(env).put(BOUNDS, tenant, bounds);
-  return before;
+/** Sets (or with null, removes) a tenant's bounds, and its audit row by `actor` in the same transaction; returns those it replaced. */
+export async function setTenantBounds(env: Env, tenant: string, bounds: TenantBounds | null, actor: string): Promise<TenantBounds> {
+  const audit = { tenant, actor, action: bounds === null ? "bounds.remove" : "bounds.set", subject: `/tenants/${tenant}/bounds`, after: bounds };
+  const stored = await controlPlane(env)
+    .putAudited(BOUNDS, tenant, bounds, audit)
+    .catch((err: unknown) => {
+      // The bounds and their row are one transaction: neither was written.
+      console.error("bounds: a change could not be saved", tenant, err);
+      throw new HttpError(503, "the bounds could not be saved with their audit row; nothing changed, repeat the request");
+    });
+  const before = tenantBoundsSchema.safeParse(stored === null ? null : JSON.parse(stored));
+  return before.success ? before.data : NO_BOUNDS;
 }
 
 /** What a tenant admin is about to set: a daily limit (null: none of its own) with its exemption, or a model. */

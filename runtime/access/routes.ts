@@ -150,14 +150,16 @@ export function accessRoutes(api: Hono<{ Bindings: Env }>): void {
   serve(api, readBounds, async (c, { params: { tenant } }) => c.json({ tenant, ...(await tenantBounds(c.env, tenant)) }));
 
   serve(api, setBounds, async (c, { params: { tenant }, body }) => {
-    requirePlatform(c);
-    await setTenantBounds(c.env, tenant, body);
+    const caller = requirePlatform(c);
+    await setTenantBounds(c.env, tenant, body, caller.actor);
+    markAudited(c);
     return c.json({ ok: true as const, tenant, ...body });
   });
 
   serve(api, removeBounds, async (c, { params: { tenant } }) => {
-    requirePlatform(c);
-    await setTenantBounds(c.env, tenant, null);
+    const caller = requirePlatform(c);
+    await setTenantBounds(c.env, tenant, null, caller.actor);
+    markAudited(c);
     return c.json({ ok: true as const, tenant, ...NO_BOUNDS });
   });
 

@@ -79,6 +79,17 @@ export class ControlPlane extends DurableObject<Env> {
     );
   }
 
+  /** Writes (or with null, removes) a value and its audit row, the value before in it, in one transaction; returns the value before as JSON. */
+  async putAudited(namespace: string, key: string, value: unknown, audit: Omit<access.AuditEntry, "before">): Promise<string | null> {
+    return this.ctx.storage.transactionSync(() => {
+      const before = this.read(namespace, key);
+      if (value === null) this.sql.exec("DELETE FROM settings WHERE namespace = ? AND key = ?", namespace, key);
+      else this.write(namespace, key, value);
+      access.appendAudit(this.sql, { ...audit, before }, Date.now());
+      return before === null ? null : JSON.stringify(before);
+    });
+  }
+
   async delete(namespace: string, key: string): Promise<boolean> {
     return this.sql.exec("DELETE FROM settings WHERE namespace = ? AND key = ?", namespace, key).rowsWritten > 0;
   }
