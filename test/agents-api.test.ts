@@ -220,6 +220,10 @@ describe("conversations", () => {
     await json(await call("DELETE", `/tenants/${tenant}/agents/a1/conversations/${s}`), 204);
     await json(await call("GET", `/tenants/${tenant}/agents/a1/conversations/${s}`), 404);
     expect(await rows(tenant, "a1", "SELECT conversation FROM log WHERE conversation = ?", s)).toEqual([]);
+    // The cancel's audit row, on its way to the trail when the conversation was deleted, outlives it.
+    const trail = async () => (await json<{ entries: { actor: string; action: string; subject: string }[] }>(await call("GET", `/tenants/${tenant}/audit`), 200)).entries;
+    const stop = await waitFor("the cancel's row", async () => (await trail()).find((e) => e.action === "conversation.stop"));
+    expect(stop).toMatchObject({ actor: "platform:admin-token", subject: `agents/a1/conversations/${s}` });
   });
 });
 

@@ -137,7 +137,11 @@ describe("the usage ledger", () => {
     await postMessage(tenant, "a", { text: `[s:${s}] hi`, conversation: s });
     await waitFor("the held call", async () => (await providerRequests(s)).length === 1);
     const [job] = await rows<{ id: string }>(tenant, "a", "SELECT id FROM model_jobs WHERE status = 'pending'");
-    const again = { tenant, agent: "a", kind: "model" as const, id: job!.id, lane: "model:redelivered", attempt: 2 };
+    // A lane whose courier is not the first one's (a courier takes one copy of an effect it holds).
+    const courierOf = (lane: string) => courierStub(env, { tenant, agent: "a", lane }).id;
+    let lane = "model:redelivered";
+    while (courierOf(lane).equals(courierOf(`model:${s}`))) lane = `model:${unique("redelivered")}`;
+    const again = { tenant, agent: "a", kind: "model" as const, id: job!.id, lane, attempt: 2 };
     await courierStub(env, again).take(again);
     const view = await waitFor("the redelivered call's answer", async () => {
       const v = await settled(tenant, "a", s);

@@ -54,7 +54,7 @@ type Task = { seq: number; body: string; failures: number; starts: number; outco
 /**
  * What a task's run reports: the kind's outcome, or nothing when the work was
  * no longer wanted. `paid`: what the provider was paid for, to count in the
- * ledgers once it is reported (after, so the count is not on the reply's way).
+ * ledgers once it is reported and its reply sent.
  */
 type Outcome = { kind: EffectKind; report: EffectReport[EffectKind]; paid?: Paid } | null;
 /** An answer the provider was paid for, under its own id: a job called twice was paid twice. */
@@ -243,17 +243,19 @@ export class Courier extends DurableObject<Env> {
   }
 
   /**
-   * Reports an outcome, counts what the provider was paid for, and sends the
-   * chat run the object handed back (the turn's reply), reporting that too.
-   * A crash after the report leaves the run to its lease (it is sent again,
-   * looked for first) and the count to the resumed task (the same id: counted once).
+   * Reports an outcome, sends the chat run the object handed back (the turn's
+   * reply), reporting that too, then counts what the provider was paid for:
+   * no ledger call is on the reply's way. A crash after the report leaves the
+   * run to its lease (it is sent again, looked for first) and the count to the
+   * resumed task (the same id: counted once).
    */
   private async reported(effect: EffectMessage, outcome: NonNullable<Outcome>): Promise<void> {
     const answer = await this.report(effect, outcome.kind, outcome.report);
+    if (answer.run) {
+      const head = answer.run.deliveries[0]!.row;
+      await agentStub(this.env, effect).report(effect, "send", String(head), await this.sends.run(answer.run));
+    }
     if (outcome.paid) await this.count(effect, outcome.paid);
-    if (!answer.run) return;
-    const head = answer.run.deliveries[0]!.row;
-    await agentStub(this.env, effect).report(effect, "send", String(head), await this.sends.run(answer.run));
   }
 
   /** A paid answer into the ledgers (runtime/metering/spend.ts); a model no longer configured is logged, not counted. */

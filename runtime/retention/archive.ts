@@ -46,10 +46,10 @@ export function archiveKey(route: Route, conversation: string): string {
   return `archive/${[route.tenant, route.agent, conversation].map(encodeURIComponent).join("/")}.json.gz`;
 }
 
-/** Nothing open: no turn, mark, inbox, effect, lease, pending send, job or undecided hold. */
+/** Nothing open: no turn, mark, inbox, effect (but an audit row on its way to the trail: it outlives the conversation), lease, pending send, job or undecided hold. */
 const QUIET = `c.status != 'running' AND c.pass_due = 0
   AND NOT EXISTS (SELECT 1 FROM inbox i WHERE i.conversation = c.id)
-  AND NOT EXISTS (SELECT 1 FROM effects e WHERE e.conversation = c.id)
+  AND NOT EXISTS (SELECT 1 FROM effects e WHERE e.conversation = c.id AND e.kind != 'audit')
   AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.conversation = c.id)
   AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.conversation = c.id AND o.status = 'pending')
   AND NOT EXISTS (SELECT 1 FROM model_jobs j WHERE j.conversation = c.id AND j.status = 'pending')
