@@ -14,7 +14,7 @@ import { toBase64Url } from "../lib/base64.ts";
 import { HttpError } from "../lib/http.ts";
 import { controlPlane, identitySchema } from "../runtime/index.ts";
 import { discordSignIn } from "./config.ts";
-import { callbackUrl, random, sendToSignIn, SIGN_IN_LOST, takeSignInSecret } from "./people.ts";
+import { random, redeemSignInCode, sendToSignIn, SIGN_IN_LOST } from "./people.ts";
 import { BASE, cookieKey, cookieOptions, type Ctx, type Person } from "./session.ts";
 
 const CALLBACK = `${BASE}/login/discord/callback`;
@@ -59,21 +59,11 @@ export async function startDiscordSignIn(c: Ctx): Promise<Response> {
 export async function finishDiscordSignIn(c: Ctx): Promise<GuildChoice[]> {
   const config = discordSignIn(c.env);
   if (!config) throw new HttpError(404, NOT_CONFIGURED);
-  const [state, verifier] = (await takeSignInSecret(c, CALLBACK)).split(".");
-  if (!state || !verifier || c.req.query("state") !== state) throw new HttpError(400, SIGN_IN_LOST);
-  const error = c.req.query("error");
-  if (error) throw new HttpError(401, `Discord did not sign you in (${error.slice(0, 100)}).`);
-  const code = c.req.query("code");
-  if (!code) throw new HttpError(400, "Discord sent no code back.");
-  const res = await fetch(config.tokenUrl, {
-    method: "POST",
-    headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams({ grant_type: "authorization_code", client_id: config.clientId, client_secret: config.clientSecret, code, code_verifier: verifier, redirect_uri: callbackUrl(c, CALLBACK) }),
-    signal: AbortSignal.timeout(10_000),
-  });
-  const answer = tokenAnswer.safeParse(await res.json().catch(() => null));
+  const form = (verifier: string) => ({ grant_type: "authorization_code", client_id: config.clientId, client_secret: config.clientSecret, code_verifier: verifier });
+  const redeemed = await redeemSignInCode(c, "Discord", CALLBACK, config.tokenUrl, form);
+  const answer = tokenAnswer.safeParse(redeemed.answer);
   const token = answer.data?.access_token;
-  if (!res.ok || !token) throw new HttpError(401, `Discord refused the sign-in (${answer.data?.error ?? res.status}).`);
+  if (!redeemed.ok || !token) throw new HttpError(401, `Discord refused the sign-in (${answer.data?.error ?? redeemed.status}).`);
   const [user, guilds] = await Promise.all([readAsUser(config.apiUrl, "/users/@me", token, userAnswer), readAsUser(config.apiUrl, "/users/@me/guilds", token, guildsAnswer)]);
   const name = (user.global_name ?? user.username).slice(0, 100);
   const candidates = guilds.slice(0, GUILDS_ASKED).flatMap((g) => {

@@ -75,11 +75,35 @@ export async function sendToSignIn(c: Ctx, callback: string, secret: string, aut
 /** Where the platform sends the browser back: the same in the authorize request and the code exchange. */
 export const callbackUrl = (c: Ctx, callback: string) => `${new URL(c.req.url).origin}${callback}`;
 
-/** The secret `sendToSignIn` kept, read once; "" when there is none (another browser, or too late). */
-export async function takeSignInSecret(c: Ctx, callback: string): Promise<string> {
+/**
+ * The platform's answer at `callback`: its state checked against the one
+ * `sendToSignIn` kept (read once: another browser, or too late, has none),
+ * its refusal said, and its code exchanged once at `tokenUrl` with `form`,
+ * which may use the kept proof (a nonce, a PKCE verifier). Returns that proof
+ * and what the token endpoint answered.
+ */
+export async function redeemSignInCode(
+  c: Ctx,
+  platform: string,
+  callback: string,
+  tokenUrl: string,
+  form: (proof: string) => Record<string, string>,
+): Promise<{ proof: string; ok: boolean; status: number; answer: unknown }> {
   const kept = await getSignedCookie(c, await cookieKey(c.env), SIGN_IN_COOKIE);
   deleteCookie(c, SIGN_IN_COOKIE, { path: callback });
-  return kept || "";
+  const [state, proof] = (kept || "").split(".");
+  if (!state || !proof || c.req.query("state") !== state) throw new HttpError(400, SIGN_IN_LOST);
+  const error = c.req.query("error");
+  if (error) throw new HttpError(401, `${platform} did not sign you in (${error.slice(0, 100)}).`);
+  const code = c.req.query("code");
+  if (!code) throw new HttpError(400, `${platform} sent no code back.`);
+  const res = await fetch(tokenUrl, {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({ ...form(proof), code, redirect_uri: callbackUrl(c, callback) }),
+    signal: AbortSignal.timeout(10_000),
+  });
+  return { proof, ok: res.ok, status: res.status, answer: await res.json().catch(() => null) };
 }
 
 /** Sends the browser to Slack with a fresh state and nonce, kept in a signed cookie until it comes back. */
@@ -95,21 +119,11 @@ export async function startSlackSignIn(c: Ctx): Promise<Response> {
 export async function finishSlackSignIn(c: Ctx): Promise<Person> {
   const config = slackSignIn(c.env);
   if (!config) throw new HttpError(404, "Sign in with Slack is not configured on this deployment");
-  const [state, nonce] = (await takeSignInSecret(c, CALLBACK)).split(".");
-  if (!state || !nonce || c.req.query("state") !== state) throw new HttpError(400, SIGN_IN_LOST);
-  const error = c.req.query("error");
-  if (error) throw new HttpError(401, `Slack did not sign you in (${error.slice(0, 100)}).`);
-  const code = c.req.query("code");
-  if (!code) throw new HttpError(400, "Slack sent no code back.");
-  const res = await fetch(config.tokenUrl, {
-    method: "POST",
-    headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams({ client_id: config.clientId, client_secret: config.clientSecret, code, redirect_uri: callbackUrl(c, CALLBACK) }),
-    signal: AbortSignal.timeout(10_000),
-  });
-  const answer = tokenAnswer.safeParse(await res.json().catch(() => null));
+  const redeemed = await redeemSignInCode(c, "Slack", CALLBACK, config.tokenUrl, () => ({ client_id: config.clientId, client_secret: config.clientSecret }));
+  const nonce = redeemed.proof;
+  const answer = tokenAnswer.safeParse(redeemed.answer);
   const idToken = answer.data?.id_token;
-  if (!idToken) throw new HttpError(401, `Slack refused the sign-in (${answer.data?.error ?? res.status}).`);
+  if (!idToken) throw new HttpError(401, `Slack refused the sign-in (${answer.data?.error ?? redeemed.status}).`);
   // The id token came straight from Slack's token endpoint over TLS: its claims are checked, not its signature (OpenID Connect Core 3.1.3.7).
   const claims = idClaims.safeParse(decodePayload(idToken));
   if (!claims.success) throw new HttpError(401, "Slack's id token is unreadable.");
