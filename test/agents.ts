@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { listDurableObjectIds, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import type { AgentObject } from "../runtime/object/index.ts";
 import { courierStub } from "../runtime/courier/index.ts";
-import type { EffectKind } from "../runtime/effects/index.ts";
+import type { EffectCarriers, EffectKind, EffectMessage } from "../runtime/effects/index.ts";
 import { migrate } from "../runtime/store/index.ts";
 import { type AuditRow, controlPlane } from "../runtime/control/index.ts";
 import { waitFor } from "./support.ts";
@@ -37,6 +37,26 @@ export async function evict(tenant: string, name: string): Promise<void> {
 /** The courier of one lane of an agent (the lane of `kind` effects of `conversation`). */
 export function courier(tenant: string, name: string, kind: EffectKind, conversation: string) {
   return courierStub(env, { tenant, agent: name, lane: `${kind === "hold" ? "tool" : kind}:${conversation}` });
+}
+
+/** Couriers that take nothing (a hand-off fails at once): what a pass sends goes on the queue, where a test can hold it. */
+export const noCouriers: EffectCarriers["couriers"] = {
+  idFromName: (name) => ({ name }) as unknown as DurableObjectId,
+  get: () => ({ take: () => Promise.reject(new Error("no courier takes effects in this test")) }),
+};
+
+/** The real couriers, each hand-off seen first by `onward`, which says what goes on to them (the rest is held). */
+export function couriersThrough(onward: (effects: EffectMessage[]) => EffectMessage[]): EffectCarriers["couriers"] {
+  const real = env.COURIER;
+  return {
+    idFromName: (name) => real.idFromName(name),
+    get: (id) => ({
+      take: async (effects) => {
+        const passed = onward(effects);
+        if (passed.length > 0) await real.get(id).take(passed);
+      },
+    }),
+  };
 }
 
 /** Resets a courier mid-work, as a crash would; its watchdog alarm is left to resume it. */

@@ -486,11 +486,14 @@ describe(`fuzz of every route, seed ${SEED}: requests that fail verification`, (
 describe(`fuzz of every route, seed ${SEED}: verified requests with mutated content`, () => {
   // The fuzz is about what the routes answer and write. The turns its accepted
   // requests start would run for minutes behind it (model calls, chat sends):
-  // their effects go to a sink instead of the queue while it runs.
+  // their effects go to a sink instead of their couriers (and the queue) while it runs.
   const target = env as unknown as Record<string, unknown>;
-  const queue = target.EFFECT_QUEUE;
-  beforeAll(() => void (target.EFFECT_QUEUE = { send: async () => undefined, sendBatch: async () => undefined }));
-  afterAll(() => void (target.EFFECT_QUEUE = queue));
+  const [queue, couriers] = [target.EFFECT_QUEUE, target.COURIER];
+  beforeAll(() => {
+    target.EFFECT_QUEUE = { send: async () => undefined, sendBatch: async () => undefined };
+    target.COURIER = { idFromName: (name: string) => name, get: () => ({ take: async () => undefined }) };
+  });
+  afterAll(() => void Object.assign(target, { EFFECT_QUEUE: queue, COURIER: couriers }));
 
   it("(the webhook tenant the events name has somewhere to send replies)", async () => {
     const registered = await handler.fetch!(

@@ -4,7 +4,7 @@ import { env } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { EffectMessage } from "../runtime/effects/index.ts";
-import { agent, storedText } from "./agents.ts";
+import { agent, couriersThrough, storedText } from "./agents.ts";
 import { captureConsole, NO_LEAKS, secretLeaks } from "./leaks.ts";
 import { Redactor } from "../plugins/redact.ts";
 import { getConversation, postMessage, providerRequests, script, settled, unique, worker } from "./support.ts";
@@ -52,11 +52,12 @@ describe("a secret used by the http plugin (canary)", () => {
       },
       { echoToolResults: true },
     ]);
-    // Queue messages are captured on their way out of the (real) object.
+    // Effects are captured on their way out of the (real) object: to their couriers, and any that go on the queue.
     const queued: EffectMessage[] = [];
     await runInDurableObject(agent(team, AGENT), (instance) => {
       const sendBatch = (batch: MessageSendRequest<EffectMessage>[]) => (queued.push(...batch.map((m) => m.body)), env.EFFECT_QUEUE.sendBatch(batch));
-      Object.assign(instance, { env: Object.create(env, { EFFECT_QUEUE: { value: { sendBatch } } }) });
+      const couriers = couriersThrough((effects) => (queued.push(...effects), effects));
+      Object.assign(instance, { env: Object.create(env, { EFFECT_QUEUE: { value: { sendBatch } }, COURIER: { value: couriers } }) });
     });
 
     await postEvent(messageEnvelope({ team, channel, ts, text: `[s:${s}] check the status page` }));

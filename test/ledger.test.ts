@@ -142,7 +142,7 @@ describe("the usage ledger", () => {
     let lane = "model:redelivered";
     while (courierOf(lane).equals(courierOf(`model:${s}`))) lane = `model:${unique("redelivered")}`;
     const again = { tenant, agent: "a", kind: "model" as const, id: job!.id, lane, attempt: 2 };
-    await courierStub(env, again).take(again);
+    await courierStub(env, again).take([again]);
     const view = await waitFor("the redelivered call's answer", async () => {
       const v = await settled(tenant, "a", s);
       return v.transcript.at(-1)?.text === "second" ? v : undefined;

@@ -5,7 +5,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { ChatOutbound, OutboundMessage, RuntimeDeps } from "../runtime/chat.ts";
 import { Conversations } from "../runtime/store/index.ts";
-import { sendTimeoutMs, Effects, SEND_LEASE_MS, type EffectMessage, type EffectRow, Outbox, type SendRun, Typing, TYPING_REFRESH_MS } from "../runtime/effects/index.ts";
+import { courierName, sendTimeoutMs, Effects, SEND_LEASE_MS, type EffectMessage, type EffectRow, Outbox, type SendRun, Typing, TYPING_REFRESH_MS } from "../runtime/effects/index.ts";
 import { Inbound, Scheduler } from "../runtime/object/index.ts";
 import { MountSessions, ToolCalls } from "../runtime/tools/index.ts";
 import { ModelJobs } from "../runtime/models/index.ts";
@@ -13,15 +13,15 @@ import { Turns } from "../runtime/turns/index.ts";
 import { Delegation } from "../runtime/delegation/index.ts";
 import { NO_SETTINGS, SettingsCopy } from "../runtime/control/index.ts";
 import { Holds } from "../approvals/index.ts";
-import { inObject } from "./agents.ts";
+import { inObject, noCouriers } from "./agents.ts";
 
 const route = { tenant: "parts", agent: "unit" };
 const USER = { platform: "api" as const, id: "u" };
 
-/** A queue that keeps what is sent to it. */
-function capturingQueue() {
+/** Carriers whose queue keeps what is sent to it (their couriers take nothing, so every effect goes on the queue). */
+function capturingCarriers() {
   const sent: EffectMessage[] = [];
-  return { sent, queue: { sendBatch: async (batch: MessageSendRequest<EffectMessage>[]) => void sent.push(...batch.map((m) => m.body)) } as unknown as Queue<EffectMessage> };
+  return { sent, carriers: { couriers: noCouriers, queue: { sendBatch: async (batch: MessageSendRequest<EffectMessage>[]) => void sent.push(...batch.map((m) => m.body)) } as unknown as Queue<EffectMessage> } };
 }
 
 describe("Conversations", () => {
@@ -58,14 +58,14 @@ describe("Effects", () => {
   it("a waiting effect is sent once per lease, carrying its work; a claim starts its run lease and counts earlier claims", () =>
     inObject(async (storage) => {
       const effects = new Effects(storage.sql, 30_000, 3_600_000);
-      const { sent, queue } = capturingQueue();
+      const { sent, carriers } = capturingCarriers();
       effects.add("model", "j1", "c1");
       expect(effects.inFlight("model", "j1")).toBe(false);
-      expect(await effects.send(queue, route, carry({ request: "{}" }))).toEqual({ sent: [expect.objectContaining({ kind: "model", id: "j1", conversation: "c1" })], givenUp: [] });
+      expect(await effects.send(carriers, route, carry({ request: "{}" }))).toEqual({ sent: [expect.objectContaining({ kind: "model", id: "j1", conversation: "c1" })], givenUp: [] });
       expect(sent).toEqual([{ ...route, kind: "model", id: "j1", lane: "model:c1", attempt: 1, work: { request: "{}" } }]);
       expect(effects.inFlight("model", "j1")).toBe(true);
       // Not due again until its lease (the queue's and the run's) runs out.
-      await effects.send(queue, route, carry({}));
+      await effects.send(carriers, route, carry({}));
       expect(sent).toHaveLength(1);
       expect(effects.nextDue()).toBeGreaterThan(Date.now() + 200_000);
       expect(effects.claim("model", "j1")).toEqual({ earlierClaims: 0, attempts: 1 });
@@ -78,16 +78,16 @@ describe("Effects", () => {
   it("a lease that runs out is no failure: the effect is sent again, same id, next attempt, until the deadline; past it, it is handed back, gone", () =>
     inObject(async (storage) => {
       const effects = new Effects(storage.sql, 30_000, 60_000);
-      const { sent, queue } = capturingQueue();
+      const { sent, carriers } = capturingCarriers();
       effects.add("send", "7", "c1");
-      await effects.send(queue, route, carry("hi"));
+      await effects.send(carriers, route, carry("hi"));
       for (let lease = 1; lease < 6; lease++) {
         storage.sql.exec("UPDATE effects SET due_at = ?", Date.now() - 1);
-        expect((await effects.send(queue, route, carry("hi"))).givenUp).toEqual([]);
+        expect((await effects.send(carriers, route, carry("hi"))).givenUp).toEqual([]);
       }
       expect(sent.map((m) => [m.id, m.attempt])).toEqual([1, 2, 3, 4, 5, 6].map((n) => ["7", n]));
       storage.sql.exec("UPDATE effects SET due_at = ?, first_sent_at = ?", Date.now() - 1, Date.now() - 60_001);
-      const { givenUp } = await effects.send(queue, route, carry("hi"));
+      const { givenUp } = await effects.send(carriers, route, carry("hi"));
       expect(givenUp.map((e) => [e.kind, e.id])).toEqual([["send", "7"]]);
       expect(effects.get("send", "7")).toBeUndefined();
       expect(sent).toHaveLength(6);
@@ -97,11 +97,11 @@ describe("Effects", () => {
     inObject(async (storage) => {
       const effects = new Effects(storage.sql, 30_000, 3_600_000);
       const batches: EffectMessage[][] = [];
-      const queue = { sendBatch: async (batch: MessageSendRequest<EffectMessage>[]) => void batches.push(batch.map((m) => m.body)) } as unknown as Queue<EffectMessage>;
+      const carriers = { couriers: noCouriers, queue: { sendBatch: async (batch: MessageSendRequest<EffectMessage>[]) => void batches.push(batch.map((m) => m.body)) } as unknown as Queue<EffectMessage> };
       effects.add("model", "huge", "c1");
       effects.add("send", "gone", "c2");
       for (let i = 0; i < 4; i++) effects.add("send", `big${i}`, `c${i + 3}`);
-      await effects.send(queue, route, (row) => (row.id === "gone" ? null : row.id === "huge" ? { work: "x".repeat(200_000) } : { work: "y".repeat(90_000) }));
+      await effects.send(carriers, route, (row) => (row.id === "gone" ? null : row.id === "huge" ? { work: "x".repeat(200_000) } : { work: "y".repeat(90_000) }));
       const all = batches.flat();
       expect(all.find((m) => m.id === "huge")).toMatchObject({ attempt: 1 });
       expect(all.find((m) => m.id === "huge")!.work).toBeUndefined();
@@ -115,31 +115,79 @@ describe("Effects", () => {
   it("a refusal takes its attempt back: the next send has nothing to doubt; an attempt unanswered leaves the doubt", () =>
     inObject(async (storage) => {
       const effects = new Effects(storage.sql, 30_000, 3_600_000);
-      const { queue } = capturingQueue();
+      const { carriers } = capturingCarriers();
       const inDoubt: boolean[] = [];
       const dispatch = (row: EffectRow) => ({ work: inDoubt.push(row.attempts > 0) });
       effects.add("send", "1", "c1");
-      await effects.send(queue, route, dispatch);
+      await effects.send(carriers, route, dispatch);
       effects.refused("send", "1");
       effects.retryAt("send", "1", Date.now() - 1);
-      await effects.send(queue, route, dispatch);
+      await effects.send(carriers, route, dispatch);
       effects.retryAt("send", "1", Date.now() - 1);
-      await effects.send(queue, route, dispatch);
+      await effects.send(carriers, route, dispatch);
       expect(inDoubt).toEqual([false, false, true]);
     }));
 
   it("a retry waits until its time, and counts", () =>
     inObject(async (storage) => {
       const effects = new Effects(storage.sql, 30_000, 3_600_000);
-      const { sent, queue } = capturingQueue();
+      const { sent, carriers } = capturingCarriers();
       effects.add("model", "j1", "c1");
       const later = Date.now() + 60_000;
       expect(effects.retryAt("model", "j1", later)).toBe(1);
-      await effects.send(queue, route, carry({}));
+      await effects.send(carriers, route, carry({}));
       expect(sent).toEqual([]);
       expect(effects.nextDue()).toBe(later);
     }));
+
+  it("a due effect goes straight to its lane's courier, a courier's effects in one hand-off and in order; those a courier does not take go on the queue; refused by both, they stay due", () =>
+    inObject(async (storage) => {
+      const effects = new Effects(storage.sql, 30_000, 3_600_000);
+      const lane = (kind: string, conversation: string) => courierName({ ...route, lane: `${kind}:${conversation}` });
+      // c2's model lane and c3's send lane: couriers that do not answer.
+      const down = conversationsWhose((c) => lane("model", c) !== lane("tool", "c1"));
+      const sendDown = conversationsWhose((c) => lane("send", c) !== lane("tool", "c1") && lane("send", c) !== lane("model", down));
+      const handOffs: { courier: string; ids: string[] }[] = [];
+      const queued: string[] = [];
+      let queueUp = true;
+      const carriers = {
+        couriers: {
+          idFromName: (name: string) => name as unknown as DurableObjectId,
+          get: (id: DurableObjectId) => ({
+            take: async (taken: EffectMessage[]) => {
+              const courier = id as unknown as string;
+              if (courier === lane("model", down) || courier === lane("send", sendDown)) throw new Error("down");
+              handOffs.push({ courier, ids: taken.map((e) => e.id) });
+            },
+          }),
+        },
+        queue: {
+          sendBatch: async (batch: MessageSendRequest<EffectMessage>[]) => {
+            if (!queueUp) throw new Error("the queue refuses");
+            queued.push(...batch.map((m) => m.body.id));
+          },
+        } as unknown as Queue<EffectMessage>,
+      };
+      effects.add("tool", "t1", "c1");
+      effects.add("tool", "t2", "c1");
+      effects.add("model", "j1", down);
+      await effects.send(carriers, route, carry({}));
+      expect(handOffs).toEqual([{ courier: lane("tool", "c1"), ids: ["t1", "t2"] }]);
+      expect(queued).toEqual(["j1"]);
+      expect(["t1", "t2"].every((id) => effects.inFlight("tool", id)) && effects.inFlight("model", "j1")).toBe(true);
+      // Neither its courier nor the queue takes it: it stays due for the next pass.
+      queueUp = false;
+      effects.add("send", "s1", sendDown);
+      expect((await effects.send(carriers, route, carry({}))).sent).toEqual([]);
+      expect(effects.inFlight("send", "s1")).toBe(false);
+      expect(effects.nextDue()).toBeLessThanOrEqual(Date.now());
+    }));
 });
+
+/** The first conversation id (c2, c3, …) that `ok` accepts. */
+function conversationsWhose(ok: (conversation: string) => boolean): string {
+  for (let n = 2; ; n++) if (ok(`c${n}`)) return `c${n}`;
+}
 
 describe("Typing", () => {
   const silent: ChatOutbound = { platform: "slack", split: (text) => [text], deliver: async () => ({ ok: true }) };
@@ -193,8 +241,8 @@ describe("Outbox", () => {
   const status = (text: string): OutboundMessage => ({ kind: "status", state: "working", text });
   /** Sends the due runs as the object's pass does; returns each run's head and deliveries. */
   async function sendDue(effects: Effects, outbox: Outbox) {
-    const { sent, queue } = capturingQueue();
-    await effects.send(queue, route, (row) => {
+    const { sent, carriers } = capturingCarriers();
+    await effects.send(carriers, route, (row) => {
       const run = outbox.run(route, Number(row.id));
       return run && { work: run };
     });

@@ -6,7 +6,7 @@ import { env } from "cloudflare:workers";
 import { createMessageBatch, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { consumeQueue } from "../runtime/courier/index.ts";
 import type { EffectMessage } from "../runtime/effects/index.ts";
-import { agent, alarmOf, courier, evict, evictCourier, fireAlarm, rows } from "./agents.ts";
+import { agent, alarmOf, courier, couriersThrough, evict, evictCourier, fireAlarm, noCouriers, rows } from "./agents.ts";
 import {
   getConversation,
   holdLedger,
@@ -137,15 +137,11 @@ describe("a turn stopped while a tool call is on its way to its courier", () => 
     const s = unique("onway");
     const entry = unique("entry");
     await script(s, [{ toolCalls: [{ name: "ledger__append", arguments: { entry } }] }, { text: "never" }]);
-    // This instance keeps its tool effects back (a slow queue); everything else goes on.
+    // This instance keeps its tool effects back (a slow hand-off); everything else goes on.
     const held: EffectMessage[] = [];
     await runInDurableObject(agent(T, name), (instance) => {
-      const sendBatch = async (batch: MessageSendRequest<EffectMessage>[]) => {
-        const onward = batch.filter((m) => m.body.kind !== "tool");
-        held.push(...batch.filter((m) => m.body.kind === "tool").map((m) => m.body));
-        if (onward.length > 0) await env.EFFECT_QUEUE.sendBatch(onward);
-      };
-      Object.assign(instance, { env: Object.create(env, { EFFECT_QUEUE: { value: { sendBatch } } }) });
+      const couriers = couriersThrough((effects) => (held.push(...effects.filter((e) => e.kind === "tool")), effects.filter((e) => e.kind !== "tool")));
+      Object.assign(instance, { env: Object.create(env, { COURIER: { value: couriers } }) });
     });
     await postMessage(T, name, { text: `[s:${s}] record ${entry}`, conversation: s });
     await waitFor("the tool call on its way", async () => held.length === 1);
@@ -167,8 +163,8 @@ describe("the pass watchdog", () => {
     const s = unique("watch");
     await script(s, [{ text: "finished after all" }]);
     await runInDurableObject(agent(T, name), async (instance) => {
-      // This instance's pass hangs on its way out (a queue that never answers); its alarm fires by itself.
-      Object.assign(instance, { env: Object.create(env, { EFFECT_QUEUE: { value: { sendBatch: () => new Promise(() => undefined) } } }) });
+      // This instance's pass hangs on its way out (the queue never answers the effects its couriers refused); its alarm fires by itself.
+      Object.assign(instance, { env: Object.create(env, { EFFECT_QUEUE: { value: { sendBatch: () => new Promise(() => undefined) } }, COURIER: { value: noCouriers } }) });
       await instance.submit(route, { id: unique("ev"), kind: "message", conversation: s, text: `[s:${s}] hi`, user: { platform: "api", id: "u" } });
     });
     await waitFor("the pass to hang with its watchdog armed", async () => ((await alarmOf(T, name)) ?? 0) > Date.now() + 5_000);

@@ -6,8 +6,8 @@ import { env } from "cloudflare:workers";
 import { createExecutionContext, createMessageBatch, getQueueResult, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { consumeQueue, courierStub } from "../runtime/courier/index.ts";
-import type { EffectMessage } from "../runtime/effects/index.ts";
-import { agent, alarmOf, rows } from "./agents.ts";
+import { courierName, type EffectMessage } from "../runtime/effects/index.ts";
+import { agent, alarmOf, noCouriers, rows } from "./agents.ts";
 import { chooseModels, getConversation, postMessage, providerRequests, releaseProvider, script, settled, unique, waitFor, withVars } from "./support.ts";
 
 const T = "jobs";
@@ -36,7 +36,7 @@ describe("the object never awaits a model call", () => {
     // for one that keeps the messages, so the consumer runs when the test says.
     await runInDurableObject(agent(isolated.tenant, isolated.agent), async (instance) => {
       const capture = { sendBatch: async (batch: MessageSendRequest<EffectMessage>[]) => void sent.push(...batch.map((m) => m.body)) };
-      Object.assign(instance, { env: Object.create(env, { EFFECT_QUEUE: { value: capture } }) });
+      Object.assign(instance, { env: Object.create(env, { EFFECT_QUEUE: { value: capture }, COURIER: { value: noCouriers } }) });
       await instance.submit(isolated, { id: unique("ev"), kind: "message", conversation: s, text: `[s:${s}] hi`, user: { platform: "api", id: "u" } });
       await instance.alarm();
     });
@@ -56,6 +56,22 @@ describe("the object never awaits a model call", () => {
     await waitFor("the object to be idle", async () => (await alarmOf(isolated.tenant, isolated.agent)) === null);
   });
 
+  it("a turn's effects go straight to their couriers: the queue carries none of them", async () => {
+    const direct = { tenant: T, agent: "hand-off" };
+    const s = unique("handoff");
+    await script(s, [{ text: "no queue between" }]);
+    const queued: EffectMessage[] = [];
+    await runInDurableObject(agent(direct.tenant, direct.agent), async (instance) => {
+      const sendBatch = (batch: MessageSendRequest<EffectMessage>[]) => (queued.push(...batch.map((m) => m.body)), env.EFFECT_QUEUE.sendBatch(batch));
+      Object.assign(instance, { env: Object.create(env, { EFFECT_QUEUE: { value: { sendBatch } } }) });
+      await instance.submit(direct, { id: unique("ev"), kind: "message", conversation: s, text: `[s:${s}] hi`, user: { platform: "api", id: "u" } });
+    });
+    const view = await settled(direct.tenant, direct.agent, s);
+    expect(view.transcript.at(-1)).toMatchObject({ role: "assistant", text: "no queue between" });
+    expect(await providerRequests(s)).toHaveLength(1);
+    expect(queued).toEqual([]);
+  });
+
   it("the queue consumer acks an effect only once its courier has it", async () => {
     const broken = { idFromName: () => ({}), get: () => ({ take: async () => Promise.reject(new Error("courier unreachable")) }) };
     const result = await runConsumer([modelEffect(`${unique("c")}:1:x:chat`)], "antiproton-effects", { COURIER: broken as never });
@@ -66,9 +82,12 @@ describe("the object never awaits a model call", () => {
   it("a courier that never answers its hand-off is left to the queue's retry, and the batch's others are acked", async () => {
     const hung = `${unique("c")}:1:x:chat`;
     const taken: string[] = [];
-    const courier = (id: string) => ({ take: async (effect: EffectMessage) => (effect.id === hung ? new Promise<void>(() => {}) : void taken.push(effect.id)), id });
+    const courier = (id: string) => ({ take: async (effects: EffectMessage[]) => (effects.some((e) => e.id === hung) ? new Promise<void>(() => {}) : void taken.push(...effects.map((e) => e.id))), id });
     const namespace = { idFromName: (name: string) => name, get: (name: string) => courier(name) };
-    const fine = `${unique("c")}:1:x:chat`;
+    // The other effect's lane goes to another courier: one courier's effects are handed over together.
+    let fine: string;
+    do fine = `${unique("c")}:1:x:chat`;
+    while (courierName(modelEffect(fine)) === courierName(modelEffect(hung)));
     const result = await runConsumer([modelEffect(hung), modelEffect(fine)], "antiproton-effects", { COURIER: namespace as never });
     expect(taken).toEqual([fine]);
     expect(result.explicitAcks).toEqual([`m1-${fine}`]);
@@ -205,7 +224,7 @@ describe("leases", () => {
     await runInDurableObject(stub, async (instance) => {
       // The first send is lost (as a local queue loses its messages when the process dies).
       const capture = { sendBatch: async (batch: MessageSendRequest<EffectMessage>[]) => void sent.push(...batch.map((m) => m.body)) };
-      Object.assign(instance, { env: Object.create(env, { EFFECT_QUEUE: { value: capture } }) });
+      Object.assign(instance, { env: Object.create(env, { EFFECT_QUEUE: { value: capture }, COURIER: { value: noCouriers } }) });
       await instance.submit(lost, { id: unique("ev"), kind: "message", conversation: s, text: `[s:${s}] hi`, user: { platform: "api", id: "u" } });
       await instance.alarm();
       Object.assign(instance, { env });
@@ -228,7 +247,7 @@ describe("leases", () => {
     const sends = await runInDurableObject(stub, async (instance, state) => {
       // Every send is lost.
       let sent = 0;
-      Object.assign(instance, { env: Object.create(env, { EFFECT_QUEUE: { value: { sendBatch: async (batch: unknown[]) => void (sent += batch.length) } } }) });
+      Object.assign(instance, { env: Object.create(env, { EFFECT_QUEUE: { value: { sendBatch: async (batch: unknown[]) => void (sent += batch.length) } }, COURIER: { value: noCouriers } }) });
       await instance.submit(lost, { id: unique("ev"), kind: "message", conversation: s, text: `[s:${s}] hi`, user: { platform: "api", id: "u" } });
       await instance.alarm();
       for (let lease = 0; lease < 5; lease++) {

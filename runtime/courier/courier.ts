@@ -1,9 +1,10 @@
 // The courier: a small Durable Object that does the waiting the agent's
 // object must never do, one of COURIER_SHARDS per agent, each working the
 // lanes (one kind of effect of one conversation) that hash to it side by
-// side and each lane's effects in order. The queue consumer hands it an
-// effect and is done at once, so one slow provider or platform call holds up
-// neither the queue nor any other lane. A few couriers per agent rather than
+// side and each lane's effects in order. The agent's pass (or, for those it
+// could not hand over, the queue consumer) hands it effects and is done at
+// once, so one slow provider or platform call holds up neither the pass nor
+// any other lane. A few couriers per agent rather than
 // two per conversation: a new conversation wakes no new object and creates
 // no database. The courier keeps the effect in its own SQLite and starts on
 // it at once, its watchdog alarm armed, so a crash or a deploy mid-call
@@ -20,10 +21,11 @@ import { type Migration, runMigrations } from "../../lib/migrations.ts";
 import { type DeliveryResult, type StreamTarget, outboundFor, type RuntimeDeps } from "../chat.ts";
 import type { AssistantMessage } from "@mariozechner/pi-ai";
 import { callProvider, modelChoice, type GatedCall, type ModelChoice, type ModelPick, type ModelRequest } from "../models/index.ts";
-import type { EffectKind, EffectMessage } from "../effects/index.ts";
+import { byCourier, courierName, type EffectKind, type EffectMessage } from "../effects/index.ts";
 import { type EffectReport, type EffectWork, type ReportAnswer, agentStub } from "../object/index.ts";
-import { countBusy, countUsage, spendRefusal } from "../metering/index.ts";
-import { ChatSends, errorText, withTimeout } from "./sends.ts";
+import { countBusy, countUsage, type HourBusy, spendRefusal } from "../metering/index.ts";
+import { withTimeout } from "../../lib/timeout.ts";
+import { ChatSends, errorText } from "./sends.ts";
 import { ReplyStream } from "./reply-stream.ts";
 import { MountCalls } from "./mount-calls.ts";
 import { ScriptCaller } from "./script-caller.ts";
@@ -36,8 +38,6 @@ import { imageLimits, picturesIn } from "../pictures/index.ts";
  * killed) runs its alarm again after this, and resumes the task it still holds.
  */
 const WATCHDOG_MS = 5_000;
-/** Couriers per agent: lanes hash to one, so an agent's conversations share a few warm objects. */
-const COURIER_SHARDS = 8;
 /** A courier that cannot reach the agent's object tries again after this, doubling. */
 const REPORT_RETRY_MS = 2_000;
 const MAX_REPORT_RETRY_MS = 60_000;
@@ -53,10 +53,11 @@ const MIGRATIONS: readonly Migration[] = [
 type Task = { seq: number; body: string; failures: number; starts: number; outcome: string | null };
 /**
  * What a task's run reports: the kind's outcome, or nothing when the work was
- * no longer wanted. `paid`: what the provider was paid for, to count in the
- * ledgers once it is reported and its reply sent.
+ * no longer wanted. `paid`: what the provider was paid for, and `busy`: the
+ * object's busy time the job carried, to count in the ledgers once it is
+ * reported and its reply sent.
  */
-type Outcome = { kind: EffectKind; report: EffectReport[EffectKind]; paid?: Paid } | null;
+type Outcome = { kind: EffectKind; report: EffectReport[EffectKind]; paid?: Paid; busy?: HourBusy[] } | null;
 /** An answer the provider was paid for, under its own id: a job called twice was paid twice. */
 type Paid = { id: string; pick: ModelPick; message: AssistantMessage; child: boolean };
 
@@ -79,17 +80,21 @@ export class Courier extends DurableObject<Env> {
     this.sends = new ChatSends(env, deps);
   }
 
-  /** Takes an effect (a second copy of one it holds is ignored) and starts on it. */
-  async take(effect: EffectMessage): Promise<void> {
+  /** Takes effects, in order (a second copy of one it holds is ignored), and starts on them; answers once they are written down. */
+  async take(effects: EffectMessage[]): Promise<void> {
     this.table();
-    const inserted = this.ctx.storage.sql.exec(
-      "INSERT OR IGNORE INTO tasks (kind, id, body, failures, starts, lane) VALUES (?, ?, ?, 0, 0, ?)",
-      effect.kind,
-      effect.id,
-      JSON.stringify(effect),
-      effect.lane,
-    ).rowsWritten;
-    if (inserted > 0) this.work(effect.lane).catch((err: unknown) => console.error("courier: work failed; its watchdog resumes it", err));
+    const lanes = new Set<string>();
+    for (const effect of effects) {
+      const inserted = this.ctx.storage.sql.exec(
+        "INSERT OR IGNORE INTO tasks (kind, id, body, failures, starts, lane) VALUES (?, ?, ?, 0, 0, ?)",
+        effect.kind,
+        effect.id,
+        JSON.stringify(effect),
+        effect.lane,
+      ).rowsWritten;
+      if (inserted > 0) lanes.add(effect.lane);
+    }
+    for (const lane of lanes) this.work(lane).catch((err: unknown) => console.error("courier: work failed; its watchdog resumes it", err));
   }
 
   /** The watchdog (or a retry's wait) ran out: resume every lane that holds a task. */
@@ -140,7 +145,7 @@ export class Courier extends DurableObject<Env> {
           outcome = await this.perform(effect, task.starts > 0);
           sql.exec("UPDATE tasks SET outcome = ? WHERE seq = ?", JSON.stringify(outcome), task.seq);
         }
-        if (outcome) await this.reported(effect, outcome);
+        if (outcome) await this.reported(effect, outcome, task.seq);
       } catch (err) {
         // The agent's object could not be reached: keep the task (and the lane's order) and try again later.
         const wait = Math.min(MAX_REPORT_RETRY_MS, REPORT_RETRY_MS * 2 ** task.failures);
@@ -173,13 +178,13 @@ export class Courier extends DurableObject<Env> {
         const work = await workOf("model");
         if (!work) return null;
         const stream = this.replyStream(effect, work.stream);
-        // The object's busy time goes to the ledger while the provider works.
         const request = JSON.parse(work.request) as ModelRequest;
-        const [, { call, paid }] = await Promise.all([countBusy(this.env, effect, work.busy), this.callModel(effect, request, stream)]);
+        const { call, paid } = await this.callModel(effect, request, stream);
         const shown = await stream?.finish(call.kind === "reply" ? textOf(call.message.content) : undefined);
         return {
           kind: "model",
           report: { call, ...(shown ? { shown } : {}) },
+          busy: work.busy,
           ...(paid ? { paid: { id: `${effect.id}:${crypto.randomUUID()}`, pick: request.model, message: paid, child: request.child === true } } : {}),
         };
       }
@@ -244,18 +249,22 @@ export class Courier extends DurableObject<Env> {
 
   /**
    * Reports an outcome, sends the chat run the object handed back (the turn's
-   * reply), reporting that too, then counts what the provider was paid for:
-   * no ledger call is on the reply's way. A crash after the report leaves the
-   * run to its lease (it is sent again, looked for first) and the count to the
-   * resumed task (the same id: counted once).
+   * reply), reporting that too, then counts what the provider was paid for and
+   * the object's busy time: no ledger call is on the way of the model request
+   * or of the reply. A crash after the report leaves the run to its lease (it
+   * is sent again, looked for first) and the count to the resumed task (the
+   * same id: counted once; busy time is a running total, taken at its highest).
    */
-  private async reported(effect: EffectMessage, outcome: NonNullable<Outcome>): Promise<void> {
+  private async reported(effect: EffectMessage, outcome: NonNullable<Outcome>, seq: number): Promise<void> {
     const answer = await this.report(effect, outcome.kind, outcome.report);
+    // The object has the outcome: a copy of the effect it sends from now on (a retry) is new work, not this task's
+    // (take ignores a copy of a task it holds). The task stays, under another key, for what follows the report.
+    this.ctx.storage.sql.exec("UPDATE tasks SET id = ? WHERE seq = ?", `${effect.id} (reported)`, seq);
     if (answer.run) {
       const head = answer.run.deliveries[0]!.row;
       await agentStub(this.env, effect).report(effect, "send", String(head), await this.sends.run(answer.run));
     }
-    if (outcome.paid) await this.count(effect, outcome.paid);
+    await Promise.all([countBusy(this.env, effect, outcome.busy ?? []), outcome.paid && this.count(effect, outcome.paid)]);
   }
 
   /** A paid answer into the ledgers (runtime/metering/spend.ts); a model no longer configured is logged, not counted. */
@@ -299,12 +308,10 @@ export class Courier extends DurableObject<Env> {
   }
 }
 
-/** The courier of an effect's lane: one of its agent's COURIER_SHARDS, by the lane's FNV-1a hash. */
+/** The courier of an effect's lane (runtime/effects/couriers.ts names it). */
 export function courierStub(env: Env, effect: Pick<EffectMessage, "tenant" | "agent" | "lane">): DurableObjectStub<Courier> {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < effect.lane.length; i++) hash = Math.imul(hash ^ effect.lane.charCodeAt(i), 0x01000193);
   const namespace = env.COURIER as DurableObjectNamespace<Courier>;
-  return namespace.get(namespace.idFromName(`${effect.tenant}:${effect.agent}:courier-${(hash >>> 0) % COURIER_SHARDS}`));
+  return namespace.get(namespace.idFromName(courierName(effect)));
 }
 
 const effectMessage = z.object({
@@ -329,8 +336,9 @@ const DEAD_LETTER_SUFFIX = "-dlq";
 const HAND_OFF_TIMEOUT_MS = 10_000;
 
 /**
- * The Worker's queue handler: each effect is handed to its lane's courier, all
- * of a batch's at once, each acked as soon as its courier has it. Nothing here
+ * The Worker's queue handler, for the effects a pass could not hand to their
+ * couriers itself: each courier is handed its effects, all couriers of a batch
+ * at once, and each effect is acked as soon as its courier has it. Nothing here
  * waits for a provider or a platform, so a batch takes milliseconds.
  */
 export async function consumeQueue(batch: MessageBatch<unknown>, env: Env): Promise<void> {
@@ -342,19 +350,23 @@ export async function consumeQueue(batch: MessageBatch<unknown>, env: Env): Prom
     }
     return;
   }
+  const messages = new Map<EffectMessage, Message<unknown>>();
+  for (const msg of batch.messages) {
+    const parsed = effectMessage.safeParse(msg.body);
+    if (parsed.success) messages.set(parsed.data, msg);
+    else {
+      console.error("dropping a malformed effect message", parsed.error.message);
+      msg.ack();
+    }
+  }
   await Promise.all(
-    batch.messages.map(async (msg) => {
-      const parsed = effectMessage.safeParse(msg.body);
-      if (!parsed.success) {
-        console.error("dropping a malformed effect message", parsed.error.message);
-        return msg.ack();
-      }
+    byCourier([...messages.keys()]).map(async (effects) => {
       try {
-        await withTimeout(courierStub(env, parsed.data).take(parsed.data), HAND_OFF_TIMEOUT_MS);
-        msg.ack();
+        await withTimeout(courierStub(env, effects[0]!).take(effects), HAND_OFF_TIMEOUT_MS);
+        effects.forEach((effect) => messages.get(effect)!.ack());
       } catch (err) {
-        console.warn(`handing ${parsed.data.kind} ${parsed.data.id} to its courier failed; the queue retries it`, err);
-        msg.retry({ delaySeconds: 1 });
+        console.warn(`handing ${effects.length} effects to their courier failed; the queue retries them`, err);
+        effects.forEach((effect) => messages.get(effect)!.retry({ delaySeconds: 1 }));
       }
     }),
   );

@@ -2,6 +2,7 @@
 // the platform's rate limits (pace.ts) and given up after SEND_TIMEOUT_SECONDS.
 import type { DeliveryResult, OutboxDelivery, RuntimeDeps } from "../chat.ts";
 import { ConfigError } from "../../lib/config.ts";
+import { withTimeout } from "../../lib/timeout.ts";
 import { outboundFor } from "../chat.ts";
 import { SEND_LEASE_MS, sendTimeoutMs, type RunResults, type SendRun } from "../effects/index.ts";
 import { holdAfter, sleep, takeTurn } from "./pace.ts";
@@ -69,16 +70,6 @@ export class ChatSends {
       if (err instanceof ConfigError) return { ok: false, error: `not configured: ${err.message}`, permanent: true };
       return { ok: false, error: errorText(err) };
     }
-  }
-}
-
-/** The timer is cleared once the call answers: a pending one would keep the courier awake for nothing. */
-export async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  try {
-    return await Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)))]);
-  } finally {
-    clearTimeout(timer);
   }
 }
 

@@ -2,18 +2,19 @@
 // chat send, a remote tool call, an approved hold performed, a mount's tool
 // list fetched, the typing indicator renewed, a leased machine ended, a person's change appended
 // to the audit trail) is a row here, next to the
-// domain row it belongs to. The pass sends due rows to the effect queue in
-// batches, each with its work where the work can travel (the courier claims
-// it from the object otherwise, and where it must be decided when it is
-// performed); the courier reports back. A lease that runs out is not a
+// domain row it belongs to. The pass hands due rows to their couriers
+// (couriers.ts; the queue for any a courier did not take), each with its work
+// where the work can travel (the courier claims it from the object otherwise,
+// and where it must be decided when it is performed); the courier reports back. A lease that runs out is not a
 // failure: the effect is sent again with the same id, for as long as the
 // deadline allows; only past it is the effect given up, and its owner fails
 // it with a sentence the person sees. Idle means no row, so no alarm.
 import type { Route } from "../chat.ts";
+import { type EffectCarriers, handOff } from "./couriers.ts";
 
 export type EffectKind = "model" | "send" | "tool" | "hold" | "mount" | "typing" | "lease" | "audit";
 
-/** The queue message: the effect and, where it can travel, its work. */
+/** An effect on its way to a courier (straight, or in a queue message): the effect and, where it can travel, its work. */
 export interface EffectMessage extends Route {
   kind: EffectKind;
   id: string;
@@ -33,7 +34,7 @@ export interface EffectMessage extends Route {
  */
 export type Dispatch = { work: unknown } | "claim" | "taken" | null;
 
-/** A queue message's body is at most 128 KB, a batch 256 KB: larger work is claimed instead, and batches are cut by size. */
+/** A queue message's body is at most 128 KB, a batch 256 KB (the queue is the fallback carrier): larger work is claimed instead, and batches are cut by size. */
 const MAX_CARRIED_BYTES = 96 * 1024;
 const MAX_BATCH_BYTES = 224 * 1024;
 const MAX_BATCH_MESSAGES = 100;
@@ -143,7 +144,7 @@ export class Effects {
    * `dispatch` says travels with it. Returns those sent (or handed on), and
    * the effects past their deadline: they are removed, and their owners fail them.
    */
-  async send(queue: Queue<EffectMessage>, route: Route, dispatch: (row: EffectRow) => Dispatch): Promise<{ sent: EffectRow[]; givenUp: EffectRow[] }> {
+  async send(carriers: EffectCarriers, route: Route, dispatch: (row: EffectRow) => Dispatch): Promise<{ sent: EffectRow[]; givenUp: EffectRow[] }> {
     const now = Date.now();
     const due = this.sql.exec<EffectRow>("SELECT * FROM effects WHERE due_at <= ? ORDER BY due_at", now).toArray();
     const expired = (row: EffectRow) => row.state !== "waiting" && row.first_sent_at !== null && now - row.first_sent_at >= this.deadlineMs;
@@ -173,15 +174,13 @@ export class Effects {
     }
     for (const batch of batches) {
       if (batch.length === 0) continue;
-      try {
-        await queue.sendBatch(batch.map(({ message }) => ({ body: message })));
-      } catch (err) {
-        console.error(`sending ${batch.length} effects failed; the next pass tries again`, err);
-        return { sent, givenUp };
+      const away = await handOff(carriers, batch.map(({ message }) => message));
+      // Marked once a courier (or the queue) has them: an eviction while handing off leaves them due, and the next pass sends them again.
+      for (const { row } of batch.filter((entry) => away.has(entry.message))) {
+        this.markSent(row, now);
+        sent.push(row);
       }
-      // Marked once on the queue: an eviction while sending leaves them due, and the next pass sends them again.
-      for (const { row } of batch) this.markSent(row, now);
-      sent.push(...batch.map(({ row }) => row));
+      if (away.size < batch.length) return { sent, givenUp };
     }
     return { sent, givenUp };
   }

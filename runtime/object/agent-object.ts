@@ -117,7 +117,7 @@ export class AgentObject extends DurableObject<Env> {
     );
     this.pass = new Pass({
       storage: ctx.storage,
-      queue: () => this.env.EFFECT_QUEUE,
+      carriers: () => ({ couriers: this.env.COURIER, queue: this.env.EFFECT_QUEUE }),
       store: this.store,
       effects: this.effects,
       jobs: this.jobs,

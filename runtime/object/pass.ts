@@ -1,6 +1,6 @@
 // The pass: what one alarm does. It advances the conversations an event, a
 // reply or a decision reached (every running one now and then, for safety),
-// performs approved holds, sends due effects to the queue in one batch, and
+// performs approved holds, hands due effects to their couriers, and
 // has the owner of each effect whose leases ran out end it with a sentence.
 // It never awaits the network; a failure in one conversation ends that turn
 // only.
@@ -10,7 +10,7 @@ import type { ApprovalFlow, Leases, ToolCalls, ToolLists } from "../tools/index.
 import type { BusyTime } from "../metering/index.ts";
 import type { Route } from "../chat.ts";
 import type { Conversations } from "../store/index.ts";
-import type { Dispatch, EffectMessage, EffectRow, Effects, Outbox } from "../effects/index.ts";
+import type { Dispatch, EffectCarriers, EffectRow, Effects, Outbox } from "../effects/index.ts";
 import type { ModelJobs } from "../models/index.ts";
 import type { PassContext } from "../pass-context.ts";
 import type { Turns } from "../turns/index.ts";
@@ -25,8 +25,8 @@ const BUSY_KEPT_MS = 35 * 24 * 3_600_000;
 /** The parts a pass moves, as the object wires them. */
 export interface PassParts {
   storage: DurableObjectStorage;
-  /** Read at each pass: the binding is the object's env's (tests swap it to watch what a pass sends). */
-  queue: () => Queue<EffectMessage>;
+  /** Read at each pass: the bindings are the object's env's (tests swap them to watch what a pass sends). */
+  carriers: () => EffectCarriers;
   store: Conversations;
   effects: Effects;
   jobs: ModelJobs;
@@ -53,7 +53,7 @@ export class Pass {
 
   /** `advance` false (a deleted agent, runtime/deletion): no turn moves and no hold is performed; what the outbox holds is still sent. */
   async run(route: Route, advance: boolean): Promise<void> {
-    const { effects, toolLists, approvals, leases, busyTime, storage, queue, dispatch, store, children } = this.parts;
+    const { effects, toolLists, approvals, leases, busyTime, storage, carriers, dispatch, store, children } = this.parts;
     if (advance) storage.transactionSync(() => children.expireDue());
     const pass = advance ? this.contextOrFailTurns(route) : null;
     if (!advance) store.takeMarked();
@@ -64,7 +64,7 @@ export class Pass {
     }
     // After the turns moved: a machine whose conversation settled ends in this pass.
     storage.transactionSync(() => leases.sweep());
-    const { sent, givenUp } = await effects.send(queue(), route, (row) => dispatch(route, row));
+    const { sent, givenUp } = await effects.send(carriers(), route, (row) => dispatch(route, row));
     busyTime.served([...sent, ...givenUp].map((effect) => effect.conversation));
     if (givenUp.length > 0) storage.transactionSync(() => givenUp.forEach((effect) => this.giveUp(route, effect)));
   }
