@@ -233,7 +233,8 @@ describe("callModel's answer for a failed call", () => {
     await script(s, [{ status: 429, error: "Resource has been exhausted", retryDelay: "42s" }]);
     await postMessage(route.tenant, route.agent, { text: `[s:${s}] hi`, conversation: s });
     const [retry] = await waitFor("the retry to be scheduled", async () => {
-      const waiting = await rows<{ due_at: number }>(route.tenant, route.agent, "SELECT due_at FROM effects WHERE conversation = ? AND state = 'waiting' AND retries = 0", s);
+      // Sent once, and waiting again (before its first send the job's effect waits too, due at once).
+      const waiting = await rows<{ due_at: number }>(route.tenant, route.agent, "SELECT due_at FROM effects WHERE conversation = ? AND state = 'waiting' AND retries = 0 AND first_sent_at IS NOT NULL", s);
       return waiting.length > 0 && waiting;
     });
     // 42 s from when the 429 came back (a few seconds of slack for a loaded machine), not the 0 s backoff the tests configure.
