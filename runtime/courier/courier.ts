@@ -20,10 +20,10 @@ import { ConfigError } from "../../lib/config.ts";
 import { type Migration, runMigrations } from "../../lib/migrations.ts";
 import { type DeliveryResult, type StreamTarget, outboundFor, type RuntimeDeps } from "../chat.ts";
 import type { AssistantMessage } from "@mariozechner/pi-ai";
-import { callProvider, modelChoice, type GatedCall, type ModelChoice, type ModelPick, type ModelRequest } from "../models/index.ts";
+import { callProvider, modelChoice, type GatedCall, type ModelPick, type ModelRequest } from "../models/index.ts";
 import { byCourier, courierName, type EffectKind, type EffectMessage } from "../effects/index.ts";
 import { type EffectReport, type EffectWork, type ReportAnswer, agentStub } from "../object/index.ts";
-import { countBusy, countUsage, type HourBusy, spendRefusal } from "../metering/index.ts";
+import { countJob, type HourBusy, type PaidAnswer, spendRefusal } from "../metering/index.ts";
 import { withTimeout } from "../../lib/timeout.ts";
 import { ChatSends, errorText } from "./sends.ts";
 import { ReplyStream } from "./reply-stream.ts";
@@ -264,19 +264,18 @@ export class Courier extends DurableObject<Env> {
       const head = answer.run.deliveries[0]!.row;
       await agentStub(this.env, effect).report(effect, "send", String(head), await this.sends.run(answer.run));
     }
-    await Promise.all([countBusy(this.env, effect, outcome.busy ?? []), outcome.paid && this.count(effect, outcome.paid)]);
+    if (outcome.busy?.length || outcome.paid) await countJob(this.env, effect, outcome.busy ?? [], outcome.paid ? this.paidAnswer(effect, outcome.paid) : null);
   }
 
-  /** A paid answer into the ledgers (runtime/metering/spend.ts); a model no longer configured is logged, not counted. */
-  private async count(effect: EffectMessage, paid: Paid): Promise<void> {
-    let choice: ModelChoice;
+  /** A paid answer as the ledgers count it (runtime/metering/spend.ts); a model no longer configured is logged, not counted. */
+  private paidAnswer(effect: EffectMessage, paid: Paid): PaidAnswer | null {
     try {
-      choice = modelChoice(this.env, paid.pick);
+      return { call: paid.id, choice: modelChoice(this.env, paid.pick), message: paid.message, child: paid.child };
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
-      return console.error(`job ${effect.id}: its answer cannot be counted: ${err.message}`);
+      console.error(`job ${effect.id}: its answer cannot be counted: ${err.message}`);
+      return null;
     }
-    await countUsage(this.env, effect, paid.id, choice, paid.message, paid.child);
   }
 
   /**

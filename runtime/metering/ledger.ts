@@ -207,11 +207,21 @@ export class Ledger extends DurableObject<Env> {
   }
 
   /**
+   * What one model job leaves here, in one call (runtime/metering/spend.ts,
+   * countJob): its answer's usage, counted once (false when counted already,
+   * or none came), and the agent's busy time.
+   */
+  async record(usage: UsageEntry | null, busy: { tenant: string; agent: string; hours: HourBusy[] } | null): Promise<boolean> {
+    if (busy) this.busy(busy.tenant, busy.agent, busy.hours);
+    return usage ? this.count(usage) : false;
+  }
+
+  /**
    * An agent object's busy time per hour, as the object itself sums it: each
    * report carries the hour's total so far, so the larger value stays and a
    * report repeated or out of order changes nothing.
    */
-  async busy(tenant: string, agent: string, hours: HourBusy[]): Promise<void> {
+  private busy(tenant: string, agent: string, hours: HourBusy[]): void {
     for (const h of hours) {
       // Already folded into its day (none should come: see FOLD_AFTER_MS).
       if (h.hour < foldLine(Date.now())) continue;

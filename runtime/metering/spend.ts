@@ -7,7 +7,7 @@ import type { AssistantMessage } from "@mariozechner/pi-ai";
 import type { HourBusy } from "./busy-time.ts";
 import type { Route } from "../chat.ts";
 import { dailySpendLimit, platformDailySpendLimit } from "./config.ts";
-import { dayStart, ledgerStub, type LedgerReading, type TenantLimit } from "./ledger.ts";
+import { dayStart, ledgerStub, type LedgerReading, type TenantLimit, type UsageEntry } from "./ledger.ts";
 import { unpricedSentence, usageRow } from "./usage.ts";
 
 /** Who pays for a call: nobody (the local model), the operator, or the tenant with its own key (a model choice says). */
@@ -53,27 +53,53 @@ function usd(n: number): string {
   return n === 0 || n >= 1 ? n.toFixed(2) : n.toFixed(4);
 }
 
+/** A provider answer paid for: its id (a job called twice was paid twice), how it was paid, what it used. */
+export interface PaidAnswer {
+  call: string;
+  choice: Payer;
+  message: AssistantMessage;
+  child: boolean;
+}
+
 /**
- * Counts what one provider answer used, once per `call` (an id of that answer),
- * in the tenant's ledger and, paid with the operator's key, the platform's. The
- * call is paid for already: a ledger that cannot be reached is logged, never a
- * reason to call again.
+ * What one model job leaves in the ledgers, in one call to each: what its
+ * answer used, counted once per `paid.call`, in the tenant's ledger and (paid
+ * with the operator's key) the platform's; and the agent's busy time per hour
+ * it carried, into both. The call is paid for already: a ledger that cannot be
+ * reached is logged, never a reason to call again.
  */
-export async function countUsage(env: Env, route: Route, call: string, choice: Payer, message: AssistantMessage, child: boolean): Promise<void> {
+export async function countJob(env: Env, route: Route, hours: HourBusy[], paid: PaidAnswer | null): Promise<void> {
+  const entry = paid && usageEntry(route, paid);
+  const busy = hours.length > 0 ? { tenant: route.tenant, agent: route.agent, hours } : null;
+  await Promise.all(
+    [route.tenant, undefined].map(async (tenant) => {
+      // A tenant's own key is not the operator's money: the platform's ledger counts none of it.
+      const usage = tenant === undefined && entry?.byok ? null : entry;
+      if (!usage && !busy) return;
+      try {
+        const counted = await ledgerStub(env, tenant).record(usage, busy);
+        if (counted && !usage!.byok) addToReading(tenant, usage!.costUsd);
+      } catch (err) {
+        console.error(`the ${tenant === undefined ? "platform" : `tenant ${tenant}`} ledger could not count job ${paid?.call ?? "(busy time)"}`, err);
+      }
+    }),
+  );
+}
+
+function usageEntry(route: Route, { call, choice, message, child }: PaidAnswer): UsageEntry {
   const usage = usageRow(message);
-  const byok = choice.kind === "provider" && choice.byok === true;
   const tokens = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens + usage.output_tokens;
   if (choice.kind === "provider" && usage.cost === 0 && tokens > 0 && !unpriced.has(usage.model)) {
     unpriced.add(usage.model);
     console.warn(unpricedSentence(usage.model));
   }
-  const entry = {
+  return {
     call,
     tenant: route.tenant,
     agent: route.agent,
     model: usage.model,
     at: Date.now(),
-    byok,
+    byok: choice.kind === "provider" && choice.byok === true,
     inputTokens: usage.input_tokens,
     cacheReadTokens: usage.cache_read_tokens,
     cacheWriteTokens: usage.cache_write_tokens,
@@ -81,29 +107,6 @@ export async function countUsage(env: Env, route: Route, call: string, choice: P
     costUsd: usage.cost,
     child,
   };
-  const ledgers: (string | undefined)[] = byok ? [route.tenant] : [route.tenant, undefined];
-  await Promise.all(
-    ledgers.map(async (tenant) => {
-      try {
-        const counted = await ledgerStub(env, tenant).count(entry);
-        if (counted && !byok) addToReading(tenant, usage.cost);
-      } catch (err) {
-        console.error(`the ${tenant === undefined ? "platform" : `tenant ${tenant}`} ledger could not count call ${call}`, err);
-      }
-    }),
-  );
-}
-
-/** An agent's busy time per hour, handed over with a model job's claim, into the same two ledgers. */
-export async function countBusy(env: Env, route: Route, hours: HourBusy[]): Promise<void> {
-  if (hours.length === 0) return;
-  await Promise.all(
-    [route.tenant, undefined].map((tenant) =>
-      ledgerStub(env, tenant)
-        .busy(route.tenant, route.agent, hours)
-        .catch((err) => console.error(`the ${tenant === undefined ? "platform" : `tenant ${tenant}`} ledger could not take busy time`, err)),
-    ),
-  );
 }
 
 /** Forgets a tenant's cached reading (its limit changed through this isolate). */

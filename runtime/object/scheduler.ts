@@ -26,8 +26,11 @@ export class Scheduler {
    * so no pass runs to find nothing to do. A pass under way goes round again.
    */
   wake(): void {
-    if (this.pass || this.dueNow()) this.kick();
-    else this.arm().catch((err: unknown) => console.error("the alarm could not be set", err));
+    if (this.pass) return this.kick();
+    // Read once: every report wakes the object, and each read is a query per part.
+    const due = this.dueTimes();
+    if (due.some((t) => t !== null && t <= Date.now())) this.kick();
+    else this.arm(due).catch((err: unknown) => console.error("the alarm could not be set", err));
   }
 
   /** A pass now, in the background, whatever is due: for work no due time shows (a new mount's tool list). */
@@ -63,8 +66,8 @@ export class Scheduler {
     return this.dueTimes().some((t) => t !== null && t <= now);
   }
 
-  private async arm(): Promise<void> {
-    const due = this.dueTimes().filter((t): t is number => t !== null);
+  private async arm(times = this.dueTimes()): Promise<void> {
+    const due = times.filter((t): t is number => t !== null);
     if (due.length === 0) await this.storage.deleteAlarm();
     else await this.storage.setAlarm(Math.min(...due));
   }
