@@ -188,6 +188,42 @@ describe("an outcome in hand is kept until the object takes it", () => {
     expect(view.transcript.filter((e) => e.role === "assistant").map((e) => e.text)).toEqual(["answered once"]);
     expect(await providerRequests(s)).toHaveLength(1);
   });
+
+  it("a retry the object sends while the courier still waits for its report's answer is new work, not a copy it ignores", async () => {
+    const s = unique("retryrace");
+    await script(s, [{ status: 500, error: "upstream exploded" }, { text: "answered after the retry" }]);
+    // The answer to the courier's first report is held back: the object has the outcome (and sends the retry at once:
+    // no backoff in tests) while the courier has not heard back.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let reports = 0;
+    const stub = courierStub(env, { ...route, lane: `model:${s}` });
+    await runInDurableObject(stub, (instance) => {
+      const agents = env.AGENT;
+      const slow = {
+        idFromName: (name: string) => agents.idFromName(name),
+        get: (id: DurableObjectId) => {
+          const real = agents.get(id);
+          return {
+            claim: (...args: Parameters<typeof real.claim>) => real.claim(...args),
+            progress: (...args: Parameters<typeof real.progress>) => real.progress(...args),
+            report: async (...args: Parameters<typeof real.report>) => {
+              const answer = await real.report(...args);
+              if (reports++ === 0) await held;
+              return answer;
+            },
+          };
+        },
+      };
+      Object.assign(instance, { env: Object.create(env, { AGENT: { value: slow } }) });
+    });
+    await postMessage(T, A, { text: `[s:${s}] hi`, conversation: s });
+    await waitFor("the object to send the retry", async () => (await rows<{ attempts: number }>(T, A, "SELECT attempts FROM effects WHERE kind = 'model' AND conversation = ?", s))[0]?.attempts === 2);
+    release();
+    const view = await settled(T, A, s);
+    expect(view.transcript.at(-1)).toMatchObject({ role: "assistant", text: "answered after the retry" });
+    expect(await providerRequests(s)).toHaveLength(2);
+  });
 });
 
 describe("provider errors", () => {

@@ -80,12 +80,21 @@ export class Courier extends DurableObject<Env> {
     this.sends = new ChatSends(env, deps);
   }
 
-  /** Takes effects, in order (a second copy of one it holds is ignored), and starts on them; answers once they are written down. */
+  /**
+   * Takes effects, in order, and starts on them; answers once they are
+   * written down. A copy of one it holds is ignored while its work may be
+   * under way; once its outcome is in hand, a later send of it (the object
+   * answered the report and sent it again: a retry) is new work, and the
+   * held task keeps only its report to make, under another key.
+   */
   async take(effects: EffectMessage[]): Promise<void> {
     this.table();
+    const sql = this.ctx.storage.sql;
     const lanes = new Set<string>();
     for (const effect of effects) {
-      const inserted = this.ctx.storage.sql.exec(
+      const held = sql.exec<{ seq: number; body: string; outcome: string | null }>("SELECT seq, body, outcome FROM tasks WHERE kind = ? AND id = ?", effect.kind, effect.id).toArray()[0];
+      if (held && held.outcome !== null && (JSON.parse(held.body) as EffectMessage).attempt < effect.attempt) this.freeKey(effect, held.seq);
+      const inserted = sql.exec(
         "INSERT OR IGNORE INTO tasks (kind, id, body, failures, starts, lane) VALUES (?, ?, ?, 0, 0, ?)",
         effect.kind,
         effect.id,
@@ -161,6 +170,11 @@ export class Courier extends DurableObject<Env> {
     if (this.working.size > 1 || sql.exec("SELECT 1 FROM tasks LIMIT 1").toArray().length > 0) return;
     this.watchdogArmed = false;
     await this.ctx.storage.deleteAlarm();
+  }
+
+  /** The task stays, under another key, for what follows its report; a copy of its effect taken from now on is a task of its own. */
+  private freeKey(effect: EffectMessage, seq: number): void {
+    this.ctx.storage.sql.exec("UPDATE tasks SET id = ? WHERE seq = ?", `${effect.id} (reported)`, seq);
   }
 
   private table(): void {
@@ -257,9 +271,8 @@ export class Courier extends DurableObject<Env> {
    */
   private async reported(effect: EffectMessage, outcome: NonNullable<Outcome>, seq: number): Promise<void> {
     const answer = await this.report(effect, outcome.kind, outcome.report);
-    // The object has the outcome: a copy of the effect it sends from now on (a retry) is new work, not this task's
-    // (take ignores a copy of a task it holds). The task stays, under another key, for what follows the report.
-    this.ctx.storage.sql.exec("UPDATE tasks SET id = ? WHERE seq = ?", `${effect.id} (reported)`, seq);
+    // The object has the outcome: a copy of the effect it sends from now on (a retry) is new work, not this task's.
+    this.freeKey(effect, seq);
     if (answer.run) {
       const head = answer.run.deliveries[0]!.row;
       await agentStub(this.env, effect).report(effect, "send", String(head), await this.sends.run(answer.run));
