@@ -227,7 +227,7 @@ function laneOf(row: EffectRow): string {
 /** Couriers per agent: lanes hash to one, so an agent's conversations share a few warm objects. */
 const COURIER_SHARDS = 8;
 /** A courier that has not taken its effects by then is passed over for the queue: the pass waits no longer. */
-const HAND_OFF_TIMEOUT_MS = 2_000;
+const PASS_HAND_OFF_TIMEOUT_MS = 2_000;
 
 /** What a due effect is handed to: its courier (by name), else the queue. */
 export interface EffectCarriers {
@@ -264,7 +264,7 @@ export async function handOff(carriers: EffectCarriers, effects: EffectMessage[]
   await Promise.all(
     byCourier(effects).map(async (group) => {
       try {
-        await withTimeout(couriers.get(couriers.idFromName(courierName(group[0]!))).take(group), HAND_OFF_TIMEOUT_MS);
+        await withTimeout(couriers.get(couriers.idFromName(courierName(group[0]!))).take(group), PASS_HAND_OFF_TIMEOUT_MS);
         group.forEach((effect) => away.add(effect));
       } catch (err) {
         console.warn(`${group.length} effects not taken by their courier go on the queue (${err instanceof Error ? err.message : String(err)})`);
