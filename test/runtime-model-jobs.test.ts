@@ -5,7 +5,8 @@
 import { env } from "cloudflare:workers";
 import { createExecutionContext, createMessageBatch, getQueueResult, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { consumeQueue, courierStub } from "../runtime/courier/index.ts";
+import { consumeQueue, type Courier, courierStub } from "../runtime/courier/index.ts";
+import type { AgentObject } from "../runtime/object/index.ts";
 import { courierName, type EffectMessage } from "../runtime/effects/index.ts";
 import { agent, alarmOf, noCouriers, rows } from "./agents.ts";
 import { chooseModels, getConversation, postMessage, providerRequests, releaseProvider, script, settled, unique, waitFor, withVars } from "./support.ts";
@@ -21,6 +22,27 @@ function runConsumer(messages: EffectMessage[], queue = "antiproton-effects", bi
   );
   const ctx = createExecutionContext();
   return consumeQueue(batch as MessageBatch<unknown>, { ...env, ...bindings } as Env).then(() => getQueueResult(batch, ctx));
+}
+
+type AgentStub = DurableObjectStub<AgentObject>;
+
+/** The courier reaches the real agent, but its reports go through `report` (given the real stub and the report's arguments). */
+function reportsThrough(courier: DurableObjectStub<Courier>, report: (real: AgentStub, args: Parameters<AgentStub["report"]>) => Promise<unknown>): Promise<void> {
+  return runInDurableObject(courier, (instance) => {
+    const agents = env.AGENT;
+    const through = {
+      idFromName: (name: string) => agents.idFromName(name),
+      get: (id: DurableObjectId) => {
+        const real = agents.get(id);
+        return {
+          claim: (...args: Parameters<typeof real.claim>) => real.claim(...args),
+          progress: (...args: Parameters<typeof real.progress>) => real.progress(...args),
+          report: (...args: Parameters<typeof real.report>) => report(real, args),
+        };
+      },
+    };
+    Object.assign(instance, { env: Object.create(env, { AGENT: { value: through } }) });
+  });
 }
 
 const modelEffect = (jobId: string, r = route): EffectMessage => ({ ...r, kind: "model", id: jobId, lane: `model:${jobId.split(":")[0]}`, attempt: 1 });
@@ -166,21 +188,7 @@ describe("an outcome in hand is kept until the object takes it", () => {
     const [job] = await rows<{ id: string }>(T, A, "SELECT id FROM model_jobs WHERE conversation = ?", s);
     // The courier's next report to the agent is lost on its way (the object never hears it).
     let lost = 0;
-    await runInDurableObject(courierStub(env, modelEffect(job!.id)), (instance) => {
-      const agents = env.AGENT;
-      const losing = {
-        idFromName: (name: string) => agents.idFromName(name),
-        get: (id: DurableObjectId) => {
-          const real = agents.get(id);
-          return {
-            claim: (...args: Parameters<typeof real.claim>) => real.claim(...args),
-            progress: (...args: Parameters<typeof real.progress>) => real.progress(...args),
-            report: (...args: Parameters<typeof real.report>) => (lost++ === 0 ? Promise.reject(new Error("lost on its way")) : real.report(...args)),
-          };
-        },
-      };
-      Object.assign(instance, { env: Object.create(env, { AGENT: { value: losing } }) });
-    });
+    await reportsThrough(courierStub(env, modelEffect(job!.id)), (real, args) => (lost++ === 0 ? Promise.reject(new Error("lost on its way")) : real.report(...args)));
     await releaseProvider(s);
     await waitFor("the report to be lost", async () => lost > 0);
     expect(await runDurableObjectAlarm(courierStub(env, modelEffect(job!.id)))).toBe(true);
@@ -197,25 +205,10 @@ describe("an outcome in hand is kept until the object takes it", () => {
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
     let reports = 0;
-    const stub = courierStub(env, { ...route, lane: `model:${s}` });
-    await runInDurableObject(stub, (instance) => {
-      const agents = env.AGENT;
-      const slow = {
-        idFromName: (name: string) => agents.idFromName(name),
-        get: (id: DurableObjectId) => {
-          const real = agents.get(id);
-          return {
-            claim: (...args: Parameters<typeof real.claim>) => real.claim(...args),
-            progress: (...args: Parameters<typeof real.progress>) => real.progress(...args),
-            report: async (...args: Parameters<typeof real.report>) => {
-              const answer = await real.report(...args);
-              if (reports++ === 0) await held;
-              return answer;
-            },
-          };
-        },
-      };
-      Object.assign(instance, { env: Object.create(env, { AGENT: { value: slow } }) });
+    await reportsThrough(courierStub(env, { ...route, lane: `model:${s}` }), async (real, args) => {
+      const answer = await real.report(...args);
+      if (reports++ === 0) await held;
+      return answer;
     });
     await postMessage(T, A, { text: `[s:${s}] hi`, conversation: s });
     await waitFor("the object to send the retry", async () => (await rows<{ attempts: number }>(T, A, "SELECT attempts FROM effects WHERE kind = 'model' AND conversation = ?", s))[0]?.attempts === 2);

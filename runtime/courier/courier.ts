@@ -21,10 +21,9 @@ import { type Migration, runMigrations } from "../../lib/migrations.ts";
 import { type DeliveryResult, type StreamTarget, outboundFor, type RuntimeDeps } from "../chat.ts";
 import type { AssistantMessage } from "@mariozechner/pi-ai";
 import { callProvider, modelChoice, type GatedCall, type ModelPick, type ModelRequest } from "../models/index.ts";
-import { byCourier, courierName, type EffectKind, type EffectMessage } from "../effects/index.ts";
+import { courierName, type EffectKind, type EffectMessage, toCouriers } from "../effects/index.ts";
 import { type EffectReport, type EffectWork, type ReportAnswer, agentStub } from "../object/index.ts";
 import { countJob, type HourBusy, type PaidAnswer, spendRefusal } from "../metering/index.ts";
-import { withTimeout } from "../../lib/timeout.ts";
 import { ChatSends, errorText } from "./sends.ts";
 import { ReplyStream } from "./reply-stream.ts";
 import { MountCalls } from "./mount-calls.ts";
@@ -91,17 +90,11 @@ export class Courier extends DurableObject<Env> {
     this.table();
     const sql = this.ctx.storage.sql;
     const lanes = new Set<string>();
+    // Whether a row went in is what RETURNING answers: rowsWritten is a billing count, and an ignored insert into this table still counts 1.
+    const insert = (effect: EffectMessage) =>
+      sql.exec("INSERT INTO tasks (kind, id, body, failures, starts, lane) VALUES (?, ?, ?, 0, 0, ?) ON CONFLICT (kind, id) DO NOTHING RETURNING seq", effect.kind, effect.id, JSON.stringify(effect), effect.lane).toArray().length > 0;
     for (const effect of effects) {
-      const held = sql.exec<{ seq: number; body: string; outcome: string | null }>("SELECT seq, body, outcome FROM tasks WHERE kind = ? AND id = ?", effect.kind, effect.id).toArray()[0];
-      if (held && held.outcome !== null && (JSON.parse(held.body) as EffectMessage).attempt < effect.attempt) this.freeKey(effect, held.seq);
-      const inserted = sql.exec(
-        "INSERT OR IGNORE INTO tasks (kind, id, body, failures, starts, lane) VALUES (?, ?, ?, 0, 0, ?)",
-        effect.kind,
-        effect.id,
-        JSON.stringify(effect),
-        effect.lane,
-      ).rowsWritten;
-      if (inserted > 0) lanes.add(effect.lane);
+      if (insert(effect) || (this.freedForLaterSend(effect) && insert(effect))) lanes.add(effect.lane);
     }
     for (const lane of lanes) this.work(lane).catch((err: unknown) => console.error("courier: work failed; its watchdog resumes it", err));
   }
@@ -170,6 +163,14 @@ export class Courier extends DurableObject<Env> {
     if (this.working.size > 1 || sql.exec("SELECT 1 FROM tasks LIMIT 1").toArray().length > 0) return;
     this.watchdogArmed = false;
     await this.ctx.storage.deleteAlarm();
+  }
+
+  /** A copy of a held task whose outcome is in hand, sent later than it: the held task's key is freed for the copy (true). */
+  private freedForLaterSend(effect: EffectMessage): boolean {
+    const held = this.ctx.storage.sql.exec<{ seq: number; body: string; outcome: string | null }>("SELECT seq, body, outcome FROM tasks WHERE kind = ? AND id = ?", effect.kind, effect.id).toArray()[0];
+    if (!held || held.outcome === null || (JSON.parse(held.body) as EffectMessage).attempt >= effect.attempt) return false;
+    this.freeKey(effect, held.seq);
+    return true;
   }
 
   /** The task stays, under another key, for what follows its report; a copy of its effect taken from now on is a task of its own. */
@@ -277,7 +278,7 @@ export class Courier extends DurableObject<Env> {
       const head = answer.run.deliveries[0]!.row;
       await agentStub(this.env, effect).report(effect, "send", String(head), await this.sends.run(answer.run));
     }
-    if (outcome.busy?.length || outcome.paid) await countJob(this.env, effect, outcome.busy ?? [], outcome.paid ? this.paidAnswer(effect, outcome.paid) : null);
+    await countJob(this.env, effect, outcome.busy ?? [], outcome.paid ? this.paidAnswer(effect, outcome.paid) : null);
   }
 
   /** A paid answer as the ledgers count it (runtime/metering/spend.ts); a model no longer configured is logged, not counted. */
@@ -320,7 +321,7 @@ export class Courier extends DurableObject<Env> {
   }
 }
 
-/** The courier of an effect's lane (runtime/effects/couriers.ts names it). */
+/** The courier of an effect's lane (runtime/effects/effects.ts, courierName, names it). */
 export function courierStub(env: Env, effect: Pick<EffectMessage, "tenant" | "agent" | "lane">): DurableObjectStub<Courier> {
   const namespace = env.COURIER as DurableObjectNamespace<Courier>;
   return namespace.get(namespace.idFromName(courierName(effect)));
@@ -371,15 +372,8 @@ export async function consumeQueue(batch: MessageBatch<unknown>, env: Env): Prom
       msg.ack();
     }
   }
-  await Promise.all(
-    byCourier([...messages.keys()]).map(async (effects) => {
-      try {
-        await withTimeout(courierStub(env, effects[0]!).take(effects), HAND_OFF_TIMEOUT_MS);
-        effects.forEach((effect) => messages.get(effect)!.ack());
-      } catch (err) {
-        console.warn(`handing ${effects.length} effects to their courier failed; the queue retries them`, err);
-        effects.forEach((effect) => messages.get(effect)!.retry({ delaySeconds: 1 }));
-      }
-    }),
-  );
+  // Those a courier did not take, the queue delivers again.
+  const { taken, missed } = await toCouriers(env.COURIER, [...messages.keys()], HAND_OFF_TIMEOUT_MS);
+  taken.forEach((effect) => messages.get(effect)!.ack());
+  missed.forEach((effect) => messages.get(effect)!.retry({ delaySeconds: 1 }));
 }

@@ -242,14 +242,33 @@ export function courierName(effect: Pick<EffectMessage, "tenant" | "agent" | "la
   return `${effect.tenant}:${effect.agent}:courier-${(hash >>> 0) % COURIER_SHARDS}`;
 }
 
-/** Effects by courier, each courier's in the order given (a lane's effects keep their order). */
-export function byCourier(effects: EffectMessage[]): EffectMessage[][] {
+/**
+ * Gives each courier its effects, in the order given (a lane's effects keep
+ * their order), all couriers at once; those a courier did not take within
+ * `timeoutMs` are `missed`. The pass and the queue consumer both hand over this way.
+ */
+export async function toCouriers(couriers: EffectCarriers["couriers"], effects: EffectMessage[], timeoutMs: number): Promise<{ taken: EffectMessage[]; missed: EffectMessage[] }> {
   const groups = new Map<string, EffectMessage[]>();
   for (const effect of effects) {
     const name = courierName(effect);
-    groups.set(name, [...(groups.get(name) ?? []), effect]);
+    const group = groups.get(name);
+    if (group) group.push(effect);
+    else groups.set(name, [effect]);
   }
-  return [...groups.values()];
+  const taken: EffectMessage[] = [];
+  const missed: EffectMessage[] = [];
+  await Promise.all(
+    [...groups].map(async ([name, group]) => {
+      try {
+        await withTimeout(couriers.get(couriers.idFromName(name)).take(group), timeoutMs);
+        taken.push(...group);
+      } catch (err) {
+        console.warn(`${group.length} effects not taken by their courier (${err instanceof Error ? err.message : String(err)})`);
+        missed.push(...group);
+      }
+    }),
+  );
+  return { taken, missed };
 }
 
 /**
@@ -257,24 +276,12 @@ export function byCourier(effects: EffectMessage[]): EffectMessage[][] {
  * queue. Returns the effects on their way (all of them, unless the queue
  * refused too: the rest stay due, and the next pass tries again).
  */
-export async function handOff(carriers: EffectCarriers, effects: EffectMessage[]): Promise<Set<EffectMessage>> {
-  const { couriers, queue } = carriers;
-  const away = new Set<EffectMessage>();
-  const missed: EffectMessage[] = [];
-  await Promise.all(
-    byCourier(effects).map(async (group) => {
-      try {
-        await withTimeout(couriers.get(couriers.idFromName(courierName(group[0]!))).take(group), PASS_HAND_OFF_TIMEOUT_MS);
-        group.forEach((effect) => away.add(effect));
-      } catch (err) {
-        console.warn(`${group.length} effects not taken by their courier go on the queue (${err instanceof Error ? err.message : String(err)})`);
-        missed.push(...group);
-      }
-    }),
-  );
+async function handOff(carriers: EffectCarriers, effects: EffectMessage[]): Promise<Set<EffectMessage>> {
+  const { taken, missed } = await toCouriers(carriers.couriers, effects, PASS_HAND_OFF_TIMEOUT_MS);
+  const away = new Set(taken);
   if (missed.length === 0) return away;
   try {
-    await queue.sendBatch(missed.map((body) => ({ body })));
+    await carriers.queue.sendBatch(missed.map((body) => ({ body })));
     missed.forEach((effect) => away.add(effect));
   } catch (err) {
     console.error(`sending ${missed.length} effects failed; the next pass tries again`, err);

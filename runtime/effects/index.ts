@@ -1,6 +1,6 @@
 // The effects room: what the object needs done elsewhere, as rows next to the
 // state that produced them (effects, the chat outbox, the typing indicator).
 export { deadlineMs, leaseSeconds, sendTimeoutMs, streamReplies } from "./config.ts";
-export { byCourier, courierName, type Dispatch, type EffectCarriers, type EffectKind, type EffectMessage, type EffectRow, Effects, SEND_LEASE_MS } from "./effects.ts";
+export { courierName, toCouriers, type Dispatch, type EffectCarriers, type EffectKind, type EffectMessage, type EffectRow, Effects, SEND_LEASE_MS } from "./effects.ts";
 export { Outbox, type RunDelivery, type RunResults, type SendRun } from "./outbox.ts";
 export { Typing, TYPING_REFRESH_MS } from "./typing.ts";
