@@ -27,6 +27,14 @@ async function usage(tenant: string, query = ""): Promise<UsageAnswer> {
   return res.json();
 }
 
+/** The tenant's usage once its ledger has counted `calls` model calls: a job is counted after its reply is sent, so after its conversation settled. */
+function counted(tenant: string, calls: number): Promise<UsageAnswer> {
+  return waitFor(`${calls} model calls counted for ${tenant}`, async () => {
+    const answer = await usage(tenant);
+    return answer.totals.calls >= calls && answer;
+  });
+}
+
 function setLimit(tenant: string, body: unknown): Promise<Response> {
   return worker(`/v1/tenants/${tenant}/limits`, { method: "PUT", headers: ADMIN, body: JSON.stringify(body) });
 }
@@ -97,7 +105,7 @@ describe("the usage ledger", () => {
     expect(expected.b).toEqual({ input: 500, cached: 2000, cacheWrite: 700, output: 33, calls: 1 });
 
     const check = async () => {
-      const answer = await usage(tenant);
+      const answer = await counted(tenant, 4);
       for (const [name, model] of [["a", "fake/test-model"], ["b", "fake-anthropic/claude-sonnet-4-5"]] as const) {
         const mine = answer.usage.filter((r) => r.agent === name);
         expect(new Set(mine.map((r) => r.model))).toEqual(new Set([model]));
@@ -184,8 +192,7 @@ describe("the usage ledger", () => {
     expect(view.transcript.filter((e) => e.role === "assistant").map((e) => e.text)).toEqual(["first, reported again"]);
     const requests = await providerRequests(s);
     expect(requests.filter((r) => r.responded)).toHaveLength(1);
-    const counted = await waitFor("the count", async () => ((await usage(tenant)).totals.calls === 1 ? (await usage(tenant)).totals : undefined));
-    expect(counted).toMatchObject(billed(requests));
+    expect((await counted(tenant, 1)).totals).toMatchObject(billed(requests));
   });
 
   it("an answer cut off after it began is counted for what it reported: the prompt was billed", async () => {
@@ -205,7 +212,7 @@ describe("the usage ledger", () => {
     // What the fake reported for each: the cut one's message_start, the whole one's message_delta.
     const sent = (await providerRequests(s)).map((r) => r.usage as { input_tokens: number; output_tokens: number });
     expect(sent.map((u) => u.input_tokens)).toEqual([700, 40]);
-    expect((await usage(tenant)).totals).toMatchObject({ calls: 2, inputTokens: 740, outputTokens: sent[0]!.output_tokens + sent[1]!.output_tokens });
+    expect((await counted(tenant, 2)).totals).toMatchObject({ calls: 2, inputTokens: 740, outputTokens: sent[0]!.output_tokens + sent[1]!.output_tokens });
   });
 
   it("status shows the conversation's day and the tenant's day", async () => {
@@ -219,6 +226,7 @@ describe("the usage ledger", () => {
     await script(other, [{ text: "ok", usage: { input: 50, cached: 0, output: 5 } }]);
     await postMessage(tenant, "b", { text: `[s:${other}] hi`, conversation: other });
     await settled(tenant, "b", other);
+    await counted(tenant, 2);
     const res = await postMessage(tenant, "a", { kind: "command", command: "status", conversation: s });
     const { notice } = (await res.json()) as { notice: string };
     const cost = priced("fake/test-model", { input: 100, cached: 300, cacheWrite: 0, output: 20 });
@@ -244,7 +252,7 @@ describe("the usage ledger", () => {
     } finally {
       vi.restoreAllMocks();
     }
-    const answer = await usage(tenant);
+    const answer = await counted(tenant, 2);
     expect(answer.totals).toMatchObject({ calls: 2, inputTokens: 200, outputTokens: 20, costUsd: 0 });
     expect(lines.filter((l) => l.includes("model fake/small-output has no price"))).toHaveLength(1);
     const unpriced = "model fake/small-output has no price in the model table: its calls are counted in tokens but cost $0 here, so no spend limit can apply to them";
@@ -293,7 +301,7 @@ describe("daily spend limits", () => {
     // The first call goes through (nothing spent yet) and spends more than the limit.
     const first = await thread(team, [{ text: "Spent.", usage: { input: 1000, cached: 0, output: 100 } }]);
     await statusFinal(first.channel, "Done.");
-    const spent = (await usage(team)).today.spentUsd;
+    const spent = (await counted(team, 1)).today.spentUsd;
     expect(spent).toBeGreaterThanOrEqual(0.0001);
 
     const refused = await thread(team, [{ text: "never" }]);
@@ -350,7 +358,7 @@ describe("daily spend limits", () => {
       expect((await ask(byok)).view.status).toBe("idle");
     });
     // BYOK usage is the tenant's, not the operator's spend.
-    const mine = await usage(byok);
+    const mine = await counted(byok, 2);
     expect(mine.totals.calls).toBe(2);
     expect(mine.usage.every((r) => r.byok)).toBe(true);
     expect(mine.totals.byokCostUsd).toBeGreaterThan(0);
