@@ -662,7 +662,6 @@ async function peerSection() {
         );
       }
     }
-    prof?.close();
     report(`${PEER_WIDTH} conversations of one workspace at once, ${rounds} rounds of ${size} each (${((Date.now() - t) / 1000).toFixed(0)} s)`, concurrent.get(ours), concurrent.get(peer), { goals: "concurrent" });
     await whereItGoes(concurrent, sid);
 
@@ -673,9 +672,13 @@ async function peerSection() {
     const burst = {};
     for (const system of BURST > 0 ? [peer, ours] : []) {
       const start = Date.now();
-      const c = await charged(system, () =>
-        pool(BURST, width, (i) => mention(system, watches.get(system), `TB${system.tag}${R}X${i % BURST_TEAMS}`, `CB${system.tag}${R}X${i}`, sid)),
-      );
+      const profiled = prof && system === ours;
+      const c = await charged(system, async () => {
+        if (profiled) await prof.start();
+        const result = await pool(BURST, width, (i) => mention(system, watches.get(system), `TB${system.tag}${R}X${i % BURST_TEAMS}`, `CB${system.tag}${R}X${i}`, sid));
+        if (profiled) await prof.stop(process.env.BENCH_PROFILE, "burst");
+        return result;
+      });
       const states = await pool(BURST, 16, (i) => threadState(`CB${system.tag}${R}X${i}`));
       const acks = c.result.map((x) => x.ack);
       const replies = c.result.filter((x) => x.reply !== null);
@@ -704,6 +707,7 @@ async function peerSection() {
       tally.add(c);
       print(row(`${system.name}: first event → last reply`, { value: b.seconds }, "s", `${throughput}; per turn CPU ${(c.cpu / BURST).toFixed(1)} ms, Slack calls ${(c.calls.length / BURST).toFixed(2)}${c.calls.length ? `: ${tally.byMethod()}` : ""}`, goal));
     }
+    prof?.close();
     print(`  load average at the end: ${loadavg().map((l) => l.toFixed(1)).join(" ")}`);
   } finally {
     for (const watch of watches.values()) watch.close();
