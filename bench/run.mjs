@@ -41,7 +41,7 @@ import { armedAlarms, objectCounters } from "./counters.mjs";
 import { countdownRatios } from "./countdown.mjs";
 import { objectBusy } from "./object-busy.mjs";
 import { cpuMs, cpuOf, workerdOf } from "./proc.mjs";
-import { profiler } from "./profile.mjs";
+import { profiler, untrace } from "./devtools.mjs";
 import { pool, row, summary, timed, unionLength } from "./stats.mjs";
 import { TAIL_MODEL, TAIL_WINDOW, tailSection } from "./tail.mjs";
 
@@ -113,8 +113,9 @@ const tool = await listen(async (req, res) => {
   sendJson(res, 200, { ok: true, path: req.url });
 });
 
-const startBenchWorker = (extra = {}, persistDir = undefined) =>
-  startWorker({
+/** Our `wrangler dev`, its devtools Network tracing off (bench/devtools.mjs). */
+const startBenchWorker = async (extra = {}, persistDir = undefined) => {
+  const started = await startWorker({
     cwd: new URL("..", import.meta.url).pathname,
     persistDir,
     vars: {
@@ -132,6 +133,9 @@ const startBenchWorker = (extra = {}, persistDir = undefined) =>
       ...extra,
     },
   });
+  await untrace(started.inspectorPort);
+  return started;
+};
 /** The `wrangler dev` the requests go to (the load section starts its own); none when only the bundle is measured. */
 let worker = ONLY.some((s) => s !== "bundle") ? await startBenchWorker() : undefined;
 
@@ -985,6 +989,7 @@ try {
   for (const name of SECTIONS) {
     if (!ONLY.includes(name)) continue;
     const t = Date.now();
+    if (worker) await untrace(worker.inspectorPort);
     await sections[name]();
     print(`  (${name}: ${((Date.now() - t) / 1000).toFixed(0)} s; requests sent again after wrangler dev's 503 "worker restarted mid-request": ${sectionRetries()})`);
     print();
