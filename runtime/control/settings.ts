@@ -80,18 +80,12 @@ export function parseSettings(text: SettingsText): AgentSettings {
 
 /** The agent object's copy, in its meta table. */
 export class SettingsCopy {
-  /** The copy as last read, parsed (a turn reads it several times, and parsing is most of the cost); every write drops it. */
-  private read: AgentSettings | null | undefined;
-
   constructor(private readonly sql: SqlStorage) {}
 
   /** Null until the agent first takes an event. */
   get(): AgentSettings | null {
-    if (this.read === undefined) {
-      const row = this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = ?", META_KEY).toArray()[0];
-      this.read = row ? parseSettings(row.value) : null;
-    }
-    return this.read;
+    const row = this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = ?", META_KEY).toArray()[0];
+    return row ? parseSettings(row.value) : null;
   }
 
   /** Keeps `text` unless the copy is already newer; returns whether it was taken. */
@@ -100,7 +94,6 @@ export class SettingsCopy {
     const current = this.get();
     if (current && current.version > settings.version) return false;
     this.sql.exec("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", META_KEY, JSON.stringify(settings));
-    this.read = undefined;
     return true;
   }
 }

@@ -50,8 +50,6 @@ type Row = {
 
 export class Outbox {
   private readonly sql: SqlStorage;
-  /** This storage's name (lifetime), once read. */
-  private lifetimeName: string | undefined;
 
   constructor(
     storage: DurableObjectStorage,
@@ -174,13 +172,8 @@ export class Outbox {
    * nonce minutes before, and swallow it).
    */
   private lifetime(): string {
-    if (this.lifetimeName) return this.lifetimeName;
-    const read = () => this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'outbox_lifetime'").toArray()[0]?.value;
-    // Kept once read as written before (a name made in a transaction that is then rolled back must not outlive it).
-    this.lifetimeName = read();
-    if (this.lifetimeName) return this.lifetimeName;
-    this.sql.exec("INSERT INTO meta (key, value) VALUES ('outbox_lifetime', lower(hex(randomblob(8))))");
-    return read()!;
+    this.sql.exec("INSERT OR IGNORE INTO meta (key, value) VALUES ('outbox_lifetime', lower(hex(randomblob(8))))");
+    return this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'outbox_lifetime'").one().value;
   }
 
   private delivery(route: Route, row: Row, lifetime: string, uncertain: boolean): OutboxDelivery {
