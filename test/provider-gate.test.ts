@@ -6,9 +6,7 @@
 // every conversation waits on it and the key was tried again (instead of a
 // fixed 45 s, which a loaded machine may not fill): the same mechanism, in seconds.
 import { env } from "cloudflare:workers";
-import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { callProvider, gateOf, modelChoice } from "../runtime/models/index.ts";
 import { chooseModels, getConversation, postMessage, providerRequests, script, settled, unique, waitFor, withVars, worker } from "./support.ts";
 import { type Delivery, hook, message, send, tenantWithCallback } from "./webhook-helpers.ts";
 
@@ -179,27 +177,4 @@ describe("a provider's rate limit on the operator's key", () => {
       expect(await settled(tenant, "a", s)).toMatchObject({ status: "failed", error: "configuration error: MODEL_RATE_LIMIT_PATIENCE_SECONDS is not valid JSON" });
     });
   }, 40_000);
-});
-
-describe("a gate found open", () => {
-  it("is trusted for a second without asking it again; after that second the gate is asked, and a closed one holds the call", async () => {
-    const choice = modelChoice(env, { model: "fake/test-model" });
-    if (choice.kind !== "provider") throw new Error("fake/test-model is a provider's model");
-    const s = unique("trusted");
-    await script(s, [{ text: "one" }, { text: "two" }, { text: "never" }]);
-    const request = { model: { model: "fake/test-model" }, systemPrompt: "Be brief.", messages: [{ role: "user" as const, content: `[s:${s}] hi`, timestamp: Date.now() }], tools: [] };
-    const gate = await gateOf(env, choice);
-    const writeGate = (sql: string, ...args: number[]) => runInDurableObject(gate, (_instance, state) => void state.storage.sql.exec(sql, ...args));
-    expect((await callProvider(env, choice, request)).call.kind).toBe("reply");
-    // Closed behind this isolate's back, as another isolate's 429 closes it.
-    await writeGate("INSERT OR REPLACE INTO gate (id, closed_until, refusals, probe, probe_until) VALUES (1, ?, 1, NULL, 0)", Date.now() + 60_000);
-    try {
-      expect((await callProvider(env, choice, request)).call.kind).toBe("reply");
-      await new Promise((resolve) => setTimeout(resolve, 1_100));
-      expect((await callProvider(env, choice, request)).call).toMatchObject({ kind: "limited" });
-      expect(await providerRequests(s)).toHaveLength(2);
-    } finally {
-      await writeGate("DELETE FROM gate");
-    }
-  });
 });

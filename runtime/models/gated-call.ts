@@ -6,7 +6,7 @@
 import type { AssistantMessage } from "@mariozechner/pi-ai";
 import { apiKey, callModel, type CallOptions, type ProviderCall } from "./call.ts";
 import { retryBaseSeconds } from "./config.ts";
-import { type Admission, gateStub, type ProviderGate } from "./gate.ts";
+import { gateStub } from "./gate.ts";
 import type { ModelRequest } from "./request.ts";
 import type { ModelChoice } from "./types.ts";
 
@@ -18,8 +18,8 @@ export interface GatedCall {
 
 export async function callProvider(env: Env, choice: ModelChoice, request: ModelRequest, opts: CallOptions = {}): Promise<GatedCall> {
   if (choice.kind === "local") return { call: await callModel(env, choice, request, opts) };
-  const gate = await gateOf(env, choice);
-  const admission = await admitted(gate);
+  const gate = await gateStub(env, choice.provider.id, apiKey(env, choice.provider));
+  const admission = await gate.admit();
   if (!admission.go) return { call: { kind: "limited", error: "the key waits out a rate limit the provider announced", until: admission.until } };
   const { probe } = admission;
   let probeTold = false;
@@ -33,36 +33,10 @@ export async function callProvider(env: Env, choice: ModelChoice, request: Model
   const call = await callModel(env, choice, request, { ...opts, ...(probe ? { onAccepted: tellProbe } : {}), onAnswer: (message) => (answer = message) });
   const paid = answer && paidTokens(answer) > 0 ? { paid: answer } : {};
   if (call.kind === "retry" && call.status === 429) {
-    openGates.delete(gate.id.toString());
     return { call: { kind: "limited", error: call.error, until: await gate.limited(probe, call.retryAfterSeconds, retryBaseSeconds(env)) }, ...paid };
   }
   await tellProbe();
   return { call, ...paid };
-}
-
-/** The gate of the key a provider choice calls with. */
-export function gateOf(env: Env, choice: Extract<ModelChoice, { kind: "provider" }>): Promise<DurableObjectStub<ProviderGate>> {
-  return gateStub(env, choice.provider.id, apiKey(env, choice.provider));
-}
-
-/**
- * Gates this isolate found open, and until when it lets calls go without
- * asking again: the gate's answer is on the way of every model request, and
- * nearly always "go". A 429 seen here forgets it at once; one seen by another
- * isolate is learnt within OPEN_GATE_TRUST_MS (a call meanwhile meets the
- * limit itself and is told to wait, as one already under way would be).
- */
-const openGates = new Map<string, number>();
-const OPEN_GATE_TRUST_MS = 1_000;
-
-async function admitted(gate: DurableObjectStub<ProviderGate>): Promise<Admission> {
-  const name = gate.id.toString();
-  if ((openGates.get(name) ?? 0) > Date.now()) return { go: true };
-  const admission = await gate.admit();
-  // A probe reports back, and a closed gate must be asked again: only a plain "go" is kept.
-  if (admission.go && !admission.probe) openGates.set(name, Date.now() + OPEN_GATE_TRUST_MS);
-  else openGates.delete(name);
-  return admission;
 }
 
 function paidTokens(message: AssistantMessage): number {

@@ -3,7 +3,7 @@
 export { callModel, type CallOptions, type ProviderCall } from "./call.ts";
 export { deploymentModel, modelChoice, modelProviders, rateLimitPatienceSeconds, retryBaseSeconds } from "./config.ts";
 export { ProviderGate } from "./gate.ts";
-export { callProvider, gateOf, type GatedCall } from "./gated-call.ts";
+export { callProvider, type GatedCall } from "./gated-call.ts";
 export { type JobPurpose, type JobRow, type JobUsage, ModelJobs, type RecentUsage, type Settled } from "./jobs.ts";
 export { localModel } from "./local-model.ts";
 export { modelPickSchema, pickProblem, providerSchema, resolvePick } from "./providers.ts";
