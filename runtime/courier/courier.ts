@@ -167,15 +167,22 @@ export class Courier extends DurableObject<Env> {
 
   /** A copy of a held task whose outcome is in hand, sent later than it: the held task's key is freed for the copy (true). */
   private freedForLaterSend(effect: EffectMessage): boolean {
-    const held = this.ctx.storage.sql.exec<{ seq: number; body: string; outcome: string | null }>("SELECT seq, body, outcome FROM tasks WHERE kind = ? AND id = ?", effect.kind, effect.id).toArray()[0];
-    if (!held || held.outcome === null || (JSON.parse(held.body) as EffectMessage).attempt >= effect.attempt) return false;
-    this.freeKey(effect, held.seq);
-    return true;
+    return (
+      this.ctx.storage.sql
+        .exec(
+          "UPDATE tasks SET id = ? WHERE kind = ? AND id = ? AND outcome IS NOT NULL AND json_extract(body, '$.attempt') < ? RETURNING seq",
+          reportedKey(effect),
+          effect.kind,
+          effect.id,
+          effect.attempt,
+        )
+        .toArray().length > 0
+    );
   }
 
   /** The task stays, under another key, for what follows its report; a copy of its effect taken from now on is a task of its own. */
   private freeKey(effect: EffectMessage, seq: number): void {
-    this.ctx.storage.sql.exec("UPDATE tasks SET id = ? WHERE seq = ?", `${effect.id} (reported)`, seq);
+    this.ctx.storage.sql.exec("UPDATE tasks SET id = ? WHERE seq = ?", reportedKey(effect), seq);
   }
 
   private table(): void {
@@ -320,6 +327,9 @@ export class Courier extends DurableObject<Env> {
     });
   }
 }
+
+/** A reported task's key: no effect's id, so a later send of the effect is a task of its own. */
+const reportedKey = (effect: EffectMessage) => `${effect.id} (reported)`;
 
 /** The courier of an effect's lane (runtime/effects/effects.ts, courierName, names it). */
 export function courierStub(env: Env, effect: Pick<EffectMessage, "tenant" | "agent" | "lane">): DurableObjectStub<Courier> {
