@@ -3,7 +3,7 @@
 // peer section to charge a batch of turns to the processes that served them:
 // the workerd processes `wrangler dev` started, and the peer's Node process.
 import { execFileSync } from "node:child_process";
-import { readFileSync, readdirSync } from "node:fs";
+import { readFileSync, readdirSync, readlinkSync } from "node:fs";
 
 const TICK_MS = 1000 / Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim());
 
@@ -63,3 +63,21 @@ export function workerdOf(port) {
 
 /** The summed CPU time of some processes, in ms. */
 export const cpuOf = (list) => list.reduce((sum, pid) => sum + cpuMs(pid), 0);
+
+/** The TCP ports a process listens on (IPv4), from /proc/net/tcp and the process's socket inodes. */
+export function listeningPorts(pid) {
+  const inodes = new Set();
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      const link = readlinkSync(`/proc/${pid}/fd/${fd}`);
+      if (link.startsWith("socket:[")) inodes.add(link.slice(8, -1));
+    } catch {}
+  }
+  // Each row: sl local_address rem_address st … inode; st 0A is LISTEN.
+  return readFileSync("/proc/net/tcp", "utf8")
+    .split("\n")
+    .slice(1)
+    .map((line) => line.trim().split(/\s+/))
+    .filter((f) => f[3] === "0A" && inodes.has(f[9]))
+    .map((f) => parseInt(f[1].split(":")[1], 16));
+}

@@ -1,6 +1,6 @@
 // How a bridge (or the Agents API) reaches an agent: validate the route, find
 // the object, submit the event.
-import { type ConversationView, agentStub } from "../object/index.ts";
+import { accepted, type ConversationView, agentStub } from "../object/index.ts";
 import { CHILD_ID } from "../delegation/index.ts";
 import type { Attachment, ChatEvent, Route, SubmitResult } from "../chat.ts";
 import { storeImage } from "../pictures/index.ts";
@@ -32,7 +32,9 @@ export async function readConversation(env: Env, route: Route, id: string): Prom
 export async function submitEvent(env: Env, route: Route, event: ChatEvent, caller?: string): Promise<SubmitResult> {
   let result: SubmitResult;
   try {
-    result = await agentStub(env, route).submit(route, await withStoredImages(env, route, event), caller);
+    const stored = await withStoredImages(env, route, event);
+    // An accept: once it queues, passes of this isolate wait for it (runtime/object/accepts-first.ts).
+    result = await accepted(() => agentStub(env, route).submit(route, stored, caller));
   } catch (err) {
     throw meaningAgain(err);
   }

@@ -6,6 +6,8 @@
 // eviction before the pass ends runs it again. After a pass the alarm is set
 // only for work that is due: idle means nothing armed.
 
+import { afterAccepts } from "./accepts-first.ts";
+
 /** Armed while a pass runs, so a pass cut short by an eviction is run again. */
 export const PASS_WATCHDOG_MS = 15_000;
 
@@ -49,6 +51,7 @@ export class Scheduler {
         for (;;) {
           this.passAgain = false;
           await this.storage.setAlarm(Date.now() + PASS_WATCHDOG_MS);
+          await afterAccepts();
           await this.runPass();
           await this.arm();
           // Asked again meanwhile, but for nothing due now: the alarm is set for what is due later, and no pass runs empty.
