@@ -378,7 +378,6 @@ async function restsNow(system) {
   return system.cpu().runtime - before <= CPU_STILL_MS && (await system.idle());
 }
 
-/** Until `system` has nothing left to do: nothing armed (ours), and its CPU still for two looks in a row. */
 /**
  * The runtime workerd's own HTTP socket, behind wrangler dev's proxy: the port
  * of the runtime's processes that answers `GET /` as the Worker does.
@@ -386,12 +385,13 @@ async function restsNow(system) {
 async function runtimeUrl(runtimePids) {
   for (const port of runtimePids.flatMap(listeningPorts)) {
     const url = `http://127.0.0.1:${port}`;
-    const body = await fetch(`${url}/`).then((r) => r.json(), () => null).catch(() => null);
+    const body = await fetch(`${url}/`).then((r) => r.json()).catch(() => null);
     if (body?.name === "antiproton") return url;
   }
   throw new Error(`no socket of the runtime workerd (${runtimePids}) answers as the Worker`);
 }
 
+/** Until `system` has nothing left to do: nothing armed (ours), and its CPU still for two looks in a row. */
 async function atRest(system) {
   const deadline = Date.now() + 300_000;
   let last = system.cpu().runtime;
