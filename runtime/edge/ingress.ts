@@ -1,6 +1,7 @@
 // How a bridge (or the Agents API) reaches an agent: validate the route, find
 // the object, submit the event.
-import { accepted, type ConversationView, agentStub } from "../object/index.ts";
+import { accepted } from "../../lib/accepts-first.ts";
+import { type ConversationView, agentStub } from "../object/index.ts";
 import { CHILD_ID } from "../delegation/index.ts";
 import type { Attachment, ChatEvent, Route, SubmitResult } from "../chat.ts";
 import { storeImage } from "../pictures/index.ts";
@@ -33,7 +34,7 @@ export async function submitEvent(env: Env, route: Route, event: ChatEvent, call
   let result: SubmitResult;
   try {
     const stored = await withStoredImages(env, route, event);
-    // An accept: once it queues, passes of this isolate wait for it (runtime/object/accepts-first.ts).
+    // An accept: once it queues, passes of this isolate wait for it (lib/accepts-first.ts).
     result = await accepted(() => agentStub(env, route).submit(route, stored, caller));
   } catch (err) {
     throw meaningAgain(err);

@@ -1,7 +1,6 @@
 // The object room: the AgentObject (its RPC surface, the pass, the scheduler,
 // inbound events, views) and how others reach it.
 export { AgentObject, type ConversationView } from "./agent-object.ts";
-export { accepted, ACK_PATIENCE_MS } from "./accepts-first.ts";
 export { agentStub } from "./agent-stub.ts";
 export type { EffectReport, EffectWork, ReportAnswer } from "./claims.ts";
 export { Inbound } from "./inbound.ts";
