@@ -10,6 +10,8 @@
 // isolate: deployed, the Worker that accepts and the object may be in
 // different isolates, and then the object has nothing to wait for.
 
+import { sleep } from "./timeout.ts";
+
 /** How long an accept may be under way before passes wait for it. */
 export const ACK_PATIENCE_MS = 50;
 /** The longest a pass waits for the accepts of its isolate. */
@@ -40,5 +42,5 @@ const queueing = (now: number) => now - (underWay.values().next().value?.since ?
  */
 export async function afterAccepts(maxMs = ACCEPTS_FIRST_MAX_MS): Promise<void> {
   const until = Date.now() + maxMs;
-  while (queueing(Date.now()) && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 1));
+  while (queueing(Date.now()) && Date.now() < until) await sleep(1);
 }

@@ -15,6 +15,7 @@
 // channel (every thread of a new channel's first mention) wakes no new object.
 import { DurableObject } from "cloudflare:workers";
 import type { DeliveryResult, PaceRule } from "../chat.ts";
+import { sleep } from "../../lib/timeout.ts";
 
 /** Couriers told to ask again at the same moment ask up to this much later, spread out. */
 const PACE_JITTER_MS = 50;
@@ -105,8 +106,4 @@ export async function holdAfter(env: Env, rules: PaceRule[], sentAt: number, res
     ...told.map(({ key, ms }) => ({ key, until: Date.now() + ms })),
   ];
   await Promise.all(holds.map(({ key, until }) => paceStub(env, { key, keeper: keeperOf(key) }).hold(key, until)));
-}
-
-export function sleep(ms: number): Promise<void> {
-  return ms > 0 ? new Promise((resolve) => setTimeout(resolve, ms)) : Promise.resolve();
 }

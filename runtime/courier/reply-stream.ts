@@ -7,6 +7,7 @@
 // call per job), so a re-run after a crash, and the outbox row that finishes
 // the message, find it.
 import { type ChatOutbound, openingRef, type Route, type StreamShown, type StreamTarget } from "../chat.ts";
+import { sleep } from "../../lib/timeout.ts";
 
 /** The least time between two updates of a streamed message (and from the first text to the first). */
 export const STREAM_INTERVAL_MS = 1_000;
@@ -57,7 +58,7 @@ export class ReplyStream {
     if (text !== undefined && this.target.ref) {
       this.text = text;
       const wait = (this.lastAt ?? 0) + STREAM_INTERVAL_MS - Date.now();
-      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      await sleep(wait);
       await this.update();
     }
     const { ref, shown } = this.target;

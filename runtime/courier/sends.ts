@@ -5,7 +5,8 @@ import { ConfigError } from "../../lib/config.ts";
 import { withTimeout } from "../../lib/timeout.ts";
 import { outboundFor } from "../chat.ts";
 import { SEND_LEASE_MS, sendTimeoutMs, type RunResults, type SendRun } from "../effects/index.ts";
-import { holdAfter, sleep, takeTurn } from "./pace.ts";
+import { holdAfter, takeTurn } from "./pace.ts";
+import { sleep } from "../../lib/timeout.ts";
 
 /** How long a run of sends may wait for turns under the platforms' rate limits: well inside the send lease. */
 const PACE_WAIT_BUDGET_MS = SEND_LEASE_MS / 3;

@@ -1,14 +1,13 @@
 // The Worker's side of following a turn: it asks the agent's object again
 // until there is something new (the object never holds a request open), soon
 // after a change and less often while nothing happens.
+import { sleep } from "../../lib/timeout.ts";
 
 /** The first wait after a change, doubled while nothing changes, up to the longest. */
 const FIRST_WAIT_MS = 25;
 const LONGEST_WAIT_MS = 500;
 /** A comment line this often keeps proxies from closing a quiet stream. */
 const KEEP_ALIVE_MS = 15_000;
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * Calls `look` until it answers true (done) or `deadlineMs` has passed; `look`
