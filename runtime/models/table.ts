@@ -30,11 +30,20 @@ const REGISTRY_VENDOR: Record<ModelApi, string> = {
 
 /** A registry model: its row of the table, and the API it is called with (its compat flags hold for that API only). */
 type RegistryModel = ModelSettings & { api: Api };
-const REGISTRY = registry as Record<string, Record<string, RegistryModel>>;
+/** registry.json's row: its "columns" say the order. */
+type Row = [id: string, api: number, contextWindow: number, maxTokens: number, input: number, output: number, cacheRead: number, cacheWrite: number, images: number, reasoning: number, thinkingLevelMap?: ModelSettings["thinkingLevelMap"] | null, compat?: ModelSettings["compat"] | null];
+const REGISTRY = registry as unknown as { apis: Api[]; providers: Record<string, Row[]> };
+/** Each provider's rows by model id, indexed when first asked. */
+const indexed = new Map<string, Map<string, Row>>();
 
 function lookup(provider: string, modelId: string): RegistryModel | undefined {
-  const models = REGISTRY[provider];
-  return models && Object.hasOwn(models, modelId) ? models[modelId] : undefined;
+  if (!Object.hasOwn(REGISTRY.providers, provider)) return undefined;
+  let byId = indexed.get(provider);
+  if (!byId) indexed.set(provider, (byId = new Map(REGISTRY.providers[provider]!.map((row) => [row[0], row]))));
+  const row = byId.get(modelId);
+  if (!row) return undefined;
+  const [, api, contextWindow, maxTokens, input, output, cacheRead, cacheWrite, images, reasoning, thinkingLevelMap, compat] = row;
+  return { api: REGISTRY.apis[api]!, contextWindow, maxTokens, cost: { input, output, cacheRead, cacheWrite }, images: images === 1, reasoning: reasoning === 1, ...(thinkingLevelMap ? { thinkingLevelMap } : {}), ...(compat ? { compat } : {}) };
 }
 
 /** pi-ai's entry for a model: under the provider's own id first (e.g. `openrouter`), then the API's vendor. */
