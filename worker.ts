@@ -13,7 +13,7 @@ import type { RouteDoc } from "./lib/route-doc.ts";
 import { builtinPlugins } from "./plugins/index.ts";
 import { agentsApi, agentsApiDocs, AgentObject as AgentCore, consumeQueue, Courier as CourierCore, foldLedgers, isResponsesPath, openAIErrorBody, responsesRouteDocs, responsesRoutes, type RuntimeDeps } from "./runtime/index.ts";
 
-export { ControlPlane, Ledger, ProviderGate, SendPace } from "./runtime/index.ts";
+export { ControlPlane, Ledger, ProviderGate, SendPace, Tenant } from "./runtime/index.ts";
 // The Cloudflare machine backend's objects, and the entrypoint its outbound filtering goes through.
 export { Machine, ContainerProxy } from "./machines/index.ts";
 
@@ -67,6 +67,7 @@ export function createWorker(deps: RuntimeDeps): ExportedHandler<Env> {
   app.notFound((c) => refuse(c, 404, `no route for ${c.req.method} ${c.req.path}`));
   app.onError((err, c) => {
     const { status, message } = errorAnswer(err);
+    if (err instanceof HttpError && err.retryAfterSeconds !== undefined) c.header("retry-after", String(err.retryAfterSeconds));
     return refuse(c, status, message);
   });
   return {

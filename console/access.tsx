@@ -1,10 +1,11 @@
-// A tenant's people and API keys in the console, for a tenant admin or the
-// platform: roles granted and taken away, keys made (the key shown once, on
-// the page that answers the form) and revoked. The same calls as /v1
-// (runtime/access), each change in the audit trail under the person's name.
-import type { KeyRow, RoleRow } from "../runtime/index.ts";
+// A tenant's people, API keys and secrets in the console, for a tenant admin
+// or the platform: roles granted and taken away, keys made (the key shown
+// once, on the page that answers the form) and revoked, secrets set by value
+// (never shown again) and deleted. The same calls as /v1 (runtime/access),
+// each change in the audit trail under the person's name.
+import type { KeyRow, RoleRow, SecretListing } from "../runtime/index.ts";
 import { PostForm, Time } from "./layout.tsx";
-import { keyRevokePath, keysPath, roleRemovePath, rolesPath, tenantPath } from "./paths.ts";
+import { keyRevokePath, keysPath, roleRemovePath, rolesPath, secretDeletePath, secretsPath, tenantPath } from "./paths.ts";
 import type { Tokens } from "./pages.tsx";
 import { Person } from "./names.tsx";
 
@@ -114,7 +115,51 @@ export function NewKeyBody(props: { tenant: string; made: KeyRow & { key: string
   );
 }
 
+export function SecretsSection(props: { tenant: string; secrets: SecretListing[]; tokens: Tokens }) {
+  const set = secretsPath(props.tenant);
+  return (
+    <section id="secrets">
+      <h3>Secrets</h3>
+      <p class="muted">API tokens and keys for this tenant's mounts (<code>secret_ref</code>) and model choices (<code>secret</code>). A value is sealed and never shown again.</p>
+      {props.secrets.length === 0 ? (
+        <p class="muted">This tenant has no secret.</p>
+      ) : (
+        <table class="secrets">
+          <thead><tr><th>Name</th><th>Set</th><th>Changed</th><th>By</th><th /></tr></thead>
+          <tbody>
+            {props.secrets.map((s) => (
+              <tr>
+                <td><code>{s.name}</code></td>
+                <td><Time at={s.createdAt} /></td>
+                <td><Time at={s.updatedAt} /></td>
+                <td>{s.updatedBy}</td>
+                <td>
+                  <PostForm action={secretDeletePath(props.tenant, s.name)} token={props.tokens.get(secretDeletePath(props.tenant, s.name)) ?? ""}>
+                    <button>Delete</button>
+                  </PostForm>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <PostForm action={set} token={props.tokens.get(set) ?? ""}>
+        <label>Name <input type="text" name="name" placeholder="GITHUB_TOKEN" pattern="[A-Z][A-Z0-9_]{0,63}" required /></label>
+        <label>Value <input type="password" name="value" autocomplete="off" required /></label>
+        <button>Set the secret</button>
+      </PostForm>
+    </section>
+  );
+}
+
 /** The form actions of the sections, for their tokens. */
-export function accessActions(tenant: string, roles: RoleRow[], keys: KeyRow[]): string[] {
-  return [rolesPath(tenant), keysPath(tenant), ...roles.map((r) => roleRemovePath(tenant, r.identity)), ...keys.filter((k) => k.revokedAt === null).map((k) => keyRevokePath(tenant, k.id))];
+export function accessActions(tenant: string, roles: RoleRow[], keys: KeyRow[], secrets: SecretListing[]): string[] {
+  return [
+    rolesPath(tenant),
+    keysPath(tenant),
+    secretsPath(tenant),
+    ...roles.map((r) => roleRemovePath(tenant, r.identity)),
+    ...keys.filter((k) => k.revokedAt === null).map((k) => keyRevokePath(tenant, k.id)),
+    ...secrets.map((s) => secretDeletePath(tenant, s.name)),
+  ];
 }

@@ -55,6 +55,15 @@ export function keyRevokePath(tenant: string, keyId: string): string {
   return `${keysPath(tenant)}/${seg(keyId)}/revoke`;
 }
 
+/** The form that sets one of the tenant's secrets by value. */
+export function secretsPath(tenant: string): string {
+  return `${tenantPath(tenant)}/secrets`;
+}
+
+export function secretDeletePath(tenant: string, name: string): string {
+  return `${secretsPath(tenant)}/${seg(name)}/delete`;
+}
+
 /** The form that sets the platform's bounds for the tenant's admins. */
 export function boundsPath(tenant: string): string {
   return `${tenantPath(tenant)}/bounds`;

@@ -20,6 +20,15 @@ import {
   agentStub,
   changeSetting,
   checkBounds,
+  clientOf,
+  credentialFailed,
+  credentialHeld,
+  deleteSecret,
+  listTenantSecrets,
+  refuseWhileThrottled,
+  secretBody,
+  secretNameSchema,
+  setSecret,
   controlPlane,
   createTenantKey,
   CHILD_ID,
@@ -54,7 +63,7 @@ import { AgentBody, AgentLive, ConversationBody, ConversationLive, HomeBody, Ten
 import { CHART_DAYS, UsageSection } from "./usage.tsx";
 import { AuditSection } from "./audit.tsx";
 import { BoundsSection, LimitSection } from "./limits.tsx";
-import { accessActions, KeysSection, NewKeyBody, PeopleSection } from "./access.tsx";
+import { accessActions, KeysSection, NewKeyBody, PeopleSection, SecretsSection } from "./access.tsx";
 import { discordSignIn, slackSignIn } from "./config.ts";
 import { DISCORD_PICK, finishDiscordSignIn, keepChoices, pickedPerson, startDiscordSignIn } from "./discord-sign-in.ts";
 import { actionPath, agentPath, boundsPath, conversationPath, holdPath, limitPath, secondMessagePath, tenantPath, type ConversationAction } from "./paths.ts";
@@ -172,7 +181,13 @@ consoleRoutes.get("/login", (c) => {
 consoleRoutes.post("/login", async (c) => {
   const token = adminToken(c.env);
   const given = new URLSearchParams(await readBody(c, FORM)).get("token") ?? "";
-  if (!safeEqual(given, token)) return loginPage(c, "That is not the admin token.");
+  const client = clientOf(c.req.raw);
+  refuseWhileThrottled(client);
+  if (!safeEqual(given, token)) {
+    credentialFailed(client);
+    return loginPage(c, "That is not the admin token.");
+  }
+  credentialHeld(client);
   await openSession(c);
   return c.redirect(BASE, 303);
 });
@@ -290,16 +305,17 @@ consoleRoutes.get("/tenants/:tenant", async (c) => {
   const { tenant } = parseRoute(c.req.param("tenant"), "any");
   const now = Date.now();
   const admin = roleIn(viewer(c), tenant) !== "member";
-  const [agents, usage, audit, bounds, roles, keys] = await Promise.all([
+  const [agents, usage, audit, bounds, roles, keys, secrets] = await Promise.all([
     listAgents(c.env, tenant),
     readUsage(c.env, tenant, Math.floor(now / DAY_MS - (CHART_DAYS - 1)) * DAY_MS, now + 1),
     readAudit(c.env, tenant, {}),
     tenantBounds(c.env, tenant),
     admin ? controlPlane(c.env).roles(tenant) : [],
     admin ? controlPlane(c.env).keys(tenant) : [],
+    admin ? listTenantSecrets(c.env, tenant) : [],
   ]);
   const platform = roleIn(viewer(c), tenant) === "platform";
-  const tokens = admin ? await tokensFor(c, [limitPath(tenant), ...(platform ? [boundsPath(tenant)] : []), ...accessActions(tenant, roles, keys)]) : new Map<string, string>();
+  const tokens = admin ? await tokensFor(c, [limitPath(tenant), ...(platform ? [boundsPath(tenant)] : []), ...accessActions(tenant, roles, keys, secrets)]) : new Map<string, string>();
   const name = agents.find((a) => a.displayName)?.displayName;
   return show(c, {
     title: name ? `${name} (${tenant})` : `Tenant ${tenant}`,
@@ -314,6 +330,7 @@ consoleRoutes.get("/tenants/:tenant", async (c) => {
             {platform ? <BoundsSection bounds={bounds} action={boundsPath(tenant)} token={tokens.get(boundsPath(tenant)) ?? ""} /> : null}
             <PeopleSection tenant={tenant} roles={roles} tokens={tokens} />
             <KeysSection tenant={tenant} keys={keys} tokens={tokens} />
+            <SecretsSection tenant={tenant} secrets={secrets} tokens={tokens} />
             <AuditSection entries={audit.entries} />
           </>
         ) : null}
@@ -562,6 +579,27 @@ consoleRoutes.post("/tenants/:tenant/keys/:keyId/revoke", async (c) => {
   return c.redirect(`${tenantPath(tenant)}#keys`, 303);
 });
 
+const secretForm = z.object({ name: secretNameSchema, value: secretBody.shape.value });
+
+consoleRoutes.post("/tenants/:tenant/secrets", async (c) => {
+  const { tenant } = parseRoute(c.req.param("tenant"), "any");
+  requireTenantAdmin(c, tenant);
+  const { name, value } = parseForm(c, secretForm);
+  await setSecret(c.env, tenant, name, value, actorName(viewer(c)));
+  await setResult(c, `Secret ${name} is set. Its value is sealed and will not be shown again.`);
+  return c.redirect(`${tenantPath(tenant)}#secrets`, 303);
+});
+
+consoleRoutes.post("/tenants/:tenant/secrets/:name/delete", async (c) => {
+  const { tenant } = parseRoute(c.req.param("tenant"), "any");
+  requireTenantAdmin(c, tenant);
+  const parsed = secretNameSchema.safeParse(c.req.param("name"));
+  if (!parsed.success) throw new HttpError(400, z.prettifyError(parsed.error));
+  await deleteSecret(c.env, tenant, parsed.data, actorName(viewer(c)));
+  await setResult(c, `Secret ${parsed.data} is deleted: a mount or model choice naming it is refused from now on.`);
+  return c.redirect(`${tenantPath(tenant)}#secrets`, 303);
+});
+
 consoleRoutes.post("/tenants/:tenant/agents/:agent/holds/:holdId", async (c) => {
   const route = parseRoute(c.req.param("tenant"), c.req.param("agent"));
   const holdId = c.req.param("holdId");
@@ -574,7 +612,10 @@ consoleRoutes.post("/tenants/:tenant/agents/:agent/holds/:holdId", async (c) => 
 // ---- errors --------------------------------------------------------------------
 
 consoleRoutes.onError((err, c) => {
-  if (err instanceof HttpError) return show(c, { title: `Error ${err.status}`, children: <p>{err.message}</p> }, err.status);
+  if (err instanceof HttpError) {
+    if (err.retryAfterSeconds !== undefined) c.header("retry-after", String(err.retryAfterSeconds));
+    return show(c, { title: `Error ${err.status}`, children: <p>{err.message}</p> }, err.status);
+  }
   if (err instanceof HTTPException && err.status === 403) {
     // hono/csrf: a form posted from another site (or by a script that sent no Origin header).
     return show(c, { title: "Refused", children: <p>This form was not sent from this console's own pages, so nothing was done.</p> }, 403);

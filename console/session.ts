@@ -12,7 +12,7 @@ import { deleteCookie, getSignedCookie, setSignedCookie } from "hono/cookie";
 import * as z from "zod";
 import { sessionHours } from "./config.ts";
 import { toBase64Url } from "../lib/base64.ts";
-import { hmacHex, isHttpsOrLoopback, safeEqual, sha256Hex } from "../lib/http.ts";
+import { bearerToken, hmacHex, isHttpsOrLoopback, safeEqual, sha256Hex } from "../lib/http.ts";
 import { adminToken, controlPlane, type TenantRole } from "../runtime/index.ts";
 
 export const BASE = "/console";
@@ -77,7 +77,7 @@ export async function openSession(c: Ctx, person?: Person): Promise<void> {
 
 /** True when the request carries `Authorization: Bearer <ADMIN_TOKEN>`. */
 export async function bearerHolds(c: Ctx): Promise<boolean> {
-  const bearer = /^Bearer (.+)$/.exec(c.req.header("authorization") ?? "")?.[1];
+  const bearer = bearerToken(c.req.header("authorization"));
   return bearer !== undefined && safeEqual(bearer, adminToken(c.env));
 }
 

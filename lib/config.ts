@@ -45,14 +45,56 @@ export function booleanVar(name: string, raw: string | undefined, fallback: bool
   return parseJsonVar(name, raw, z.boolean(), String(fallback));
 }
 
-/** A Worker secret by name; secrets are not part of the generated Env type. */
-export function secretNamed(env: Env, name: string): string | undefined {
+/**
+ * The secrets the runtime reads for itself. No mount and no model choice may
+ * name one, whoever sets it (invariant 5): `secretNamed` takes only these, so
+ * the compiler keeps the list whole.
+ */
+export const RUNTIME_SECRETS = [
+  "ADMIN_TOKEN",
+  "TENANT_SECRETS_KEY",
+  "MACHINE_HOST_TOKEN",
+  "WEBHOOK_SECRET",
+  "WEBHOOK_TENANT_SECRETS_KEY",
+  "SLACK_SIGNING_SECRET",
+  "SLACK_CLIENT_SECRET",
+  "SLACK_TOKEN_ENCRYPTION_KEY",
+  "SLACK_BOT_TOKEN",
+  "SLACK_SOCKET_FORWARD_SECRET",
+  "DISCORD_BOT_TOKEN",
+  "DISCORD_PUBLIC_KEY",
+  "DISCORD_GATEWAY_SECRET",
+  "DISCORD_APPLICATION_ID",
+  "DISCORD_CLIENT_SECRET",
+] as const;
+export type RuntimeSecret = (typeof RUNTIME_SECRETS)[number];
+const runtimeSecrets: ReadonlySet<string> = new Set(RUNTIME_SECRETS);
+
+export const isRuntimeSecret = (name: string): boolean => runtimeSecrets.has(name);
+
+function bound(env: Env, name: string): string | undefined {
   const value = (env as unknown as Record<string, unknown>)[name];
   return typeof value === "string" && value !== "" ? value : undefined;
 }
 
+/** Whether the Worker's environment holds a text by that name (a secret or a variable). */
+export const isWorkerSecret = (env: Env, name: string): boolean => bound(env, name) !== undefined;
+
+/** One of the runtime's own secrets; secrets are not part of the generated Env type. */
+export function secretNamed(env: Env, name: RuntimeSecret): string | undefined {
+  return bound(env, name);
+}
+
+/**
+ * A Worker secret named by configuration (a provider's key, a mount the
+ * platform set, a grant): never one of the runtime's own.
+ */
+export function environmentSecret(env: Env, name: string): string | undefined {
+  return isRuntimeSecret(name) ? undefined : bound(env, name);
+}
+
 /** A secret the feature cannot work without: a ConfigError that says why, when it is unset. */
-export function requiredSecret(env: Env, name: string, why: string): string {
+export function requiredSecret(env: Env, name: RuntimeSecret, why: string): string {
   const value = secretNamed(env, name);
   if (!value) throw new ConfigError(`${name} is not set: ${why}`);
   return value;

@@ -4,11 +4,18 @@ import type { Context } from "hono";
 
 export class HttpError extends Error {
   constructor(
-    readonly status: 400 | 401 | 403 | 404 | 409 | 413 | 415 | 422 | 503,
+    readonly status: 400 | 401 | 403 | 404 | 409 | 413 | 415 | 422 | 429 | 503,
     message: string,
+    /** Said as Retry-After (a 429's). */
+    readonly retryAfterSeconds?: number,
   ) {
     super(message);
   }
+}
+
+/** The token of `Authorization: Bearer <token>` (the scheme in any case, RFC 9110), or undefined. */
+export function bearerToken(authorization: string | undefined): string | undefined {
+  return /^Bearer +(\S.*)$/i.exec(authorization ?? "")?.[1];
 }
 
 export interface BodyRules {

@@ -11,13 +11,22 @@ import { Redactor } from "./redact.ts";
 import { ToolList } from "./tool-lists.ts";
 import { nameTools, SEPARATOR } from "./tool-names.ts";
 
+/** A secret's name: the same for a tenant's own and a Worker secret. */
+export const SECRET_NAME = /^[A-Z][A-Z0-9_]{0,63}$/;
+
 export const mountSchema = z.object({
   alias: z.string().regex(/^[a-z][a-z0-9_]{0,30}$/, "alias: lower-case letters, digits and _ (max 31)"),
   plugin: z.string(),
   config: z.record(z.string(), z.unknown()).default({}),
-  /** The NAME of a Worker secret, resolved only when a call is made. */
-  secret_ref: z.string().regex(/^[A-Z][A-Z0-9_]*$/, "secret_ref names a Worker secret (UPPER_SNAKE_CASE)").optional(),
+  /**
+   * The NAME of a secret, resolved only when a call is made: the tenant's own
+   * (set by value through /v1), or a Worker secret where the platform set the
+   * mount (`set_by`) or granted the name to the tenant (SECRET_GRANTS).
+   */
+  secret_ref: z.string().regex(SECRET_NAME, "secret_ref names a secret (UPPER_SNAKE_CASE, at most 64 characters), never its value").optional(),
   policy: mountPolicy.optional(),
+  /** Stamped by the runtime when the platform set the mount (MOUNTS, or ADMIN_TOKEN); a tenant's never carries it. */
+  set_by: z.literal("platform").optional(),
 });
 export type Mount = z.infer<typeof mountSchema>;
 
@@ -51,8 +60,11 @@ export class MountError extends Error {
 export type Disposition = "performed" | "refused" | "unknown" | "invalid";
 export type GatewayResult = ToolOutput & { disposition: Disposition };
 
+/** A mount's secret as its caller resolved it: the value, or a sentence saying why there is none. */
+export type SecretLookup = { value: string } | { missing: string };
+
 export interface GatewayDeps {
-  secret(name: string): string | undefined;
+  secret(mount: Mount): SecretLookup;
   session(alias: string): SessionState;
   /** How a tool that calls tools (code mode) reaches the others; without it, such a tool gets none. */
   caller?(scope: CallScope): ToolCaller;
@@ -127,7 +139,7 @@ export class Gateway {
         else this.byName.set(name, { mount, plugin, tool, config });
       }
     }
-    const secrets = mounts.flatMap((m) => (m.secret_ref ? [deps.secret(m.secret_ref)] : [])).filter((s): s is string => !!s);
+    const secrets = mounts.flatMap((m) => (m.secret_ref ? [deps.secret(m)] : [])).flatMap((found) => ("value" in found ? [found.value] : []));
     this.redactor = new Redactor(secrets);
   }
 
@@ -257,8 +269,9 @@ export class Gateway {
     const found = this.discovered.get(alias);
     if (!found) return;
     const { mount, discovery, config, list } = found;
-    const secret = mount.secret_ref ? this.deps.secret(mount.secret_ref) : undefined;
-    if (mount.secret_ref && !secret) return list.failed(`the secret ${mount.secret_ref} is not set`, Date.now());
+    const lookup = mount.secret_ref ? this.deps.secret(mount) : undefined;
+    if (lookup && "missing" in lookup) return list.failed(lookup.missing, Date.now());
+    const secret = lookup?.value;
     try {
       const fetched = await discovery.fetch({ ...scope, config, secret, session: this.deps.session(alias) });
       list.fetched(this.redactor.redactJson(fetched), Date.now());
@@ -323,11 +336,9 @@ export class Gateway {
         disposition: "unknown",
       };
     }
-    let secret: string | undefined;
-    if (mount.secret_ref) {
-      secret = this.deps.secret(mount.secret_ref);
-      if (!secret) return { text: `${name} is not configured: the secret ${mount.secret_ref} of mount "${mount.alias}" is not set.`, isError: true, disposition: "refused" };
-    }
+    const found = mount.secret_ref ? this.deps.secret(mount) : undefined;
+    if (found && "missing" in found) return { text: `${name} is not configured: ${found.missing}.`, isError: true, disposition: "refused" };
+    const secret = found?.value;
     let output: ToolOutput;
     try {
       const toolsChanged = () => this.discovered.get(mount.alias)?.list.changed();

@@ -12,7 +12,7 @@ import type { Plugin } from "./contract.ts";
 export type { Audience, Plugin, PluginTool, ToolContext, ToolOutput, SideEffects, Idempotency, SessionState, StandingContext, StandingDocument, MountContext, ToolDiscovery, FetchedTools, ToolCaller, CallableTool, PluginLease, LeaseContext } from "./contract.ts";
 export { ToolList } from "./tool-lists.ts";
 export { evaluatePolicy, mountPolicy, policyDecision, policyWarnings, type MountPolicy, type PolicyDecision, type MountUnderPolicy, type ToolUnderPolicy } from "./policy.ts";
-export { Gateway, MountError, mountSchema, type ModelTool, type Mount, type CallScope, type Standing, type GatewayDeps, type GatewayResult, type Disposition } from "./gateway.ts";
+export { Gateway, MountError, mountSchema, SECRET_NAME, type ModelTool, type Mount, type CallScope, type Standing, type GatewayDeps, type GatewayResult, type Disposition, type SecretLookup } from "./gateway.ts";
 
 /** The plugins this project ships; the Worker entry hands them (and any of its own) to the runtime. */
 export const builtinPlugins: readonly Plugin[] = [clockPlugin, httpPlugin, jsPlugin, machinePlugin, mcpPlugin, memoryPlugin, todoPlugin, journalPlugin];

@@ -66,15 +66,18 @@ function demoVars(inboxUrl) {
   return { MOUNTS: JSON.stringify(mounts), APPROVERS: JSON.stringify({ demo: ["console:admin"] }) };
 }
 
-/** The secret the Worker and the machine host share: from .dev.vars, or made now and written there. */
-function machineHostToken() {
-  const known = process.env.MACHINE_HOST_TOKEN || parseDevVars(readFileSync(".dev.vars", "utf8")).MACHINE_HOST_TOKEN;
+/** A local secret: from the environment or .dev.vars, or made now and written to .dev.vars (`what` says what it is). */
+function devSecret(name, what) {
+  const known = process.env[name] || parseDevVars(readFileSync(".dev.vars", "utf8"))[name];
   if (known) return known;
   const token = randomBytes(24).toString("hex");
-  appendFileSync(".dev.vars", `\n# The machine host's secret, shared with the Worker (written by npm start).\nMACHINE_HOST_TOKEN=${token}\n`);
-  console.log("Wrote a new MACHINE_HOST_TOKEN into .dev.vars (the machine host's secret).");
+  appendFileSync(".dev.vars", `\n# ${what} (written by npm start).\n${name}=${token}\n`);
+  console.log(`Wrote a new ${name} into .dev.vars (${what}).`);
   return token;
 }
+
+// Tenants' own secrets are sealed under it (PUT /v1/tenants/{tenant}/secrets/{name}).
+devSecret("TENANT_SECRETS_KEY", "the key tenants' secrets are sealed with");
 
 /**
  * Starts the machine host where bubblewrap can run, and resolves with the
@@ -89,7 +92,7 @@ async function startMachineHost(hostPort) {
   };
   const check = spawnSync(process.execPath, ["machines/host/host.mjs", "--check"], { encoding: "utf8" });
   if (check.status !== 0) return none((check.stderr || check.stdout).trim().replace(/^No machine backend: /, ""));
-  const token = machineHostToken();
+  const token = devSecret("MACHINE_HOST_TOKEN", "the machine host's secret, shared with the Worker");
   const host = spawn(process.execPath, ["machines/host/host.mjs", "--exit-with-stdin"], {
     env: { ...process.env, MACHINE_HOST_TOKEN: token, MACHINE_HOST_PORT: String(hostPort) },
     stdio: ["pipe", "pipe", "pipe"],

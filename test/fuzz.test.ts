@@ -394,7 +394,7 @@ async function build(route: RouteSpec, g: Gen, verified: boolean, bearer = ADMIN
     const wrongHex = Array.from({ length: 64 }, () => "0123456789abcdef"[g.int(16)]).join("");
     const roll = g.int(6);
     if (auth.kind === "bearer" || auth.kind === "public") {
-      if (roll > 0) headers.authorization = g.pick([`Bearer ${ADMIN}x`, "Bearer", `bearer ${ADMIN}`, `Basic ${btoa(`admin:${ADMIN}`)}`, `Bearer ${g.pick(HEADER_SAFE)}`, `Bearer ${ADMIN.slice(0, -1)}`]);
+      if (roll > 0) headers.authorization = g.pick([`Bearer ${ADMIN}x`, "Bearer", `Bearer${ADMIN}`, `Basic ${btoa(`admin:${ADMIN}`)}`, `Bearer ${g.pick(HEADER_SAFE)}`, `Bearer ${ADMIN.slice(0, -1)}`]);
       if (roll === 5) headers.cookie = `antiproton_console=${wrongHex}`;
     } else if (auth.kind === "slack") {
       const secretSigned = await slackSignature(text, stale);

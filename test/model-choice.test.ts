@@ -75,14 +75,14 @@ describe("model choice", () => {
 
   it("bring your own key: the tenant's secret is the one the provider sees", async () => {
     const tenant = unique("byok");
-    // The tenant names a Worker secret that does not exist: its call is refused at once, naming it.
+    // The platform names a Worker secret that does not exist: its call is refused at once, naming it.
     expect((await choose(tenant, { model: "fake/test-model", secret: "TENANT_KEY_UNSET" })).status).toBe(200);
     const s = unique("byok");
     await script(s, [{ text: "never" }]);
     await postMessage(tenant, "a", { text: `[s:${s}] hi`, conversation: s });
     const view = await settled(tenant, "a", s);
     expect(view.status).toBe("failed");
-    expect(view.error).toMatch(/not configured: the Worker secret TENANT_KEY_UNSET named by provider fake is not set/);
+    expect(view.error).toMatch(/not configured: the Worker secret TENANT_KEY_UNSET of the model choice is not set/);
     expect(await providerRequests(s)).toEqual([]);
     // With the operator's key named as the tenant's own, the call goes through.
     expect((await choose(tenant, { model: "fake/test-model", secret: "FAKE_PROVIDER_KEY" })).status).toBe(200);

@@ -118,6 +118,8 @@ export interface ProviderRequest {
   body: { messages: { role: string; content: unknown }[]; tools?: unknown[] } & Record<string, unknown>;
   headers: Record<string, string>;
   authorized: boolean;
+  /** Whose key it carried, once authorized. */
+  key?: "operator" | "tenant";
   responded?: boolean;
   /** When it arrived, and when its answer ended (ms). */
   at: number;

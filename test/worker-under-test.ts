@@ -43,7 +43,7 @@ const ledgerPlugin: Plugin = {
 
 const deps: RuntimeDeps = { ...deployed, plugins: [...builtinPlugins, ledgerPlugin] };
 
-export { ControlPlane, Ledger, ProviderGate, SendPace, ContainerProxy } from "../worker.ts";
+export { ControlPlane, Ledger, ProviderGate, SendPace, Tenant, ContainerProxy } from "../worker.ts";
 
 export class Machine extends MachineCore {
   constructor(ctx: DurableObjectState<{}>, env: Env) {

@@ -5,12 +5,11 @@
 // A workspace that uninstalls the app (or revokes its bot token) keeps only a
 // note that it did: its token is deleted, and SLACK_BOT_TOKEN does not serve it
 // either, until it installs the app again.
-import { fromBase64, toBase64 } from "../../lib/base64.ts";
+import { open, seal } from "../../lib/sealed.ts";
 import { controlPlane } from "../../runtime/index.ts";
 import { oauthEnabled, singleBotToken, tokenEncryptionKey } from "./config.ts";
 
 const NAMESPACE = "slack-installations";
-const encoder = new TextEncoder();
 
 export interface Installation {
   tenant: string;
@@ -34,28 +33,13 @@ interface Withdrawn {
 
 const isWithdrawn = (stored: StoredInstallation | Withdrawn): stored is Withdrawn => "withdrawnAt" in stored;
 
-async function tokenKey(env: Env): Promise<CryptoKey> {
-  const secret = tokenEncryptionKey(env);
-  const material = await crypto.subtle.importKey("raw", encoder.encode(secret), "HKDF", false, ["deriveKey"]);
-  return crypto.subtle.deriveKey(
-    { name: "HKDF", hash: "SHA-256", salt: new Uint8Array(), info: encoder.encode("antiproton/slack/bot-token") },
-    material,
-    { name: "AES-GCM", length: 256 },
-    false,
-    ["encrypt", "decrypt"],
-  );
-}
-
+/** What the bot token is sealed for (lib/sealed.ts): the HKDF purpose. */
+const PURPOSE = "antiproton/slack/bot-token";
 
 export async function saveInstallation(env: Env, installation: Installation, botToken: string): Promise<void> {
-  const iv = crypto.getRandomValues(new Uint8Array(12));
   // The tenant is authenticated data: a token copied to another tenant's row does not decrypt.
-  const sealed = await crypto.subtle.encrypt(
-    { name: "AES-GCM", iv, additionalData: encoder.encode(installation.tenant) },
-    await tokenKey(env),
-    encoder.encode(botToken),
-  );
-  const stored: StoredInstallation = { ...installation, iv: toBase64(iv), token: toBase64(new Uint8Array(sealed)) };
+  const { iv, sealed } = await seal(tokenEncryptionKey(env), PURPOSE, installation.tenant, botToken);
+  const stored: StoredInstallation = { ...installation, iv, token: sealed };
   await controlPlane(env).put(NAMESPACE, installation.tenant, stored);
 }
 
@@ -63,13 +47,8 @@ async function storedFor(env: Env, tenant: string): Promise<StoredInstallation |
   return (await controlPlane(env).get(NAMESPACE, tenant)) as StoredInstallation | Withdrawn | null;
 }
 
-async function unseal(env: Env, stored: StoredInstallation): Promise<string> {
-  const plain = await crypto.subtle.decrypt(
-    { name: "AES-GCM", iv: fromBase64(stored.iv), additionalData: encoder.encode(stored.tenant) },
-    await tokenKey(env),
-    fromBase64(stored.token),
-  );
-  return new TextDecoder().decode(plain);
+function unseal(env: Env, stored: StoredInstallation): Promise<string> {
+  return open(tokenEncryptionKey(env), PURPOSE, stored.tenant, { iv: stored.iv, sealed: stored.token });
 }
 
 /**

@@ -4,12 +4,13 @@
 // route under /v1/tenants/:tenant — also those added later — inherits the
 // check. A route whose tenant is in the body calls requireTenant itself.
 import type { Context, MiddlewareHandler } from "hono";
-import { HttpError, safeEqual } from "../../lib/http.ts";
+import { bearerToken, HttpError, safeEqual } from "../../lib/http.ts";
 import { controlPlane } from "../control/index.ts";
 import { recordWrite } from "./audit.ts";
 import { checkBounds, type BoundedChange } from "./bounds.ts";
 import { adminToken } from "./config.ts";
 import { hashKey, KEY_PREFIX } from "./keys.ts";
+import { clientOf, credentialFailed, credentialHeld, refuseWhileThrottled } from "./throttle.ts";
 import type { AccessEnv, Caller } from "./types.ts";
 type AnyContext = Context<{ Bindings: Env }>;
 
@@ -23,17 +24,26 @@ export const PLATFORM_ACTOR = "platform:admin-token";
  */
 export const KEY_ROUTES_WITHOUT_TENANT: readonly string[] = ["/v1/responses"];
 
-/** The caller a bearer credential names; 401 when it names none. */
-export async function resolveCaller(env: Env, authorization: string | undefined): Promise<Caller> {
-  const given = /^Bearer (.+)$/.exec(authorization ?? "")?.[1];
+/** The caller a bearer credential names; 401 when it names none, 429 while `client` has failed too often (throttle.ts). */
+export async function resolveCaller(env: Env, authorization: string | undefined, client: string | null): Promise<Caller> {
+  const given = bearerToken(authorization);
   if (!given) throw new HttpError(401, "missing bearer token");
+  refuseWhileThrottled(client);
+  const failed = (message: string) => {
+    credentialFailed(client);
+    return new HttpError(401, message);
+  };
+  let caller: Caller;
   if (given.startsWith(KEY_PREFIX)) {
     const key = await controlPlane(env).useKey(await hashKey(given));
-    if (!key) throw new HttpError(401, "unknown or revoked API key");
-    return { kind: "key", actor: `key:${key.id}`, keyId: key.id, tenant: key.tenant, access: key.access, agent: key.agent };
+    if (!key) throw failed("unknown or revoked API key");
+    caller = { kind: "key", actor: `key:${key.id}`, keyId: key.id, tenant: key.tenant, access: key.access, agent: key.agent };
+  } else {
+    if (!safeEqual(given, adminToken(env))) throw failed("wrong bearer token");
+    caller = { kind: "platform", actor: PLATFORM_ACTOR };
   }
-  if (!safeEqual(given, adminToken(env))) throw new HttpError(401, "wrong bearer token");
-  return { kind: "platform", actor: PLATFORM_ACTOR };
+  credentialHeld(client);
+  return caller;
 }
 
 /** The tenant and agent a /v1 path names (the first `/tenants/<t>` and an `/agents/<a>` right after it), decoded. */
@@ -69,7 +79,7 @@ const isWrite = (method: string) => method !== "GET" && method !== "HEAD";
 
 /** The /v1 door: resolve the caller, check the path's tenant, run the route, and write a change it made to the audit trail. */
 export const accessGate: MiddlewareHandler<AccessEnv> = async (c, next) => {
-  const caller = await resolveCaller(c.env, c.req.header("authorization"));
+  const caller = await resolveCaller(c.env, c.req.header("authorization"), clientOf(c.req.raw));
   c.set("caller", caller);
   const scope = pathScope(c.req.path);
   const write = isWrite(c.req.method);
@@ -95,8 +105,8 @@ export function requireTenant(c: AnyContext, tenant: string, options: { write: b
 
 /** Managing keys, roles and webhook secrets: the platform, or a tenant-wide admin key of the tenant. */
 export function requireTenantAdmin(c: AnyContext, tenant: string): Caller {
-  const caller = requireTenant(c, tenant, { write: true });
-  if (caller.kind === "key" && (caller.access !== "admin" || caller.agent !== null)) throw new HttpError(403, "only a tenant admin or the platform may do this");
+  const caller = requireTenant(c, tenant, { write: false });
+  if (caller.kind === "key" && (caller.access !== "admin" || caller.agent !== null)) throw new HttpError(403, "this needs a tenant admin key (or the platform's token)");
   return caller;
 }
 

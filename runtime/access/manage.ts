@@ -1,10 +1,12 @@
-// Managing a tenant's keys and roles: the calls /v1 (routes.ts) and the
-// console make alike, each change written to the audit trail in the same
-// control-plane transaction as the change itself. Who may call them is the
-// caller's policy (requireTenantAdmin here, the console's roles there).
+// Managing a tenant's keys, roles and secrets: the calls /v1 (routes.ts) and
+// the console make alike, each change written to the audit trail (keys and
+// roles in the same control-plane transaction as the change; a secret, kept
+// in the tenant's own object, right after it, never with its value). Who may
+// call them is the caller's policy (requireTenantAdmin here, the console's roles there).
 import * as z from "zod";
 import { HttpError } from "../../lib/http.ts";
-import { controlPlane, type KeyRow } from "../control/index.ts";
+import { controlPlane, deleteTenantSecret, setTenantSecret, type KeyRow, type SecretListing } from "../control/index.ts";
+import { recordChange } from "./audit.ts";
 import { mintKey } from "./keys.ts";
 import type { newKeyBody, TenantRole } from "./schemas.ts";
 
@@ -35,4 +37,17 @@ export async function setTenantRole(env: Env, tenant: string, identity: string, 
   const { before } = await controlPlane(env).setRole(tenant, identity, role, actor);
   if (role === null && before === null) throw new HttpError(404, `${identity} has no role here`);
   return { before };
+}
+
+/** Sets a tenant's secret by value (write-only: answered with its name and dates); the trail names it, never its value. */
+export async function setSecret(env: Env, tenant: string, name: string, value: string, actor: string): Promise<SecretListing> {
+  const listing = await setTenantSecret(env, tenant, name, value, actor);
+  await recordChange(env, { tenant, actor, action: "secret.set", subject: `secrets/${name}`, before: null, after: { updatedAt: new Date(listing.updatedAt).toISOString() } });
+  return listing;
+}
+
+/** Deletes a tenant's secret; 404 when it has none by that name. */
+export async function deleteSecret(env: Env, tenant: string, name: string, actor: string): Promise<void> {
+  if (!(await deleteTenantSecret(env, tenant, name))) throw new HttpError(404, `tenant ${tenant} has no secret named ${name}`);
+  await recordChange(env, { tenant, actor, action: "secret.delete", subject: `secrets/${name}`, before: null, after: null });
 }

@@ -1,16 +1,19 @@
-// The access routes of /v1: a tenant's keys, roles and audit trail; the
-// platform's admins are the admins of tenant `*`. Mounted by the Agents API
+// The access routes of /v1: a tenant's keys, roles, secrets and audit trail;
+// the platform's admins are the admins of tenant `*`. Mounted by the Agents API
 // (runtime/edge/api.ts) behind accessGate, each described (lib/route-doc.ts).
 import type { Hono } from "hono";
 import * as z from "zod";
 import type { RouteDoc } from "../../lib/route-doc.ts";
 import { errors, serve } from "../../lib/serve-route.ts";
-import { controlPlane } from "../control/index.ts";
+import { controlPlane, granted, listTenantSecrets, secretsSet } from "../control/index.ts";
+import { isWorkerSecret } from "../../lib/config.ts";
+import type { Mount } from "../../plugins/index.ts";
+import type { ModelPick } from "../models/index.ts";
 import { auditQuery, markAudited, readAudit } from "./audit.ts";
 import { requirePlatform, requireTenant, requireTenantAdmin } from "./caller.ts";
 import { NO_BOUNDS, setTenantBounds, tenantBounds, tenantBoundsSchema } from "./bounds.ts";
-import { createTenantKey, revokeTenantKey, setTenantRole } from "./manage.ts";
-import { identitySchema, keyAccessSchema, newKeyBody, roleBody, tenantRoleSchema } from "./schemas.ts";
+import { createTenantKey, deleteSecret, revokeTenantKey, setSecret, setTenantRole } from "./manage.ts";
+import { identitySchema, keyAccessSchema, newKeyBody, roleBody, secretBody, secretNameSchema, tenantRoleSchema } from "./schemas.ts";
 
 /** The tenant every platform admin is kept under in the roles table. */
 export const PLATFORM_TENANT = "*";
@@ -100,7 +103,63 @@ const removeBounds = {
   responses: { 200: { description: "Removed.", schema: z.looseObject({ ok: z.literal(true), tenant: z.string() }) }, ...errors(400, 403, 404) },
 } satisfies RouteDoc;
 
-export const accessRouteDocs: RouteDoc[] = [createKey, listKeys, revokeKey, listRoles, setRole, removeRole, audit, readBounds, setBounds, removeBounds];
+const secretParams = tenantParams.extend({ name: secretNameSchema.meta({ examples: ["GITHUB_TOKEN"] }) });
+const secretListing = z.object({ name: z.string(), createdAt: z.string(), updatedAt: z.string(), updatedBy: z.string() });
+const setSecretDoc = {
+  method: "put",
+  path: "/tenants/{tenant}/secrets/{name}",
+  summary: "Set (or rotate) one of the tenant's secrets by value: write-only, sealed, never shown again; its mounts (`secret_ref`) and model choices (`secret`) name it",
+  params: secretParams,
+  body: secretBody.meta({ examples: [{ value: "ghp_…" }] }),
+  responses: { 200: { description: "Set: its name and dates, never its value.", schema: z.object({ ok: z.literal(true), secret: secretListing }) }, ...errors(400, 403, 404, 413, 415, 503) },
+} satisfies RouteDoc;
+const listSecretsDoc = {
+  method: "get",
+  path: "/tenants/{tenant}/secrets",
+  summary: "The tenant's secrets by name and date (never a value)",
+  params: tenantParams,
+  responses: { 200: { description: "The secrets.", schema: z.object({ secrets: z.array(secretListing) }) }, ...errors(400, 403, 404) },
+} satisfies RouteDoc;
+const deleteSecretDoc = {
+  method: "delete",
+  path: "/tenants/{tenant}/secrets/{name}",
+  summary: "Delete one of the tenant's secrets: a mount or model choice naming it is refused at its next use",
+  params: secretParams,
+  responses: { 200: { description: "Deleted.", schema: z.object({ ok: z.literal(true) }) }, ...errors(400, 403, 404) },
+} satisfies RouteDoc;
+const secretRefsDoc = {
+  method: "get",
+  path: "/secret-refs",
+  summary: "Mounts and model choices a tenant set that name a Worker secret neither its own nor granted to it: each is refused at its next use (the platform only)",
+  responses: {
+    200: {
+      description: "The references, with the fix: the tenant sets the secret itself, or the platform grants it (SECRET_GRANTS) or sets the setting.",
+      schema: z.object({ refs: z.array(z.object({ tenant: z.string(), agent: z.string().nullable(), setting: z.enum(["mounts", "model"]), alias: z.string().nullable(), secret: z.string() })) }),
+    },
+    ...errors(403),
+  },
+} satisfies RouteDoc;
+
+export const accessRouteDocs: RouteDoc[] = [createKey, listKeys, revokeKey, listRoles, setRole, removeRole, setSecretDoc, listSecretsDoc, deleteSecretDoc, secretRefsDoc, audit, readBounds, setBounds, removeBounds];
+
+const iso = (ms: number) => new Date(ms).toISOString();
+const secretView = (s: { name: string; createdAt: number; updatedAt: number; updatedBy: string }) => ({ ...s, createdAt: iso(s.createdAt), updatedAt: iso(s.updatedAt) });
+
+type SecretRefRow = z.infer<typeof secretRefsDoc.responses[200]["schema"]>["refs"][number];
+
+/** Every tenant-set mount and model choice naming a Worker secret the tenant may not use (and has not set as its own). */
+async function refusedRefs(env: Env): Promise<SecretRefRow[]> {
+  const cp = controlPlane(env);
+  const [mounts, models] = (await Promise.all([cp.list("mounts"), cp.list("models")])) as [{ key: string; value: Mount[] }[], { key: string; value: ModelPick }[]];
+  const where = (key: string) => ({ tenant: key.split("/")[0]!, agent: key.split("/")[1] ?? null });
+  const candidates = [
+    ...mounts.flatMap(({ key, value }) => value.filter((m) => m.secret_ref && m.set_by !== "platform").map((m) => ({ ...where(key), setting: "mounts" as const, alias: m.alias, secret: m.secret_ref! }))),
+    ...models.filter(({ value }) => value.secret && value.set_by !== "platform").map(({ key, value }) => ({ ...where(key), setting: "model" as const, alias: null, secret: value.secret! })),
+  ].filter((r) => isWorkerSecret(env, r.secret) && !granted(env, r.tenant, r.secret));
+  const tenants = [...new Set(candidates.map((r) => r.tenant))];
+  const own = new Map(await Promise.all(tenants.map(async (t) => [t, await secretsSet(env, t, candidates.filter((r) => r.tenant === t).map((r) => r.secret))] as const)));
+  return candidates.filter((r) => !own.get(r.tenant)!.has(r.secret));
+}
 
 /** `*` names the platform, whose admins only ADMIN_TOKEN names; any other tenant, its admins or the platform. */
 function roleAdmin(c: Parameters<typeof requireTenantAdmin>[0], tenant: string) {
@@ -145,6 +204,27 @@ export function accessRoutes(api: Hono<{ Bindings: Env }>): void {
     const { before } = await setTenantRole(c.env, tenant, identity, null, caller.actor);
     markAudited(c);
     return c.json({ ok: true, tenant, identity, before });
+  });
+
+  // A tenant's write or admin key (the gate refuses a read-only or one-agent key), or the platform.
+  serve(api, setSecretDoc, async (c, { params: { tenant, name }, body }) => {
+    const caller = requireTenant(c, tenant, { write: true });
+    markAudited(c);
+    return c.json({ ok: true as const, secret: secretView(await setSecret(c.env, tenant, name, body.value, caller.actor)) });
+  });
+
+  serve(api, listSecretsDoc, async (c, { params: { tenant } }) => c.json({ secrets: (await listTenantSecrets(c.env, tenant)).map(secretView) }));
+
+  serve(api, deleteSecretDoc, async (c, { params: { tenant, name } }) => {
+    const caller = requireTenant(c, tenant, { write: true });
+    markAudited(c);
+    await deleteSecret(c.env, tenant, name, caller.actor);
+    return c.json({ ok: true as const });
+  });
+
+  serve(api, secretRefsDoc, async (c) => {
+    requirePlatform(c);
+    return c.json({ refs: await refusedRefs(c.env) });
   });
 
   serve(api, readBounds, async (c, { params: { tenant } }) => c.json({ tenant, ...(await tenantBounds(c.env, tenant)) }));

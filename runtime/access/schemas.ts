@@ -1,5 +1,6 @@
 // The bodies of the access routes, as zod schemas (also for the OpenAPI document).
 import * as z from "zod";
+import { SECRET_NAME } from "../../plugins/index.ts";
 
 const NAME = /^[A-Za-z0-9._-]{1,128}$/;
 
@@ -26,3 +27,9 @@ export type TenantRole = z.infer<typeof tenantRoleSchema>;
 
 /** PUT /v1/tenants/{t}/roles/{identity} */
 export const roleBody = z.object({ role: tenantRoleSchema }).strict();
+
+/** A secret's name, as mounts (`secret_ref`) and model choices (`secret`) name it. */
+export const secretNameSchema = z.string().regex(SECRET_NAME, "a secret's name: UPPER_SNAKE_CASE, at most 64 characters");
+
+/** PUT /v1/tenants/{t}/secrets/{name}: the value, never shown again. */
+export const secretBody = z.object({ value: z.string().min(1, "the secret's value is empty").max(16_384, "a secret is at most 16,384 characters") }).strict();

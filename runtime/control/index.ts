@@ -1,7 +1,11 @@
 // The control room: the control plane (one object for what is not one agent's:
 // installations, callbacks, per-tenant settings, the directory, the people
-// directory) and the settings each agent keeps a copy of.
+// directory), the settings each agent keeps a copy of, and each tenant's own
+// object (its secrets, sealed).
 export { mountList } from "./config.ts";
+export { Tenant } from "./tenant.ts";
+export type { SecretListing } from "./tenant.ts";
+export { deleteTenantSecret, granted, listTenantSecrets, platformSecret, refProblem, resolveSecret, secretsSet, setTenantSecret, type SecretRef } from "./tenant-secrets.ts";
 export { ControlPlane, controlPlane, listAgents, listTenants, peopleNames, recordAgent, rememberPerson, type SettingAudit } from "./control-plane.ts";
 export type { PersonName } from "./people.ts";
 export type { AgentListing, AgentRecord, DirectoryEntry, TenantListing } from "./directory.ts";

@@ -46,7 +46,8 @@ export function settingKey(route: Route, scope: "tenant" | "agent"): string {
 /** `MOUNTS`, then the tenant's overrides, then the agent's: a later mount with the same alias replaces an earlier one. */
 export function mountsFrom(env: Env, settings: AgentSettings): Mount[] {
   const byAlias = new Map<string, Mount>();
-  for (const list of [configuredMounts(env), settings.mounts.tenant ?? [], settings.mounts.agent ?? []]) {
+  const deployment = configuredMounts(env).map((mount): Mount => ({ ...mount, set_by: "platform" }));
+  for (const list of [deployment, settings.mounts.tenant ?? [], settings.mounts.agent ?? []]) {
     for (const mount of list) byAlias.set(mount.alias, mount);
   }
   return [...byAlias.values()];

@@ -29,6 +29,7 @@ import { ReplyStream } from "./reply-stream.ts";
 import { MountCalls } from "./mount-calls.ts";
 import { ScriptCaller } from "./script-caller.ts";
 import { appendAudit } from "./audit-append.ts";
+import { resolveSecret } from "../control/index.ts";
 import { textOf } from "../store/index.ts";
 import { imageLimits, picturesIn } from "../pictures/index.ts";
 
@@ -309,8 +310,11 @@ export class Courier extends DurableObject<Env> {
       const choice = modelChoice(this.env, request.model);
       const refusal = await spendRefusal(this.env, effect, choice);
       if (refusal) return { call: { kind: "refused", error: refusal, verbatim: true } };
+      // A tenant's own key is opened here, from the tenant's store (or the environment where the platform allows).
+      const own = choice.kind === "provider" && choice.byok && request.model.secret ? await resolveSecret(this.env, effect.tenant, { name: request.model.secret, setBy: request.model.set_by, what: "the model choice" }) : undefined;
+      if (own && "missing" in own) return { call: { kind: "refused", error: `not configured: ${own.missing}` } };
       const messages = await picturesIn(this.env.LARGE_VALUES, effect, choice.settings.images, imageLimits(this.env), request.messages);
-      return await callProvider(this.env, choice, { ...request, messages }, { cacheKey: `${effect.tenant}/${effect.agent}`, onText: stream && ((text) => stream.onText(text)) });
+      return await callProvider(this.env, choice, { ...request, messages }, { cacheKey: `${effect.tenant}/${effect.agent}`, onText: stream && ((text) => stream.onText(text)), ...(own ? { key: own.value } : {}) });
     } catch (err) {
       if (err instanceof ConfigError) return { call: { kind: "refused", error: `not configured: ${err.message}` } };
       return { call: { kind: "retry", error: errorText(err) } };

@@ -1,9 +1,10 @@
 // A mount's calls as a courier makes them: a tool call, a tool list fetched,
 // a leased mount's machine ended. Each gets a gateway of that one mount, with
-// its secret resolved here (never in the agent's object) and redacted from
-// what comes back.
-import { secretNamed } from "../../lib/config.ts";
-import { Gateway, type CallScope, type GatewayDeps, type Mount, type Plugin, type SessionState } from "../../plugins/index.ts";
+// its secret resolved here (never in the agent's object: the tenant's own
+// store, or the environment where the platform allows) and redacted from what
+// comes back.
+import { Gateway, type CallScope, type GatewayDeps, type Mount, type Plugin, type SecretLookup, type SessionState } from "../../plugins/index.ts";
+import { resolveSecret } from "../control/index.ts";
 import type { Route } from "../chat.ts";
 import { sessionCopy, type LeaseReport, type LeaseUse, type LeaseWork, type ToolReport, type ToolWork, type MountReport, type MountWork } from "../tools/index.ts";
 import type { ScriptCaller } from "./script-caller.ts";
@@ -20,7 +21,7 @@ export class MountCalls {
   async runTool(work: ToolWork, scripts?: ScriptCaller): Promise<ToolReport> {
     const session = sessionCopy(work.session);
     const caller = scripts && ((scope: CallScope) => scripts.forScript(scope.callKey));
-    const gateway = this.gateway(work.mount, session.state, caller);
+    const gateway = await this.gateway(work.scope.tenant, work.mount, session.state, caller);
     const result = await gateway.call(work.tool, work.args, work.scope, { replay: work.replay, approved: work.approved });
     // Its images go to R2 here: the report, the journal and the transcript carry their references (an MCP screenshot can be megabytes).
     if (result.images) result.images = await Promise.all(result.images.map((image) => storeImage(this.env.LARGE_VALUES, work.scope, fromBase64(image.data), image.mimeType)));
@@ -31,7 +32,7 @@ export class MountCalls {
   /** Ends what a leased mount's calls left running in the conversation (a machine: its kept folders saved, then destroyed). */
   async endLease(route: Route, work: LeaseWork): Promise<LeaseReport> {
     try {
-      await this.gateway(work.mount, sessionCopy({}).state).retire(work.mount.alias, { tenant: route.tenant, agent: route.agent, conversation: work.conversation });
+      await (await this.gateway(route.tenant, work.mount, sessionCopy({}).state)).retire(work.mount.alias, { tenant: route.tenant, agent: route.agent, conversation: work.conversation });
       return {};
     } catch (err) {
       return { error: err instanceof Error ? err.message : String(err) };
@@ -40,12 +41,13 @@ export class MountCalls {
 
   async fetchTools(route: Route, work: MountWork): Promise<MountReport> {
     const session = sessionCopy(work.session);
-    await this.gateway(work.mount, session.state).fetchTools(work.mount.alias, { tenant: route.tenant, agent: route.agent });
+    await (await this.gateway(route.tenant, work.mount, session.state)).fetchTools(work.mount.alias, { tenant: route.tenant, agent: route.agent });
     return { session: session.changed() };
   }
 
-  private gateway(mount: Mount, session: SessionState, caller?: GatewayDeps["caller"]): Gateway {
-    return new Gateway([mount], this.plugins, { secret: (name) => secretNamed(this.env, name), session: () => session, caller });
+  private async gateway(tenant: string, mount: Mount, session: SessionState, caller?: GatewayDeps["caller"]): Promise<Gateway> {
+    const found: SecretLookup | undefined = mount.secret_ref ? await resolveSecret(this.env, tenant, { name: mount.secret_ref, setBy: mount.set_by, what: `mount "${mount.alias}"` }) : undefined;
+    return new Gateway([mount], this.plugins, { secret: () => found ?? { missing: `mount "${mount.alias}" names no secret` }, session: () => session, caller });
   }
 }
 

@@ -2,7 +2,7 @@
 // tenant's, read, change (description, model, mounts, policy, second-message
 // strategy) and delete. The control plane keeps the record (runtime/control);
 // a deletion is carried out by the agent's own object (runtime/deletion) first.
-import type { Hono } from "hono";
+import type { Context, Hono } from "hono";
 import * as z from "zod";
 import { HttpError } from "../../lib/http.ts";
 import type { RouteDoc } from "../../lib/route-doc.ts";
@@ -16,7 +16,7 @@ import { secondMessageSchema } from "../turns/index.ts";
 import type { Route } from "../chat.ts";
 import { NAME } from "./ingress.ts";
 import { changeSetting } from "./settings.ts";
-import { checkModelPick, checkMounts } from "./setting-routes.ts";
+import { checkModelPick, checkMounts, stampSetter } from "./setting-routes.ts";
 import { agentParams, tenantParams } from "./schemas.ts";
 
 const description = z.string().trim().max(2_000).nullable();
@@ -128,15 +128,16 @@ async function view(env: Env, route: Route) {
 
 type Settings = z.output<typeof createBody> | z.output<typeof updateBody>;
 
-/** Checks every setting given before storing any, then stores each (its agent told before the next). */
-async function applySettings(env: Env, route: Route, body: Settings, plugins: readonly Plugin[]): Promise<void> {
+/** Every setting given, checked (the secrets each names too) before any is stored; the caller stores each (its agent told before the next). */
+async function settingChanges(c: Context<{ Bindings: Env }>, route: Route, body: Settings, plugins: readonly Plugin[]): Promise<[SettingKind, unknown][]> {
+  const { env } = c;
   const changes: [SettingKind, unknown][] = [];
   if (body.model !== undefined) changes.push(["models", body.model && checkModelPick(env, body.model)]);
   let mounts = body.mounts === undefined ? undefined : body.mounts && checkMounts(body.mounts, plugins);
   if ("policy" in body && body.policy) mounts = checkMounts(await withPolicies(env, route, mounts, body.policy), plugins);
   if (mounts !== undefined) changes.push(["mounts", mounts]);
   if (body.secondMessage !== undefined) changes.push(["secondMessage", body.secondMessage]);
-  for (const [kind, value] of changes) await changeSetting(env, kind, route, "agent", value);
+  return Promise.all(changes.map(async ([kind, value]): Promise<[SettingKind, unknown]> => [kind, await stampSetter(c, route, kind, value)]));
 }
 
 /** The agent's own mounts with each named mount (its own or inherited) under the given policy. */
@@ -157,14 +158,13 @@ export function agentRoutes(api: Hono<{ Bindings: Env }>, plugins: readonly Plug
   serve(api, createAgent, async (c, { params, body }) => {
     const route = { tenant: params.tenant, agent: body.agent };
     // Checked before the name is taken: a bad setting leaves nothing behind.
-    if (body.model) checkModelPick(c.env, body.model);
     if (body.model) await withinBounds(c, route.tenant, { model: body.model.model });
-    if (body.mounts) checkMounts(body.mounts, plugins);
+    const changes = await settingChanges(c, route, body, plugins);
     if (!(await controlPlane(c.env).createAgent({ ...route, description: body.description ?? null }))) {
       const record = await controlPlane(c.env).agent(route);
       throw new HttpError(409, record?.deletedAt ? `agent "${body.agent}" was deleted; a deleted agent's name is not reused` : `agent "${body.agent}" already exists: PATCH it to change it`);
     }
-    await applySettings(c.env, route, body, plugins);
+    for (const [kind, value] of changes) await changeSetting(c.env, kind, route, "agent", value);
     return c.json(await view(c.env, route), 201);
   });
 
@@ -175,7 +175,7 @@ export function agentRoutes(api: Hono<{ Bindings: Env }>, plugins: readonly Plug
   serve(api, updateAgent, async (c, { params, body }) => {
     await liveAgent(c.env, params);
     if (body.model) await withinBounds(c, params.tenant, { model: body.model.model });
-    await applySettings(c.env, params, body, plugins);
+    for (const [kind, value] of await settingChanges(c, params, body, plugins)) await changeSetting(c.env, kind, params, "agent", value);
     if (body.description !== undefined) await controlPlane(c.env).describeAgent(params, body.description);
     return c.json(await view(c.env, params));
   });

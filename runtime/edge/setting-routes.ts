@@ -9,7 +9,7 @@ import type { RouteDoc } from "../../lib/route-doc.ts";
 import { errors, serve } from "../../lib/serve-route.ts";
 import { Gateway, MountError, policyWarnings, type Mount, type Plugin } from "../../plugins/index.ts";
 import { deploymentModel, modelPickSchema, modelProviders, pickProblem, type ModelPick } from "../models/index.ts";
-import { controlPlane, modelFrom, mountList, mountsFrom, parseSettings, type SettingAudit, type SettingKind } from "../control/index.ts";
+import { controlPlane, modelFrom, mountList, mountsFrom, parseSettings, refProblem, secretsSet, type SecretRef, type SettingAudit, type SettingKind } from "../control/index.ts";
 import { callerOf, markAudited } from "../access/index.ts";
 import { secondMessageSchema } from "../turns/index.ts";
 import { withinBounds } from "../access/index.ts";
@@ -19,7 +19,7 @@ import { agentParams, tenantParams } from "./schemas.ts";
 
 /** A gateway built only to inspect mounts: it resolves no secret and keeps no state. */
 function inspectMounts(mounts: Mount[], plugins: readonly Plugin[]): Gateway {
-  return new Gateway(mounts, plugins, { secret: () => undefined, session: () => ({ get: () => undefined, set: () => undefined }) });
+  return new Gateway(mounts, plugins, { secret: () => ({ missing: "not resolved: the mounts are only inspected" }), session: () => ({ get: () => undefined, set: () => undefined }) });
 }
 
 /** A mount list checked the way a pass will use it (known plugins, valid configs): 400 naming the problem. */
@@ -31,6 +31,41 @@ export function checkMounts(mounts: Mount[], plugins: readonly Plugin[]): Mount[
     throw err;
   }
   return mounts;
+}
+
+/** A platform mount a tenant keeps as it is (its policy aside): it stays the platform's. */
+function keptAsIs(mount: Mount, current: Mount[]): boolean {
+  const was = current.find((m) => m.alias === mount.alias && m.set_by === "platform");
+  return was !== undefined && was.plugin === mount.plugin && was.secret_ref === mount.secret_ref && JSON.stringify(was.config) === JSON.stringify(mount.config);
+}
+
+/**
+ * A mount list or model choice as its writer may make it (invariant 5): the
+ * platform's is stamped `set_by: "platform"`, so the secrets it names may be
+ * Worker secrets; a tenant's is not (but for a platform mount it keeps as it
+ * is), so they are its own or granted to it. Every secret named is checked
+ * now: 400 naming the rule.
+ */
+export async function stampSetter(c: Context<{ Bindings: Env }>, route: Route, kind: SettingKind, value: unknown): Promise<unknown> {
+  if (value === null || kind === "secondMessage") return value;
+  const platform = callerOf(c).kind === "platform";
+  const setBy = (own: boolean) => (own ? { set_by: "platform" as const } : {});
+  let stamped: Mount[] | ModelPick;
+  let refs: SecretRef[];
+  if (kind === "mounts") {
+    const current = platform ? [] : mountsFrom(c.env, parseSettings(await controlPlane(c.env).settingsFor(route)));
+    const mounts = (value as Mount[]).map(({ set_by: _, ...mount }): Mount => ({ ...mount, ...setBy(platform || keptAsIs(mount, current)) }));
+    refs = mounts.flatMap((m) => (m.secret_ref ? [{ name: m.secret_ref, setBy: m.set_by, what: `mount "${m.alias}"` }] : []));
+    stamped = mounts;
+  } else {
+    const { set_by: _, ...pick } = value as ModelPick;
+    stamped = { ...pick, ...setBy(platform) };
+    refs = pick.secret ? [{ name: pick.secret, setBy: stamped.set_by, what: "the model choice" }] : [];
+  }
+  const has = platform ? new Set<string>() : await secretsSet(c.env, route.tenant, refs.map((r) => r.name));
+  const problem = refs.map((r) => refProblem(c.env, route.tenant, r, has.has(r.name))).find((p) => p !== null);
+  if (problem) throw new HttpError(400, `bad body: ${problem}`);
+  return stamped;
 }
 
 /** A model choice checked against MODEL_PROVIDERS and the model table: 400 naming the problem. */
@@ -102,7 +137,8 @@ export function settingRoutes(api: Hono<{ Bindings: Env }>, plugins: readonly Pl
     };
     serve(api, put, async (c, { params, body }) => {
       if (kind === "models") await withinBounds(c, params.tenant, { model: (body as ModelPick).model });
-      const value = kind === "mounts" ? checkMounts(body as Mount[], plugins) : kind === "models" ? checkModelPick(c.env, body as ModelPick) : (body as { strategy: string }).strategy;
+      const checked = kind === "mounts" ? checkMounts(body as Mount[], plugins) : kind === "models" ? checkModelPick(c.env, body as ModelPick) : (body as { strategy: string }).strategy;
+      const value = await stampSetter(c, routeOf(params), kind, checked);
       const echo = kind === "models" ? { model: value } : kind === "secondMessage" ? { strategy: value } : {};
       return c.json({ ok: true, ...echo, ...(await changeSetting(c.env, kind, routeOf(params), scope, value, audit(c, "set", body))) });
     });

@@ -7,7 +7,7 @@ import { streamOpenAICompletions } from "@mariozechner/pi-ai/openai-completions"
 import { streamOpenAIResponses } from "@mariozechner/pi-ai/openai-responses";
 // pi-ai's own patterns for each provider's "too long" wording, by path: its root entry bundles every provider.
 import { isContextOverflow } from "../../node_modules/@mariozechner/pi-ai/dist/utils/overflow.js";
-import { ConfigError, secretNamed } from "../../lib/config.ts";
+import { ConfigError, environmentSecret } from "../../lib/config.ts";
 import type { ModelRequest } from "./request.ts";
 import { textOf } from "../store/index.ts";
 import { localModel } from "./local-model.ts";
@@ -41,6 +41,8 @@ export interface CallOptions {
   onAccepted?: () => Promise<void>;
   /** Told the provider's answer as read, whatever its outcome: what it used is what was paid for. */
   onAnswer?: (message: AssistantMessage) => void;
+  /** The key, where the caller opened it (a tenant's own: its courier resolves it); else the operator's Worker secret. */
+  key?: string;
 }
 
 const REFUSED = new Set([400, 401, 403, 404, 422]);
@@ -69,7 +71,7 @@ async function read(stream: AssistantMessageEventStream, onText?: (text: string)
 export async function callModel(env: Env, choice: ModelChoice, request: ModelRequest, opts: CallOptions = {}): Promise<ProviderCall> {
   if (choice.kind === "local") return { kind: "reply", message: localModel(request) };
   const { provider } = choice;
-  const key = apiKey(env, provider);
+  const key = opts.key ?? apiKey(env, choice);
   const { result: message, seen } = await watchResponses(() =>
     read(
       CALLS[provider.api](
@@ -135,10 +137,12 @@ function piModel(choice: Extract<ModelChoice, { kind: "provider" }>): Model<Api>
   };
 }
 
-/** The key a provider is called with (the operator's, or a tenant's own): its Worker secret's value. */
-export function apiKey(env: Env, provider: ProviderConfig): string {
+/** The operator's key for a provider: its Worker secret's value. A tenant's own key is never read here. */
+export function apiKey(env: Env, choice: Extract<ModelChoice, { kind: "provider" }>): string {
+  const { provider } = choice;
+  if (choice.byok) throw new ConfigError("a tenant's own key is opened by its courier, never read from the environment");
   if (!provider.auth) return "none";
-  const value = secretNamed(env, provider.auth.secret);
+  const value = environmentSecret(env, provider.auth.secret);
   // Retrying cannot set it: the turn fails at once, naming what to set.
   if (!value) throw new ConfigError(`the Worker secret ${provider.auth.secret} named by provider ${provider.id} is not set`);
   return value;

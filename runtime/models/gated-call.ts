@@ -18,7 +18,7 @@ export interface GatedCall {
 
 export async function callProvider(env: Env, choice: ModelChoice, request: ModelRequest, opts: CallOptions = {}): Promise<GatedCall> {
   if (choice.kind === "local") return { call: await callModel(env, choice, request, opts) };
-  const gate = await gateStub(env, choice.provider.id, apiKey(env, choice.provider));
+  const gate = await gateStub(env, choice.provider.id, opts.key ?? apiKey(env, choice));
   const admission = await gate.admit();
   if (!admission.go) return { call: { kind: "limited", error: "the key waits out a rate limit the provider announced", until: admission.until } };
   const { probe } = admission;

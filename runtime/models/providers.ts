@@ -2,6 +2,7 @@
 // (`<provider>/<model>`) resolved against those providers and the model table.
 import * as z from "zod";
 import { ConfigError, httpsOrLoopbackUrl } from "../../lib/config.ts";
+import { SECRET_NAME } from "../../plugins/index.ts";
 import { DEFAULT_MODEL_SETTINGS, knownModel, modelSettings } from "./table.ts";
 import { MODEL_APIS, type ModelChoice, type ModelPick, type ProviderConfig, type SettingsOverride } from "./types.ts";
 
@@ -47,7 +48,9 @@ export const providerSchema = z.object({
 export const modelPickSchema = z
   .object({
     model: z.string().min(1).max(200),
-    secret: z.string().regex(/^[A-Z][A-Z0-9_]*$/, "secret names a Worker secret (UPPER_SNAKE_CASE), never a key").optional(),
+    secret: z.string().regex(SECRET_NAME, "secret names a secret (UPPER_SNAKE_CASE, at most 64 characters), never a key").optional(),
+    /** Stamped by the runtime when the platform made the choice; a tenant's never carries it. */
+    set_by: z.literal("platform").optional(),
   })
   .strict() satisfies z.ZodType<ModelPick>;
 

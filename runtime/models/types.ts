@@ -52,8 +52,12 @@ export type ModelChoice =
   | { kind: "local"; settings: ModelSettings }
   | { kind: "provider"; provider: ProviderConfig; model: string; settings: ModelSettings; /** Paid with the tenant's own key. */ byok?: boolean };
 
-/** `<provider>/<model>` (or `local`) and, for a tenant that brings its own key, the NAME of the Worker secret holding it. */
+/**
+ * `<provider>/<model>` (or `local`) and, for a tenant that brings its own key,
+ * the NAME of the secret holding it (runtime/control/tenant-secrets.ts says which store).
+ */
 export interface ModelPick {
   model: string;
   secret?: string;
+  set_by?: "platform";
 }

@@ -5,7 +5,6 @@
 // the scheduler, the pass (runtime/object/pass.ts) and retention after it.
 import { DurableObject } from "cloudflare:workers";
 import { cardFor, Holds, type Card, type Person } from "../../approvals/index.ts";
-import { secretNamed } from "../../lib/config.ts";
 import { Gateway, type ToolOutput } from "../../plugins/index.ts";
 import { ApprovalFlow, Leases, machineIdleMs, MountSessions, ScriptCalls, type ScriptAnswer, type ScriptCall, ToolCalls, type ToolReport, ToolLists } from "../tools/index.ts";
 import { AGENT_HANDLERS, BusyTime, measureHandlers, type TurnBusy, dayStart } from "../metering/index.ts";
@@ -13,7 +12,7 @@ import type { ChatEvent, ChatUser, ConversationStatus, Platform, Route, StreamSh
 import { Claims, type EffectReport, type EffectWork, type ReportAnswer } from "./claims.ts";
 import { deadlineMs, leaseSeconds, Effects, type EffectKind, Outbox, Typing } from "../effects/index.ts";
 import { modelChoice, ModelJobs, type RecentUsage } from "../models/index.ts";
-import { controlPlane, modelFrom, mountsFrom, NO_SETTINGS, secondMessageFrom, SettingsCopy, type SettingsText } from "../control/index.ts";
+import { controlPlane, modelFrom, mountsFrom, NO_SETTINGS, platformSecret, secondMessageFrom, SettingsCopy, type SettingsText } from "../control/index.ts";
 import { Conversations, Identity, transcript, type TranscriptEntry } from "../store/index.ts";
 import { Retention, retentionMs } from "../retention/index.ts";
 import { Delegation, type Family } from "../delegation/index.ts";
@@ -369,10 +368,14 @@ export class AgentObject extends DurableObject<Env> {
     }
   }
 
-  /** Secrets resolve only for plugins that run in the object; a courier resolves its own. */
+  /**
+   * Plugins that run here take no secret: a courier resolves a mount's own. The
+   * platform's (Worker secrets, read with no call) are known here only so a
+   * held call's arguments are redacted on its card; a tenant's are never opened here.
+   */
   #gateway(settings = this.settings.get() ?? NO_SETTINGS): Gateway {
     return new Gateway(mountsFrom(this.env, settings), this.deps.plugins, {
-      secret: (name) => secretNamed(this.env, name),
+      secret: (mount) => platformSecret(this.env, { name: mount.secret_ref!, setBy: mount.set_by, what: `mount "${mount.alias}"` }),
       session: (alias) => this.sessions.state(alias),
     });
   }

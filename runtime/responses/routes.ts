@@ -177,7 +177,8 @@ export function responsesRoutes(): Hono<{ Bindings: Env }> {
     const route = parseRoute(c.req.param("tenant"), c.req.param("agent"));
     const conversation = c.req.param("id");
     if (!CONVERSATION_ID.test(conversation)) throw new HttpError(400, "invalid conversation id");
-    const cursor = c.req.header("last-event-id") ?? c.req.query("after") ?? "0";
+    // An empty Last-Event-ID (a client that has seen nothing yet) is no cursor.
+    const cursor = c.req.header("last-event-id")?.trim() || c.req.query("after") || "0";
     if (!/^\d{1,15}$/.test(cursor)) throw new HttpError(400, `invalid event id "${cursor}": Last-Event-ID (or ?after=) is the id of the last event seen`);
     const stub = agentStub(c.env, route);
     let page = await stub.feed(route, conversation, Number(cursor));

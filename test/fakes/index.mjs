@@ -32,6 +32,10 @@ export async function startFakes({ gates } = {}) {
   const remoteHost = new URL(remote.url).host;
   const bindings = {
     ADMIN_TOKEN: "test-admin-token",
+    TENANT_SECRETS_KEY: "test-tenant-secrets-key",
+    // A Worker secret the platform grants to one tenant only (test/tenant-secrets.test.ts).
+    GITHUB_TOKEN: "canary-github-token-in-the-environment",
+    SECRET_GRANTS: JSON.stringify({ "granted-tenant": ["GITHUB_TOKEN"] }),
     MODEL_PROVIDERS: JSON.stringify([
       // A small context window, so compaction can be shown with a message of a few pages;
       // a price for its one model, as an operator prices a gateway's model pi-ai does not know.

@@ -96,6 +96,8 @@ export async function startModelProvider({ gates } = {}) {
     else unscripted.push(record);
     if (!record.authorized) return protocol.unauthorized(res, req);
     const key = protocol.keyOf(req, url);
+    // Whose key it was (never the key itself): the operator's, or the tenant's own.
+    record.key = key === FAKE_PROVIDER_KEY ? "operator" : "tenant";
     const limit = id ? [...busy].find(([prefix]) => id.startsWith(prefix))?.[1] : undefined;
     if (limit) {
       const arrived = { at: Date.now(), scenario: id, key: key === FAKE_PROVIDER_KEY ? "operator" : "tenant", status: 200 };

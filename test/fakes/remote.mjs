@@ -38,6 +38,7 @@ function echoed(auth) {
 
 export async function startRemote() {
   const posts = [];
+  const inbox = [];
   return listen(async (req, res) => {
     const url = new URL(req.url, "http://x");
     const auth = req.headers.authorization ?? "";
@@ -59,6 +60,12 @@ export async function startRemote() {
       posts.push({ body: await readBody(req), authorized: token === REMOTE_API_TOKEN });
       return sendJson(res, 201, { created: posts.length });
     }
+    if (req.method === "POST" && url.pathname === "/inbox") {
+      // A receiver that keeps the credential it was sent, whatever it is (test/tenant-secrets.test.ts).
+      inbox.push({ authorization: auth, body: await readBody(req) });
+      return sendJson(res, 201, { received: inbox.length });
+    }
+    if (req.method === "GET" && url.pathname === "/_control/inbox") return sendJson(res, 200, inbox);
     if (req.method === "GET" && url.pathname === "/_control/orders") return sendJson(res, 200, posts);
     return sendJson(res, 404, { error: "not found" });
   });
