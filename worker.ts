@@ -3,14 +3,14 @@
 // bridge's outbound, the plugins a mount may name) and serves the routes.
 import { Hono, type Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { bridges } from "./bridges/index.ts";
+import { bridges, type ChatBridge } from "./bridges/index.ts";
 import { consoleRoutes, referenceRoutes } from "./console/index.ts";
 import { ConfigError } from "./lib/config.ts";
 import { HttpError } from "./lib/http.ts";
 import { migrationFailure } from "./lib/migrations.ts";
 import { openApiDocument, type OpenApiDocument } from "./lib/openapi.ts";
 import type { RouteDoc } from "./lib/route-doc.ts";
-import { builtinPlugins } from "./plugins/index.ts";
+import { builtinPlugins, type Plugin } from "./plugins/index.ts";
 import { agentsApi, agentsApiDocs, AgentObject as AgentCore, consumeQueue, Courier as CourierCore, foldLedgers, isResponsesPath, openAIErrorBody, responsesRouteDocs, responsesRoutes, type RuntimeDeps } from "./runtime/index.ts";
 
 export { ControlPlane, Ledger, ProviderGate, SendPace, Tenant } from "./runtime/index.ts";
@@ -34,13 +34,22 @@ export const apiDocument = (): OpenApiDocument =>
   "antiproton's agents without a chat platform. Errors: { \"error\": \"<what was wrong>\" }; input that does not fit its schema is a 400 naming the field.",
   ));
 
+/** What the Worker is made of: its chat bridges (one line each, bridges/index.ts) and the plugins a mount may name. */
+export interface Composition {
+  bridges: readonly ChatBridge[];
+  plugins: readonly Plugin[];
+}
+
+/** What the runtime is handed rather than importing: each bridge's outbound, and the plugins. */
+export const runtimeDeps = (made: Composition): RuntimeDeps => ({ outbounds: made.bridges.map((b) => b.outbound), plugins: made.plugins });
+
 /** /v1: the document (open), then the Agents API and the bridges' admin routes behind its token. */
-export function v1Api(deps: RuntimeDeps): Hono<{ Bindings: Env }> {
+export function v1Api(made: Composition): Hono<{ Bindings: Env }> {
   const v1 = new Hono<{ Bindings: Env }>();
   // Before the API's token check, which guards every route of the app it builds.
   v1.get(describeDocument.path, (c) => c.json(apiDocument()));
-  const api = agentsApi(deps);
-  for (const bridge of bridges) if (bridge.admin) api.route("/", bridge.admin.routes);
+  const api = agentsApi(runtimeDeps(made));
+  for (const bridge of made.bridges) if (bridge.admin) api.route("/", bridge.admin.routes);
   // The Responses API and the follow route, behind the same authentication.
   api.route("/", responsesRoutes());
   v1.route("/", api);
@@ -48,19 +57,19 @@ export function v1Api(deps: RuntimeDeps): Hono<{ Bindings: Env }> {
 }
 
 /** The Worker's fetch, queue and scheduled (the daily ledger fold) handlers over the given dependencies. */
-export function createWorker(deps: RuntimeDeps): ExportedHandler<Env> {
+export function createWorker(made: Composition): ExportedHandler<Env> {
   const app = new Hono<{ Bindings: Env }>();
   app.get("/", (c) =>
     c.json({
       name: "antiproton",
       docs: "README.md and docs/ in the repository",
-      routes: { "/v1": "Agents API (Bearer ADMIN_TOKEN); described at /v1/openapi.json", "/console": "web console (sign in with ADMIN_TOKEN)", ...Object.fromEntries(bridges.map((b) => [b.path, `${b.path.slice(1)} bridge`])) },
+      routes: { "/v1": "Agents API (Bearer ADMIN_TOKEN); described at /v1/openapi.json", "/console": "web console (sign in with ADMIN_TOKEN)", ...Object.fromEntries(made.bridges.map((b) => [b.path, `${b.path.slice(1)} bridge`])) },
     }),
   );
-  app.route("/v1", v1Api(deps));
+  app.route("/v1", v1Api(made));
   app.route("/console", consoleRoutes);
   app.route("/console", referenceRoutes(apiDocument));
-  for (const bridge of bridges) app.route(bridge.path, bridge.routes);
+  for (const bridge of made.bridges) app.route(bridge.path, bridge.routes);
 
   // The OpenAI-compatible routes answer in OpenAI's error shape, whoever refused the request (the key check too).
   const refuse = (c: Context, status: ContentfulStatusCode, message: string) => c.json(isResponsesPath(c.req.path) ? openAIErrorBody(status, message) : { error: message }, status);
@@ -91,7 +100,8 @@ function errorAnswer(err: Error): { status: ContentfulStatusCode; message: strin
   return { status: 500, message: "internal error" };
 }
 
-export const deps: RuntimeDeps = { outbounds: bridges.map((b) => b.outbound), plugins: builtinPlugins };
+export const deployed: Composition = { bridges, plugins: builtinPlugins };
+const deps = runtimeDeps(deployed);
 
 export class AgentObject extends AgentCore {
   constructor(ctx: DurableObjectState, env: Env) {
@@ -105,4 +115,4 @@ export class Courier extends CourierCore {
   }
 }
 
-export default createWorker(deps);
+export default createWorker(deployed);

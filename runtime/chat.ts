@@ -4,7 +4,11 @@
 import type { Card } from "../approvals/index.ts";
 import type { Plugin } from "../plugins/index.ts";
 
-export type Platform = "slack" | "discord" | "webhook" | "api" | "console";
+/**
+ * Who brought an event: a bridge's name (its ChatOutbound's `platform`), or
+ * the runtime's own surfaces, `api` and `console`. The runtime names no bridge.
+ */
+export type Platform = string;
 
 /** Which object an event is for. Both parts are validated by `parseRoute`. */
 export interface Route {
@@ -225,6 +229,12 @@ export interface ChatOutbound {
    * Finishing it is `deliver`'s, for a reply row with that ref.
    */
   stream?(env: Env, route: Route, target: StreamTarget, text: string): Promise<DeliveryResult>;
+  /**
+   * Whether a conversation this bridge started is one person's direct
+   * messages (plugins such as memory scope what they keep by it, so a note
+   * made in a DM never reaches a channel). None: it has no DMs.
+   */
+  isDirect?(by: ChatUser, address: ReplyAddress | null, route: Route): boolean;
 }
 
 /** Each bridge's outbound (the runtime imports no bridge) and the plugins a mount may name. */

@@ -8,7 +8,7 @@ import SwaggerParser from "@apidevtools/swagger-parser";
 import Ajv2020 from "ajv/dist/2020.js";
 import { sample } from "openapi-sampler";
 import { describe, expect, it } from "vitest";
-import { apiDocument, deps, v1Api } from "../worker.ts";
+import { apiDocument, deployed, v1Api } from "../worker.ts";
 import { runInDurableObject } from "cloudflare:test";
 import { agent as stub, alarmOf, rows } from "./agents.ts";
 import { consoleCookie, getConversation, postMessage, releaseProvider, script, settled, unique, waitFor, worker } from "./support.ts";
@@ -49,7 +49,7 @@ describe("the OpenAPI document", () => {
 
   it("describes every route /v1 serves, and serves every route it describes", () => {
     const served = new Set(
-      v1Api(deps)
+      v1Api(deployed)
         .routes.filter((r) => r.method !== "ALL")
         .map((r) => `${r.method.toLowerCase()} ${r.path.replace(/:(\w+)/g, "{$1}")}`),
     );

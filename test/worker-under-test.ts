@@ -1,12 +1,14 @@
 // The Worker as deployed, plus one test-only plugin standing in for an outside
 // system with a non-idempotent write (it talks to the loopback ledger fake),
-// and the Machine object on a fake container runtime (the tests have no
+// a toy chat platform registered in one line (test/fixtures/toy-bridge), and
+// the Machine object on a fake container runtime (the tests have no
 // containers: test/fakes/container.ts plays the platform's ctx.container).
 import * as z from "zod";
 import { builtinPlugins, type Plugin } from "../plugins/index.ts";
-import { AgentObject as AgentCore, Courier as CourierCore, type RuntimeDeps } from "../runtime/index.ts";
+import { AgentObject as AgentCore, Courier as CourierCore } from "../runtime/index.ts";
 import { Machine as MachineCore } from "../machines/index.ts";
-import { createWorker, deps as deployed } from "../worker.ts";
+import { createWorker, deployed, runtimeDeps, type Composition } from "../worker.ts";
+import { toy } from "./fixtures/toy-bridge/index.ts";
 import { fakeContainer } from "./fakes/container.ts";
 
 const ledgerPlugin: Plugin = {
@@ -41,7 +43,11 @@ const ledgerPlugin: Plugin = {
   ],
 };
 
-const deps: RuntimeDeps = { ...deployed, plugins: [...builtinPlugins, ledgerPlugin] };
+const composition: Composition = {
+  bridges: [...deployed.bridges, toy],
+  plugins: [...builtinPlugins, ledgerPlugin],
+};
+const deps = runtimeDeps(composition);
 
 export { ControlPlane, Ledger, ProviderGate, SendPace, Tenant, ContainerProxy } from "../worker.ts";
 
@@ -65,4 +71,4 @@ export class Courier extends CourierCore {
   }
 }
 
-export default createWorker(deps);
+export default createWorker(composition);

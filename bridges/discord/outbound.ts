@@ -201,4 +201,13 @@ async function typing(env: Env, address: ReplyAddress): Promise<DeliveryResult> 
   return res instanceof Response ? outcome(res, false) : res;
 }
 
-export const discordOutbound: ChatOutbound = { platform: "discord", split: (text) => splitText(text, DISCORD_MESSAGE_LIMIT), deliver, paceOf, typing, stream: streamReply };
+export const discordOutbound: ChatOutbound = {
+  platform: "discord",
+  split: (text) => splitText(text, DISCORD_MESSAGE_LIMIT),
+  deliver,
+  paceOf,
+  typing,
+  stream: streamReply,
+  // DMs have no guild: the bridge routes them to the tenant dm-<user>.
+  isDirect: (_by, _address, route) => route.tenant.startsWith("dm-"),
+};

@@ -160,4 +160,6 @@ export const slackOutbound: ChatOutbound = {
   paceOf,
   updateSpacingMs: UPDATE_SPACING_MS,
   stream: streamReply,
+  // A DM is an `im` channel, whose id starts with D.
+  isDirect: (_by, address) => address?.platform === "slack" && /^D[A-Z0-9]+$/.test(String(address.target.channel ?? "")),
 };

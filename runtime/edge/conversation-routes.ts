@@ -10,11 +10,12 @@ import { errors, serve } from "../../lib/serve-route.ts";
 import { callerOf, markAudited } from "../access/index.ts";
 import { listAgents } from "../control/index.ts";
 import { agentStub, type ConversationSummary, type PageCursor } from "../object/index.ts";
-import type { Platform, Route } from "../chat.ts";
+import type { Route } from "../chat.ts";
 import { submitEvent } from "./ingress.ts";
 import { agentParams, card, conversationParams, conversationSummary, holdParams, submitResult, tenantParams } from "./schemas.ts";
 
-const PLATFORMS = ["slack", "discord", "webhook", "api", "console"] as const satisfies readonly Platform[];
+/** A platform's name: a bridge's (as its outbound names it), or `api` and `console`, the runtime's own. */
+const PLATFORM = "[a-z][a-z0-9-]{0,31}";
 /** The tenant-wide list asks at most this many agents, in parallel. */
 const TENANT_FANOUT = 200;
 
@@ -62,12 +63,12 @@ const remove = {
   responses: { 204: { description: "Deleted." }, ...errors(400, 404, 409) },
 } satisfies RouteDoc;
 
-const person = z.object({ platform: z.enum(PLATFORMS), id: z.string().min(1).max(200), name: z.string().max(200).optional() });
+const person = z.object({ platform: z.string().regex(new RegExp(`^${PLATFORM}$`), "platform: a bridge's name (lower-case letters, digits, -) or api or console"), id: z.string().min(1).max(200), name: z.string().max(200).optional() });
 const holdsQuery = z
   .object({
     approver: z
       .string()
-      .regex(new RegExp(`^(${PLATFORMS.join("|")}):.+$`), `approver: <platform>:<user id>, the platform one of ${PLATFORMS.join(", ")}`)
+      .regex(new RegExp(`^${PLATFORM}:.+$`), "approver: <platform>:<user id>")
       .optional()
       .meta({ description: "Only holds this person may decide, e.g. slack:U123." }),
   })
@@ -91,7 +92,7 @@ const decideHold = {
   body: z
     .object({ approve: z.boolean(), approver: person.default({ platform: "api", id: "admin" }) })
     .strict()
-    .meta({ examples: [{ approve: true, approver: { platform: "slack", id: "U123" } }] }),
+    .meta({ examples: [{ approve: true, approver: { platform: "api", id: "U123" } }] }),
   responses: { 200: { description: "Decided.", schema: submitResult }, ...errors(400, 403, 404, 413, 415) },
 } satisfies RouteDoc;
 
@@ -156,7 +157,7 @@ export function conversationRoutes(api: Hono<{ Bindings: Env }>): void {
   });
 
   serve(api, listHolds, async (c, { params, query }) => {
-    const approver = query.approver ? { platform: query.approver.split(":")[0] as Platform, id: query.approver.slice(query.approver.indexOf(":") + 1) } : undefined;
+    const approver = query.approver ? { platform: query.approver.split(":")[0]!, id: query.approver.slice(query.approver.indexOf(":") + 1) } : undefined;
     const holds = await agentStub(c.env, params).pendingHolds(params, approver);
     return c.json({ holds: holds.map((h) => ({ conversation: h.conversation, createdAt: h.createdAt, card: h.card })) });
   });

@@ -8,7 +8,7 @@ import { cardFor, Holds, type Card, type Person } from "../../approvals/index.ts
 import { Gateway, type ToolOutput } from "../../plugins/index.ts";
 import { ApprovalFlow, Leases, machineIdleMs, MountSessions, ScriptCalls, type ScriptAnswer, type ScriptCall, ToolCalls, type ToolReport, ToolLists } from "../tools/index.ts";
 import { AGENT_HANDLERS, BusyTime, measureHandlers, type TurnBusy, dayStart } from "../metering/index.ts";
-import type { ChatEvent, ChatUser, ConversationStatus, Platform, Route, StreamShown, SubmitResult, RuntimeDeps } from "../chat.ts";
+import { type ChatEvent, type ChatUser, type ConversationStatus, outboundFor, type Platform, type Route, type StreamShown, type SubmitResult, type RuntimeDeps } from "../chat.ts";
 import { Claims, type EffectReport, type EffectWork, type ReportAnswer } from "./claims.ts";
 import { deadlineMs, leaseSeconds, Effects, type EffectKind, Outbox, Typing } from "../effects/index.ts";
 import { modelChoice, ModelJobs, type RecentUsage } from "../models/index.ts";
@@ -81,7 +81,8 @@ export class AgentObject extends DurableObject<Env> {
     this.identity = new Identity(ctx.storage);
     this.busyTime = new BusyTime(() => (this.identity.ready() ? this.sql : null));
     const id = ctx.id.toString();
-    this.store = new Conversations(this.sql);
+    // What a DM is, each bridge says (the runtime names none).
+    this.store = new Conversations(this.sql, (by, address, route) => outboundFor(deps, by.platform)?.isDirect?.(by, address, route) ?? false);
     this.responses = new Responses(this.sql);
     this.effects = new Effects(this.sql, leaseSeconds(env) * 1000, deadlineMs(env));
     this.sessions = new MountSessions(this.sql);

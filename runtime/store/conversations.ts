@@ -1,7 +1,8 @@
 // The conversation store: the conversations projection, the append-only log a
 // conversation is folded from, the inbox of messages waiting for the running
 // turn's next model call, and the ids of every inbound event accepted.
-import type { ChatUser, ReplyAddress } from "../chat.ts";
+import type { Audience } from "../../plugins/index.ts";
+import type { ChatUser, ReplyAddress, Route } from "../chat.ts";
 import { MESSAGE_TYPES, type LogRow, type LogType, type UserData } from "./transcript.ts";
 
 const MESSAGE_TYPES_SQL = [...MESSAGE_TYPES].map((type) => `'${type}'`).join(", ");
@@ -32,8 +33,27 @@ export type InboxItem = { type: "user"; data: UserData } | { type: "marker"; dat
 /** Who started a turn: a person, or the runtime (a decided hold wakes the agent); a compaction has a purpose instead. */
 export type TurnStart = { by: ChatUser | { runtime: true } } | { purpose: "compact" };
 
+/** Whether a conversation is one person's direct messages, by the bridge that started it (its ChatOutbound's isDirect). */
+export type DirectRule = (by: ChatUser, address: ReplyAddress | null, route: Route) => boolean;
+
 export class Conversations {
-  constructor(private readonly sql: SqlStorage) {}
+  constructor(
+    private readonly sql: SqlStorage,
+    /** What a DM is, by the bridge that started a conversation (the object asks its bridges); none: no DMs. */
+    private readonly direct: DirectRule = () => false,
+  ) {}
+
+  /**
+   * Who can read the conversation: one person in a direct message (whoever
+   * started it: nobody else can write in it), or the workspace's channels.
+   * Plugins such as memory scope what they keep by it, so a note made in a DM
+   * never reaches a channel.
+   */
+  audienceOf(route: Route, conv: ConversationRow): Audience {
+    const by = JSON.parse(conv.started_by) as ChatUser;
+    const address = conv.reply_to ? (JSON.parse(conv.reply_to) as ReplyAddress) : null;
+    return this.direct(by, address, route) ? { kind: "dm", person: `${by.platform}:${by.id}` } : { kind: "channel" };
+  }
 
   get(id: string): ConversationRow | undefined {
     return this.sql.exec<ConversationRow>("SELECT * FROM conversations WHERE id = ?", id).toArray()[0];

@@ -12,8 +12,8 @@ export class IdentityError extends Error {
   override name = "IdentityError";
 }
 
-/** The chat bridges, each owning the tenants it first brought (the Agents API and the console own none). */
-const BRIDGES: ReadonlySet<Platform> = new Set(["slack", "discord", "webhook"]);
+/** The runtime's own ways in, which own no tenant; every other platform is a bridge's, and owns the tenants it first brought. */
+const OWN_SURFACES: ReadonlySet<Platform> = new Set(["api", "console"]);
 
 export class Identity {
   /** No schema yet: the first write (claim) creates it. */
@@ -67,7 +67,7 @@ export class Identity {
    * Agents API, the console) may address any.
    */
   checkBridge(route: Route, platform: Platform): void {
-    if (!BRIDGES.has(platform)) return;
+    if (OWN_SURFACES.has(platform)) return;
     const owner = (this.bridge ??= this.storage.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'bridge'").toArray()[0]?.value);
     if (owner === undefined) {
       this.storage.sql.exec("INSERT INTO meta (key, value) VALUES ('bridge', ?)", platform);

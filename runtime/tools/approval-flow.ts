@@ -6,7 +6,7 @@ import type { ToolCall, ToolResultMessage } from "@mariozechner/pi-ai";
 import { cardFor, Holds, mayDecide, type Card, type HoldRow, type Person, type SettledStatus } from "../../approvals/index.ts";
 import { clip } from "../../lib/text.ts";
 import type { CallScope, GatewayResult } from "../../plugins/index.ts";
-import { audienceOf, type Conversations, type ConversationRow } from "../store/index.ts";
+import { type Conversations, type ConversationRow } from "../store/index.ts";
 import type { ChatEvent, ChatUser, OutboundMessage, Route } from "../chat.ts";
 import { approvalTtlMs, approversFor } from "./config.ts";
 import type { Effects } from "../effects/index.ts";
@@ -192,7 +192,7 @@ export class ApprovalFlow {
   }
 
   private scope(route: Route, hold: HoldRow): CallScope {
-    const audience = audienceOf(route, this.conversations.get(hold.conversation)!);
+    const audience = this.conversations.audienceOf(route, this.conversations.get(hold.conversation)!);
     return { ...route, conversation: hold.conversation, callKey: hold.call_key, audience };
   }
 

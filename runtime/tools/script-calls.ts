@@ -121,13 +121,13 @@ export class ScriptCalls {
 
   /** What the courier performs: the mount as it is now, never a secret value. */
   private handOver(pass: PassContext, conv: ConversationRow, key: string, call: ToolCall, replay: boolean): ScriptAnswer {
-    return { kind: "perform", work: toolWork(pass, conv, key, call, pass.gateway.mountOf(call.name)!, this.sessions, replay) };
+    return { kind: "perform", work: toolWork(callScope(pass, this.conversations, conv, key), call, pass.gateway.mountOf(call.name)!, this.sessions, replay) };
   }
 
   /** A plugin that runs in the object (the agent's own state): performed here, started first so an eviction mid-call is a replay. */
   private async inObject(pass: PassContext, conv: ConversationRow, key: string, call: ToolCall, replay: boolean): Promise<ScriptAnswer> {
     if (!replay) this.tools.start(key, conv, call);
-    const output = await pass.gateway.call(call.name, call.arguments, callScope(pass, conv, key), { replay });
+    const output = await pass.gateway.call(call.name, call.arguments, callScope(pass, this.conversations, conv, key), { replay });
     this.tools.finish(key, toolResult(call, output));
     return answered(output.text, output.isError);
   }

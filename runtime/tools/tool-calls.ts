@@ -5,7 +5,7 @@
 // there, and its result comes back as an event, like a model reply.
 import type { AssistantMessage, ImageContent, ToolCall, ToolResultMessage } from "@mariozechner/pi-ai";
 import type { CallScope, GatewayResult, Mount } from "../../plugins/index.ts";
-import { audienceOf, type Conversations, type ConversationRow } from "../store/index.ts";
+import { type Conversations, type ConversationRow } from "../store/index.ts";
 import type { Effects } from "../effects/index.ts";
 import type { LeaseUse } from "./leases.ts";
 import type { MountSessions } from "./mount-sessions.ts";
@@ -105,7 +105,7 @@ export class ToolCalls {
       // In the object (or unknown: the gateway answers that at once). Started first: an eviction mid-call is a replay.
       const replay = this.row(key) !== undefined;
       if (!replay) this.start(key, conv, call);
-      const output = await pass.gateway.call(call.name, call.arguments, callScope(pass, conv, key), { replay });
+      const output = await pass.gateway.call(call.name, call.arguments, callScope(pass, this.conversations, conv, key), { replay });
       const result = toolResult(call, output);
       this.finish(key, result);
       results.push(result);
@@ -157,7 +157,7 @@ export class ToolCalls {
       this.answer(row, { text: `Not performed: ${call.name} is no longer mounted.`, isError: true });
       return null;
     }
-    return toolWork(pass, conv, key, call, mount, this.sessions, replay);
+    return toolWork(callScope(pass, this.conversations, conv, key), call, mount, this.sessions, replay);
   }
 
   /** A courier's result for a call; a second report of one call changes nothing. */
@@ -204,12 +204,12 @@ export class ToolCalls {
 }
 
 /** What a courier performs for a call not held for approval: the mount as it is now, never a secret value. */
-export function toolWork(pass: PassContext, conv: ConversationRow, key: string, call: ToolCall, mount: Mount, sessions: MountSessions, replay: boolean): ToolWork {
-  return { mount, tool: call.name, args: call.arguments, scope: callScope(pass, conv, key), replay, approved: false, session: sessions.snapshot(mount.alias) };
+export function toolWork(scope: CallScope, call: ToolCall, mount: Mount, sessions: MountSessions, replay: boolean): ToolWork {
+  return { mount, tool: call.name, args: call.arguments, scope, replay, approved: false, session: sessions.snapshot(mount.alias) };
 }
 
-export function callScope(pass: PassContext, conv: ConversationRow, key: string): CallScope {
-  return { ...pass.route, conversation: conv.id, callKey: key, audience: audienceOf(pass.route, conv) };
+export function callScope(pass: PassContext, conversations: Conversations, conv: ConversationRow, key: string): CallScope {
+  return { ...pass.route, conversation: conv.id, callKey: key, audience: conversations.audienceOf(pass.route, conv) };
 }
 
 /** Tool call ids may repeat across turns, so the key includes the assistant message's log position. */

@@ -7,7 +7,7 @@ import type { AssistantMessage } from "@mariozechner/pi-ai";
 import { clip } from "../../lib/text.ts";
 import { type ApprovalFlow, toolCalls, type ToolCalls } from "../tools/index.ts";
 import type { Attachment, ChatUser, OutboundMessage, StreamTarget } from "../chat.ts";
-import { audienceOf, type Conversations, type ConversationRow, type InboxItem, modelMessages, shownRows, textOf, type CompactionData, type HandoverData, type LogRow, type UserData } from "../store/index.ts";
+import { type Conversations, type ConversationRow, type InboxItem, modelMessages, shownRows, textOf, type CompactionData, type HandoverData, type LogRow, type UserData } from "../store/index.ts";
 import {
   compactionRequest,
   compactionTrigger,
@@ -356,7 +356,7 @@ export class Turns {
    * first model call, what changed since reaches the model as a note.
    */
   private noteStanding(pass: PassContext, conv: ConversationRow, startSeq: number): void {
-    const docs = pass.gateway.standing(audienceOf(pass.route, conv));
+    const docs = pass.gateway.standing(this.conversations.audienceOf(pass.route, conv));
     if (docs.length === 0) return;
     const rows = this.conversations.tail(conv);
     const { snapshot, known } = standingState(rows);
@@ -369,7 +369,7 @@ export class Turns {
   }
 
   private systemPromptOf(pass: PassContext, conv: ConversationRow, rows: LogRow[]): string {
-    return withStanding(pass.systemPrompt, standingState(rows).snapshot, pass.gateway.standing(audienceOf(pass.route, conv)));
+    return withStanding(pass.systemPrompt, standingState(rows).snapshot, pass.gateway.standing(this.conversations.audienceOf(pass.route, conv)));
   }
 
   private drainInbox(conv: ConversationRow): boolean {

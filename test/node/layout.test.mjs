@@ -32,6 +32,15 @@ test("runtime/ holds its rooms, each with a door, and at most four files of its 
   for (const room of rooms) assert.ok(readdirSync(join(ROOT, "runtime", room)).includes("index.ts"), `runtime/${room} has no index.ts`);
 });
 
+test("runtime/ names no platform: each bridge says what it is through the contract (runtime/chat.ts) and registers in one line (bridges/index.ts)", () => {
+  const bridgeNames = readdirSync(join(ROOT, "bridges")).filter((name) => statSync(join(ROOT, "bridges", name)).isDirectory() && name !== "shared");
+  assert.ok(bridgeNames.length >= 3);
+  for (const path of filesUnder("runtime")) {
+    const text = readFileSync(join(ROOT, path), "utf8");
+    for (const name of bridgeNames) assert.ok(!text.includes(`"${name}"`), `${path} names the ${name} bridge ("${name}")`);
+  }
+});
+
 test(`every room is under ${MAX_ROOM_LINES} lines and every runtime file under ${MAX_FILE_LINES}`, () => {
   const rooms = readdirSync(join(ROOT, "runtime")).filter((name) => statSync(join(ROOT, "runtime", name)).isDirectory());
   for (const room of rooms) {
