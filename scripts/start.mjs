@@ -1,7 +1,8 @@
 // `npm start`: wrangler dev on 127.0.0.1:$PORT (8787) with embedded defaults.
 // Creates .dev.vars from .dev.vars.example on first run so the Agents API has a
 // token. Starts the machine host (the `machine` plugin's local backend) on
-// PORT + 2 where bubblewrap can run, and says so where it cannot. `npm start
+// PORT + 2 where a machine works end to end (its --check), and says why where
+// it does not. `npm start
 // -- --demo` also serves a demo inbox and mounts a gated http tool that posts
 // to it, with console:admin as approver of tenant "demo".
 import { appendFileSync, copyFileSync, existsSync, readFileSync } from "node:fs";
@@ -80,7 +81,7 @@ function devSecret(name, what) {
 devSecret("TENANT_SECRETS_KEY", "the key tenants' secrets are sealed with");
 
 /**
- * Starts the machine host where bubblewrap can run, and resolves with the
+ * Starts the machine host where a machine works end to end, and resolves with the
  * Worker variables that point at it; otherwise says why and resolves with
  * MACHINE_BACKEND=none (the machine plugin then answers that no backend is
  * available). The host ends with this process (its stdin closes).
@@ -90,8 +91,10 @@ async function startMachineHost(hostPort) {
     console.log(`No machine backend: ${reason} Mounts of the machine plugin answer that none is available (docs/machines.md).`);
     return { MACHINE_BACKEND: "none" };
   };
-  const check = spawnSync(process.execPath, ["machines/host/host.mjs", "--check"], { encoding: "utf8" });
+  // Not only whether bubblewrap starts: a machine is started, used and destroyed over loopback, in a folder beside the host's.
+  const check = spawnSync(process.execPath, ["machines/host/host.mjs", "--check"], { encoding: "utf8", env: { ...process.env, MACHINE_HOST_PORT: String(hostPort) } });
   if (check.status !== 0) return none((check.stderr || check.stdout).trim().replace(/^No machine backend: /, ""));
+  console.log(`[machines] ${check.stdout.trim()}`);
   const token = devSecret("MACHINE_HOST_TOKEN", "the machine host's secret, shared with the Worker");
   const host = spawn(process.execPath, ["machines/host/host.mjs", "--exit-with-stdin"], {
     env: { ...process.env, MACHINE_HOST_TOKEN: token, MACHINE_HOST_PORT: String(hostPort) },

@@ -5,7 +5,9 @@
 // answers only requests that carry MACHINE_HOST_TOKEN.
 //
 //   node machines/host/host.mjs           serve (MACHINE_HOST_PORT, default 8789)
-//   node machines/host/host.mjs --check   exit 0 if machines can be made here, else say why (exit 1)
+//   node machines/host/host.mjs --check   exit 0 if a machine works here end to end (started, a file written
+//                                         and read back by a command, destroyed, over HTTP on loopback as
+//                                         the Worker asks), else say why (exit 1)
 //   --exit-with-stdin                     destroy every machine and exit when stdin ends (the parent that
 //                                         started it is gone, however it ended: npm start, the tests)
 //
@@ -17,7 +19,7 @@
 //   DELETE /machines/:id             destroy it: processes killed, folder removed (idempotent: { destroyed: false } when absent)
 //   POST   /machines/:id/exec        forwarded to machined, as are
 //   GET|PUT /machines/:id/file, GET /machines/:id/list, POST /machines/:id/archive|restore
-import { timingSafeEqual } from "node:crypto";
+import { randomBytes, timingSafeEqual } from "node:crypto";
 import { createServer, request } from "node:http";
 import { rmSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -258,6 +260,63 @@ const settings = {
   },
 };
 
+/** The folder machines' folders are made in: MACHINE_ROOT, or .tmp/machines/<port>. */
+const rootOf = (port, given) => resolve(given ?? join(".tmp", "machines", String(port)));
+
+/** The longest id a machine may have: its folder, and its sockets' paths, as long as any. */
+const CHECK_ID = `check-${"0".repeat(57)}`;
+const CHECK_TIMEOUT_MS = 40_000;
+
+/**
+ * --check: bubblewrap starting a sandbox is not enough (a machine whose socket
+ * could not be reached passed that and timed out in every conversation). A
+ * host is served on loopback as the Worker will ask it (a free port, a token of
+ * its own), with the cgroups the host would use, and a machine of the longest
+ * id, in a folder beside the ones machines will use, is started, given a file,
+ * asked to read it back with a command, and destroyed. Answers how long that
+ * took, or which step failed and why.
+ */
+async function checkMachine(root) {
+  const started = Date.now();
+  const checkRoot = `${root}-check-${process.pid}`;
+  const cgroups = detectCgroups(`antiproton-machines-check-${process.pid}`);
+  const host = new MachineHost({ root: checkRoot, cgroups, bubblewrap: "check", log: () => undefined });
+  const token = randomBytes(24).toString("hex");
+  const server = await serve(host, { port: 0, token });
+  const url = `http://127.0.0.1:${server.address().port}/machines/${CHECK_ID}`;
+  const ask = async (step, path, init) => {
+    const res = await fetch(`${url}${path}`, { ...init, headers: { authorization: `Bearer ${token}`, "content-type": "application/json", ...init.headers }, signal: AbortSignal.timeout(CHECK_TIMEOUT_MS) }).catch((err) => {
+      throw new Error(`${step}: the host did not answer (${err.cause?.message ?? err.message})`);
+    });
+    const body = await res.text();
+    if (!res.ok) throw new Error(`${step}: ${res.status} ${body}`);
+    return JSON.parse(body);
+  };
+  try {
+    const spec = { profile: "default", cpu: 1, memoryMiB: 256, diskMiB: 16, processes: 64, allowedHosts: [] };
+    await ask("starting a machine", "", { method: "PUT", body: JSON.stringify({ spec, labels: { purpose: "check" } }) });
+    await ask("writing a file in it", "/file?path=check.txt", { method: "PUT", headers: { "content-type": "application/octet-stream" }, body: "round trip" });
+    const ran = await ask("running a command in it", "/exec", { method: "POST", body: JSON.stringify({ command: "cat check.txt", timeoutMs: 10_000, maxOutputBytes: 1000 }) });
+    if (ran.exitCode !== 0 || ran.stdout.head !== "round trip") throw new Error(`running a command in it: cat answered ${JSON.stringify(ran)}`);
+    await ask("destroying it", "", { method: "DELETE" });
+    return { ms: Date.now() - started, limits: cgroups.kind === "none" ? "prlimit only" : `${cgroups.kind} and prlimit` };
+  } finally {
+    await host.destroyAll().catch(() => undefined);
+    await new Promise((done) => server.close(done));
+    server.closeAllConnections();
+    // What failed is the answer: cleaning up after it may fail the same way.
+    const quietly = (work) => {
+      try {
+        work();
+      } catch {
+        // the step's failure says why
+      }
+    };
+    quietly(() => rmSync(checkRoot, { recursive: true, force: true }));
+    quietly(() => cgroups.remove?.());
+  }
+}
+
 async function main() {
   const flags = ["--check", "--exit-with-stdin"];
   const check = process.argv.includes("--check");
@@ -268,11 +327,19 @@ async function main() {
     process.exit(1);
   }
   if (check) {
-    console.log(`Machines can run here (${bubblewrap.version}).`);
-    return;
+    const root = rootOf(process.env.MACHINE_HOST_PORT || "8789", process.env.MACHINE_ROOT || undefined);
+    let ok;
+    try {
+      ok = await checkMachine(root);
+    } catch (err) {
+      console.error(`No machine backend: bubblewrap (${bubblewrap.version}) makes a sandbox here, but a machine does not work end to end: ${err.message}.`);
+      process.exit(1);
+    }
+    console.log(`Machines can run here (${bubblewrap.version}; limits: ${ok.limits}): a machine started, ran a command over a file and was destroyed in ${(ok.ms / 1000).toFixed(1)} s.`);
+    process.exit(0);
   }
   const { MACHINE_HOST_TOKEN: token, MACHINE_HOST_PORT: port, MACHINE_ROOT } = options;
-  const root = resolve(MACHINE_ROOT ?? join(".tmp", "machines", String(port)));
+  const root = rootOf(port, MACHINE_ROOT);
   // Machines do not outlive their host (bubblewrap dies with it): what a previous run left is removed.
   rmSync(root, { recursive: true, force: true });
   const cgroups = detectCgroups(`antiproton-machines-${port}`);

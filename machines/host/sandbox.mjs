@@ -4,7 +4,7 @@
 // a control group where the host has them, and prlimit for the rest.
 // Destroying it kills every process it holds and removes its folder.
 import { spawn, spawnSync } from "node:child_process";
-import { linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, linkSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { createServer } from "node:net";
 import { join } from "node:path";
@@ -93,16 +93,29 @@ function health(socketPath) {
 }
 
 /**
+ * A unix socket's path holds at most 107 bytes (sun_path), and Node cuts a
+ * longer one short without a word: it listens, and connects, somewhere else.
+ * A machine's sockets sit deep in its folder (a clone's path, .tmp/machines/
+ * <port>/, a 42-character id, run/machined.sock: past 107 from a clone at
+ * /tmp/antiproton-clone-XXXXXX on), so the host names them through an open
+ * handle on the folder instead, /proc/self/fd/<fd>/<name>, which is short
+ * wherever the folder is. `close()` once its sockets are closed.
+ */
+export function shortNames(folder) {
+  const fd = openSync(folder, "r");
+  return { at: (name) => `/proc/self/fd/${fd}/${name}`, close: () => closeSync(fd) };
+}
+
+/**
  * The socket machined serves, made by the host in the machine's folder so the
  * machine cannot replace it: listening, to be handed over. Node removes a
  * socket's name when its server closes, so it is made under a name of its own
  * and linked where the host connects.
  */
-async function listenOn(folder, socketPath) {
+async function listenOn(run) {
   const listener = createServer();
-  const made = join(folder, "listen.sock");
-  await new Promise((resolve, reject) => listener.once("error", reject).listen(made, resolve));
-  linkSync(made, socketPath);
+  await new Promise((resolve, reject) => listener.once("error", reject).listen(run.at("listen.sock"), resolve));
+  linkSync(run.at("listen.sock"), run.at("machined.sock"));
   return listener;
 }
 
@@ -117,15 +130,16 @@ export async function startSandbox({ id, folder, spec, cgroups, onExit }) {
   writeFileSync(join(folder, "etc", "passwd"), `machine:x:${UID}:${UID}:machine:/workspace:/bin/sh\n`);
   writeFileSync(join(folder, "etc", "group"), `machine:x:${UID}:\n`);
   writeFileSync(join(folder, "etc", "hosts"), "127.0.0.1 localhost machine\n::1 localhost\n");
-  const socketPath = join(folder, "run", "machined.sock");
-  const parts = { folder, socketPath, group: undefined, proxy: undefined, child: undefined, stderr: "" };
+  const run = shortNames(join(folder, "run"));
+  const socketPath = run.at("machined.sock");
+  const parts = { folder, run, socketPath, group: undefined, proxy: undefined, child: undefined, stderr: "" };
   try {
     if (cgroups.create) parts.group = cgroups.create(id, { memoryBytes: spec.memoryMiB * MIB, cpu: spec.cpu, processes: spec.processes });
-    if (spec.allowedHosts.length) parts.proxy = await startProxy(join(folder, "run", "proxy.sock"), spec.allowedHosts);
+    if (spec.allowedHosts.length) parts.proxy = await startProxy(run.at("proxy.sock"), spec.allowedHosts);
     // The first process joins the machine's cgroup before it becomes bubblewrap, so nothing it starts is outside it.
     const join_ = ["/bin/sh", "-c", 'for f in $CGROUP_PROCS; do echo $$ > "$f" || exit 97; done; exec "$@"', "join-cgroup"];
     const argv = [...join_, "prlimit", "--nofile=4096:4096", "--core=0", "--", "bwrap", ...bwrapArgs(folder, spec)];
-    const listener = await listenOn(folder, socketPath);
+    const listener = await listenOn(run);
     const child = spawn(argv[0], argv.slice(1), { detached: true, stdio: ["ignore", "ignore", "pipe", "pipe", listener._handle.fd], env: { PATH: process.env.PATH, CGROUP_PROCS: parts.group?.procsFiles.join(" ") ?? "" } });
     // machined has it now; this process accepts nothing on it.
     listener.close();
@@ -196,5 +210,9 @@ export async function stopSandbox(parts) {
     await sleep(20);
   }
   await parts.proxy?.close();
+  if (parts.run) {
+    parts.run.close();
+    parts.run = undefined;
+  }
   rmSync(parts.folder, { recursive: true, force: true });
 }

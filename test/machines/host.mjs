@@ -37,11 +37,14 @@ function processesWith(marker) {
  * tests fail with that sentence.
  */
 export async function startMachineHost() {
-  const check = spawnSync(process.execPath, [HOST, "--check"], { encoding: "utf8" });
-  if (check.status !== 0) return { bindings: { MACHINE_BACKEND: "none", MACHINE_HOST_MISSING: (check.stderr || check.stdout).trim() }, close: async () => {} };
   const port = await freePort();
+  // Deeper than a clone anywhere is likely to be: a machine's sockets in it are past a unix socket path's 107 bytes
+  // wherever the repository is, so the tests prove the host reaches them from any clone (sandbox.mjs, shortNames).
+  const root = join(ROOT, ".tmp", "machines", `test-${port}-as-deep-as-a-clone-in-a-long-home-folder-of-a-ci-runner-could-be`);
+  // The check starts a machine in a folder beside `root`, of the same depth.
+  const check = spawnSync(process.execPath, [HOST, "--check"], { encoding: "utf8", env: { ...process.env, MACHINE_ROOT: root } });
+  if (check.status !== 0) return { bindings: { MACHINE_BACKEND: "none", MACHINE_HOST_MISSING: (check.stderr || check.stdout).trim() }, close: async () => {} };
   const token = randomBytes(24).toString("hex");
-  const root = join(ROOT, ".tmp", "machines", `test-${port}`);
   const lines = [];
   // stdin is the host's lifeline (--exit-with-stdin): when this process ends, however it ends, the host destroys its machines and exits.
   const child = spawn(process.execPath, [HOST, "--exit-with-stdin"], {

@@ -61,6 +61,16 @@ test("without bubblewrap, the host's check says so in one sentence and fails", (
   assert.equal(check.stderr.trim(), "No machine backend: bubblewrap (bwrap) is not installed: apt-get install bubblewrap.");
 });
 
+test("the host's check starts a machine end to end, and where none can work says which step failed, though bubblewrap starts", () => {
+  const ok = spawnSync(process.execPath, [HOST, "--check"], { encoding: "utf8" });
+  assert.equal(ok.status, 0, ok.stderr);
+  assert.match(ok.stdout, /^Machines can run here \(bubblewrap [\d.]+; limits: .+\): a machine started, ran a command over a file and was destroyed in [\d.]+ s\.\n$/);
+  // A folder for machines that cannot be made (under a file): bubblewrap itself is fine.
+  const failed = spawnSync(process.execPath, [HOST, "--check"], { encoding: "utf8", env: { ...process.env, MACHINE_ROOT: "/dev/null/machines" } });
+  assert.equal(failed.status, 1);
+  assert.match(failed.stderr, /^No machine backend: bubblewrap \(bubblewrap [\d.]+\) makes a sandbox here, but a machine does not work end to end: starting a machine: 503 .*ENOTDIR/);
+});
+
 test("npm start without bubblewrap says there is no machine backend and serves the Worker anyway", async () => {
   const bin = pathWithoutBubblewrap();
   removeLater.push(bin);
@@ -77,6 +87,7 @@ test("npm start serves the machine host on PORT + 2, and stopping npm start stop
   const port = await freePortPair();
   const worker = await startWorker({ cwd: clone.dir, command: ["npm", "start"], port, env: { MACHINE_HOST_PORT: String(port + 2) } });
   try {
+    assert.match(worker.output(), /\[machines\] Machines can run here \(bubblewrap .*\): a machine started, ran a command over a file and was destroyed/);
     assert.match(worker.output(), new RegExp(`\\[machines\\] machine host on http://127\\.0\\.0\\.1:${port + 2} \\(bubblewrap`));
     assert.equal((await fetch(`http://127.0.0.1:${port + 2}/health`)).status, 401);
   } finally {

@@ -194,6 +194,76 @@ test("errors come in OpenAI's shape", async () => {
   await assert.rejects(stranger.responses.create({ model: MODEL, input: "hi" }), (err) => err.status === 401 && err.error.type === "authentication_error");
 });
 
+// ---- a client that goes away mid-turn ----------------------------------------------
+
+/**
+ * What workerd reported as uncaught since `from` (its output's length then),
+ * but for one line of its own: workerd logs "Uncaught Error: Network
+ * connection lost." when it pumps a response body to a client that has gone
+ * (the Worker wrote after the client left, and nothing tells it sooner:
+ * request.signal does not fire locally). A minimal Worker whose every write is
+ * caught, or which enqueues into a ReadableStream and holds no promise at all,
+ * logs it the same way, through wrangler's proxy or straight to workerd, twice
+ * in most drops; it stops only when nothing is written after the client left.
+ * (A promise of ours left unhandled in a request is not printed by wrangler dev
+ * at all: this catches what workerd reports, not that.)
+ */
+function uncaughtSince(from) {
+  return worker
+    .output()
+    .slice(from)
+    .replace(/\x1b\[[0-9;]*m/g, "")
+    .split("\n")
+    .filter((line) => /Uncaught/.test(line) && !/\[ERROR\] Uncaught Error: Network connection lost\.\s*$/.test(line));
+}
+
+/** Opens `res`'s event stream, reads until `seen` matches what came, then goes away (the connection is dropped). */
+async function readThenDrop(res, controller, seen) {
+  assert.equal(res.status, 200);
+  const decoder = new TextDecoder();
+  let text = "";
+  for await (const chunk of res.body) {
+    text += decoder.decode(chunk, { stream: true });
+    if (seen.test(text)) break;
+  }
+  controller.abort();
+  return text;
+}
+
+test("a client that goes away mid-turn (a stream: true response, a follow of the conversation) leaves the turn to finish, and nothing of ours is uncaught", async () => {
+  const from = worker.output().length;
+  const headers = { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" };
+  await script("dropped", [{ hold: true, text: "Finished without its reader." }, { hold: true, text: "Finished without its follower." }]);
+  const streamed = new AbortController();
+  const opened = await fetch(`${worker.url}/v1/responses`, { method: "POST", headers, signal: streamed.signal, body: JSON.stringify({ model: MODEL, input: "[s:dropped] take your time", stream: true }) });
+  const head = await readThenDrop(opened, streamed, /"type":"response\.in_progress"/);
+  const id = /"id":"(resp_[^"]+)"/.exec(head)[1];
+  await until("the model to be asked", async () => (await requestsOf("dropped")).length === 1);
+  await release("dropped");
+  const done = await until("the dropped response to complete", async () => {
+    const r = await client.responses.retrieve(id);
+    return r.status !== "in_progress" && r;
+  });
+  assert.equal(done.status, "completed");
+  assert.equal(done.output_text, "Finished without its reader.");
+
+  // A follower of the conversation that goes away while its next turn runs.
+  const next = await client.responses.create({ model: MODEL, input: "and again", previous_response_id: id, background: true });
+  const followed = new AbortController();
+  const feed = await fetch(`${worker.url}/v1/tenants/acme/agents/helper/conversations/${done.conversation.id}/events`, { headers, signal: followed.signal });
+  await readThenDrop(feed, followed, /event: message[\s\S]*and again/);
+  await until("the model to be asked again", async () => (await requestsOf("dropped")).length === 2);
+  await release("dropped");
+  const after = await until("the followed turn to complete", async () => {
+    const r = await client.responses.retrieve(next.id);
+    return r.status !== "in_progress" && r;
+  });
+  assert.equal(after.output_text, "Finished without its follower.");
+  // Whatever was still to be written to them was written after they left; workerd has had time to say so.
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  assert.deepEqual(uncaughtSince(from), []);
+});
+
 // ---- following a Slack conversation across a kill ---------------------------------
 
 function signed(body) {
