@@ -120,7 +120,7 @@ if (demo) {
   announceWhenReady(
     `Demo: the agent may POST to the demo inbox ${inboxUrl} once someone approves (mount "inbox", policy approval),\n` +
       `and console:admin may approve for tenant "demo". Ask agent helper of tenant demo: "Please post hello to ${inboxUrl}",\n` +
-      `then approve at http://127.0.0.1:${port}/console (README: "Approve a call").`,
+      `then approve at http://127.0.0.1:${port}/console (docs/approvals.md: "Approve a call").`,
   );
 }
 

@@ -1,5 +1,5 @@
-// The README's "Approve a call", followed on a clean clone with no network:
-// `npm start -- --demo`, the README's curl asks the offline model to post, the
+// docs/approvals.md's "Approve a call", followed on a clean clone with no network:
+// `npm start -- --demo`, the page's curl asks the offline model to post, the
 // console is signed into and Approve clicked over plain HTTP (as a browser
 // would: forms read from the pages, their hidden fields sent back), and the
 // post reaches the demo inbox only after that.
@@ -15,8 +15,8 @@ let steps;
 
 before(async () => {
   const port = await freePortPair();
-  // The README's blocks with its ports (8787, and the inbox on 8788) moved to free ones.
-  steps = readmeBlocks("Approve a call").map((block) =>
+  // The page's blocks with its ports (8787, and the inbox on 8788) moved to free ones.
+  steps = readmeBlocks("Approve a call", "docs/approvals.md").map((block) =>
     block.trim().replaceAll("127.0.0.1:8787", `127.0.0.1:${port}`).replaceAll("127.0.0.1:8788", `127.0.0.1:${port + 1}`),
   );
   assert.equal(steps[0], "npm start -- --demo");

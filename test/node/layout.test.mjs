@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { test } from "node:test";
+import { bindings, configReads } from "./config-reads.mjs";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
 const SOURCE_FOLDERS = ["runtime", "bridges", "console", "plugins", "approvals", "machines", "lib"];
@@ -49,22 +50,6 @@ test(`every room is under ${MAX_ROOM_LINES} lines and every runtime file under $
   }
   for (const path of filesUnder("runtime")) assert.ok(lines(path) < MAX_FILE_LINES, `${path} is ${lines(path)} lines`);
 });
-
-/** Bindings are not configuration: the Worker's objects, queues and buckets, as wrangler.jsonc names them. */
-function bindings() {
-  const text = readFileSync(join(ROOT, "wrangler.jsonc"), "utf8");
-  return new Set([...text.matchAll(/"(?:name|binding)":\s*"([A-Z][A-Z0-9_]*)"/g)].map((m) => m[1]));
-}
-
-/** Each read of a variable or a named secret outside a config.ts: `env.NAME`, `(… env …).NAME`, `secretNamed(env, "NAME")`. */
-function configReads(source, bound) {
-  const reads = [
-    ...[...source.matchAll(/\benv\)?\.([A-Z][A-Z0-9_]*)\b/g)].map((m) => m[1]),
-    ...[...source.matchAll(/\bsecretNamed\([^,()]+,\s*["'`]([A-Z][A-Z0-9_]*)["'`]/g)].map((m) => m[1]),
-    ...[...source.matchAll(/as Record<string, [^>]+>\)\.([A-Z][A-Z0-9_]*)\b/g)].map((m) => m[1]),
-  ];
-  return reads.filter((name) => !bound.has(name));
-}
 
 test("every configuration variable and named secret is read in a config.ts, nowhere else", () => {
   const bound = bindings();

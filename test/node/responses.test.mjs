@@ -171,8 +171,8 @@ test("a response to a conversation whose turn runs steers that turn, and ends wi
   assert.ok(JSON.stringify((await requestsOf("steer")).at(-1).body).includes("also this"), "the model saw the steer");
 });
 
-test("the README's curl of the Responses API answers as it says", async () => {
-  const [curl] = readmeBlocks("OpenAI-compatible API").filter((block) => block.includes("/v1/responses"));
+test("docs/openai.md's curl of the Responses API answers as it says", async () => {
+  const [curl] = readmeBlocks("Try it", "docs/openai.md").filter((block) => block.includes("/v1/responses"));
   const command = curl.replaceAll("127.0.0.1:8787", `127.0.0.1:${worker.port}`).replaceAll("dev-admin-token", ADMIN);
   // Not execSync: the fake model provider lives in this process and must answer meanwhile.
   const response = JSON.parse((await promisify(exec)(command, { shell: "/bin/bash" })).stdout);

@@ -66,11 +66,11 @@ export function cleanClone() {
   return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-/** The ```sh blocks of one README section ("## <title>"), unindented from a list item. */
-export function readmeBlocks(title) {
-  const readme = readFileSync(join(ROOT, "README.md"), "utf8");
-  const section = readme.split(/^## /m).find((s) => s.startsWith(title));
-  if (!section) throw new Error(`README has no "${title}" section`);
+/** The ```sh blocks of one section ("## <title>") of README.md or a page (`docs/approvals.md`), unindented from a list item. */
+export function readmeBlocks(title, page = "README.md") {
+  const text = readFileSync(join(ROOT, page), "utf8");
+  const section = text.split(/^## /m).find((s) => s.startsWith(title));
+  if (!section) throw new Error(`${page} has no "${title}" section`);
   return [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1].replace(/^ {3}/gm, ""));
 }
 
