@@ -1,9 +1,23 @@
 // The layout's rules, checked in `npm test` (scripts/boundaries.mjs): a
 // violation fails with the rule's name. Type-only imports count: a circle of
 // types is still a circle a reader has to untangle.
+/**
+ * The runtime's rooms, lowest first: a room imports only rooms below it, so
+ * an arrow never points up (docs/design.md, "Rooms"). A new room takes its
+ * floor here (test/node/layout.test.mjs checks every room has one).
+ */
+const FLOORS = ["store", "metering", "effects", "models", "tools", "turns", "control", "feed", "object", "courier", "access", "edge", "responses"];
+
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
+    ...FLOORS.slice(0, -1).map((room, floor) => ({
+      name: "no-arrows-up",
+      comment: `runtime/${room} imports only the rooms below it (${FLOORS.slice(0, floor).join(", ") || "none"}).`,
+      severity: "error",
+      from: { path: `^runtime/${room}/` },
+      to: { path: `^runtime/(${FLOORS.slice(floor + 1).join("|")})/` },
+    })),
     {
       name: "no-circular",
       comment: "No import circles, types included.",
@@ -82,3 +96,5 @@ module.exports = {
     exclude: { path: "(^|/)node_modules/" },
   },
 };
+// For test/node/layout.test.mjs; not a setting (dependency-cruiser reads only the enumerable ones).
+Object.defineProperty(module.exports, "FLOORS", { value: FLOORS, enumerable: false });

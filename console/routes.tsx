@@ -453,7 +453,7 @@ function answerText(result: SubmitResult, done: string): string {
   return `${done} The conversation is now: ${stateWords(result.status).toLowerCase()}.`;
 }
 
-/** A stop, a compact or a decision is written to the audit trail by the agent, with the change (runtime/audit-outbox). */
+/** A stop, a compact or a decision is written to the audit trail by the agent, with the change (runtime/object/audit-outbox.ts). */
 async function act(c: Ctx, route: Route, event: ChatEvent, done: string) {
   const result = await submitEvent(c.env, route, event);
   await setResult(c, answerText(result, done));

@@ -49,7 +49,7 @@ export type ChatCommand = "stop" | "compact" | "status";
  * never fetches): its text, an image (shown to models that take images), or
  * only its name and why it is not shown. A bridge gives an image's bytes
  * (base64 `data`); the edge stores them in R2 and the object gets `ref`, their
- * sha256 (runtime/pictures).
+ * sha256 (runtime/store/pictures.ts).
  */
 export type Attachment = { name: string; mimeType: string; bytes: number } & (
   | { kind: "text"; text: string }

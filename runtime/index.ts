@@ -29,5 +29,5 @@ export { controlPlane, ControlPlane, deleteTenantSecret, listAgents, listTenants
 export { Ledger, readUsage, totalsOf, unpricedModels, unpricedSentence, type UsageRead, type UsageReport, type UsageTotals } from "./metering/index.ts";
 export { sendTimeoutMs } from "./effects/index.ts";
 export { ProviderGate } from "./models/index.ts";
-export { CHILD_ID } from "./delegation/index.ts";
+export { CHILD_ID } from "./turns/index.ts";
 export { adminToken, callerOf, checkBounds, createTenantKey, newKeyBody, revokeTenantKey, setTenantBounds, setTenantRole, tenantBounds, tenantBoundsSchema, type TenantBounds, identitySchema, markAudited, PLATFORM_ACTOR, readAudit, recordChange, requireTenant, requireTenantAdmin, resolveCaller, tenantRoleSchema, clientOf, credentialFailed, credentialHeld, refuseWhileThrottled, deleteSecret, setSecret, secretBody, secretNameSchema, PLATFORM_TENANT, type Caller, type TenantRole } from "./access/index.ts";

@@ -1,7 +1,7 @@
-// Acks first (lib/accepts-first.ts): while an accept of this isolate
+// Acks first (runtime/object/accepts-first.ts): while an accept of this isolate
 // has been under way for a while, an object's pass waits, within a bound.
 import { describe, expect, it } from "vitest";
-import { accepted, ACK_PATIENCE_MS } from "../lib/accepts-first.ts";
+import { accepted, ACK_PATIENCE_MS } from "../runtime/object/index.ts";
 import { postMessage, providerRequests, script, settled, unique } from "./support.ts";
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -10,7 +10,7 @@ import { Inbound, Scheduler } from "../runtime/object/index.ts";
 import { MountSessions, ToolCalls } from "../runtime/tools/index.ts";
 import { ModelJobs } from "../runtime/models/index.ts";
 import { Turns } from "../runtime/turns/index.ts";
-import { Delegation } from "../runtime/delegation/index.ts";
+import { Delegation } from "../runtime/turns/index.ts";
 import { NO_SETTINGS, SettingsCopy } from "../runtime/control/index.ts";
 import { Holds } from "../approvals/index.ts";
 import { inObject, noCouriers } from "./agents.ts";

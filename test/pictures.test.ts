@@ -8,7 +8,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { Message } from "@mariozechner/pi-ai";
-import { leftOut, picturesIn, storeImage } from "../runtime/pictures/index.ts";
+import { leftOut, picturesIn, storeImage } from "../runtime/store/index.ts";
 import { chooseModels, postMessage, providerRequests, script, settled, unique, worker, type ProviderRequest, type ScriptStep } from "./support.ts";
 
 const E = env as unknown as Record<string, string> & { LARGE_VALUES: R2Bucket };

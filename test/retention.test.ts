@@ -1,4 +1,4 @@
-// Retention (runtime/retention, issue 24): settled conversations past
+// Retention (runtime/store/archive.ts, issue 24): settled conversations past
 // RETENTION_DAYS leave the object for R2 in bounded slices and the object's
 // SQLite shrinks; the console and the API still read them; a message to one
 // restores it and the model sees its history; a message during retention is
@@ -7,7 +7,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import { ARCHIVE_SLICE, archiveKey, type ConversationArchive, DEDUPE_WINDOW_MS } from "../runtime/retention/index.ts";
+import { ARCHIVE_SLICE, archiveKey, type ConversationArchive, DEDUPE_WINDOW_MS } from "../runtime/store/index.ts";
 import { agent, alarmOf, evict, rows } from "./agents.ts";
 import { captureConsole } from "./leaks.ts";
 import { consoleCookie, getConversation, postMessage, providerRequests, releaseProvider, script, settled, unique, waitFor, withVars, worker } from "./support.ts";

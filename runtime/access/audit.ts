@@ -3,7 +3,7 @@
 // edited. A route whose change lives in the control plane writes its row in
 // the change's transaction (settings, keys, roles, secrets) and says so with
 // markAudited, as does one whose change the agent records with it (a stop, a
-// compact, a decision: runtime/audit-outbox). For the others the gate writes it once the route succeeded,
+// compact, a decision: runtime/object/audit-outbox.ts). For the others the gate writes it once the route succeeded,
 // reading the value before the change where it knows how (limits), and a new
 // route gets a row naming its method and path.
 import type { Context, Next } from "hono";

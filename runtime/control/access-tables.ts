@@ -38,7 +38,7 @@ CREATE INDEX audit_tenant ON audit (tenant, seq);
 CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit BEGIN SELECT RAISE(ABORT, 'the audit trail is append-only'); END;
 CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit BEGIN SELECT RAISE(ABORT, 'the audit trail is append-only'); END`;
 
-/** A change appended from another object (runtime/audit-outbox) carries its effect's id: appended twice, it is one row. */
+/** A change appended from another object (runtime/object/audit-outbox.ts) carries its effect's id: appended twice, it is one row. */
 export const AUDIT_DEDUPE_SCHEMA = `ALTER TABLE audit ADD COLUMN dedupe TEXT;
 CREATE UNIQUE INDEX audit_dedupe ON audit (dedupe)`;
 

@@ -31,7 +31,7 @@ import { ScriptCaller } from "./script-caller.ts";
 import { appendAudit } from "./audit-append.ts";
 import { resolveSecret } from "../control/index.ts";
 import { textOf } from "../store/index.ts";
-import { imageLimits, picturesIn } from "../pictures/index.ts";
+import { imageLimits, picturesIn } from "../store/index.ts";
 
 /**
  * Armed while the courier works: a courier cut short (evicted, the process

@@ -8,7 +8,7 @@ import { resolveSecret } from "../control/index.ts";
 import type { Route } from "../chat.ts";
 import { sessionCopy, type LeaseReport, type LeaseUse, type LeaseWork, type ToolReport, type ToolWork, type MountReport, type MountWork } from "../tools/index.ts";
 import type { ScriptCaller } from "./script-caller.ts";
-import { storeImage } from "../pictures/index.ts";
+import { storeImage } from "../store/index.ts";
 import { fromBase64 } from "../../lib/base64.ts";
 
 export class MountCalls {

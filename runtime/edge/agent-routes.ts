@@ -1,7 +1,7 @@
 // Agents as resources of the Agents API: create one with its settings, list a
 // tenant's, read, change (description, model, mounts, policy, second-message
 // strategy) and delete. The control plane keeps the record (runtime/control);
-// a deletion is carried out by the agent's own object (runtime/deletion) first.
+// a deletion is carried out by the agent's own object (runtime/object/deletion.ts) first.
 import type { Context, Hono } from "hono";
 import * as z from "zod";
 import { HttpError } from "../../lib/http.ts";

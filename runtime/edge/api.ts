@@ -60,7 +60,7 @@ export function agentsApi(deps: RuntimeDeps): Hono<{ Bindings: Env }> {
     const base = { id: `api:${id}`, conversation, user };
     const event =
       body.kind === "interrupt" ? { ...base, kind: body.kind } : body.kind === "command" ? { ...base, kind: body.kind, command: body.command } : { ...base, kind: body.kind, text: body.text };
-    // A stop or a command is in the trail by the agent, with the change (runtime/audit-outbox).
+    // A stop or a command is in the trail by the agent, with the change (runtime/object/audit-outbox.ts).
     markAudited(c);
     return c.json(await submitEvent(c.env, params, event, callerOf(c).actor), 202);
   });

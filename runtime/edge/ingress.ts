@@ -1,10 +1,10 @@
 // How a bridge (or the Agents API) reaches an agent: validate the route, find
 // the object, submit the event.
-import { accepted } from "../../lib/accepts-first.ts";
+import { accepted } from "../object/index.ts";
 import { type ConversationView, agentStub } from "../object/index.ts";
-import { CHILD_ID } from "../delegation/index.ts";
+import { CHILD_ID } from "../turns/index.ts";
 import type { Attachment, ChatEvent, Route, SubmitResult } from "../chat.ts";
-import { storeImage } from "../pictures/index.ts";
+import { storeImage } from "../store/index.ts";
 import { fromBase64 } from "../../lib/base64.ts";
 import { ConfigError } from "../../lib/config.ts";
 import { HttpError } from "../../lib/http.ts";
@@ -34,7 +34,7 @@ export async function submitEvent(env: Env, route: Route, event: ChatEvent, call
   let result: SubmitResult;
   try {
     const stored = await withStoredImages(env, route, event);
-    // An accept: once it queues, passes of this isolate wait for it (lib/accepts-first.ts).
+    // An accept: once it queues, passes of this isolate wait for it (runtime/object/accepts-first.ts).
     result = await accepted(() => agentStub(env, route).submit(route, stored, caller));
   } catch (err) {
     throw meaningAgain(err);
@@ -68,7 +68,7 @@ async function withStoredImages(env: Env, route: Route, event: ChatEvent): Promi
  * message starts with its class name. Those with a meaning for the request are
  * made so again: a ConfigError (a malformed APPROVERS read while deciding)
  * answers 503 naming the variable, an IdentityError (a tenant another bridge
- * owns) 403, an AgentDeletedError (runtime/deletion) 404, rather than 500.
+ * owns) 403, an AgentDeletedError (runtime/object/deletion.ts) 404, rather than 500.
  */
 export function meaningAgain(err: unknown): unknown {
   if (!(err instanceof Error) || err instanceof ConfigError || err instanceof HttpError) return err;

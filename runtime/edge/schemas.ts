@@ -2,7 +2,7 @@
 // OpenAPI document shows) and the shapes of common answers.
 import * as z from "zod";
 import { CONVERSATION_ID, NAME } from "./ingress.ts";
-import { CHILD_ID } from "../delegation/index.ts";
+import { CHILD_ID } from "../turns/index.ts";
 
 const name = (what: string, example: string) => z.string().regex(NAME, `${what}: letters, digits, . _ - (max 128)`).meta({ examples: [example] });
 
@@ -10,7 +10,7 @@ export const tenantParams = z.object({ tenant: name("tenant", "acme") });
 export const agentParams = tenantParams.extend({ agent: name("agent", "helper") });
 export const conversationId = (error?: string) => z.string({ error }).regex(CONVERSATION_ID, "conversation: letters, digits, : . _ - (max 200)");
 export const conversationParams = agentParams.extend({ id: conversationId().meta({ examples: ["c1"] }) });
-/** A conversation to read may also be a child run (`<parent>~child-<n>`, runtime/delegation), which nothing writes to from outside. */
+/** A conversation to read may also be a child run (`<parent>~child-<n>`, runtime/turns/delegation.ts), which nothing writes to from outside. */
 const READABLE_ID = new RegExp(`${CONVERSATION_ID.source}|${CHILD_ID.source}`);
 export const conversationReadParams = agentParams.extend({
   id: z.string().regex(READABLE_ID, "conversation: letters, digits, : . _ - (max 200), or a child run's <conversation>~child-<n>").meta({ examples: ["c1"] }),

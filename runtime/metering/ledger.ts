@@ -36,7 +36,7 @@ export interface UsageEntry {
   cacheWriteTokens: number;
   outputTokens: number;
   costUsd: number;
-  /** A child run's call (runtime/delegation): counted in the row's child part too. */
+  /** A child run's call (runtime/turns/delegation.ts): counted in the row's child part too. */
   child: boolean;
 }
 

@@ -13,7 +13,7 @@ export interface ModelRequest {
   systemPrompt: string;
   messages: Message[];
   tools: ModelTool[];
-  /** A child run's call (runtime/delegation): its ledger row says so. */
+  /** A child run's call (runtime/turns/delegation.ts): its ledger row says so. */
   child?: true;
 }
 

@@ -14,15 +14,15 @@ import { deadlineMs, leaseSeconds, Effects, type EffectKind, Outbox, Typing } fr
 import { modelChoice, ModelJobs, type RecentUsage } from "../models/index.ts";
 import { controlPlane, modelFrom, mountsFrom, NO_SETTINGS, platformSecret, secondMessageFrom, SettingsCopy, type SettingsText } from "../control/index.ts";
 import { Conversations, Identity, transcript, type TranscriptEntry } from "../store/index.ts";
-import { Retention, retentionMs } from "../retention/index.ts";
-import { Delegation, type Family } from "../delegation/index.ts";
+import { Retention, retentionMs } from "../store/index.ts";
+import { Delegation, type Family } from "../turns/index.ts";
 import { feedAfter, type FeedPage, type ResponseRequest, responseMessage, Responses, type ResponseState } from "../feed/index.ts";
-import { AgentDeletion, type DeletionReport } from "../deletion/index.ts";
-import { AuditOutbox } from "../audit-outbox/index.ts";
+import { AgentDeletion, type DeletionReport } from "./deletion.ts";
+import { AuditOutbox } from "./audit-outbox.ts";
 import { Inbound } from "./inbound.ts";
 import { Pass } from "./pass.ts";
 import { Scheduler } from "./scheduler.ts";
-import { statusText } from "../status/index.ts";
+import { statusText } from "./status.ts";
 import { systemPrompt, Turns } from "../turns/index.ts";
 import type { PassContext } from "../pass-context.ts";
 import { changeMark, conversationPage, pendingApprovals, type ConversationPage, type ConversationQuery, type PendingApproval } from "./views.ts";
@@ -39,7 +39,7 @@ export interface ConversationView {
   transcript: TranscriptEntry[];
   /** Approval cards of this conversation, oldest first. */
   holds: Card[];
-  /** The child runs it delegated to, and its parent if it is one (runtime/delegation). */
+  /** The child runs it delegated to, and its parent if it is one (runtime/turns/delegation.ts). */
   family: Family;
 }
 
@@ -189,7 +189,7 @@ export class AgentObject extends DurableObject<Env> {
     this.identity.checkBridge(route, event.user.platform);
     this.deletion.refuseIfDeleted(route);
     // Its first event lists the agent and gives it its settings (its one call to the control plane);
-    // an event to an archived conversation brings its rows back from R2 first (runtime/retention).
+    // an event to an archived conversation brings its rows back from R2 first (runtime/store/archive.ts).
     if (this.settings.get() === null) this.settings.apply(await controlPlane(this.env).register({ ...route, platform: event.user.platform }));
     await this.retention.restore(route, event.conversation);
     const result = this.ctx.storage.transactionSync(accept);
@@ -329,7 +329,7 @@ export class AgentObject extends DurableObject<Env> {
     if (this.settings.apply(settings) && this.#listsDue()) this.scheduler.kick();
   }
 
-  /** The Agents API's DELETE (runtime/deletion): stops, settles, tells, and takes no further step. */
+  /** The Agents API's DELETE (runtime/object/deletion.ts): stops, settles, tells, and takes no further step. */
   async deleteAgent(route: Route): Promise<DeletionReport> {
     this.identity.claim(route);
     const report = this.deletion.delete(route);

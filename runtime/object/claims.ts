@@ -19,7 +19,7 @@ import { rateLimitPatienceSeconds, retryBaseSeconds, streamKey, type ModelWork, 
 import { streamReplies, type Dispatch, type EffectKind, type EffectRow, type Effects, type Outbox, type RunResults, type SendRun, type Typing } from "../effects/index.ts";
 import type { PassContext } from "../pass-context.ts";
 import type { Turns } from "../turns/index.ts";
-import type { AuditOutbox, AuditWork } from "../audit-outbox/index.ts";
+import type { AuditOutbox, AuditWork } from "./audit-outbox.ts";
 
 /** The work a courier performs, by kind of effect: carried in the queue message, or claimed. */
 export interface EffectWork {

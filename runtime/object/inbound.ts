@@ -13,7 +13,7 @@ export class Inbound {
     private readonly turns: Turns,
     private readonly jobs: ModelJobs,
     private readonly approvals: ApprovalFlow,
-    /** The `status` command's answer (runtime/status), composed by the object. */
+    /** The `status` command's answer (runtime/object/status.ts), composed by the object. */
     private readonly describe: (conv: ConversationRow, status: ConversationStatus) => string,
   ) {}
 

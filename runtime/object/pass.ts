@@ -14,8 +14,8 @@ import type { Dispatch, EffectCarriers, EffectRow, Effects, Outbox } from "../ef
 import type { ModelJobs } from "../models/index.ts";
 import type { PassContext } from "../pass-context.ts";
 import type { Turns } from "../turns/index.ts";
-import type { Delegation } from "../delegation/index.ts";
-import type { AuditOutbox } from "../audit-outbox/index.ts";
+import type { Delegation } from "../turns/index.ts";
+import type { AuditOutbox } from "./audit-outbox.ts";
 
 /** Every so often a pass advances every running conversation, not only the marked ones. */
 const SWEEP_MS = 60_000;
@@ -51,7 +51,7 @@ export class Pass {
 
   constructor(private readonly parts: PassParts) {}
 
-  /** `advance` false (a deleted agent, runtime/deletion): no turn moves and no hold is performed; what the outbox holds is still sent. */
+  /** `advance` false (a deleted agent, runtime/object/deletion.ts): no turn moves and no hold is performed; what the outbox holds is still sent. */
   async run(route: Route, advance: boolean): Promise<void> {
     const { effects, toolLists, approvals, leases, busyTime, storage, carriers, dispatch, store, children } = this.parts;
     if (advance) storage.transactionSync(() => children.expireDue());

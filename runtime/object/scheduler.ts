@@ -6,7 +6,7 @@
 // eviction before the pass ends runs it again. After a pass the alarm is set
 // only for work that is due: idle means nothing armed.
 
-import { afterAccepts } from "../../lib/accepts-first.ts";
+import { afterAccepts } from "./accepts-first.ts";
 
 /** Armed while a pass runs, so a pass cut short by an eviction is run again. */
 export const PASS_WATCHDOG_MS = 15_000;

@@ -19,7 +19,7 @@ export type ConversationRow = {
   cost: number;
   created_at: number;
   updated_at: number;
-  /** Set while its rows live in R2 (runtime/retention): a message restores them first. */
+  /** Set while its rows live in R2 (runtime/store/archive.ts): a message restores them first. */
   archived_at: number | null;
 };
 

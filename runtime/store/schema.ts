@@ -211,7 +211,7 @@ const MIGRATIONS: readonly Migration[] = [
   `,
   },
   {
-    // Retention (runtime/retention): a conversation archived to R2 keeps only its row, marked when;
+    // Retention (runtime/store/archive.ts): a conversation archived to R2 keeps only its row, marked when;
     // the slices find the next ones without walking the archived, and old inbound ids, sends and tool calls leave by age.
     name: "retention",
     sql: `
@@ -227,7 +227,7 @@ const MIGRATIONS: readonly Migration[] = [
   {
     // What a follower of a conversation sees, in order (runtime/feed): one row per log row and per state a
     // hold enters, written by triggers in the transaction that writes what it reports, so its seq is a durable,
-    // monotonic event id. UNIQUE keeps a row put back from an archive (runtime/retention) from being reported twice.
+    // monotonic event id. UNIQUE keeps a row put back from an archive (runtime/store/archive.ts) from being reported twice.
     // responses: the OpenAI Responses API's calls (runtime/feed/responses.ts), each waiting for one turn.
     name: "feed and responses",
     sql: `
@@ -260,7 +260,7 @@ const MIGRATIONS: readonly Migration[] = [
   `,
   },
   {
-    // Subagents (runtime/delegation): a parent's `delegate` call (its tool_calls key) and the child run that answers it.
+    // Subagents (runtime/turns/delegation.ts): a parent's `delegate` call (its tool_calls key) and the child run that answers it.
     // conversation: the parent's; state: queued (waiting for a slot), running, or answered (the call has its result);
     // turn_ms: the child's turn limit as configured when it was asked for, deadline: when a running one is stopped.
     name: "delegations",
@@ -281,7 +281,7 @@ const MIGRATIONS: readonly Migration[] = [
   `,
   },
   {
-    // A person's change made from a chat, waiting for its audit effect to append it to the control plane (runtime/audit-outbox).
+    // A person's change made from a chat, waiting for its audit effect to append it to the control plane (runtime/object/audit-outbox.ts).
     name: "audit outbox",
     sql: `CREATE TABLE audit_outbox (id TEXT PRIMARY KEY, conversation TEXT NOT NULL, entry TEXT NOT NULL, created_at INTEGER NOT NULL);`,
   },

@@ -70,7 +70,7 @@ export class ScriptCalls {
     // Started by an earlier run of the script and never answered: the replay rule decides.
     if (row) return where === "courier" ? this.handOver(pass, parent.conv, key, call, true) : this.inObject(pass, parent.conv, key, call, true);
 
-    // A child run's script reaches only the child's mounts, as its direct calls do (runtime/delegation).
+    // A child run's script reaches only the child's mounts, as its direct calls do (runtime/turns/delegation.ts).
     const outside = this.storage.transactionSync(() => this.tools.delegations.take(pass, parent.conv, key, call));
     if (outside && outside !== "started") return recorded(outside);
     const checked = gateway.validate(name, call.arguments);

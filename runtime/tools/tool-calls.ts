@@ -34,7 +34,7 @@ export interface ToolReport {
   lease?: LeaseUse;
 }
 
-/** What the journal asks of delegation (runtime/delegation, above it; the object hands it in). */
+/** What the journal asks of delegation (runtime/turns/delegation.ts, above it; the object hands it in). */
 export interface Delegations {
   /** A call whose result an event brings later (a child run's end): the calls after it go on meanwhile. */
   answersLater(name: string): boolean;
@@ -226,7 +226,7 @@ export function toolResult(call: ToolCall, output: { text: string; isError?: boo
     role: "toolResult",
     toolCallId: call.id,
     toolName: call.name,
-    // A courier's tool hands its images over stored (runtime/pictures): their bytes stay in R2.
+    // A courier's tool hands its images over stored (runtime/store/pictures.ts): their bytes stay in R2.
     content: [{ type: "text", text: output.text }, ...(output.images ?? [])],
     isError: output.isError === true,
     timestamp: Date.now(),

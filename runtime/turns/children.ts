@@ -1,4 +1,4 @@
-// What the turn machine asks of delegation (runtime/delegation, above it): the
+// What the turn machine asks of delegation (runtime/turns/delegation.ts, above it): the
 // object hands it the delegation's verbs, as it hands the approvals glue the
 // turns' (docs/design.md, "Subagents").
 import type { Gateway, ModelTool } from "../../plugins/index.ts";

@@ -1,7 +1,7 @@
 // A person's message as the model reads it: their words and the files they shared.
 import type { ImageContent, UserMessage } from "@mariozechner/pi-ai";
 import type { Attachment } from "../chat.ts";
-import type { StoredImage } from "../pictures/index.ts";
+import type { StoredImage } from "../store/index.ts";
 
 /** The person's words, then each shared file: its text, or the image itself after its name, or its name and why it is not shown. */
 export function userMessage(text: string, attachments: Attachment[] = []): UserMessage {

@@ -1,7 +1,15 @@
-// How many pictures one model request carries: MODEL_IMAGES_MAX and
-// MODEL_IMAGES_MAX_BYTES, parsed here. A bad value is reported by its name.
+// The store room's configuration: how long a settled conversation stays in
+// its object (RETENTION_DAYS) and how many pictures one model request carries
+// (MODEL_IMAGES_MAX, MODEL_IMAGES_MAX_BYTES), parsed here. A bad value is
+// reported by its name.
 import * as z from "zod";
 import { parseJsonVar } from "../../lib/config.ts";
+
+/** A settled conversation untouched this long is archived to R2 (RETENTION_DAYS, default 90). */
+export function retentionMs(env: Env): number {
+  const days = parseJsonVar("RETENTION_DAYS", env.RETENTION_DAYS, z.number().positive().max(36_500), "90");
+  return days * 86_400_000;
+}
 
 export interface ImageLimits {
   /** The newest this many images of a conversation reach the model. */

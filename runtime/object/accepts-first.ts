@@ -10,7 +10,7 @@
 // isolate: deployed, the Worker that accepts and the object may be in
 // different isolates, and then the object has nothing to wait for.
 
-import { sleep } from "./timeout.ts";
+import { sleep } from "../../lib/timeout.ts";
 
 /** How long an accept may be under way before passes wait for it. */
 export const ACK_PATIENCE_MS = 50;

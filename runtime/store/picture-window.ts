@@ -7,7 +7,7 @@ import type { ImageContent, Message, TextContent } from "@mariozechner/pi-ai";
 import type { Route } from "../chat.ts";
 import type { ImageLimits } from "./config.ts";
 import { base64Bytes, toBase64 } from "../../lib/base64.ts";
-import { imageKey, isStoredImage } from "./store.ts";
+import { imageKey, isStoredImage } from "./pictures.ts";
 
 type Part = TextContent | ImageContent;
 
