@@ -28,7 +28,7 @@ const alias: Record<string, string> = unstable_readConfig({ config: join(root, "
 
 // Each swap matches its exact name: the bundle could not be built with a subpath of one
 // (ajv/dist/2020 would be build/index.ts/dist/2020), so only test code imports such a subpath
-// (the OpenAPI validator, test/agents-api.test.ts) and it gets the real module.
+// (the OpenAPI validator, test/runtime/edge/agents-api.test.ts) and it gets the real module.
 const exactly = (name: string) => new RegExp(`^${name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}$`);
 
 export default defineConfig({

@@ -2,7 +2,7 @@
 // the model table reads (runtime/models/table.ts), for every model it lists.
 // pi-ai's own (models.generated.js) holds names, base URLs and headers besides,
 // and is kept out of the Worker's bundle (wrangler.jsonc, "alias").
-// Run it after updating @mariozechner/pi-ai; test/providers.test.ts fails until then.
+// Run it after updating @mariozechner/pi-ai; test/runtime/models/providers.test.ts fails until then.
 import { writeFileSync } from "node:fs";
 import { MODELS } from "../node_modules/@mariozechner/pi-ai/dist/models.generated.js";
 

@@ -16,8 +16,8 @@ import { decisionValue } from "../approvals/index.ts";
 import { signatureHeaders } from "../bridges/shared/signed-request.ts";
 import type { AgentObject } from "../runtime/object/index.ts";
 import { tablesOf } from "./agents.ts";
-import { ed25519 } from "./discord-helpers.ts";
-import { slackSignature } from "./slack/helpers.ts";
+import { ed25519 } from "./bridges/discord/helpers.ts";
+import { slackSignature } from "./bridges/slack/helpers.ts";
 import handler from "./worker-under-test.ts";
 
 /** Change it to explore; a failure names the seed, route and request index that reproduce it. */

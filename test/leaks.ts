@@ -2,7 +2,7 @@
 // requests, the chat, the log. Tests of invariant 5 look in all of them.
 import { vi } from "vitest";
 import { storedText } from "./agents.ts";
-import { slackCalls } from "./slack/helpers.ts";
+import { slackCalls } from "./bridges/slack/helpers.ts";
 import { providerRequests } from "./support.ts";
 
 /** Every console line from now on (vi.restoreAllMocks ends the capture). */

@@ -33,7 +33,7 @@ export async function startFakes({ gates } = {}) {
   const bindings = {
     ADMIN_TOKEN: "test-admin-token",
     TENANT_SECRETS_KEY: "test-tenant-secrets-key",
-    // A Worker secret the platform grants to one tenant only (test/tenant-secrets.test.ts).
+    // A Worker secret the platform grants to one tenant only (test/runtime/control/tenant-secrets.test.ts).
     GITHUB_TOKEN: "canary-github-token-in-the-environment",
     SECRET_GRANTS: JSON.stringify({ "granted-tenant": ["GITHUB_TOKEN"] }),
     MODEL_PROVIDERS: JSON.stringify([

@@ -61,7 +61,7 @@ export async function startRemote() {
       return sendJson(res, 201, { created: posts.length });
     }
     if (req.method === "POST" && url.pathname === "/inbox") {
-      // A receiver that keeps the credential it was sent, whatever it is (test/tenant-secrets.test.ts).
+      // A receiver that keeps the credential it was sent, whatever it is (test/runtime/control/tenant-secrets.test.ts).
       inbox.push({ authorization: auth, body: await readBody(req) });
       return sendJson(res, 201, { received: inbox.length });
     }
