@@ -77,8 +77,8 @@ function bound(env: Env, name: string): string | undefined {
   return typeof value === "string" && value !== "" ? value : undefined;
 }
 
-/** Whether the Worker's environment holds a text by that name (a secret or a variable). */
-export const isWorkerSecret = (env: Env, name: string): boolean => bound(env, name) !== undefined;
+/** Whether the Worker's environment holds a text by that name: a secret or a plain variable alike. */
+export const inEnvironment = (env: Env, name: string): boolean => bound(env, name) !== undefined;
 
 /** One of the runtime's own secrets; secrets are not part of the generated Env type. */
 export function secretNamed(env: Env, name: RuntimeSecret): string | undefined {

@@ -6,7 +6,7 @@ import * as z from "zod";
 import type { RouteDoc } from "../../lib/route-doc.ts";
 import { errors, serve } from "../../lib/serve-route.ts";
 import { controlPlane, granted, listTenantSecrets, secretsSet } from "../control/index.ts";
-import { isWorkerSecret } from "../../lib/config.ts";
+import { inEnvironment } from "../../lib/config.ts";
 import type { Mount } from "../../plugins/index.ts";
 import type { ModelPick } from "../models/index.ts";
 import { auditQuery, markAudited, readAudit } from "./audit.ts";
@@ -155,7 +155,7 @@ async function refusedRefs(env: Env): Promise<SecretRefRow[]> {
   const candidates = [
     ...mounts.flatMap(({ key, value }) => value.filter((m) => m.secret_ref && m.set_by !== "platform").map((m) => ({ ...where(key), setting: "mounts" as const, alias: m.alias, secret: m.secret_ref! }))),
     ...models.filter(({ value }) => value.secret && value.set_by !== "platform").map(({ key, value }) => ({ ...where(key), setting: "model" as const, alias: null, secret: value.secret! })),
-  ].filter((r) => isWorkerSecret(env, r.secret) && !granted(env, r.tenant, r.secret));
+  ].filter((r) => inEnvironment(env, r.secret) && !granted(env, r.tenant, r.secret));
   const tenants = [...new Set(candidates.map((r) => r.tenant))];
   const own = new Map(await Promise.all(tenants.map(async (t) => [t, await secretsSet(env, t, candidates.filter((r) => r.tenant === t).map((r) => r.secret))] as const)));
   return candidates.filter((r) => !own.get(r.tenant)!.has(r.secret));
