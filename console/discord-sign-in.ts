@@ -1,13 +1,7 @@
-// "Sign in with Discord": OAuth2's authorization code grant (scopes identify
-// and guilds) with a state and PKCE (S256), both kept in a signed cookie until
-// Discord sends the browser back. A person on Discord is `discord:<guild>:<user>`,
-// the string approval cards use: the bridge's tenant is the guild
-// (bridges/discord/ingress.ts), so a person is one identity per guild.
-//
-// Someone in several guilds where they hold a role picks one: a session acts
-// as one identity, so each event, APPROVERS check and audit row names exactly
-// the person a click on a card in that guild would. The verified choices wait
-// in a signed cookie for the pick.
+// "Sign in with Discord": OAuth2's code grant (identify, guilds) with state
+// and PKCE kept in a signed cookie. A person is `discord:<guild>:<user>`, as
+// on approval cards; someone holding roles in several guilds picks one, so a
+// session acts as exactly one identity (docs/console.md).
 import { deleteCookie, getSignedCookie, setSignedCookie } from "hono/cookie";
 import * as z from "zod";
 import { toBase64Url } from "../lib/base64.ts";

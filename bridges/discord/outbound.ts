@@ -1,13 +1,8 @@
-// Discord's side of the outbox: posts and edits messages through the REST API
-// (DISCORD_API_BASE_URL), through the interaction webhook while its token is
-// valid, else as the bot in the channel. Keeps to Discord's rate limits
-// (DC-rl): the bot's calls in a channel are paced by what its route bucket's
-// headers say (X-RateLimit-Remaining 0: nothing more until -Reset-After), a
-// 429 is waited out for its retry_after (the whole bot's calls for a global
-// one), and all calls together are paced under the global 50 a second. A message
-// the bot creates carries a nonce made from the outbox row's key, enforced: a
-// row sent again (its first answer lost) gets back the message Discord already
-// made instead of a second one.
+// Discord's side of the outbox: posts and edits through the REST API (the
+// interaction webhook while its token is valid, else the bot), paced by the
+// route buckets' headers, a 429's retry_after and the global 50 a second.
+// Each message carries a nonce from its row's key, so a row sent again gets
+// back the message Discord already made.
 import type { APIMessage, RESTPostAPIChannelMessageJSONBody, RESTRateLimit } from "discord-api-types/v10";
 import { hmacHex } from "../../lib/http.ts";
 import { openingSince, sendTimeoutMs, type ChatOutbound, type DeliveryResult, type OutboundMessage, type OutboxDelivery, type PaceRule, type ReplyAddress, type Route, type StreamTarget } from "../../runtime/index.ts";

@@ -1,14 +1,7 @@
-// Delivery of outbox rows to Slack. Replies and notices are posted in the
-// thread; the turn's status message and approval cards are posted once (the
-// ts becomes the ref) and then updated in place. The runtime coalesces
-// updates that have not been sent yet, so a turn costs one post and few
-// chat.update calls.
-//
-// Every post carries its outbox row's idempotency key in the message's
-// metadata. A row whose earlier attempt may have been posted without its
-// answer reaching us (uncertain) is looked for first (in its thread, or in
-// the channel's history for a DM's top-level reply), and a message found
-// there is the row sent: no second post.
+// Delivery of outbox rows to Slack: replies and notices posted in the
+// thread, the status message and approval cards posted once and updated in
+// place. Every post carries its row's idempotency key in its metadata, and a
+// row whose earlier answer was lost is looked for before it is posted again.
 import type { KnownBlock, MessageMetadata } from "@slack/types";
 import type { ChatOutbound, DeliveryResult, OutboundMessage, OutboxDelivery, PaceRule } from "../../runtime/index.ts";
 import { clip } from "../../lib/text.ts";

@@ -1,14 +1,6 @@
-// QuickJS that cannot hold the isolate. Each script gets a QuickJS instance of
-// its own, built from quickjs-sliced.wasm (scripts/slice-quickjs.mjs), in
-// which every loop counts down and calls `tick` every FUEL iterations: in the
-// interpreter and inside built-ins alike (a BigInt's toString, a regular
-// expression). The script's own code (its evaluation, its promise callbacks,
-// printing its result) enters the wasm through JSPI (WebAssembly.promising),
-// so a tick can suspend it there: about every SLICE_MS it yields to the
-// isolate's other work (locally the agent's object and every courier share
-// one isolate; deployed they may), and past a limit a tick throws, which
-// unwinds the wasm wherever it is. An instance stopped so is mid-operation
-// and never touched again: it is dropped whole.
+// QuickJS that cannot hold the isolate: a sliced build in which every loop
+// ticks, so a script yields to the isolate about every SLICE_MS and is stopped
+// past its limit wherever it is (docs/design.md, "Scripts").
 import { newQuickJSWASMModuleFromVariant, newVariant, type Lifetime, type QuickJSContext, type QuickJSHandle, type QuickJSRuntime } from "quickjs-emscripten-core";
 import releaseSyncVariant from "@jitl/quickjs-wasmfile-release-sync";
 import slicedWasm from "./quickjs-sliced.wasm";

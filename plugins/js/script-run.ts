@@ -1,14 +1,7 @@
-// One script, in a sandbox of its own (sandbox.ts). The sandbox has no
-// network, no filesystem and no host objects but two: a console.log whose
-// lines are collected for the answer, and (code mode) `tools`, through which
-// a script calls the agent's other mounted tools. Each such call leaves
-// through the gateway under its mount's policy and is recorded in the agent's
-// journal, so a script re-run after a crash gets recorded answers back rather
-// than acting twice.
-//
-// The script runs until it must wait for a tool's answer; the host awaits the
-// answers (the sandbox is idle and uses no CPU meanwhile), hands them in as
-// settled promises between the script's slices, and runs the script on.
+// One script, in a sandbox of its own (sandbox.ts): no network, no files, only
+// a console.log and (code mode) `tools`, whose calls leave through the gateway
+// and are journaled, so a script re-run after a crash gets recorded answers
+// back rather than acting twice (docs/design.md, "Scripts").
 import { Scope, type QuickJSDeferredPromise, type QuickJSHandle } from "quickjs-emscripten-core";
 import type { ToolCaller, ToolOutput } from "../contract.ts";
 import { LimitReached, Sandbox, type Evaluated, type TimeLimit } from "./sandbox.ts";

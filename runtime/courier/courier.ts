@@ -1,19 +1,9 @@
 // The courier: a small Durable Object that does the waiting the agent's
-// object must never do, one of COURIER_SHARDS per agent, each working the
-// lanes (one kind of effect of one conversation) that hash to it side by
-// side and each lane's effects in order. The agent's pass (or, for those it
-// could not hand over, the queue consumer) hands it effects and is done at
-// once, so one slow provider or platform call holds up neither the pass nor
-// any other lane. A few couriers per agent rather than
-// two per conversation: a new conversation wakes no new object and creates
-// no database. The courier keeps the effect in its own SQLite and starts on
-// it at once, its watchdog alarm armed, so a crash or a deploy mid-call
-// resumes it. It performs the
-// work the effect carries (or claims it from the agent's object: where the
-// work must be decided as it is performed, or a resumed task, which may have
-// done it before), keeps the outcome, and reports it until the object takes
-// it: an outcome in hand is never paid for twice because a report was lost.
-// The object decides everything else: retries, order, failure.
+// object never does. COURIER_SHARDS per agent, each working its lanes (one
+// kind of effect of one conversation) side by side and each lane in order; it
+// keeps an effect in its own SQLite until the object has the outcome, so a
+// crash resumes the work and an outcome is never paid for twice
+// (docs/design.md, "Couriers").
 import { DurableObject } from "cloudflare:workers";
 import * as z from "zod";
 import { ConfigError } from "../../lib/config.ts";

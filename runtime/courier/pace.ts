@@ -1,18 +1,8 @@
 // The pace of the chat rate limits: a small Durable Object per keeper (a
-// Slack workspace; Discord's global limit), keeping a token bucket per pace
-// key (a channel, a route) and shared by every courier that sends there.
-// Twenty threads of one channel answered at once are twenty couriers; one at
-// a time is let through here, the platform's spacing apart, and the others
-// are told when to ask again, so a burst queues instead of bouncing off 429s.
-// The spacing runs from when a send really left (the courier says so), not
-// from when it was let through: a courier held up on its way would otherwise
-// crowd the next one. A platform's own word (a spent bucket's reset, a 429's
-// Retry-After) holds the key too. The object answers at once and never holds
-// a caller. Its numbers live in memory: a pace is a courtesy to the platform,
-// whose 429 stays the authority, so an object evicted or restarted mid-wait
-// costs at most one refused send (a wait), and keeping no storage spares each
-// send two writes. One keeper per workspace rather than per channel: a new
-// channel (every thread of a new channel's first mention) wakes no new object.
+// Slack workspace; Discord's global limit) with a token bucket per pace key
+// (a channel, a route), shared by every courier that sends there, so a burst
+// queues instead of bouncing off 429s. It answers at once and keeps its
+// numbers in memory (docs/design.md, "The send pace").
 import { DurableObject } from "cloudflare:workers";
 import type { DeliveryResult, PaceRule } from "../chat.ts";
 import { sleep } from "../../lib/timeout.ts";
