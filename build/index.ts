@@ -1,5 +1,6 @@
 // What the Worker's bundle has in place of modules it never runs (wrangler.jsonc,
-// "alias"; the tests get the same swaps, vitest.config.ts). Each alias points here.
+// "alias"; the tests get the same swaps, vitest.config.ts). The Gemini SDK's
+// stand-in, which does run, is gemini.ts.
 
 /**
  * ajv and ajv-formats. The MCP SDK imports them for its default validator, but

@@ -93,6 +93,8 @@ export interface ScriptStep {
   code?: string;
   /** Gemini's RetryInfo on an error step, e.g. "7s". */
   retryDelay?: string;
+  /** Gemini: a 200 whose body is an error object with this code, as a begun answer fails. */
+  errorInStream?: number;
   hold?: boolean;
   echoToolResults?: boolean;
   /** Stream arguments (and text) in pieces of this many characters, cut mid-JSON. */

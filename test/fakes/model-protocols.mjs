@@ -238,6 +238,11 @@ const gemini = {
     const modelVersion = /models\/([^/:]+):/.exec(url.pathname)[1];
     const responseId = rid("");
     const chunk = (parts, extra = {}) => res.write(`data: ${JSON.stringify({ candidates: [{ content: { role: "model", parts }, index: 0, ...extra.candidate }], modelVersion, responseId, ...extra.top })}\r\n\r\n`);
+    if (reply.errorInStream) {
+      // Gemini may fail an answer it has begun (200) with a bare error object in the body, no `data:`.
+      res.end(JSON.stringify({ error: { code: reply.errorInStream, message: "Internal error encountered.", status: GEMINI_STATUS[reply.errorInStream] ?? "UNKNOWN" } }));
+      return {};
+    }
     for (const piece of halves(reply.text ?? "")) chunk([{ text: piece }]);
     const calls = (reply.toolCalls ?? []).map((call) => ({ functionCall: { name: call.name, args: call.arguments ?? {} } }));
     const prompt = usage.input + usage.cached;

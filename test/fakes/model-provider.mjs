@@ -10,6 +10,7 @@
 // A Chat Completions step may also ask for `argumentChunk: n` (arguments and
 // text cut into pieces of n characters, mid-JSON) and `interleave: true`
 // (parallel tool calls sent round-robin, chunk by chunk).
+// A Gemini step may ask for `errorInStream: <code>`: a 200 whose body is an error object.
 // An Anthropic Messages step may ask for `cut: true`: its stream is cut off
 // right after message_start (which reports the usage billed so far).
 // Any step may take `delayMs` before it answers, as a slow model does (and,
