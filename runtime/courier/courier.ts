@@ -8,7 +8,7 @@ import { DurableObject } from "cloudflare:workers";
 import * as z from "zod";
 import { ConfigError } from "../../lib/config.ts";
 import { type Migration, runMigrations } from "../../lib/migrations.ts";
-import { type DeliveryResult, type StreamTarget, outboundFor, type RuntimeDeps } from "../chat.ts";
+import { type DeliveryResult, type Route, type StreamTarget, outboundFor, type RuntimeDeps } from "../chat.ts";
 import type { AssistantMessage } from "@mariozechner/pi-ai";
 import { callProvider, modelChoice, type GatedCall, type ModelPick, type ModelRequest } from "../models/index.ts";
 import { courierName, type EffectKind, type EffectMessage, toCouriers } from "../effects/index.ts";
@@ -37,19 +37,23 @@ const MIGRATIONS: readonly Migration[] = [
   { name: "tasks", sql: "CREATE TABLE IF NOT EXISTS tasks (seq INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, id TEXT NOT NULL, body TEXT NOT NULL, failures INTEGER NOT NULL, starts INTEGER NOT NULL, outcome TEXT, UNIQUE (kind, id))" },
   // A courier per lane held one lane's tasks: theirs resume as the lane ''.
   { name: "lanes side by side", sql: "ALTER TABLE tasks ADD COLUMN lane TEXT NOT NULL DEFAULT ''; CREATE INDEX tasks_by_lane ON tasks (lane, seq)" },
+  // What the provider was paid for, written as the answer is read, until the ledgers have it.
+  { name: "paid answers", sql: "CREATE TABLE paid (id TEXT PRIMARY KEY, task INTEGER NOT NULL, answer TEXT NOT NULL)" },
 ];
 
 /** `starts`: runs that began the task (above one, an earlier run may have done it); `outcome`: the report to make, once in hand. */
 type Task = { seq: number; body: string; failures: number; starts: number; outcome: string | null };
 /**
  * What a task's run reports: the kind's outcome, or nothing when the work was
- * no longer wanted. `paid`: what the provider was paid for, and `busy`: the
- * object's busy time the job carried, to count in the ledgers once it is
- * reported and its reply sent.
+ * no longer wanted. `busy`: the object's busy time the job carried, to count
+ * in the ledgers once it is reported and its reply sent. `paid` is only in an
+ * outcome an earlier release stored: the answer now goes to the paid table.
  */
 type Outcome = { kind: EffectKind; report: EffectReport[EffectKind]; paid?: Paid; busy?: HourBusy[] } | null;
 /** An answer the provider was paid for, under its own id: a job called twice was paid twice. */
 type Paid = { id: string; pick: ModelPick; message: AssistantMessage; child: boolean };
+/** A paid answer waiting for the ledgers, with the agent it is counted to. */
+type PaidRow = { id: string; answer: string };
 
 export class Courier extends DurableObject<Env> {
   private readonly mounts: MountCalls;
@@ -95,7 +99,7 @@ export class Courier extends DurableObject<Env> {
     this.table();
     this.watchdogArmed = false;
     const lanes = this.ctx.storage.sql.exec<{ lane: string }>("SELECT DISTINCT lane FROM tasks").toArray();
-    await Promise.all(lanes.map(({ lane }) => this.work(lane)));
+    await Promise.all([...lanes.map(({ lane }) => this.work(lane)), this.countLeftovers()]);
   }
 
   /** Works through a lane's tasks in order, one run at a time; a task taken meanwhile is worked on by the same run. */
@@ -135,7 +139,7 @@ export class Courier extends DurableObject<Env> {
         let outcome = task.outcome === null ? undefined : (JSON.parse(task.outcome) as Outcome);
         if (outcome === undefined) {
           sql.exec("UPDATE tasks SET starts = starts + 1 WHERE seq = ?", task.seq);
-          outcome = await this.perform(effect, task.starts > 0);
+          outcome = await this.perform(effect, task.starts > 0, task.seq);
           sql.exec("UPDATE tasks SET outcome = ? WHERE seq = ?", JSON.stringify(outcome), task.seq);
         }
         if (outcome) await this.reported(effect, outcome, task.seq);
@@ -153,7 +157,9 @@ export class Courier extends DurableObject<Env> {
     // The last lane at work, and nothing left: at rest, no alarm (an empty task table stays: dropping the database each time cost more CPU than the rest of the courier's work).
     if (this.working.size > 1 || sql.exec("SELECT 1 FROM tasks LIMIT 1").toArray().length > 0) return;
     this.watchdogArmed = false;
-    await this.ctx.storage.deleteAlarm();
+    // A paid answer a ledger could not take yet is counted again later.
+    if (sql.exec("SELECT 1 FROM paid LIMIT 1").toArray().length > 0) await this.ctx.storage.setAlarm(Date.now() + REPORT_RETRY_MS);
+    else await this.ctx.storage.deleteAlarm();
   }
 
   /** A copy of a held task whose outcome is in hand, sent later than it: the held task's key is freed for the copy (true). */
@@ -183,7 +189,7 @@ export class Courier extends DurableObject<Env> {
   }
 
   /** Does the effect's work: what it carries, or (resumed, or carrying none) what the object says now. */
-  private async perform(effect: EffectMessage, resumed: boolean): Promise<Outcome> {
+  private async perform(effect: EffectMessage, resumed: boolean, seq: number): Promise<Outcome> {
     const workOf = async <K extends EffectKind>(kind: K): Promise<EffectWork[K] | null> =>
       !resumed && effect.work !== undefined ? (effect.work as EffectWork[K]) : this.claim(effect, kind);
     switch (effect.kind) {
@@ -193,13 +199,10 @@ export class Courier extends DurableObject<Env> {
         const stream = this.replyStream(effect, work.stream);
         const request = JSON.parse(work.request) as ModelRequest;
         const { call, paid } = await this.callModel(effect, request, stream);
+        // Kept in the step that read the answer, before anything else can fail: a crash from here on counts it still.
+        if (paid) this.keepPaid(effect, seq, { id: `${effect.id}:${crypto.randomUUID()}`, pick: request.model, message: paid, child: request.child === true });
         const shown = await stream?.finish(call.kind === "reply" ? textOf(call.message.content) : undefined);
-        return {
-          kind: "model",
-          report: { call, ...(shown ? { shown } : {}) },
-          busy: work.busy,
-          ...(paid ? { paid: { id: `${effect.id}:${crypto.randomUUID()}`, pick: request.model, message: paid, child: request.child === true } } : {}),
-        };
+        return { kind: "model", report: { call, ...(shown ? { shown } : {}) }, busy: work.busy };
       }
       case "send": {
         const run = await workOf("send");
@@ -265,10 +268,12 @@ export class Courier extends DurableObject<Env> {
    * reply), reporting that too, then counts what the provider was paid for and
    * the object's busy time: no ledger call is on the way of the model request
    * or of the reply. A crash after the report leaves the run to its lease (it
-   * is sent again, looked for first) and the count to the resumed task (the
-   * same id: counted once; busy time is a running total, taken at its highest).
+   * is sent again, looked for first) and the count to the paid table (each
+   * answer under its own id: counted once; busy time is a running total, taken
+   * at its highest).
    */
   private async reported(effect: EffectMessage, outcome: NonNullable<Outcome>, seq: number): Promise<void> {
+    if (outcome.paid) this.keepPaid(effect, seq, outcome.paid);
     const answer = await this.report(effect, outcome.kind, outcome.report);
     // The object has the outcome: a copy of the effect it sends from now on (a retry) is new work, not this task's.
     this.freeKey(effect, seq);
@@ -276,16 +281,39 @@ export class Courier extends DurableObject<Env> {
       const head = answer.run.deliveries[0]!.row;
       await agentStub(this.env, effect).report(effect, "send", String(head), await this.sends.run(answer.run));
     }
-    await countJob(this.env, effect, outcome.busy ?? [], outcome.paid ? this.paidAnswer(effect, outcome.paid) : null);
+    const paid = this.ctx.storage.sql.exec<PaidRow>("SELECT id, answer FROM paid WHERE task = ?", seq).toArray();
+    if (paid.length === 0) await countJob(this.env, effect, outcome.busy ?? [], null);
+    for (const [index, row] of paid.entries()) await this.countPaid(row, index === 0 ? (outcome.busy ?? []) : []);
+  }
+
+  /** Writes a paid answer down under its task until the ledgers have it. */
+  private keepPaid(route: Route, seq: number, paid: Paid): void {
+    this.table();
+    const answer = JSON.stringify({ route: { tenant: route.tenant, agent: route.agent }, paid });
+    this.ctx.storage.sql.exec("INSERT INTO paid (id, task, answer) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING", paid.id, seq, answer);
+  }
+
+  /** Counts a kept answer (with busy time, if given) and forgets it once every ledger has it; else it waits for the alarm. */
+  private async countPaid(row: PaidRow, busy: HourBusy[]): Promise<void> {
+    const { route, paid } = JSON.parse(row.answer) as { route: Route; paid: Paid };
+    const answer = this.paidAnswer(route, paid);
+    if (await countJob(this.env, route, busy, answer)) this.ctx.storage.sql.exec("DELETE FROM paid WHERE id = ?", row.id);
+  }
+
+  /** Paid answers whose task is gone but a ledger did not take them: counted again. */
+  private async countLeftovers(): Promise<void> {
+    const rows = this.ctx.storage.sql.exec<PaidRow>("SELECT id, answer FROM paid WHERE task NOT IN (SELECT seq FROM tasks)").toArray();
+    for (const row of rows) await this.countPaid(row, []);
+    if (this.working.size === 0 && this.ctx.storage.sql.exec("SELECT 1 FROM paid LIMIT 1").toArray().length > 0) await this.ctx.storage.setAlarm(Date.now() + REPORT_RETRY_MS);
   }
 
   /** A paid answer as the ledgers count it (runtime/metering/spend.ts); a model no longer configured is logged, not counted. */
-  private paidAnswer(effect: EffectMessage, paid: Paid): PaidAnswer | null {
+  private paidAnswer(effect: Route, paid: Paid): PaidAnswer | null {
     try {
       return { call: paid.id, choice: modelChoice(this.env, paid.pick), message: paid.message, child: paid.child };
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
-      console.error(`job ${effect.id}: its answer cannot be counted: ${err.message}`);
+      console.error(`answer ${paid.id} of ${effect.tenant}/${effect.agent} cannot be counted: ${err.message}`);
       return null;
     }
   }

@@ -66,24 +66,28 @@ export interface PaidAnswer {
  * answer used, counted once per `paid.call`, in the tenant's ledger and (paid
  * with the operator's key) the platform's; and the agent's busy time per hour
  * it carried, into both. The call is paid for already: a ledger that cannot be
- * reached is logged, never a reason to call again.
+ * reached is logged, never a reason to call again; false says one could not,
+ * so the caller keeps the answer to count again (the same call is counted once).
  */
-export async function countJob(env: Env, route: Route, hours: HourBusy[], paid: PaidAnswer | null): Promise<void> {
+export async function countJob(env: Env, route: Route, hours: HourBusy[], paid: PaidAnswer | null): Promise<boolean> {
   const entry = paid && usageEntry(route, paid);
   const busy = hours.length > 0 ? { tenant: route.tenant, agent: route.agent, hours } : null;
-  await Promise.all(
+  const counted = await Promise.all(
     [route.tenant, undefined].map(async (tenant) => {
       // A tenant's own key is not the operator's money: the platform's ledger counts none of it.
       const usage = tenant === undefined && entry?.byok ? null : entry;
-      if (!usage && !busy) return;
+      if (!usage && !busy) return true;
       try {
-        const counted = await ledgerStub(env, tenant).record(usage, busy);
-        if (counted && !usage!.byok) addToReading(tenant, usage!.costUsd);
+        const added = await ledgerStub(env, tenant).record(usage, busy);
+        if (added && !usage!.byok) addToReading(tenant, usage!.costUsd);
+        return true;
       } catch (err) {
         console.error(`the ${tenant === undefined ? "platform" : `tenant ${tenant}`} ledger could not count job ${paid?.call ?? "(busy time)"}`, err);
+        return false;
       }
     }),
   );
+  return counted.every(Boolean);
 }
 
 function usageEntry(route: Route, { call, choice, message, child }: PaidAnswer): UsageEntry {

@@ -8,6 +8,11 @@
 // model call 2 answers REPLY-1 → the person approves on the card → the held
 // append is performed → model call 3 answers REPLY-2 → the status says Done.
 //
+// Every run also holds the tenant's ledger to what the fake provider billed:
+// each answer the provider finished is counted once, tokens and calls, whatever
+// the kill interrupted (a paid answer read, then its reply streamed or its
+// report made when the Worker died).
+//
 // "during exec" is a turn of its own: model call 1 asks box__exec (a machine on
 // the real local machine host, which outlives the Worker as a container
 // would) to run curl, which POSTs to the ledger; the kill comes while the
@@ -51,6 +56,10 @@ const POINTS = [
   { name: "during a chat send", hold: (run) => ["slack", (c) => c.method === "chat.postMessage" && c.body.channel === run.channel && said(c).includes(`REPLY-1 ${run.id}`)] },
   // REPLY-1 written slowly, so it is streamed: the kill comes while Slack's answer to chat.startStream is held.
   { name: "during chat.startStream", slow: true, hold: (run) => ["slack", (c) => c.method === "chat.startStream" && c.body.channel === run.channel] },
+  // REPLY-1's one "." is its last piece: an update holding it leaves once the courier has read the whole (paid) answer, before it reports.
+  { name: "while the streamed reply is finished", slow: true, hold: (run) => ["slack", (c) => c.method === "chat.appendStream" && c.body.channel === run.channel && said(c).includes(".")] },
+  // The courier has reported REPLY-1's answer and sends the reply's end (the run the object hands back) before it counts the answer.
+  { name: "while the courier reports", slow: true, hold: (run) => ["slack", (c) => c.method === "chat.stopStream" && c.body.channel === run.channel] },
   { name: "during a decision", hold: (run) => ["ledger", (i) => i.op === "append" && i.entry === run.entryB] },
   { name: "during exec", machine: true, hold: (run) => ["ledger", (i) => i.op === "append" && i.entry === run.entryC] },
 ];
@@ -240,6 +249,35 @@ async function quiet(run) {
   }
 }
 
+/** The tenant's ledger today: answers counted and their tokens (the usage API, as an operator reads it). */
+async function ledgerTotals(deadline) {
+  const res = await toWorker(`/v1/tenants/${TEAM}/usage`, { headers: { authorization: `Bearer ${vars.ADMIN_TOKEN}` } }, deadline);
+  const { totals } = await res.json();
+  return { calls: totals.calls, tokens: totals.inputTokens + totals.cachedInputTokens + totals.cacheWriteTokens + totals.outputTokens };
+}
+
+/** What the fake provider billed for the run: every answer it finished, with the tokens it reported. */
+async function billed(run) {
+  const requests = await (await fetch(`${fakes.provider.url}/_control/scenarios/${run.id}/requests`)).json();
+  const paid = requests.filter((r) => r.usage?.prompt_tokens !== undefined);
+  return { calls: paid.length, tokens: paid.reduce((n, r) => n + r.usage.prompt_tokens + r.usage.completion_tokens, 0) };
+}
+
+/** The ledger's part of the run (after less before) once it matches what was billed, or as it stands after a bounded wait: an answer is counted after its reply is sent. */
+async function ledgerCheck(run, before) {
+  const want = await billed(run);
+  const deadline = { at: Date.now() + 15_000 };
+  let got;
+  do {
+    const now = await ledgerTotals(deadline);
+    got = { calls: now.calls - before.calls, tokens: now.tokens - before.tokens };
+    if (got.calls === want.calls && got.tokens === want.tokens) break;
+    await sleep(500);
+  } while (Date.now() < deadline.at);
+  const ok = got.calls === want.calls && got.tokens === want.tokens;
+  return { ok, note: `ledger ${got.calls} answers / ${got.tokens} tokens, billed ${want.calls} / ${want.tokens}` };
+}
+
 /** The machine host's live machines. */
 async function machines() {
   const res = await fetch(`${MACHINE_HOST_URL}/machines`, { headers: { authorization: `Bearer ${MACHINE_HOST_TOKEN}` } });
@@ -281,6 +319,7 @@ async function machineChecks(run) {
 async function trial(run) {
   if (run.point.machine && MACHINE_HOST_MISSING) return { ...run, outcome: "error", note: `no machine host here: ${MACHINE_HOST_MISSING}`, dupReplies: 0, dupEffects: 0 };
   await fetch(`${fakes.provider.url}/_control/scenarios/${run.id}`, { method: "PUT", body: JSON.stringify({ by: "position", steps: steps(run) }) });
+  const before = await ledgerTotals({ at: Date.now() + STEP_MS });
   const reached = killPoint(run);
   const started = Date.now();
   let outcome = "completed";
@@ -311,11 +350,14 @@ async function trial(run) {
     dupReplies += Math.max(0, held.length - 1) + held.filter((m) => m.text !== whole || m.streaming).length;
   }
   const dupEffects = [run.entryA, run.entryB, run.entryC].reduce((n, entry) => n + Math.max(0, (appends.get(entry) ?? 0) - 1), 0);
-  if (!run.point.machine) return { ...run, outcome, note, dupReplies, dupEffects, leftMachines: 0, ms: Date.now() - started };
+  const ledger = await ledgerCheck(run, before);
+  note = `${note}; ${ledger.note}`;
+  const ledgerWrong = ledger.ok ? 0 : 1;
+  if (!run.point.machine) return { ...run, outcome, note, dupReplies, dupEffects, ledgerWrong, leftMachines: 0, ms: Date.now() - started };
   const checked = await machineChecks(run);
   // A crash mid-exec must be answered "outcome unknown"; a run with no kill must not be.
   if (outcome === "completed" && checked.told !== (reached !== null)) outcome = "lost";
-  return { ...run, outcome, note: `${note}; ${checked.note}`, dupReplies, dupEffects, leftMachines: checked.leftMachines, ms: Date.now() - started };
+  return { ...run, outcome, note: `${note}; ${checked.note}`, dupReplies, dupEffects, ledgerWrong, leftMachines: checked.leftMachines, ms: Date.now() - started };
 }
 
 const wanted = process.env.FAULTS_POINTS?.split(",").map((s) => s.trim());
@@ -345,11 +387,12 @@ const rows = points.map((point) => {
     lost: count("lost") + count("error"),
     replies: mine.reduce((n, r) => n + r.dupReplies, 0),
     effects: mine.reduce((n, r) => n + r.dupEffects, 0),
+    ledger: mine.reduce((n, r) => n + (r.ledgerWrong ?? 0), 0),
     machines: mine.reduce((n, r) => n + r.leftMachines, 0),
   };
 });
-console.log("\n| kill point | completed | failed (told) | lost | duplicate replies | duplicate effects | machines left |\n| --- | --- | --- | --- | --- | --- | --- |");
-for (const r of rows) console.log(`| ${r.point} | ${r.completed} | ${r.failed} | ${r.lost} | ${r.replies} | ${r.effects} | ${r.machines} |`);
-const bad = results.filter((r) => r.outcome !== "completed" || r.dupReplies > 0 || r.dupEffects > 0 || r.leftMachines > 0);
-console.log(bad.length === 0 ? "\nevery kill point: completed, nothing lost, nothing said or done twice, no machine left" : `\n${bad.length} of ${results.length} runs lost, failed or repeated something`);
+console.log("\n| kill point | completed | failed (told) | lost | duplicate replies | duplicate effects | ledger not as billed | machines left |\n| --- | --- | --- | --- | --- | --- | --- | --- |");
+for (const r of rows) console.log(`| ${r.point} | ${r.completed} | ${r.failed} | ${r.lost} | ${r.replies} | ${r.effects} | ${r.ledger} | ${r.machines} |`);
+const bad = results.filter((r) => r.outcome !== "completed" || r.dupReplies > 0 || r.dupEffects > 0 || r.ledgerWrong > 0 || r.leftMachines > 0);
+console.log(bad.length === 0 ? "\nevery kill point: completed, nothing lost, nothing said or done twice, every paid answer counted once, no machine left" : `\n${bad.length} of ${results.length} runs lost, failed, repeated or miscounted something`);
 process.exit(bad.length === 0 ? 0 : 1);

@@ -1,15 +1,15 @@
 // The usage ledger (runtime/metering/ledger.ts) and daily spend limits (runtime/metering/spend.ts):
 // what the fake provider reports is what the ledger holds, once per paid answer, across
 // evictions; a tenant at its limit is refused before the provider, once, in words.
-import { runInDurableObject } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { courierStub } from "../../../runtime/courier/index.ts";
 import { ledgerStub, type UsageRowOut, type UsageTotals, limitSentence } from "../../../runtime/metering/index.ts";
 import { modelProviders, modelSettings } from "../../../runtime/models/index.ts";
-import { courier, evict, rows } from "../../agents.ts";
+import { courier, evict, evictCourier, rows } from "../../agents.ts";
 import { captureConsole } from "../../leaks.ts";
-import { conversationOf, messageEnvelope, newTs, postEvent, slackId, statusFinal, threadMessages, AGENT } from "../../bridges/slack/helpers.ts";
+import { conversationOf, holdSlack, messageEnvelope, newTs, postEvent, slackCalls, slackId, statusFinal, threadMessages, AGENT } from "../../bridges/slack/helpers.ts";
 import { postMessage, providerRequests, releaseProvider, script, settled, unique, waitFor, withVars, worker, type ScriptStep } from "../../support.ts";
 
 const ADMIN = { authorization: "Bearer test-admin-token", "content-type": "application/json" };
@@ -166,6 +166,32 @@ describe("the usage ledger", () => {
     // The platform's ledger counted both too.
     const platform = await ledgerStub(env).report(Date.now() - 3_600_000, Date.now() + 1);
     expect(platform.usage.filter((r) => r.tenant === tenant).reduce((n, r) => n + r.calls, 0)).toBe(2);
+  });
+
+  it("an answer read, then its courier cut short while it finishes the streamed reply: the answer is counted with the one the re-run paid for", async () => {
+    const s = unique("finishing");
+    const team = slackId("T");
+    const channel = slackId("C");
+    const ts = newTs();
+    // Its last piece, Q7Q, can only be in an update sent once the provider's stream has it all.
+    const reply = "Streamed, then cut short before it was reported: Q7Q";
+    await script(s, [
+      { text: reply, argumentChunk: 3, chunkDelayMs: 100, usage: { input: 1000, cached: 0, output: 100 } },
+      { text: reply, argumentChunk: 3, chunkDelayMs: 100, usage: { input: 10, cached: 20, output: 5 } },
+    ]);
+    // Slack's answer to the update with the last piece never comes: the courier has the paid answer and has not reported it.
+    await holdSlack({ method: "chat.appendStream", channel, textIncludes: "Q7Q" });
+    expect((await postEvent(messageEnvelope({ team, channel, ts, text: `[s:${s}] tell me` }))).status).toBe(200);
+    await waitFor("the provider's answer to be read to its end", async () => (await providerRequests(s)).some((r) => r.usage));
+    await waitFor("the last update to be held", async () => (await slackCalls(channel, "chat.appendStream")).some((c) => String(c.body.markdown_text).includes("Q7Q")));
+    const conversation = conversationOf(team, channel, ts);
+    await evictCourier(courier(team, AGENT, "model", conversation));
+    // The watchdog resumes the job (on a new stub: the old one is broken): the model is asked again, paid again.
+    expect(await runDurableObjectAlarm(courier(team, AGENT, "model", conversation))).toBe(true);
+    await statusFinal(channel, "Done.");
+    const requests = await providerRequests(s);
+    expect(requests.filter((r) => r.usage)).toHaveLength(2);
+    expect((await counted(team, 2)).totals).toMatchObject(billed(requests));
   });
 
   it("a job whose report is lost after the provider answered: the courier reports the answer it kept, and the ledger shows what was billed", async () => {
