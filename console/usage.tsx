@@ -1,5 +1,5 @@
 // A tenant's usage, from its ledger (runtime/metering/ledger.ts): today and the last 30
-// days, tokens (with the cached share), cost and the agents' object busy time,
+// days, tokens (with the cached share), cost, the agents' object busy time and machines,
 // as a table and small inline SVG bar charts (no script, no style attribute:
 // the CSP allows neither).
 import { type ConversationView, type UsageRead, type UsageReport, type UsageTotals, totalsOf, unpricedModels, unpricedSentence } from "../runtime/index.ts";
@@ -9,7 +9,7 @@ const DAY_MS = 86_400_000;
 const HOUR_MS = 3_600_000;
 export const CHART_DAYS = 30;
 
-const COLORS = { input: "#8ab4f8", cached: "#1a73e8", output: "#81c995", cost: "#f29900", busy: "#a142f4" };
+const COLORS = { input: "#8ab4f8", cached: "#1a73e8", output: "#81c995", cost: "#f29900", machines: "#e52592", busy: "#a142f4" };
 
 export interface Bucket {
   start: number;
@@ -21,7 +21,7 @@ export function buckets(report: UsageReport, from: number, size: number, count: 
   return Array.from({ length: count }, (_, i) => {
     const start = from + i * size;
     const inside = (row: { hour: number }) => row.hour >= start && row.hour < start + size;
-    return { start, totals: totalsOf({ usage: report.usage.filter(inside), busy: report.busy.filter(inside) }) };
+    return { start, totals: totalsOf({ usage: report.usage.filter(inside), busy: report.busy.filter(inside), machines: report.machines.filter(inside) }) };
   });
 }
 
@@ -34,7 +34,15 @@ function busy(ms: number): string {
   return ms >= 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms)} ms`;
 }
 
-/** `busy`: with the object's busy time (a tenant's); a conversation's rows show its model calls only. */
+function duration(seconds: number): string {
+  return seconds >= 3600 ? `${(seconds / 3600).toFixed(1)} h` : seconds >= 60 ? `${(seconds / 60).toFixed(1)} min` : `${Math.round(seconds)} s`;
+}
+
+function machineTime(t: UsageTotals): string {
+  return t.machines === 0 && t.machineSeconds === 0 ? "—" : `${duration(t.machineSeconds)}, ${usd(t.machineCostUsd)}`;
+}
+
+/** `busy`: with the object's busy time and machines (a tenant's); a conversation's rows show its model calls only. */
 function SummaryRow(props: { label: string; t: UsageTotals; busy?: false }) {
   const { t } = props;
   return (
@@ -46,6 +54,7 @@ function SummaryRow(props: { label: string; t: UsageTotals; busy?: false }) {
       <td class="num">{t.outputTokens}</td>
       <td class="num">{usd(t.costUsd)}</td>
       {props.busy === false ? null : <td class="num">{busy(t.busyMs)}</td>}
+      {props.busy === false ? null : <td class="num">{machineTime(t)}</td>}
     </tr>
   );
 }
@@ -98,6 +107,7 @@ const TOKENS: Series[] = [
   { label: "output", color: COLORS.output, value: (t) => t.outputTokens },
 ];
 const COST: Series[] = [{ label: "cost", color: COLORS.cost, value: (t) => t.costUsd }];
+const MACHINES: Series[] = [{ label: "machines", color: COLORS.machines, value: (t) => t.machineSeconds }];
 const BUSY: Series[] = [{ label: "busy", color: COLORS.busy, value: (t) => t.busyMs }];
 
 const dayLabel = (start: number) => new Date(start).toISOString().slice(0, 10);
@@ -121,20 +131,21 @@ export function UsageSection(props: { read: UsageRead; now: number }) {
       ))}
       <table class="usage-summary">
         <thead>
-          <tr><th></th><th class="num">Model calls</th><th class="num">Tokens in</th><th class="num">Cached share</th><th class="num">Tokens out</th><th class="num">Cost</th><th class="num">Object busy</th></tr>
+          <tr><th></th><th class="num">Model calls</th><th class="num">Tokens in</th><th class="num">Cached share</th><th class="num">Tokens out</th><th class="num">Cost</th><th class="num">Object busy</th><th class="num">Machines</th></tr>
         </thead>
         <tbody>
           <SummaryRow label="Today" t={days.at(-1)!.totals} />
           <SummaryRow label={`Last ${CHART_DAYS} days`} t={month} />
         </tbody>
       </table>
-      {month.calls === 0 && month.busyMs === 0 ? (
+      {month.calls === 0 && month.busyMs === 0 && month.machines === 0 ? (
         <p class="muted">{`No usage in the last ${CHART_DAYS} days.`}</p>
       ) : (
         <>
           <Bars title={`Tokens per day, last ${CHART_DAYS} days`} buckets={days} series={TOKENS} format={count} label={dayLabel} />
           <Bars title="Cost per day" buckets={days} series={COST} format={usd} label={dayLabel} />
           <Bars title="Object busy time per day" buckets={days} series={BUSY} format={busy} label={dayLabel} />
+          {month.machineSeconds > 0 ? <Bars title="Machine time per day" buckets={days} series={MACHINES} format={duration} label={dayLabel} /> : null}
           <Bars title="Tokens per hour, today" buckets={hours} series={TOKENS} format={count} label={hourLabel} />
         </>
       )}
@@ -144,7 +155,7 @@ export function UsageSection(props: { read: UsageRead; now: number }) {
 
 /** A conversation's model calls as its own rows count them (runtime/models/jobs.ts), in the ledger's terms. */
 function conversationTotals(u: ConversationView["usage"]["today"]): UsageTotals {
-  return { calls: u.calls, inputTokens: u.input, cachedInputTokens: u.cached, cacheWriteTokens: u.cacheWrite, outputTokens: u.output, costUsd: u.cost, byokCostUsd: 0, busyMs: 0 };
+  return { calls: u.calls, inputTokens: u.input, cachedInputTokens: u.cached, cacheWriteTokens: u.cacheWrite, outputTokens: u.output, costUsd: u.cost, byokCostUsd: 0, busyMs: 0, machines: 0, machineSeconds: 0, machineCostUsd: 0 };
 }
 
 /** The usage table of a conversation's page: today and the last 30 days, as a tenant's. */

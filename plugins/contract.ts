@@ -47,6 +47,22 @@ export interface ToolOutput {
   isError?: boolean;
   /** Images the tool returned (base64), after `text`: the runtime stores them and shows them to a model that takes images. */
   images?: ToolImage[];
+  /** What the call ended that was held for a time (a machine it released): the runtime counts it in the ledger, the model never sees it. */
+  metered?: HeldSpan[];
+}
+
+/** A priced resource held from its start to its end (a machine), as the ledger counts it. */
+export interface HeldSpan {
+  /** Unique to this resource and its start: a span reported twice is counted once. */
+  id: string;
+  /** Its size, as the ledger groups it: e.g. "1 vCPU, 1024 MiB, 1024 MiB disk". */
+  size: string;
+  vcpu: number;
+  memoryMiB: number;
+  diskMiB: number;
+  /** ms since the epoch. */
+  startedAt: number;
+  endedAt: number;
 }
 
 /** An image in a tool's output, as pi-ai's image content has it. */
@@ -183,8 +199,8 @@ export interface Plugin {
 
 /** What the runtime's lease knows of a plugin whose calls leave something running (runtime/tools/leases.ts). */
 export interface PluginLease {
-  /** Ends what the conversation's calls left running (saving what the plugin keeps). Runs in a courier. */
-  retire(ctx: LeaseContext): Promise<void>;
+  /** Ends what the conversation's calls left running (saving what the plugin keeps), and says what it held for how long. Runs in a courier. */
+  retire(ctx: LeaseContext): Promise<HeldSpan[]>;
   /** Tools whose call ends it (nothing is held after one). */
   ends: string[];
   /** The tool whose call extends the lease once. */

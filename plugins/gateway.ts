@@ -6,7 +6,7 @@
 import * as z from "zod";
 import { evaluatePolicy, mountPolicy, type MountUnderPolicy, type PolicyDecision } from "./policy.ts";
 import { nearest } from "../lib/nearest.ts";
-import type { Audience, CallableTool, Idempotency, Plugin, PluginTool, SessionState, SideEffects, ToolCaller, ToolDiscovery, ToolOutput } from "./contract.ts";
+import type { Audience, CallableTool, HeldSpan, Idempotency, Plugin, PluginTool, SessionState, SideEffects, ToolCaller, ToolDiscovery, ToolOutput } from "./contract.ts";
 import { Redactor } from "./redact.ts";
 import { ToolList } from "./tool-lists.ts";
 import { nameTools, SEPARATOR } from "./tool-names.ts";
@@ -235,12 +235,11 @@ export class Gateway {
     return this.resolvedMounts.some((r) => r.plugin.lease !== undefined);
   }
 
-  /** Ends what a leased mount's calls left running in a conversation; false when the mount's plugin holds nothing. */
-  async retire(alias: string, scope: { tenant: string; agent: string; conversation: string }): Promise<boolean> {
+  /** Ends what a leased mount's calls left running in a conversation: what was held, for how long (none when the mount's plugin holds nothing). */
+  async retire(alias: string, scope: { tenant: string; agent: string; conversation: string }): Promise<HeldSpan[]> {
     const resolved = this.resolvedMounts.find((r) => r.mount.alias === alias);
-    if (!resolved?.plugin.lease) return false;
-    await resolved.plugin.lease.retire({ ...scope, alias, config: resolved.config });
-    return true;
+    if (!resolved?.plugin.lease) return [];
+    return resolved.plugin.lease.retire({ ...scope, alias, config: resolved.config });
   }
 
   /** The mount under an alias, as configured now. */
@@ -349,7 +348,7 @@ export class Gateway {
     }
     const text = this.redactor.redact(output.text);
     const clipped = text.length > MAX_RESULT_CHARS ? `${text.slice(0, MAX_RESULT_CHARS)}\n[result clipped at ${MAX_RESULT_CHARS} characters]` : text;
-    return { text: clipped, isError: output.isError, ...(output.images?.length ? { images: output.images } : {}), disposition: "performed" };
+    return { text: clipped, isError: output.isError, ...(output.images?.length ? { images: output.images } : {}), ...(output.metered?.length ? { metered: output.metered } : {}), disposition: "performed" };
   }
 
   /** What a call refused by a `deny` policy is answered. */

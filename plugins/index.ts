@@ -9,7 +9,7 @@ import { memoryPlugin } from "./memory.ts";
 import { todoPlugin } from "./todo.ts";
 import type { Plugin } from "./contract.ts";
 
-export type { Audience, Plugin, PluginTool, ToolContext, ToolOutput, SideEffects, Idempotency, SessionState, StandingContext, StandingDocument, MountContext, ToolDiscovery, FetchedTools, ToolCaller, CallableTool, PluginLease, LeaseContext } from "./contract.ts";
+export type { Audience, Plugin, PluginTool, ToolContext, ToolOutput, SideEffects, Idempotency, SessionState, StandingContext, StandingDocument, MountContext, ToolDiscovery, FetchedTools, ToolCaller, CallableTool, PluginLease, LeaseContext, HeldSpan } from "./contract.ts";
 export { ToolList } from "./tool-lists.ts";
 export { evaluatePolicy, mountPolicy, policyDecision, policyWarnings, type MountPolicy, type PolicyDecision, type MountUnderPolicy, type ToolUnderPolicy } from "./policy.ts";
 export { Gateway, MountError, mountSchema, SECRET_NAME, type ModelTool, type Mount, type CallScope, type Standing, type GatewayDeps, type GatewayResult, type Disposition, type SecretLookup } from "./gateway.ts";

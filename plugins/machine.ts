@@ -8,7 +8,7 @@
 import { env } from "cloudflare:workers";
 import * as z from "zod";
 import { MachineError, machineBackend, type CapturedOutput, type ExecResult, type Listing, type MachineBackend, type MachineLabels, type MachineSpec } from "../machines/index.ts";
-import type { Plugin, ToolContext, ToolOutput } from "./contract.ts";
+import type { HeldSpan, Plugin, ToolContext, ToolOutput } from "./contract.ts";
 
 /**
  * An exec must answer within the courier's lease on a tool call (90 s), with
@@ -108,18 +108,27 @@ async function restoreKept(t: Target): Promise<string> {
 
 /**
  * Ends a machine: its kept folders are saved (or their old copy removed when
- * none exists any more), then it is destroyed. The lease ends machines the
- * same way.
+ * none exists any more), then it is destroyed, and its span (from its start to
+ * now) is handed to the ledger. The lease ends machines the same way.
  */
-export async function retire(t: Target): Promise<{ destroyed: boolean; saved: boolean }> {
+export async function retire(t: Target): Promise<{ destroyed: boolean; saved: boolean; held: HeldSpan[] }> {
   let saved = false;
-  if (t.config.keep.length > 0 && (await t.backend.status(t.id))) {
+  const machine = await t.backend.status(t.id);
+  if (t.config.keep.length > 0 && machine) {
     const archive = await t.backend.archive(t.id, t.config.keep);
     if (archive) await env.LARGE_VALUES.put(keptKey(t), archive);
     else await env.LARGE_VALUES.delete(keptKey(t));
     saved = archive !== undefined;
   }
-  return { ...(await t.backend.destroy(t.id)), saved };
+  const { destroyed } = await t.backend.destroy(t.id);
+  const held = destroyed && machine ? [heldSpan(t, Date.parse(machine.createdAt), Date.now())] : [];
+  return { destroyed, saved, held };
+}
+
+/** A machine's span as the ledger counts it, by its size. */
+function heldSpan(t: Target, startedAt: number, endedAt: number): HeldSpan {
+  const { cpu: vcpu, memoryMiB, diskMiB } = t.config;
+  return { id: `${t.id}@${startedAt}`, size: `${vcpu} vCPU, ${memoryMiB} MiB, ${diskMiB} MiB disk`, vcpu, memoryMiB, diskMiB, startedAt, endedAt };
 }
 
 /** Runs `use` on the conversation's machine as it is (none may run); a backend's refusal is its answer. */
@@ -176,9 +185,7 @@ export const machinePlugin: Plugin = {
   defaultPolicy: { exec: "approval" },
   // The runtime's lease (runtime/tools/leases.ts) ends the machine when its turn settles or it sits idle; release ends it at once.
   lease: {
-    retire: async (ctx) => {
-      await retire(await target(ctx));
-    },
+    retire: async (ctx) => (await retire(await target(ctx))).held,
     ends: ["release"],
     postpone: "postpone",
   },
@@ -265,9 +272,9 @@ export const machinePlugin: Plugin = {
       idempotency: "idempotent",
       call: (_args, ctx) =>
         withTarget(ctx, async (t) => {
-          const { destroyed, saved } = await retire(t);
+          const { destroyed, saved, held } = await retire(t);
           const kept = saved ? ` Its kept folders (${t.config.keep.join(", ")}) were saved for the next machine.` : "";
-          return { text: destroyed ? `The machine was released: its processes were ended and its files removed.${kept}` : "There was no machine to release." };
+          return { text: destroyed ? `The machine was released: its processes were ended and its files removed.${kept}` : "There was no machine to release.", metered: held };
         }),
     },
     {

@@ -13,7 +13,8 @@ import type { AssistantMessage } from "@mariozechner/pi-ai";
 import { callProvider, modelChoice, type GatedCall, type ModelPick, type ModelRequest } from "../models/index.ts";
 import { courierName, type EffectKind, type EffectMessage, toCouriers } from "../effects/index.ts";
 import { type EffectReport, type EffectWork, type ReportAnswer, agentStub } from "../object/index.ts";
-import { countJob, type HourBusy, type PaidAnswer, spendRefusal } from "../metering/index.ts";
+import { countHeld, countJob, type HourBusy, type PaidAnswer, spendRefusal } from "../metering/index.ts";
+import type { HeldSpan } from "../../plugins/index.ts";
 import { ChatSends, errorText } from "./sends.ts";
 import { ReplyStream } from "./reply-stream.ts";
 import { MountCalls } from "./mount-calls.ts";
@@ -52,8 +53,11 @@ type Task = { seq: number; body: string; failures: number; starts: number; outco
 type Outcome = { kind: EffectKind; report: EffectReport[EffectKind]; paid?: Paid; busy?: HourBusy[] } | null;
 /** An answer the provider was paid for, under its own id: a job called twice was paid twice. */
 type Paid = { id: string; pick: ModelPick; message: AssistantMessage; child: boolean };
-/** A paid answer waiting for the ledgers, with the agent it is counted to. */
+/** A paid answer or a held span (a machine's time) waiting for the ledgers: `answer` is a PaidEntry. */
 type PaidRow = { id: string; answer: string };
+type PaidEntry = { route: Route } & ({ paid: Paid } | { held: HeldSpan });
+/** The task of a held span: none (a machine's end is counted at once, and by the alarm if a ledger could not take it). */
+const NO_TASK = 0;
 
 export class Courier extends DurableObject<Env> {
   private readonly mounts: MountCalls;
@@ -70,7 +74,7 @@ export class Courier extends DurableObject<Env> {
     private readonly deps: RuntimeDeps,
   ) {
     super(ctx, env);
-    this.mounts = new MountCalls(env, deps.plugins);
+    this.mounts = new MountCalls(env, deps.plugins, (route, held) => this.keepHeld(route, held));
     this.sends = new ChatSends(env, deps);
   }
 
@@ -288,16 +292,26 @@ export class Courier extends DurableObject<Env> {
 
   /** Writes a paid answer down under its task until the ledgers have it. */
   private keepPaid(route: Route, seq: number, paid: Paid): void {
-    this.table();
-    const answer = JSON.stringify({ route: { tenant: route.tenant, agent: route.agent }, paid });
-    this.ctx.storage.sql.exec("INSERT INTO paid (id, task, answer) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING", paid.id, seq, answer);
+    this.keep(paid.id, seq, { route: { tenant: route.tenant, agent: route.agent }, paid });
   }
 
-  /** Counts a kept answer (with busy time, if given) and forgets it once every ledger has it; else it waits for the alarm. */
+  /** Writes what a call or a lease's end held down, then counts it (the alarm again if a ledger could not take it). */
+  private async keepHeld(route: Route, held: HeldSpan[]): Promise<void> {
+    for (const span of held) this.keep(`held:${span.id}`, NO_TASK, { route: { tenant: route.tenant, agent: route.agent }, held: span });
+    const rows = held.map((span) => this.ctx.storage.sql.exec<PaidRow>("SELECT id, answer FROM paid WHERE id = ?", `held:${span.id}`).toArray()[0]);
+    for (const row of rows) if (row) await this.countPaid(row, []);
+  }
+
+  private keep(id: string, task: number, entry: PaidEntry): void {
+    this.table();
+    this.ctx.storage.sql.exec("INSERT INTO paid (id, task, answer) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING", id, task, JSON.stringify(entry));
+  }
+
+  /** Counts a kept answer or span (with busy time, if given) and forgets it once every ledger has it; else it waits for the alarm. */
   private async countPaid(row: PaidRow, busy: HourBusy[]): Promise<void> {
-    const { route, paid } = JSON.parse(row.answer) as { route: Route; paid: Paid };
-    const answer = this.paidAnswer(route, paid);
-    if (await countJob(this.env, route, busy, answer)) this.ctx.storage.sql.exec("DELETE FROM paid WHERE id = ?", row.id);
+    const entry = JSON.parse(row.answer) as PaidEntry;
+    const counted = "held" in entry ? await countHeld(this.env, entry.route, entry.held) : await countJob(this.env, entry.route, busy, this.paidAnswer(entry.route, entry.paid));
+    if (counted) this.ctx.storage.sql.exec("DELETE FROM paid WHERE id = ?", row.id);
   }
 
   /** Paid answers whose task is gone but a ledger did not take them: counted again. */

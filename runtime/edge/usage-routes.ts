@@ -35,7 +35,7 @@ const usage = {
   responses: {
     200: {
       description: "The usage.",
-      schema: z.object({ tenant: z.string(), from: z.string(), to: z.string(), totals: z.looseObject({}), usage: z.array(z.looseObject({ hour: z.string() })), busy: z.array(z.looseObject({ hour: z.string() })), today: z.looseObject({ spentUsd: z.number() }) }),
+      schema: z.object({ tenant: z.string(), from: z.string(), to: z.string(), totals: z.looseObject({}), usage: z.array(z.looseObject({ hour: z.string() })), busy: z.array(z.looseObject({ hour: z.string() })), machines: z.array(z.looseObject({ hour: z.string(), size: z.string(), seconds: z.number() })), today: z.looseObject({ spentUsd: z.number() }) }),
     },
     ...errors(400),
   },
@@ -81,6 +81,7 @@ export function usageRoutes(api: Hono<{ Bindings: Env }>): void {
       totals: totalsOf(report),
       usage: report.usage.map((row) => ({ ...row, hour: iso(row.hour) })),
       busy: report.busy.map((row) => ({ ...row, hour: iso(row.hour) })),
+      machines: report.machines.map((row) => ({ ...row, hour: iso(row.hour) })),
       today: { spentUsd: reading.spentUsd, ...effective, platformDailyUsd: platformDailySpendLimit(c.env) },
     });
   });

@@ -3,7 +3,8 @@
 // priced cost are counted per (tenant, agent, model, hour), once per provider
 // answer (a job whose call was made twice was paid, and is counted, twice;
 // one answer counted again is ignored), and each agent object's busy time per
-// (tenant, agent, hour), with the part of it that served no turn. Hours older
+// (tenant, agent, hour), with the part of it that served no turn, and each
+// machine's time per (tenant, agent, size, hour), priced. Hours older
 // than FOLD_AFTER_MS are folded into days (fold(), asked daily by a Cron
 // Trigger: runtime/edge/ledger-cron.ts); days are kept. Couriers
 // write it (runtime/metering/spend.ts); the
@@ -15,6 +16,7 @@ import { type Migration, runMigrations } from "../../lib/migrations.ts";
 import { type BusyPart, hourOf, type HourBusy } from "./busy-time.ts";
 
 export const DAY_MS = 86_400_000;
+const HOUR_MS = 3_600_000;
 /** Hours are kept this long, then folded into days: as long as an object keeps its own busy hours (runtime/object/pass.ts), so no report comes for a folded hour. */
 export const FOLD_AFTER_MS = 35 * DAY_MS;
 /** Counted answers are remembered this long; an answer is counted within seconds of arriving. */
@@ -93,9 +95,33 @@ export interface BusyRowOut {
   outsideTurns: Partial<Record<BusyPart, number>>;
 }
 
+/** A machine's time (plugins/machine.ts), from its start to its end, priced when it ends. */
+export interface HeldEntry {
+  /** The machine and its start: a span is counted once. */
+  span: string;
+  tenant: string;
+  agent: string;
+  size: string;
+  startedAt: number;
+  endedAt: number;
+  costUsd: number;
+}
+
+/** Machines' time in a row's period: `machines` ended in it, `seconds` held in it (a machine's span is split across the hours it ran). */
+export interface MachineRowOut {
+  hour: number;
+  span: Span;
+  agent: string;
+  size: string;
+  machines: number;
+  seconds: number;
+  costUsd: number;
+}
+
 export interface UsageReport {
   usage: UsageRowOut[];
   busy: BusyRowOut[];
+  machines: MachineRowOut[];
 }
 
 /**
@@ -163,6 +189,23 @@ const MIGRATIONS: readonly Migration[] = [
   ALTER TABLE usage_days ADD COLUMN child_cost REAL NOT NULL DEFAULT 0;
 `,
   },
+  {
+    // Machines: each one's time from its start to its end, per size, split across the hours it ran (countHeld()).
+    name: "machine time",
+    sql: `
+  CREATE TABLE machine_time (
+    tenant TEXT NOT NULL, agent TEXT NOT NULL, size TEXT NOT NULL, hour INTEGER NOT NULL,
+    machines INTEGER NOT NULL, seconds REAL NOT NULL, cost REAL NOT NULL,
+    PRIMARY KEY (tenant, agent, size, hour)
+  );
+  CREATE INDEX machine_time_hour ON machine_time (hour);
+  CREATE TABLE machine_time_days (
+    tenant TEXT NOT NULL, agent TEXT NOT NULL, size TEXT NOT NULL, day INTEGER NOT NULL,
+    machines INTEGER NOT NULL, seconds REAL NOT NULL, cost REAL NOT NULL,
+    PRIMARY KEY (tenant, agent, size, day)
+  );
+`,
+  },
 ];
 
 /** Each hour's UTC day, in SQL. */
@@ -217,6 +260,34 @@ export class Ledger extends DurableObject<Env> {
   }
 
   /**
+   * A machine's time, counted once per span: the seconds (and the cost, in
+   * proportion) of each hour it ran, and the machine itself in the hour it ended.
+   */
+  async countHeld(entry: HeldEntry): Promise<boolean> {
+    return this.ctx.storage.transactionSync(() => {
+      if (this.sql.exec("INSERT OR IGNORE INTO counted_calls (call, at) VALUES (?, ?)", `held:${entry.span}`, entry.endedAt).rowsWritten === 0) return false;
+      const total = Math.max(entry.endedAt - entry.startedAt, 0);
+      // The hour of its last moment: a span ending on the hour ends in the hour before.
+      const last = hourOf(entry.startedAt + Math.max(total - 1, 0));
+      for (let hour = hourOf(entry.startedAt); hour <= last; hour += HOUR_MS) {
+        const ms = Math.max(Math.min(entry.endedAt, hour + HOUR_MS) - Math.max(entry.startedAt, hour), 0);
+        this.sql.exec(
+          `INSERT INTO machine_time (tenant, agent, size, hour, machines, seconds, cost) VALUES (?, ?, ?, ?, ?, ?, ?)
+           ON CONFLICT (tenant, agent, size, hour) DO UPDATE SET machines = machines + excluded.machines, seconds = seconds + excluded.seconds, cost = cost + excluded.cost`,
+          entry.tenant,
+          entry.agent,
+          entry.size,
+          hour,
+          hour === last ? 1 : 0,
+          ms / 1000,
+          total > 0 ? (entry.costUsd * ms) / total : entry.costUsd,
+        );
+      }
+      return true;
+    });
+  }
+
+  /**
    * An agent object's busy time per hour, as the object itself sums it: each
    * report carries the hour's total so far, so the larger value stays and a
    * report repeated or out of order changes nothing.
@@ -254,8 +325,9 @@ export class Ledger extends DurableObject<Env> {
   /** Today's (UTC) spend paid with the operator's keys, and the tenant's limit. */
   async reading(): Promise<LedgerReading> {
     const day = dayStart(Date.now());
-    const spent = this.sql.exec<{ cost: number | null }>("SELECT SUM(cost) AS cost FROM usage WHERE byok = 0 AND hour >= ?", day).one().cost ?? 0;
-    return { day, spentUsd: spent, limit: this.limit() };
+    const models = this.sql.exec<{ cost: number | null }>("SELECT SUM(cost) AS cost FROM usage WHERE byok = 0 AND hour >= ?", day).one().cost ?? 0;
+    const machines = this.sql.exec<{ cost: number | null }>("SELECT SUM(cost) AS cost FROM machine_time WHERE hour >= ?", day).one().cost ?? 0;
+    return { day, spentUsd: models + machines, limit: this.limit() };
   }
 
   async setLimit(limit: TenantLimit | null): Promise<void> {
@@ -314,9 +386,17 @@ export class Ledger extends DurableObject<Env> {
       .toArray();
     const outsideOf = (row: { hour: number; span: Span; agent: string }) =>
       Object.fromEntries(parts.filter((p) => p.hour === row.hour && p.span === row.span && p.agent === row.agent).map((p) => [p.part, p.busy_ms]));
+    const machines = this.sql
+      .exec<{ hour: number; span: Span; agent: string; size: string; machines: number; seconds: number; cost: number }>(
+        "SELECT hour, 'hour' AS span, agent, size, machines, seconds, cost FROM machine_time WHERE hour >= ? AND hour < ? UNION ALL SELECT day, 'day', agent, size, machines, seconds, cost FROM machine_time_days WHERE day >= ? AND day < ? ORDER BY hour, agent, size",
+        ...hours,
+      )
+      .toArray()
+      .map((r) => ({ hour: r.hour, span: r.span, agent: r.agent, size: r.size, machines: r.machines, seconds: r.seconds, costUsd: r.cost }));
     return {
       usage,
       busy: busy.map((r) => ({ hour: r.hour, span: r.span, agent: r.agent, busyMs: r.busy_ms, passes: r.passes, handlers: r.handlers, outsideTurns: outsideOf(r) })),
+      machines,
     };
   }
 
@@ -349,7 +429,12 @@ export class Ledger extends DurableObject<Env> {
          ON CONFLICT (tenant, agent, day, part) DO UPDATE SET busy_ms = busy_ms + excluded.busy_ms`,
         line,
       );
-      const folded = ["usage", "busy", "busy_outside"].reduce((n, table) => n + this.sql.exec(`DELETE FROM ${table} WHERE hour < ? RETURNING 1`, line).toArray().length, 0);
+      this.sql.exec(
+        `INSERT INTO machine_time_days SELECT tenant, agent, size, ${DAY_OF_HOUR}, SUM(machines), SUM(seconds), SUM(cost) FROM machine_time WHERE hour < ? GROUP BY tenant, agent, size, ${DAY_OF_HOUR}
+         ON CONFLICT (tenant, agent, size, day) DO UPDATE SET machines = machines + excluded.machines, seconds = seconds + excluded.seconds, cost = cost + excluded.cost`,
+        line,
+      );
+      const folded = ["usage", "busy", "busy_outside", "machine_time"].reduce((n, table) => n + this.sql.exec(`DELETE FROM ${table} WHERE hour < ? RETURNING 1`, line).toArray().length, 0);
       return folded;
     });
   }

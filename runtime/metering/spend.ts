@@ -6,7 +6,8 @@
 import type { AssistantMessage } from "@mariozechner/pi-ai";
 import type { HourBusy } from "./busy-time.ts";
 import type { Route } from "../chat.ts";
-import { dailySpendLimit, platformDailySpendLimit } from "./config.ts";
+import type { HeldSpan } from "../../plugins/index.ts";
+import { dailySpendLimit, machinePrices, platformDailySpendLimit } from "./config.ts";
 import { dayStart, ledgerStub, type LedgerReading, type TenantLimit, type UsageEntry } from "./ledger.ts";
 import { unpricedSentence, usageRow } from "./usage.ts";
 
@@ -83,6 +84,30 @@ export async function countJob(env: Env, route: Route, hours: HourBusy[], paid: 
         return true;
       } catch (err) {
         console.error(`the ${tenant === undefined ? "platform" : `tenant ${tenant}`} ledger could not count job ${paid?.call ?? "(busy time)"}`, err);
+        return false;
+      }
+    }),
+  );
+  return counted.every(Boolean);
+}
+
+/**
+ * A machine's time, in the tenant's ledger and the platform's (the operator
+ * pays for machines), priced by MACHINE_PRICES; false when a ledger could not
+ * take it (the caller keeps it to count again: the same span is counted once).
+ */
+export async function countHeld(env: Env, route: Route, held: HeldSpan): Promise<boolean> {
+  const prices = machinePrices(env);
+  const hours = Math.max(held.endedAt - held.startedAt, 0) / 3_600_000;
+  const costUsd = prices ? hours * (held.vcpu * prices.vcpuHour + (held.memoryMiB / 1024) * prices.memoryGiBHour + (held.diskMiB / 1024) * prices.diskGiBHour) : 0;
+  const entry = { span: held.id, tenant: route.tenant, agent: route.agent, size: held.size, startedAt: held.startedAt, endedAt: held.endedAt, costUsd };
+  const counted = await Promise.all(
+    [route.tenant, undefined].map(async (tenant) => {
+      try {
+        if (await ledgerStub(env, tenant).countHeld(entry)) addToReading(tenant, costUsd);
+        return true;
+      } catch (err) {
+        console.error(`the ${tenant === undefined ? "platform" : `tenant ${tenant}`} ledger could not count machine ${held.id}`, err);
         return false;
       }
     }),

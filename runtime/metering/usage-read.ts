@@ -8,11 +8,15 @@ export interface UsageTotals extends TokenCounts {
   /** Of costUsd, what was paid with the tenant's own key. */
   byokCostUsd: number;
   busyMs: number;
+  /** Machines ended, their seconds and their cost (not in costUsd, which is the models'). */
+  machines: number;
+  machineSeconds: number;
+  machineCostUsd: number;
 }
 
 /** Sums a report's rows. */
 export function totalsOf(report: UsageReport): UsageTotals {
-  const totals: UsageTotals = { calls: 0, inputTokens: 0, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: 0, costUsd: 0, byokCostUsd: 0, busyMs: 0 };
+  const totals: UsageTotals = { calls: 0, inputTokens: 0, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: 0, costUsd: 0, byokCostUsd: 0, busyMs: 0, machines: 0, machineSeconds: 0, machineCostUsd: 0 };
   for (const row of report.usage) {
     totals.calls += row.calls;
     totals.inputTokens += row.inputTokens;
@@ -23,6 +27,11 @@ export function totalsOf(report: UsageReport): UsageTotals {
     if (row.byok) totals.byokCostUsd += row.costUsd;
   }
   for (const row of report.busy) totals.busyMs += row.busyMs;
+  for (const row of report.machines) {
+    totals.machines += row.machines;
+    totals.machineSeconds += row.seconds;
+    totals.machineCostUsd += row.costUsd;
+  }
   return totals;
 }
 
@@ -53,7 +62,8 @@ export async function tenantDayLine(env: Env, tenant: string): Promise<string> {
     const t = totalsOf(report);
     const spend = limit.exempt ? "(exempt from limits)" : limit.dailyUsd === null ? "(no daily limit)" : `of a $${limit.dailyUsd.toFixed(2)} daily limit`;
     const byok = t.byokCostUsd > 0 ? ` ($${t.byokCostUsd.toFixed(4)} of it on the tenant's own key)` : "";
-    return `Tenant ${tenant} today (UTC): ${t.calls} model calls, ${tokensText(t.inputTokens, t.cachedInputTokens, t.outputTokens)}, $${t.costUsd.toFixed(4)}${byok}; spent $${reading.spentUsd.toFixed(4)} ${spend}; object busy ${Math.round(t.busyMs)} ms.`;
+    const machines = t.machineSeconds > 0 ? `; machines ${Math.round(t.machineSeconds)} s, $${t.machineCostUsd.toFixed(4)}` : "";
+    return `Tenant ${tenant} today (UTC): ${t.calls} model calls, ${tokensText(t.inputTokens, t.cachedInputTokens, t.outputTokens)}, $${t.costUsd.toFixed(4)}${byok}${machines}; spent $${reading.spentUsd.toFixed(4)} ${spend}; object busy ${Math.round(t.busyMs)} ms.`;
   } catch (err) {
     console.error(`status: the ledger of tenant ${tenant} could not be read`, err);
     return `Tenant ${tenant} today: the usage ledger could not be read.`;

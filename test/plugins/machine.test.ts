@@ -8,7 +8,7 @@ import { HostBackend } from "../../machines/index.ts";
 import { machineId } from "../../plugins/machine.ts";
 import { agent, alarmOf, fireAlarm, rows, storedText } from "../agents.ts";
 import { captureConsole } from "../leaks.ts";
-import { answered, getConversation, postMessage, providerRequests, releaseProvider, script, settled, unique, waitFor, withVars, worker, type ScriptStep, type View } from "../support.ts";
+import { answered, consoleCookie, getConversation, postMessage, providerRequests, releaseProvider, script, settled, unique, waitFor, withVars, worker, type ScriptStep, type View } from "../support.ts";
 
 const E = env as unknown as Record<string, string>;
 const ADMIN = { authorization: "Bearer test-admin-token", "content-type": "application/json" };
@@ -286,6 +286,98 @@ describe("the lease: a machine lives while its conversation has something open",
     await gone(id, "813.5");
     await waitFor("the lease to be closed", async () => (await leaseOf(A, conversation)) === undefined);
     await waitFor("the agent to have nothing armed", async () => (await alarmOf(T, A)) === null);
+  });
+});
+
+describe("machine time in the ledger", () => {
+  const PRICES = { vcpuHour: 36, memoryGiBHour: 72, diskGiBHour: 0 };
+  /** What MACHINE_PRICES makes of a machine of boxMount()'s size (1 vCPU, 512 MiB) held `seconds`. */
+  const priced = (seconds: number) => (seconds / 3600) * (1 * PRICES.vcpuHour + 0.5 * PRICES.memoryGiBHour);
+
+  interface Usage {
+    totals: { costUsd: number; machines: number; machineSeconds: number; machineCostUsd: number };
+    machines: { agent: string; size: string; machines: number; seconds: number; costUsd: number }[];
+    today: { spentUsd: number };
+  }
+  async function usageOf(tenant: string): Promise<Usage> {
+    const res = await worker(`/v1/tenants/${tenant}/usage`, { headers: ADMIN });
+    expect(res.status).toBe(200);
+    return res.json();
+  }
+
+  async function mountFor(tenant: string, name: string): Promise<void> {
+    const res = await worker(`/v1/tenants/${tenant}/agents/${name}/mounts`, { method: "PUT", headers: ADMIN, body: JSON.stringify([boxMount({}, { policy: { tools: { exec: "allow" } } })]) });
+    expect(res.status, await res.clone().text()).toBe(200);
+  }
+
+  it("a machine released after a measured span is in /v1 usage and the console with that span, priced by MACHINE_PRICES, and counts toward the daily limit", async () => {
+    const tenant = unique("machine-time");
+    const A = "timed";
+    await mountFor(tenant, A);
+    const s = unique("box");
+    const conversation = unique("c");
+    await script(s, [{ toolCalls: [{ name: "box__exec", arguments: { command: "true" } }] }, { hold: true, toolCalls: [{ name: "box__release", arguments: {} }] }, { text: "released" }]);
+    await withVars({ MACHINE_PRICES: JSON.stringify(PRICES) }, async () => {
+      const asked = Date.now();
+      await postMessage(tenant, A, { text: `[s:${s}] go`, conversation });
+      // The machine is started by the exec, before the second model call arrives: its span starts after `asked` and ends after `released`.
+      await waitFor("the model call after the exec", async () => (await providerRequests(s)).length === 2);
+      const held = Date.now();
+      await new Promise((resolve) => setTimeout(resolve, 6_000));
+      const released = Date.now();
+      await releaseProvider(s);
+      await answered(tenant, A, conversation, "released");
+      const ended = Date.now();
+      const usage = await waitFor("the machine to be counted", async () => {
+        const u = await usageOf(tenant);
+        return u.totals.machines === 1 && u;
+      });
+      const [row] = usage.machines;
+      expect(row).toMatchObject({ agent: A, size: "1 vCPU, 512 MiB, 64 MiB disk", machines: 1 });
+      expect(row!.seconds).toBeGreaterThanOrEqual((released - held) / 1000);
+      expect(row!.seconds).toBeLessThanOrEqual((ended - asked) / 1000);
+      expect(usage.totals.machineCostUsd).toBeCloseTo(priced(row!.seconds), 6);
+      // Today's spend, which the limit is checked against, holds the machine as well as the model calls.
+      expect(usage.today.spentUsd).toBeCloseTo(usage.totals.costUsd + usage.totals.machineCostUsd, 6);
+      const page = await (await worker(`/console/tenants/${tenant}`, { headers: { cookie: await consoleCookie() } })).text();
+      expect(page).toContain("<th class=\"num\">Machines</th>");
+      expect(page).toContain("Machine time per day");
+      expect(page).toMatch(new RegExp(`${Math.round(row!.seconds)} s, \\$${usage.totals.machineCostUsd.toFixed(2)}`));
+
+      // A limit between the model calls' cost and the spend with the machine: only the machine's cost can reach it.
+      const limit = usage.totals.costUsd + usage.totals.machineCostUsd / 2;
+      expect((await worker(`/v1/tenants/${tenant}/limits`, { method: "PUT", headers: ADMIN, body: JSON.stringify({ dailyUsd: limit }) })).status).toBe(200);
+      const after = unique("c");
+      await postMessage(tenant, A, { text: `[s:${s}] more`, conversation: after });
+      const refused = await settled(tenant, A, after);
+      expect(refused.error).toMatch(/^Daily usage limit reached/);
+    });
+  });
+
+  it("a machine whose agent never wakes again is counted to its destruction by the lease, unpriced without MACHINE_PRICES", async () => {
+    const tenant = unique("machine-lease");
+    const A = "leased";
+    await mountFor(tenant, A);
+    const started = Date.now();
+    const { conversation } = await (async () => {
+      const s = unique("box");
+      const c = unique("c");
+      await script(s, [{ toolCalls: [{ name: "box__exec", arguments: { command: "sleep 2" } }] }, { text: "done" }]);
+      await postMessage(tenant, A, { text: `[s:${s}] go`, conversation: c });
+      await settled(tenant, A, c);
+      return { conversation: c };
+    })();
+    const id = await machineId({ tenant, agent: A, alias: "box", conversation });
+    // No event comes again: the pass that settled the turn ends the lease, and the courier destroys the machine.
+    await waitFor("the machine to be destroyed", async () => (await host().status(id)) === undefined);
+    const destroyed = Date.now();
+    const usage = await waitFor("the machine to be counted", async () => {
+      const u = await usageOf(tenant);
+      return u.totals.machines === 1 && u;
+    });
+    expect(usage.machines[0]!.seconds).toBeGreaterThanOrEqual(2);
+    expect(usage.machines[0]!.seconds).toBeLessThanOrEqual((destroyed - started) / 1000);
+    expect(usage.totals.machineCostUsd).toBe(0);
   });
 });
 

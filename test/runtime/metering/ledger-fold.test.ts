@@ -18,6 +18,7 @@ interface UsageAnswer {
   totals: UsageTotals;
   usage: (Omit<UsageRowOut, "hour"> & { hour: string })[];
   busy: { hour: string; span: string; agent: string; busyMs: number; passes: number; outsideTurns: Record<string, number> }[];
+  machines: { hour: string; span: string; size: string; machines: number; seconds: number; costUsd: number }[];
 }
 
 async function usage(tenant: string, from: number, to: number): Promise<UsageAnswer> {
@@ -71,6 +72,11 @@ describe("the ledger's fold into days", () => {
         }
       }
     });
+    // Machines' spans, each across two hours (an old day's and a recent one's).
+    for (const daysAgo of [41, 1]) {
+      const startedAt = today - daysAgo * DAY_MS + 2 * HOUR_MS - 30 * 60_000;
+      expect(await ledger.countHeld({ span: `${tenant}:m${daysAgo}`, tenant, agent: "a", size: "1 vCPU, 512 MiB, 64 MiB disk", startedAt, endedAt: startedAt + 90 * 60_000, costUsd: 0.3 })).toBe(true);
+    }
     const from = today - 45 * DAY_MS;
     const to = today + DAY_MS;
     const before = await usage(tenant, from, to);
@@ -93,6 +99,9 @@ describe("the ledger's fold into days", () => {
     const busyOf = (answer: UsageAnswer) => answer.busy.reduce((sum, row) => [sum[0]! + row.busyMs, sum[1]! + row.passes, sum[2]! + (row.outsideTurns.pass ?? 0)], [0, 0, 0]);
     expect(busyOf(after)).toEqual(busyOf(before));
     expect(after.busy.filter((row) => row.span === "day")).toHaveLength(2);
+    // A machine's span was split over its two hours; the old day's became one day row, with the whole span.
+    expect(before.machines.map((row) => [row.span, row.machines, row.seconds])).toEqual([["hour", 0, 1800], ["hour", 1, 3600], ["hour", 0, 1800], ["hour", 1, 3600]]);
+    expect(after.machines.map((row) => [row.span, row.machines, row.seconds])).toEqual([["day", 1, 5400], ["hour", 0, 1800], ["hour", 1, 3600]]);
     // A range of one old day reads that day whole.
     const oldDay = today - 41 * DAY_MS;
     expectSame(perDay(await usage(tenant, oldDay, oldDay + DAY_MS)), Object.fromEntries(Object.entries(perDay(before)).filter(([key]) => key.includes(new Date(oldDay).toISOString().slice(0, 10)))));
