@@ -1,7 +1,7 @@
 // A conversation's events in order, for whoever follows it (the Agents API's
 // Server-Sent Events, the Responses API's stream): one per row of the `feed`
 // table, which triggers write in the transaction that writes what each reports
-// (runtime/store/schema.ts, "feed and responses"). Its seq is the event's id:
+// (runtime/feed/schema.ts). Its seq is the event's id:
 // durable and monotonic, so "events after N" resumes a follower exactly.
 import { cardFor, type Card, type HoldRow } from "../../approvals/index.ts";
 import type { Route } from "../chat.ts";

@@ -2,3 +2,4 @@
 // follower reads, "events after N"), and the Responses API's calls the object keeps.
 export { feedAfter, type FeedEvent, type FeedPage } from "./feed.ts";
 export { type ResponseRequest, responseMessage, Responses, type ResponseState, type ResponseStatus } from "./responses.ts";
+export { FEED_AND_RESPONSES_TABLES } from "./schema.ts";

@@ -6,3 +6,4 @@ export { DAY_MS, dayStart, FOLD_AFTER_MS, Ledger, ledgerStub, tenantLimitSchema,
 export { countJob, effectiveLimit, type PaidAnswer, forgetReading, limitSentence, spendRefusal } from "./spend.ts";
 export { readUsage, tenantDayLine, tokensText, totalsOf, type UsageRead, type UsageTotals } from "./usage-read.ts";
 export { unpricedModels, unpricedSentence, usageRow } from "./usage.ts";
+export { BUSY_OUTSIDE_TABLE, BUSY_TIME_TABLES } from "./schema.ts";

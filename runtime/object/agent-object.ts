@@ -21,6 +21,7 @@ import { AgentDeletion, type DeletionReport } from "./deletion.ts";
 import { AuditOutbox } from "./audit-outbox.ts";
 import { Inbound } from "./inbound.ts";
 import { Pass } from "./pass.ts";
+import { migrate } from "./schema.ts";
 import { Scheduler } from "./scheduler.ts";
 import { statusText } from "./status.ts";
 import { systemPrompt, Turns } from "../turns/index.ts";
@@ -78,7 +79,7 @@ export class AgentObject extends DurableObject<Env> {
   ) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
-    this.identity = new Identity(ctx.storage);
+    this.identity = new Identity(ctx.storage, migrate);
     this.busyTime = new BusyTime(() => (this.identity.ready() ? this.sql : null));
     const id = ctx.id.toString();
     // What a DM is, each bridge says (the runtime names none).

@@ -7,3 +7,4 @@ export { type Delegations, ToolCalls, toolCalls, toolResult, type ToolReport, ty
 export { type MountReport, type MountWork, ToolLists } from "./tool-lists.ts";
 export { Leases, type LeaseReport, type LeaseUse, type LeaseWork } from "./leases.ts";
 export { machineIdleMs } from "./config.ts";
+export { LEASES_TABLE, MOUNT_SESSIONS_TABLE, TOOL_CALLS_RETENTION, TOOL_CALLS_TABLE } from "./schema.ts";
