@@ -91,6 +91,11 @@ export class Effects {
     return this.sql.exec<EffectRow>("SELECT * FROM effects WHERE kind = ? AND id = ?", kind, id).toArray()[0];
   }
 
+  /** The conversation an open effect belongs to (busy time's attribution: runtime/metering/busy-time.ts). */
+  conversationOf(kind: string, id: string): string | undefined {
+    return this.sql.exec<{ conversation: string }>("SELECT conversation FROM effects WHERE kind = ? AND id = ?", kind, id).toArray()[0]?.conversation;
+  }
+
   /** True once the effect has left the object (it may be under way; it must not be changed). */
   inFlight(kind: EffectKind, id: string): boolean {
     const row = this.get(kind, id);

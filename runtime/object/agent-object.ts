@@ -80,7 +80,11 @@ export class AgentObject extends DurableObject<Env> {
     super(ctx, env);
     this.sql = ctx.storage.sql;
     this.identity = new Identity(ctx.storage, migrate);
-    this.busyTime = new BusyTime(() => (this.identity.ready() ? this.sql : null));
+    this.busyTime = new BusyTime(() => (this.identity.ready() ? this.sql : null), {
+      effect: (kind, id) => this.effects.conversationOf(kind, id),
+      job: (id) => this.jobs.conversationOf(id),
+      call: (key) => this.tools.conversationOf(key),
+    });
     const id = ctx.id.toString();
     // What a DM is, each bridge says (the runtime names none).
     this.store = new Conversations(this.sql, (by, address, route) => outboundFor(deps, by.platform)?.isDirect?.(by, address, route) ?? false);
@@ -106,7 +110,7 @@ export class AgentObject extends DurableObject<Env> {
     this.turns = new Turns(ctx.storage, this.store, this.jobs, this.tools, this.outbox, this.typing, this.approvals, () => secondMessageFrom(this.settings.get() ?? NO_SETTINGS), this.delegation);
     this.retention = new Retention(ctx.storage, env.LARGE_VALUES, () => retentionMs(env));
     this.audits = new AuditOutbox(this.sql, this.effects, (conversation) => this.store.get(conversation) !== undefined);
-    this.leases = new Leases(this.sql, this.effects, (conversation, text) => this.turns.note(this.store.get(conversation)!, text));
+    this.leases = new Leases(this.sql, this.effects, this.store, holds, (conversation, text) => this.turns.note(this.store.get(conversation)!, text));
     this.scheduler = new Scheduler(
       ctx.storage,
       async () => {
@@ -308,19 +312,19 @@ export class AgentObject extends DurableObject<Env> {
   /** Conversations newest first, a page at a time, optionally matching a search. */
   async conversationList(route: Route, query: ConversationQuery): Promise<ConversationPage> {
     if (!this.#answers(route)) return { conversations: [] };
-    return conversationPage(this.sql, query);
+    return conversationPage(this.sql, this.jobs, this.approvals.holds, query);
   }
 
   /** Holds waiting for a decision, oldest first; with `decider`, only those that person may decide. */
   async pendingHolds(route: Route, decider?: Person): Promise<PendingApproval[]> {
     if (!this.#answers(route)) return [];
-    return pendingApprovals(this.sql, route, decider && ((hold) => this.approvals.mayDecide(route, hold, decider)));
+    return pendingApprovals(this.approvals.holds, route, decider && ((hold) => this.approvals.mayDecide(route, hold, decider)));
   }
 
   /** Changes whenever what a watcher of the conversation (or, without one, the agent) sees changes. */
   async changes(route: Route, conversation?: string): Promise<string> {
     if (!this.identity.owns(route)) return "";
-    return changeMark(this.sql, conversation);
+    return changeMark(this.sql, this.jobs, this.approvals.holds, conversation);
   }
 
   /** The control plane's push of this agent's settings after a change (runtime/control/settings.ts). */

@@ -36,6 +36,17 @@ export type TurnStart = { by: ChatUser | { runtime: true } } | { purpose: "compa
 /** Whether a conversation is one person's direct messages, by the bridge that started it (its ChatOutbound's isDirect). */
 export type DirectRule = (by: ChatUser, address: ReplyAddress | null, route: Route) => boolean;
 
+/** The conversation's current turn; undefined when it has no row. */
+export function currentTurn(sql: SqlStorage, conversation: string): number | undefined {
+  return sql.exec<{ turn: number }>("SELECT turn FROM conversations WHERE id = ?", conversation).toArray()[0]?.turn;
+}
+
+/** Log rows by seq (the feed's events: runtime/feed/feed.ts); a seq no longer in the log is left out. */
+export function logRowsAt(sql: SqlStorage, seqs: readonly number[]): Map<number, LogRow> {
+  if (seqs.length === 0) return new Map();
+  return new Map(sql.exec<LogRow>("SELECT * FROM log WHERE seq IN (SELECT value FROM json_each(?))", JSON.stringify(seqs)).toArray().map((row) => [row.seq, row]));
+}
+
 export class Conversations {
   constructor(
     private readonly sql: SqlStorage,

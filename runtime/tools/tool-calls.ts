@@ -60,6 +60,11 @@ export class ToolCalls {
     return this.storage.sql.exec<JournalRow>("SELECT * FROM tool_calls WHERE key = ?", key).toArray()[0];
   }
 
+  /** The conversation of a journaled call (busy time's attribution: runtime/metering/busy-time.ts). */
+  conversationOf(key: string): string | undefined {
+    return this.storage.sql.exec<{ conversation: string }>("SELECT conversation FROM tool_calls WHERE key = ?", key).toArray()[0]?.conversation;
+  }
+
   /** The stored result of a finished call. */
   result(key: string): ToolResultMessage | undefined {
     const row = this.row(key);
