@@ -2,6 +2,7 @@
 // where; decided once (a single SQL transition from "pending"); performed at
 // most once; expired lazily, so no timer is armed while the agent is idle.
 import * as z from "zod";
+import { ConversationRows } from "../lib/conversation-rows.ts";
 
 /** running = approved and being performed; an eviction mid-call finds it so. */
 /** performed/failed: the call was made, and answered with a result or an error. */
@@ -25,6 +26,11 @@ export type HoldRow = {
 };
 
 export type SettledStatus = "performed" | "failed" | "refused" | "unknown";
+
+/** The holds of one conversation, as retention archives them (runtime/store/archive.ts). */
+export function holdRows(sql: SqlStorage): ConversationRows<"holds"> {
+  return new ConversationRows(sql, "holds");
+}
 
 export class Holds {
   constructor(private readonly sql: SqlStorage) {}

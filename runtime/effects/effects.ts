@@ -96,6 +96,11 @@ export class Effects {
     return this.sql.exec<{ conversation: string }>("SELECT conversation FROM effects WHERE kind = ? AND id = ?", kind, id).toArray()[0]?.conversation;
   }
 
+  /** Whether an effect of the conversation is open, of a kind other than `except` (retention: runtime/store/archive.ts). */
+  anyOpen(conversation: string, except: EffectKind): boolean {
+    return this.sql.exec("SELECT 1 FROM effects WHERE conversation = ? AND kind != ? LIMIT 1", conversation, except).toArray().length > 0;
+  }
+
   /** True once the effect has left the object (it may be under way; it must not be changed). */
   inFlight(kind: EffectKind, id: string): boolean {
     const row = this.get(kind, id);

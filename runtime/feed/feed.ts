@@ -4,6 +4,7 @@
 // (runtime/feed/schema.ts). Its seq is the event's id:
 // durable and monotonic, so "events after N" resumes a follower exactly.
 import { cardFor, type Card, type HoldRow, Holds } from "../../approvals/index.ts";
+import { ConversationRows } from "../../lib/conversation-rows.ts";
 import type { Route } from "../chat.ts";
 import { type LogRow, logRowsAt, transcript, type TranscriptEntry } from "../store/index.ts";
 import type { TurnOutcome } from "../turns/index.ts";
@@ -34,6 +35,11 @@ export interface FeedPage {
 const FEED_PAGE = 200;
 
 type FeedRow = { seq: number; log_seq: number | null; hold_id: string | null; hold_state: string | null };
+
+/** The feed of one conversation, as retention archives it (runtime/store/archive.ts). */
+export function feedRows(sql: SqlStorage): ConversationRows<"feed"> {
+  return new ConversationRows(sql, "feed");
+}
 
 /** The feed's newest id for the conversation (0 before its first event). */
 export function feedEnd(sql: SqlStorage, conversation: string): number {

@@ -29,6 +29,7 @@
 // Which conversation a claim or report is about, the rooms that own effects,
 // model jobs and tool calls say (ConversationLookup, handed in by the object):
 // they sit above this room.
+import { ConversationRows } from "../../lib/conversation-rows.ts";
 import { currentTurn } from "../store/index.ts";
 
 export const HOUR_MS = 3_600_000;
@@ -207,6 +208,11 @@ export class BusyTime {
     sql.exec("DELETE FROM busy_hours WHERE hour < ?", hourOf(before));
     sql.exec("DELETE FROM busy_outside WHERE hour < ?", hourOf(before));
   }
+}
+
+/** The busy time of one conversation's turns, as retention archives it (runtime/store/archive.ts). */
+export function busyTurnRows(sql: SqlStorage): ConversationRows<"busy_turns"> {
+  return new ConversationRows(sql, "busy_turns");
 }
 
 type HourRow = { hour: number; busy_ms: number; passes: number; handlers: number };

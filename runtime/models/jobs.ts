@@ -58,6 +58,11 @@ export class ModelJobs {
     return this.sql.exec<{ conversation: string }>("SELECT conversation FROM model_jobs WHERE id = ?", id).toArray()[0]?.conversation;
   }
 
+  /** Deletes the conversation's jobs (a conversation deleted for good: runtime/store/archive.ts's forget). */
+  forget(conversation: string): void {
+    this.sql.exec("DELETE FROM model_jobs WHERE conversation = ?", conversation);
+  }
+
   /** True while the conversation waits for the model. */
   isOpen(conversation: string): boolean {
     return this.sql.exec("SELECT 1 FROM model_jobs WHERE conversation = ? AND status = 'pending' LIMIT 1", conversation).toArray().length > 0;

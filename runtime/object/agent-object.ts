@@ -4,19 +4,19 @@
 // machine, model jobs, the tool-call journal, the approvals glue, the outbox,
 // the scheduler, the pass (runtime/object/pass.ts) and retention after it.
 import { DurableObject } from "cloudflare:workers";
-import { cardFor, Holds, type Card, type Person } from "../../approvals/index.ts";
+import { cardFor, holdRows, Holds, type Card, type Person } from "../../approvals/index.ts";
 import { Gateway, type ToolOutput } from "../../plugins/index.ts";
-import { ApprovalFlow, Leases, machineIdleMs, MountSessions, ScriptCalls, type ScriptAnswer, type ScriptCall, ToolCalls, type ToolReport, ToolLists } from "../tools/index.ts";
-import { AGENT_HANDLERS, BusyTime, measureHandlers, type TurnBusy, dayStart } from "../metering/index.ts";
+import { ApprovalFlow, Leases, machineIdleMs, MountSessions, ScriptCalls, type ScriptAnswer, type ScriptCall, ToolCalls, toolCallRows, type ToolReport, ToolLists } from "../tools/index.ts";
+import { AGENT_HANDLERS, BusyTime, busyTurnRows, measureHandlers, type TurnBusy, dayStart } from "../metering/index.ts";
 import { type ChatEvent, type ChatUser, type ConversationStatus, outboundFor, type Platform, type Route, type StreamShown, type SubmitResult, type RuntimeDeps } from "../chat.ts";
 import { Claims, type EffectReport, type EffectWork, type ReportAnswer } from "./claims.ts";
-import { deadlineMs, leaseSeconds, Effects, type EffectKind, Outbox, Typing } from "../effects/index.ts";
+import { deadlineMs, leaseSeconds, Effects, type EffectKind, Outbox, outboxRows, Typing } from "../effects/index.ts";
 import { modelChoice, ModelJobs, type RecentUsage } from "../models/index.ts";
 import { controlPlane, modelFrom, mountsFrom, NO_SETTINGS, platformSecret, secondMessageFrom, SettingsCopy, type SettingsText } from "../control/index.ts";
-import { Conversations, Identity, transcript, type TranscriptEntry } from "../store/index.ts";
+import { Conversations, Identity, logRows, transcript, type TranscriptEntry } from "../store/index.ts";
 import { Retention, retentionMs } from "../store/index.ts";
 import { Delegation, type Family } from "../turns/index.ts";
-import { feedAfter, type FeedPage, type ResponseRequest, responseMessage, Responses, type ResponseState } from "../feed/index.ts";
+import { feedAfter, type FeedPage, feedRows, type ResponseRequest, responseMessage, Responses, type ResponseState } from "../feed/index.ts";
 import { AgentDeletion, type DeletionReport } from "./deletion.ts";
 import { AuditOutbox } from "./audit-outbox.ts";
 import { Inbound } from "./inbound.ts";
@@ -108,7 +108,14 @@ export class AgentObject extends DurableObject<Env> {
       post: (conversation, message, refKey) => this.turns.post(conversation, message, refKey),
     });
     this.turns = new Turns(ctx.storage, this.store, this.jobs, this.tools, this.outbox, this.typing, this.approvals, () => secondMessageFrom(this.settings.get() ?? NO_SETTINGS), this.delegation);
-    this.retention = new Retention(ctx.storage, env.LARGE_VALUES, () => retentionMs(env));
+    // Retention runs SQL on the store's tables only; each other room does its part on its own.
+    this.retention = new Retention(ctx.storage, env.LARGE_VALUES, () => retentionMs(env), {
+      tables: [feedRows(this.sql), logRows(this.sql), toolCallRows(this.sql), holdRows(this.sql), outboxRows(this.sql), busyTurnRows(this.sql)],
+      open: (conversation) =>
+        this.effects.anyOpen(conversation, "audit") || this.leases.anyFor(conversation) || this.outbox.hasPending(conversation) || this.jobs.isOpen(conversation) || holds.isOpen(conversation),
+      forget: (conversation) => this.jobs.forget(conversation),
+      prune: [(before, limit) => this.outbox.pruneSettled(before, limit), (before, limit) => this.tools.pruneDone(before, limit)],
+    });
     this.audits = new AuditOutbox(this.sql, this.effects, (conversation) => this.store.get(conversation) !== undefined);
     this.leases = new Leases(this.sql, this.effects, this.store, holds, (conversation, text) => this.turns.note(this.store.get(conversation)!, text));
     this.scheduler = new Scheduler(

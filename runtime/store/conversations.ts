@@ -3,6 +3,7 @@
 // turn's next model call, and the ids of every inbound event accepted.
 import type { Audience } from "../../plugins/index.ts";
 import type { ChatUser, ReplyAddress, Route } from "../chat.ts";
+import { ConversationRows } from "../../lib/conversation-rows.ts";
 import { MESSAGE_TYPES, type LogRow, type LogType, type UserData } from "./transcript.ts";
 
 const MESSAGE_TYPES_SQL = [...MESSAGE_TYPES].map((type) => `'${type}'`).join(", ");
@@ -39,6 +40,11 @@ export type DirectRule = (by: ChatUser, address: ReplyAddress | null, route: Rou
 /** The conversation's current turn; undefined when it has no row. */
 export function currentTurn(sql: SqlStorage, conversation: string): number | undefined {
   return sql.exec<{ turn: number }>("SELECT turn FROM conversations WHERE id = ?", conversation).toArray()[0]?.turn;
+}
+
+/** The log of one conversation, as retention archives it (runtime/store/archive.ts). */
+export function logRows(sql: SqlStorage): ConversationRows<"log"> {
+  return new ConversationRows(sql, "log");
 }
 
 /** Log rows by seq (the feed's events: runtime/feed/feed.ts); a seq no longer in the log is left out. */
@@ -102,6 +108,11 @@ export class Conversations {
 
   anyMarked(): boolean {
     return this.sql.exec("SELECT 1 FROM conversations WHERE pass_due = 1 LIMIT 1").toArray().length > 0;
+  }
+
+  /** The running conversations and the turn each runs. */
+  runningTurns(): { id: string; turn: number }[] {
+    return this.sql.exec<{ id: string; turn: number }>("SELECT id, turn FROM conversations WHERE status = 'running'").toArray();
   }
 
   runningIds(): string[] {

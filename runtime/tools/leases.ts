@@ -98,6 +98,11 @@ export class Leases {
     }
   }
 
+  /** Whether the conversation holds a lease, open or ending (retention keeps it: runtime/store/archive.ts). */
+  anyFor(conversation: string): boolean {
+    return this.sql.exec("SELECT 1 FROM leases WHERE conversation = ? LIMIT 1", conversation).toArray().length > 0;
+  }
+
   /** When the alarm must next look at leases: the earliest warning or end. */
   nextDue(): number | null {
     return this.sql.exec<{ at: number | null }>("SELECT MIN(CASE warned WHEN 0 THEN expires_at - ? ELSE expires_at END) AS at FROM leases WHERE state = 'open'", IDLE_WARNING_MS).one().at;
