@@ -93,6 +93,13 @@ export class Holds {
       .one().v;
   }
 
+  /** The conversations with a hold waiting for a decision or still to be performed (retention keeps them: runtime/store/archive.ts). */
+  openConversations(): Set<string> {
+    return new Set(
+      this.sql.exec<{ conversation: string }>("SELECT DISTINCT conversation FROM holds WHERE status IN ('pending', 'approved', 'running')").toArray().map((row) => row.conversation),
+    );
+  }
+
   /** Approved holds not yet settled, including one cut short mid-call. */
   toPerform(): HoldRow[] {
     return this.sql.exec<HoldRow>("SELECT * FROM holds WHERE status IN ('approved', 'running') ORDER BY decided_at").toArray();

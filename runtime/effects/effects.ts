@@ -96,9 +96,9 @@ export class Effects {
     return this.sql.exec<{ conversation: string }>("SELECT conversation FROM effects WHERE kind = ? AND id = ?", kind, id).toArray()[0]?.conversation;
   }
 
-  /** Whether an effect of the conversation is open, of a kind other than `except` (retention: runtime/store/archive.ts). */
-  anyOpen(conversation: string, except: EffectKind): boolean {
-    return this.sql.exec("SELECT 1 FROM effects WHERE conversation = ? AND kind != ? LIMIT 1", conversation, except).toArray().length > 0;
+  /** The conversations with an open effect of a kind other than `except` (retention keeps them: runtime/store/archive.ts). */
+  openConversations(except: EffectKind): Set<string> {
+    return new Set(this.sql.exec<{ conversation: string }>("SELECT DISTINCT conversation FROM effects WHERE kind != ?", except).toArray().map((row) => row.conversation));
   }
 
   /** True once the effect has left the object (it may be under way; it must not be changed). */

@@ -68,9 +68,9 @@ export class Outbox {
     this.sql = storage.sql;
   }
 
-  /** Whether a message of the conversation waits to be sent. */
-  hasPending(conversation: string): boolean {
-    return this.sql.exec("SELECT 1 FROM outbox WHERE conversation = ? AND status = 'pending' LIMIT 1", conversation).toArray().length > 0;
+  /** The conversations with a message waiting to be sent (retention keeps them: runtime/store/archive.ts). */
+  openConversations(): Set<string> {
+    return new Set(this.sql.exec<{ conversation: string }>("SELECT DISTINCT conversation FROM outbox WHERE status = 'pending'").toArray().map((row) => row.conversation));
   }
 
   /** Deletes settled rows written before `before`, at most `limit`; how many went. */

@@ -63,6 +63,11 @@ export class ModelJobs {
     this.sql.exec("DELETE FROM model_jobs WHERE conversation = ?", conversation);
   }
 
+  /** The conversations waiting for the model (retention keeps them: runtime/store/archive.ts). */
+  openConversations(): Set<string> {
+    return new Set(this.sql.exec<{ conversation: string }>("SELECT DISTINCT conversation FROM model_jobs WHERE status = 'pending'").toArray().map((row) => row.conversation));
+  }
+
   /** True while the conversation waits for the model. */
   isOpen(conversation: string): boolean {
     return this.sql.exec("SELECT 1 FROM model_jobs WHERE conversation = ? AND status = 'pending' LIMIT 1", conversation).toArray().length > 0;

@@ -111,8 +111,14 @@ export class AgentObject extends DurableObject<Env> {
     // Retention runs SQL on the store's tables only; each other room does its part on its own.
     this.retention = new Retention(ctx.storage, env.LARGE_VALUES, () => retentionMs(env), {
       tables: [feedRows(this.sql), logRows(this.sql), toolCallRows(this.sql), holdRows(this.sql), outboxRows(this.sql), busyTurnRows(this.sql)],
-      open: (conversation) =>
-        this.effects.anyOpen(conversation, "audit") || this.leases.anyFor(conversation) || this.outbox.hasPending(conversation) || this.jobs.isOpen(conversation) || holds.isOpen(conversation),
+      busy: () =>
+        new Set([
+          ...this.effects.openConversations("audit"),
+          ...this.leases.openConversations(),
+          ...this.outbox.openConversations(),
+          ...this.jobs.openConversations(),
+          ...holds.openConversations(),
+        ]),
       forget: (conversation) => this.jobs.forget(conversation),
       prune: [(before, limit) => this.outbox.pruneSettled(before, limit), (before, limit) => this.tools.pruneDone(before, limit)],
     });

@@ -39,8 +39,8 @@ export interface RetainedRows {
    * adding rows again).
    */
   readonly tables: readonly ConversationRows<ArchivedTable>[];
-  /** Whether another room has work open on the conversation: an effect (but an audit row on its way to the trail: it outlives the conversation), a lease, a pending send, job or undecided hold. */
-  open(conversation: string): boolean;
+  /** The conversations another room has work open on: an effect (but an audit row on its way to the trail: it outlives the conversation), a lease, a pending send, job or undecided hold. */
+  busy(): Set<string>;
   /** Deletes what else a conversation deleted for good leaves (its settled model jobs). */
   forget(conversation: string): void;
   /** Each deletes its settled rows past the dedupe window (sends, ended turns' tool calls), at most `limit`, and says how many went. */
@@ -62,7 +62,7 @@ export function archiveKey(route: Route, conversation: string): string {
   return `archive/${[route.tenant, route.agent, conversation].map(encodeURIComponent).join("/")}.json.gz`;
 }
 
-/** Nothing open here: no turn, mark or inbox (the other rooms' open work, RetainedRows.open says). */
+/** Nothing open here: no turn, mark or inbox (the other rooms' open work, RetainedRows.busy says). */
 const QUIET = `c.status != 'running' AND c.pass_due = 0
   AND NOT EXISTS (SELECT 1 FROM inbox i WHERE i.conversation = c.id)`;
 /** Settled here: quiet and not archived. */
@@ -102,7 +102,10 @@ export class Retention {
       const pruned = this.storage.transactionSync(() => this.prune(Date.now() - DEDUPE_WINDOW_MS));
       const archives = this.candidates(Date.now() - this.keepMs()).map((id) => this.collect(id));
       await Promise.all(archives.map(async (archive) => this.bucket.put(archiveKey(route, archive.conversation), await gzip(JSON.stringify(archive)))));
-      this.storage.transactionSync(() => archives.forEach((archive) => this.retire(archive)));
+      this.storage.transactionSync(() => {
+        const busy = this.rows.busy();
+        archives.forEach((archive) => this.retire(archive, busy));
+      });
       this.more = pruned || archives.length === ARCHIVE_SLICE;
     } catch (err) {
       // Retention can wait: the next sweep tries again, and no alarm loops meanwhile.
@@ -119,7 +122,7 @@ export class Retention {
   async forget(route: Route, id: string): Promise<"deleted" | "busy" | "missing"> {
     const outcome = this.storage.transactionSync(() => {
       if (this.sql.exec("SELECT 1 FROM conversations WHERE id = ?", id).toArray().length === 0) return "missing";
-      if (this.sql.exec(`SELECT 1 FROM conversations c WHERE c.id = ? AND ${QUIET}`, id).toArray().length === 0 || this.rows.open(id)) return "busy";
+      if (this.sql.exec(`SELECT 1 FROM conversations c WHERE c.id = ? AND ${QUIET}`, id).toArray().length === 0 || this.rows.busy().has(id)) return "busy";
       for (const table of this.rows.tables) table.remove(id);
       this.rows.forget(id);
       this.sql.exec("DELETE FROM conversations WHERE id = ?", id);
@@ -171,11 +174,12 @@ export class Retention {
 
   // ---- archiving ---------------------------------------------------------------
 
-  /** The oldest settled conversations untouched since `before`, read until a slice's worth has nothing open in another room. */
+  /** The oldest settled conversations untouched since `before`, read until a slice's worth has nothing open in another room either. */
   private candidates(before: number): string[] {
+    const busy = this.rows.busy();
     const settled: string[] = [];
     for (const { id } of this.sql.exec<{ id: string }>(`SELECT c.id FROM conversations c WHERE c.updated_at < ? AND ${SETTLED} ORDER BY c.updated_at`, before)) {
-      if (this.rows.open(id)) continue;
+      if (busy.has(id)) continue;
       settled.push(id);
       if (settled.length === ARCHIVE_SLICE) break;
     }
@@ -189,11 +193,11 @@ export class Retention {
   }
 
   /** Deletes what was archived, unless the conversation changed while its archive was written (a later slice looks again). */
-  private retire(archive: ConversationArchive): void {
+  private retire(archive: ConversationArchive, busy: ReadonlySet<string>): void {
     const id = archive.conversation;
     const unchanged =
       this.sql.exec(`SELECT 1 FROM conversations c WHERE c.id = ? AND c.updated_at = ? AND ${SETTLED}`, id, archive.updatedAt).toArray().length > 0 &&
-      !this.rows.open(id) &&
+      !busy.has(id) &&
       this.rows.tables.every((table) => table.count(id) === archive.rows[table.table].length);
     if (!unchanged) return;
     for (const table of this.rows.tables) table.remove(id);

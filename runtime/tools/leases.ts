@@ -98,9 +98,9 @@ export class Leases {
     }
   }
 
-  /** Whether the conversation holds a lease, open or ending (retention keeps it: runtime/store/archive.ts). */
-  anyFor(conversation: string): boolean {
-    return this.sql.exec("SELECT 1 FROM leases WHERE conversation = ? LIMIT 1", conversation).toArray().length > 0;
+  /** The conversations holding a lease, open or ending (retention keeps them: runtime/store/archive.ts). */
+  openConversations(): Set<string> {
+    return new Set(this.sql.exec<{ conversation: string }>("SELECT DISTINCT conversation FROM leases").toArray().map((row) => row.conversation));
   }
 
   /** When the alarm must next look at leases: the earliest warning or end. */
