@@ -2,6 +2,7 @@
 // where; decided once (a single SQL transition from "pending"); performed at
 // most once; expired lazily, so no timer is armed while the agent is idle.
 import * as z from "zod";
+import { ConversationRows } from "../lib/conversation-rows.ts";
 
 /** running = approved and being performed; an eviction mid-call finds it so. */
 /** performed/failed: the call was made, and answered with a result or an error. */
@@ -25,6 +26,11 @@ export type HoldRow = {
 };
 
 export type SettledStatus = "performed" | "failed" | "refused" | "unknown";
+
+/** The holds of one conversation, as retention archives them (runtime/store/archive.ts). */
+export function holdRows(sql: SqlStorage): ConversationRows<"holds"> {
+  return new ConversationRows(sql, "holds");
+}
 
 export class Holds {
   constructor(private readonly sql: SqlStorage) {}
@@ -53,6 +59,10 @@ export class Holds {
     return this.sql.exec<HoldRow>("SELECT * FROM holds WHERE id = ?", id).toArray()[0];
   }
 
+  withIds(ids: readonly string[]): HoldRow[] {
+    return ids.length === 0 ? [] : this.sql.exec<HoldRow>(`SELECT * FROM holds WHERE id IN (${ids.map(() => "?").join(", ")})`, ...ids).toArray();
+  }
+
   ofConversation(conversation: string): HoldRow[] {
     return this.sql.exec<HoldRow>("SELECT * FROM holds WHERE conversation = ? ORDER BY created_at", conversation).toArray();
   }
@@ -65,6 +75,29 @@ export class Holds {
     return conversation === undefined
       ? this.sql.exec<HoldRow>("SELECT * FROM holds WHERE status = 'pending' ORDER BY created_at").toArray()
       : this.sql.exec<HoldRow>("SELECT * FROM holds WHERE status = 'pending' AND conversation = ? ORDER BY created_at", conversation).toArray();
+  }
+
+  /** Whether a hold of the conversation waits for a decision or is still to be performed. */
+  isOpen(conversation: string): boolean {
+    return this.sql.exec("SELECT 1 FROM holds WHERE conversation = ? AND status IN ('pending', 'approved', 'running') LIMIT 1", conversation).toArray().length > 0;
+  }
+
+  /** The open holds and their states ("id:status,…" by id; null: none), of one conversation or all: a decision or a settlement changes it. */
+  openStates(conversation?: string): string | null {
+    const and = conversation === undefined ? "" : " AND conversation = ?";
+    return this.sql
+      .exec<{ v: string | null }>(
+        `SELECT group_concat(id || ':' || status) AS v FROM (SELECT id, status FROM holds WHERE status IN ('pending', 'approved', 'running')${and} ORDER BY id)`,
+        ...(conversation === undefined ? [] : [conversation]),
+      )
+      .one().v;
+  }
+
+  /** The conversations with a hold waiting for a decision or still to be performed (retention keeps them: runtime/store/archive.ts). */
+  openConversations(): Set<string> {
+    return new Set(
+      this.sql.exec<{ conversation: string }>("SELECT DISTINCT conversation FROM holds WHERE status IN ('pending', 'approved', 'running')").toArray().map((row) => row.conversation),
+    );
   }
 
   /** Approved holds not yet settled, including one cut short mid-call. */

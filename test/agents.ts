@@ -4,7 +4,7 @@ import { listDurableObjectIds, runDurableObjectAlarm, runInDurableObject } from 
 import type { AgentObject } from "../runtime/object/index.ts";
 import { courierStub } from "../runtime/courier/index.ts";
 import type { EffectCarriers, EffectKind, EffectMessage } from "../runtime/effects/index.ts";
-import { migrate } from "../runtime/store/index.ts";
+import { migrate } from "../runtime/object/index.ts";
 import { type AuditRow, controlPlane } from "../runtime/control/index.ts";
 import { waitFor } from "./support.ts";
 

@@ -91,6 +91,16 @@ export class Effects {
     return this.sql.exec<EffectRow>("SELECT * FROM effects WHERE kind = ? AND id = ?", kind, id).toArray()[0];
   }
 
+  /** The conversation an open effect belongs to (busy time's attribution: runtime/metering/busy-time.ts). */
+  conversationOf(kind: string, id: string): string | undefined {
+    return this.sql.exec<{ conversation: string }>("SELECT conversation FROM effects WHERE kind = ? AND id = ?", kind, id).toArray()[0]?.conversation;
+  }
+
+  /** The conversations with an open effect of a kind other than `except` (retention keeps them: runtime/store/archive.ts). */
+  openConversations(except: EffectKind): Set<string> {
+    return new Set(this.sql.exec<{ conversation: string }>("SELECT DISTINCT conversation FROM effects WHERE kind != ?", except).toArray().map((row) => row.conversation));
+  }
+
   /** True once the effect has left the object (it may be under way; it must not be changed). */
   inFlight(kind: EffectKind, id: string): boolean {
     const row = this.get(kind, id);

@@ -14,6 +14,7 @@
 // replaces it meanwhile), the rest by the courier.
 import { type DeliveryResult, type OutboundMessage, type OutboxDelivery, type Platform, type ReplyAddress, type Route, type StreamShown, outboundFor, type RuntimeDeps } from "../chat.ts";
 import type { Effects } from "./effects.ts";
+import { ConversationRows } from "../../lib/conversation-rows.ts";
 
 /** Failures other than rate limits (the platform's own errors, no answer) before a row is given up. */
 const MAX_ATTEMPTS = 10;
@@ -48,6 +49,11 @@ type Row = {
   run: number | null;
 };
 
+/** The outbox's rows of one conversation, as retention archives them (runtime/store/archive.ts). */
+export function outboxRows(sql: SqlStorage): ConversationRows<"outbox"> {
+  return new ConversationRows(sql, "outbox");
+}
+
 export class Outbox {
   private readonly sql: SqlStorage;
 
@@ -60,6 +66,16 @@ export class Outbox {
     private readonly undelivered: (conversation: string, error: string) => void,
   ) {
     this.sql = storage.sql;
+  }
+
+  /** The conversations with a message waiting to be sent (retention keeps them: runtime/store/archive.ts). */
+  openConversations(): Set<string> {
+    return new Set(this.sql.exec<{ conversation: string }>("SELECT DISTINCT conversation FROM outbox WHERE status = 'pending'").toArray().map((row) => row.conversation));
+  }
+
+  /** Deletes settled rows written before `before`, at most `limit`; how many went. */
+  pruneSettled(before: number, limit: number): number {
+    return this.sql.exec("DELETE FROM outbox WHERE id IN (SELECT id FROM outbox WHERE status != 'pending' AND created_at < ? LIMIT ?) RETURNING 1", before, limit).toArray().length;
   }
 
   /**

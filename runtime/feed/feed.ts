@@ -1,11 +1,12 @@
 // A conversation's events in order, for whoever follows it (the Agents API's
 // Server-Sent Events, the Responses API's stream): one per row of the `feed`
 // table, which triggers write in the transaction that writes what each reports
-// (runtime/store/schema.ts, "feed and responses"). Its seq is the event's id:
+// (runtime/feed/schema.ts). Its seq is the event's id:
 // durable and monotonic, so "events after N" resumes a follower exactly.
-import { cardFor, type Card, type HoldRow } from "../../approvals/index.ts";
+import { cardFor, type Card, type HoldRow, Holds } from "../../approvals/index.ts";
+import { ConversationRows } from "../../lib/conversation-rows.ts";
 import type { Route } from "../chat.ts";
-import { type LogRow, transcript, type TranscriptEntry } from "../store/index.ts";
+import { type LogRow, logRowsAt, transcript, type TranscriptEntry } from "../store/index.ts";
 import type { TurnOutcome } from "../turns/index.ts";
 
 /**
@@ -33,7 +34,12 @@ export interface FeedPage {
 /** Rows read per page: a follower asks again at once while a page is full. */
 const FEED_PAGE = 200;
 
-type FeedRow = { seq: number; hold_id: string | null; hold_state: string | null } & Partial<Omit<LogRow, "seq">> & { log_seq: number | null };
+type FeedRow = { seq: number; log_seq: number | null; hold_id: string | null; hold_state: string | null };
+
+/** The feed of one conversation, as retention archives it (runtime/store/archive.ts). */
+export function feedRows(sql: SqlStorage): ConversationRows<"feed"> {
+  return new ConversationRows(sql, "feed");
+}
 
 /** The feed's newest id for the conversation (0 before its first event). */
 export function feedEnd(sql: SqlStorage, conversation: string): number {
@@ -43,28 +49,16 @@ export function feedEnd(sql: SqlStorage, conversation: string): number {
 /** The conversation's events after id `after`, oldest first, at most `limit`. */
 export function feedAfter(sql: SqlStorage, route: Route, conversation: string, after: number, limit = FEED_PAGE): FeedPage {
   const rows = sql
-    .exec<FeedRow>(
-      `SELECT f.seq, f.hold_id, f.hold_state, l.seq AS log_seq, l.turn, l.type, l.data, l.at
-       FROM feed f LEFT JOIN log l ON l.seq = f.log_seq
-       WHERE f.conversation = ? AND f.seq > ? ORDER BY f.seq LIMIT ?`,
-      conversation,
-      after,
-      limit,
-    )
+    .exec<FeedRow>("SELECT seq, log_seq, hold_id, hold_state FROM feed WHERE conversation = ? AND seq > ? ORDER BY seq LIMIT ?", conversation, after, limit)
     .toArray();
-  const holdIds = [...new Set(rows.flatMap((row) => (row.hold_id ? [row.hold_id] : [])))];
-  const holds = new Map(
-    holdIds.length === 0
-      ? []
-      : sql
-          .exec<HoldRow>(`SELECT * FROM holds WHERE id IN (${holdIds.map(() => "?").join(", ")})`, ...holdIds)
-          .toArray()
-          .map((hold) => [hold.id, hold]),
-  );
+  // What each row reports, asked of the rooms that own it: the store's log, approvals' holds.
+  const logged = logRowsAt(sql, rows.flatMap((row) => (row.log_seq === null ? [] : [row.log_seq])));
+  const holds = new Map(new Holds(sql).withIds([...new Set(rows.flatMap((row) => (row.hold_id ? [row.hold_id] : [])))]).map((hold) => [hold.id, hold]));
   const events = rows.flatMap((row) => {
     const hold = row.hold_id ? holds.get(row.hold_id) : undefined;
     if (hold) return [holdEvent(row.seq, route, hold, row.hold_state as HoldRow["status"])];
-    return row.log_seq === null ? [] : logEvent(row.seq, { ...(row as LogRow), seq: row.log_seq });
+    const log = row.log_seq === null ? undefined : logged.get(row.log_seq);
+    return log ? logEvent(row.seq, log) : [];
   });
   return { events, last: rows.at(-1)?.seq ?? after, more: rows.length === limit };
 }

@@ -25,6 +25,12 @@
 // The clock is the runtime's: on workerd it advances across I/O (storage,
 // queue, RPC), not during pure computation, so busy time is wall time spent
 // waiting inside handlers plus whatever the platform's clock shows of CPU.
+//
+// Which conversation a claim or report is about, the rooms that own effects,
+// model jobs and tool calls say (ConversationLookup, handed in by the object):
+// they sit above this room.
+import { ConversationRows } from "../../lib/conversation-rows.ts";
+import { currentTurn } from "../store/index.ts";
 
 export const HOUR_MS = 3_600_000;
 
@@ -48,6 +54,16 @@ export interface HourBusy {
   outsideTurns: Partial<Record<BusyPart, number>>;
 }
 
+/** Where a handler's conversation is read, each from the room that owns it. */
+export interface ConversationLookup {
+  /** The conversation of an open effect. */
+  effect(kind: string, id: string): string | undefined;
+  /** The conversation of a model job, settled or not. */
+  job(id: string): string | undefined;
+  /** The conversation of a journaled tool call. */
+  call(key: string): string | undefined;
+}
+
 /** One handler running: what its share of the clock goes to now, and what it has had so far. */
 interface Running {
   /** A conversation (its turn), or null: the handler's own time. */
@@ -68,6 +84,7 @@ export class BusyTime {
   constructor(
     /** Null until the object has a schema (a read of an unused object records nothing). */
     private readonly sql: () => SqlStorage | null,
+    private readonly lookup: ConversationLookup,
   ) {}
 
   /**
@@ -133,16 +150,15 @@ export class BusyTime {
 
   /** The conversation an open effect belongs to (a model job's also once it is settled). */
   conversationOf(kind: string, id: string): string | undefined {
-    const sql = this.sql();
-    if (!sql) return undefined;
-    const effect = sql.exec<{ conversation: string }>("SELECT conversation FROM effects WHERE kind = ? AND id = ?", kind, id).toArray()[0];
-    if (effect || kind !== "model") return effect?.conversation;
-    return sql.exec<{ conversation: string }>("SELECT conversation FROM model_jobs WHERE id = ?", id).toArray()[0]?.conversation;
+    if (!this.sql()) return undefined;
+    const effect = this.lookup.effect(kind, id);
+    if (effect !== undefined || kind !== "model") return effect;
+    return this.lookup.job(id);
   }
 
   /** The conversation of a journaled tool call. */
   conversationOfCall(key: string): string | undefined {
-    return this.sql()?.exec<{ conversation: string }>("SELECT conversation FROM tool_calls WHERE key = ?", key).toArray()[0]?.conversation;
+    return this.sql() ? this.lookup.call(key) : undefined;
   }
 
   /** Busy time per turn of a conversation, oldest first. */
@@ -194,6 +210,11 @@ export class BusyTime {
   }
 }
 
+/** The busy time of one conversation's turns, as retention archives it (runtime/store/archive.ts). */
+export function busyTurnRows(sql: SqlStorage): ConversationRows<"busy_turns"> {
+  return new ConversationRows(sql, "busy_turns");
+}
+
 type HourRow = { hour: number; busy_ms: number; passes: number; handlers: number };
 type PartRow = { hour: number; part: BusyPart; busy_ms: number };
 
@@ -223,7 +244,7 @@ function record(sql: SqlStorage, running: Running, isPass: boolean, call: boolea
 
 /** False when the conversation has no row (an event refused before it opened one): the time stays outside. */
 function addToTurn(sql: SqlStorage, conversation: string, ms: number): boolean {
-  const turn = sql.exec<{ turn: number }>("SELECT turn FROM conversations WHERE id = ?", conversation).toArray()[0]?.turn;
+  const turn = currentTurn(sql, conversation);
   if (turn === undefined) return false;
   sql.exec(
     "INSERT INTO busy_turns (conversation, turn, busy_ms, handlers, at) VALUES (?, ?, ?, 1, ?) ON CONFLICT (conversation, turn) DO UPDATE SET busy_ms = busy_ms + excluded.busy_ms, handlers = handlers + 1, at = excluded.at",

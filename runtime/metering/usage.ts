@@ -3,7 +3,7 @@
 import type { AssistantMessage } from "@mariozechner/pi-ai";
 import type { UsageReport } from "./ledger.ts";
 
-/** The usage columns of `model_jobs` (runtime/store/schema.ts). */
+/** The usage columns of `model_jobs` (runtime/models/schema.ts). */
 export interface UsageRow {
   /** `<provider>/<model>` as the reply names them. */
   model: string;

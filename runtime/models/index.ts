@@ -10,3 +10,4 @@ export { modelPickSchema, pickProblem, providerSchema, resolvePick } from "./pro
 export { type ModelRequest, type ModelWork, streamKey } from "./request.ts";
 export { DEFAULT_MODEL_SETTINGS, modelSettings } from "./table.ts";
 export type { ModelApi, ModelChoice, ModelPick, ModelSettings, ProviderConfig } from "./types.ts";
+export { MODEL_JOBS_RATE_LIMITS, MODEL_JOBS_TABLE } from "./schema.ts";

@@ -53,13 +53,30 @@ export class ModelJobs {
     return this.sql.exec<JobRow>("SELECT * FROM model_jobs WHERE id = ?", id).toArray()[0];
   }
 
+  /** The conversation a job belongs to (busy time's attribution: runtime/metering/busy-time.ts). */
+  conversationOf(id: string): string | undefined {
+    return this.sql.exec<{ conversation: string }>("SELECT conversation FROM model_jobs WHERE id = ?", id).toArray()[0]?.conversation;
+  }
+
+  /** Deletes the conversation's jobs (a conversation deleted for good: runtime/store/archive.ts's forget). */
+  forget(conversation: string): void {
+    this.sql.exec("DELETE FROM model_jobs WHERE conversation = ?", conversation);
+  }
+
+  /** The conversations waiting for the model (retention keeps them: runtime/store/archive.ts). */
+  openConversations(): Set<string> {
+    return new Set(this.sql.exec<{ conversation: string }>("SELECT DISTINCT conversation FROM model_jobs WHERE status = 'pending'").toArray().map((row) => row.conversation));
+  }
+
   /** True while the conversation waits for the model. */
   isOpen(conversation: string): boolean {
     return this.sql.exec("SELECT 1 FROM model_jobs WHERE conversation = ? AND status = 'pending' LIMIT 1", conversation).toArray().length > 0;
   }
 
-  openCount(): number {
-    return this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM model_jobs WHERE status = 'pending'").one().n;
+  /** Jobs waiting for the model, of one conversation or all. */
+  openCount(conversation?: string): number {
+    const and = conversation === undefined ? "" : " AND conversation = ?";
+    return this.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM model_jobs WHERE status = 'pending'${and}`, ...(conversation === undefined ? [] : [conversation])).one().n;
   }
 
   /** A conversation's calls since `since` (ms), by the jobs that came back with a reply. */

@@ -4,23 +4,24 @@
 // machine, model jobs, the tool-call journal, the approvals glue, the outbox,
 // the scheduler, the pass (runtime/object/pass.ts) and retention after it.
 import { DurableObject } from "cloudflare:workers";
-import { cardFor, Holds, type Card, type Person } from "../../approvals/index.ts";
+import { cardFor, holdRows, Holds, type Card, type Person } from "../../approvals/index.ts";
 import { Gateway, type ToolOutput } from "../../plugins/index.ts";
-import { ApprovalFlow, Leases, machineIdleMs, MountSessions, ScriptCalls, type ScriptAnswer, type ScriptCall, ToolCalls, type ToolReport, ToolLists } from "../tools/index.ts";
-import { AGENT_HANDLERS, BusyTime, measureHandlers, type TurnBusy, dayStart } from "../metering/index.ts";
+import { ApprovalFlow, Leases, machineIdleMs, MountSessions, ScriptCalls, type ScriptAnswer, type ScriptCall, ToolCalls, toolCallRows, type ToolReport, ToolLists } from "../tools/index.ts";
+import { AGENT_HANDLERS, BusyTime, busyTurnRows, measureHandlers, type TurnBusy, dayStart } from "../metering/index.ts";
 import { type ChatEvent, type ChatUser, type ConversationStatus, outboundFor, type Platform, type Route, type StreamShown, type SubmitResult, type RuntimeDeps } from "../chat.ts";
 import { Claims, type EffectReport, type EffectWork, type ReportAnswer } from "./claims.ts";
-import { deadlineMs, leaseSeconds, Effects, type EffectKind, Outbox, Typing } from "../effects/index.ts";
+import { deadlineMs, leaseSeconds, Effects, type EffectKind, Outbox, outboxRows, Typing } from "../effects/index.ts";
 import { modelChoice, ModelJobs, type RecentUsage } from "../models/index.ts";
 import { controlPlane, modelFrom, mountsFrom, NO_SETTINGS, platformSecret, secondMessageFrom, SettingsCopy, type SettingsText } from "../control/index.ts";
-import { Conversations, Identity, transcript, type TranscriptEntry } from "../store/index.ts";
+import { Conversations, Identity, logRows, transcript, type TranscriptEntry } from "../store/index.ts";
 import { Retention, retentionMs } from "../store/index.ts";
 import { Delegation, type Family } from "../turns/index.ts";
-import { feedAfter, type FeedPage, type ResponseRequest, responseMessage, Responses, type ResponseState } from "../feed/index.ts";
+import { feedAfter, type FeedPage, feedRows, type ResponseRequest, responseMessage, Responses, type ResponseState } from "../feed/index.ts";
 import { AgentDeletion, type DeletionReport } from "./deletion.ts";
 import { AuditOutbox } from "./audit-outbox.ts";
 import { Inbound } from "./inbound.ts";
 import { Pass } from "./pass.ts";
+import { migrate } from "./schema.ts";
 import { Scheduler } from "./scheduler.ts";
 import { statusText } from "./status.ts";
 import { systemPrompt, Turns } from "../turns/index.ts";
@@ -78,8 +79,12 @@ export class AgentObject extends DurableObject<Env> {
   ) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
-    this.identity = new Identity(ctx.storage);
-    this.busyTime = new BusyTime(() => (this.identity.ready() ? this.sql : null));
+    this.identity = new Identity(ctx.storage, migrate);
+    this.busyTime = new BusyTime(() => (this.identity.ready() ? this.sql : null), {
+      effect: (kind, id) => this.effects.conversationOf(kind, id),
+      job: (id) => this.jobs.conversationOf(id),
+      call: (key) => this.tools.conversationOf(key),
+    });
     const id = ctx.id.toString();
     // What a DM is, each bridge says (the runtime names none).
     this.store = new Conversations(this.sql, (by, address, route) => outboundFor(deps, by.platform)?.isDirect?.(by, address, route) ?? false);
@@ -103,9 +108,22 @@ export class AgentObject extends DurableObject<Env> {
       post: (conversation, message, refKey) => this.turns.post(conversation, message, refKey),
     });
     this.turns = new Turns(ctx.storage, this.store, this.jobs, this.tools, this.outbox, this.typing, this.approvals, () => secondMessageFrom(this.settings.get() ?? NO_SETTINGS), this.delegation);
-    this.retention = new Retention(ctx.storage, env.LARGE_VALUES, () => retentionMs(env));
+    // Retention runs SQL on the store's tables only; each other room does its part on its own.
+    this.retention = new Retention(ctx.storage, env.LARGE_VALUES, () => retentionMs(env), {
+      tables: [feedRows(this.sql), logRows(this.sql), toolCallRows(this.sql), holdRows(this.sql), outboxRows(this.sql), busyTurnRows(this.sql)],
+      busy: () =>
+        new Set([
+          ...this.effects.openConversations("audit"),
+          ...this.leases.openConversations(),
+          ...this.outbox.openConversations(),
+          ...this.jobs.openConversations(),
+          ...holds.openConversations(),
+        ]),
+      forget: (conversation) => this.jobs.forget(conversation),
+      prune: [(before, limit) => this.outbox.pruneSettled(before, limit), (before, limit) => this.tools.pruneDone(before, limit)],
+    });
     this.audits = new AuditOutbox(this.sql, this.effects, (conversation) => this.store.get(conversation) !== undefined);
-    this.leases = new Leases(this.sql, this.effects, (conversation, text) => this.turns.note(this.store.get(conversation)!, text));
+    this.leases = new Leases(this.sql, this.effects, this.store, holds, (conversation, text) => this.turns.note(this.store.get(conversation)!, text));
     this.scheduler = new Scheduler(
       ctx.storage,
       async () => {
@@ -307,19 +325,19 @@ export class AgentObject extends DurableObject<Env> {
   /** Conversations newest first, a page at a time, optionally matching a search. */
   async conversationList(route: Route, query: ConversationQuery): Promise<ConversationPage> {
     if (!this.#answers(route)) return { conversations: [] };
-    return conversationPage(this.sql, query);
+    return conversationPage(this.sql, this.jobs, this.approvals.holds, query);
   }
 
   /** Holds waiting for a decision, oldest first; with `decider`, only those that person may decide. */
   async pendingHolds(route: Route, decider?: Person): Promise<PendingApproval[]> {
     if (!this.#answers(route)) return [];
-    return pendingApprovals(this.sql, route, decider && ((hold) => this.approvals.mayDecide(route, hold, decider)));
+    return pendingApprovals(this.approvals.holds, route, decider && ((hold) => this.approvals.mayDecide(route, hold, decider)));
   }
 
   /** Changes whenever what a watcher of the conversation (or, without one, the agent) sees changes. */
   async changes(route: Route, conversation?: string): Promise<string> {
     if (!this.identity.owns(route)) return "";
-    return changeMark(this.sql, conversation);
+    return changeMark(this.sql, this.jobs, this.approvals.holds, conversation);
   }
 
   /** The control plane's push of this agent's settings after a change (runtime/control/settings.ts). */

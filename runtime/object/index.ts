@@ -10,3 +10,4 @@ export { type ConversationPage, type ConversationQuery, conversationState, type 
 export { accepted, afterAccepts, ACCEPTS_FIRST_MAX_MS, ACK_PATIENCE_MS } from "./accepts-first.ts";
 export { AgentDeletedError, AgentDeletion, type DeletionReport } from "./deletion.ts";
 export type { AuditWork } from "./audit-outbox.ts";
+export { migrate } from "./schema.ts";

@@ -1,11 +1,12 @@
 // Reads of one agent's SQLite for people watching it (the console): conversations
 // newest first, paged and searched; pending approvals; and a cheap mark that
-// changes whenever anything a watcher sees has changed. Plain functions over
-// the object's SqlStorage; the AgentObject exposes them as thin RPC methods.
+// changes whenever anything a watcher sees has changed. Plain functions that
+// ask the rooms owning each table; the AgentObject exposes them as thin RPC methods.
 import { clip } from "../../lib/text.ts";
-import { cardFor, type Card, type HoldRow } from "../../approvals/index.ts";
+import { cardFor, type Card, type HoldRow, type Holds } from "../../approvals/index.ts";
 import type { ConversationStatus, Route } from "../chat.ts";
-import { type ConversationRow, textOf, type UserData } from "../store/index.ts";
+import type { ModelJobs } from "../models/index.ts";
+import { type ConversationQuery, conversationRows, logMark, type PageCursor, type PageRow, textOf, type UserData } from "../store/index.ts";
 
 /** What a person is shown: the runtime's status, and "waiting_approval" for a conversation idle behind a pending hold. */
 export type ConversationState = ConversationStatus | "waiting_approval";
@@ -33,18 +34,7 @@ export interface ConversationSummary {
   updatedAt: number;
 }
 
-/** Where the next page starts: the last row of this one (updated_at, then id, both descending). */
-export interface PageCursor {
-  updatedAt: number;
-  id: string;
-}
-
-export interface ConversationQuery {
-  /** Matches the conversation id or the text of its messages (case-insensitive for ASCII). */
-  search?: string;
-  after?: PageCursor;
-  limit: number;
-}
+export type { ConversationQuery, PageCursor } from "../store/index.ts";
 
 export interface ConversationPage {
   conversations: ConversationSummary[];
@@ -53,58 +43,19 @@ export interface ConversationPage {
 }
 
 const PREVIEW_CHARS = 140;
-/** Log rows whose data holds words a person or the agent wrote. */
-const TEXT_ROWS = "('user', 'assistant', 'tool_result')";
 
-type SummaryRow = ConversationRow & {
-  open_jobs: number;
-  pending_holds: number;
-  first_message: string | null;
-};
-
-/** LIKE with the user's text taken literally. */
-function likePattern(text: string): string {
-  return `%${text.replace(/[\\%_]/g, (ch) => `\\${ch}`)}%`;
+/** The store's page, with what the rooms that own them say of each: whether it waits for the model, and its holds waiting for a decision. */
+export function conversationPage(sql: SqlStorage, jobs: ModelJobs, holds: Holds, query: ConversationQuery): ConversationPage {
+  const { rows, next } = conversationRows(sql, query);
+  return { conversations: rows.map((row) => summary(row, jobs.isOpen(row.id), holds.pending(row.id).length)), next };
 }
 
-export function conversationPage(sql: SqlStorage, query: ConversationQuery): ConversationPage {
-  const where: string[] = [];
-  const args: SqlStorageValue[] = [];
-  if (query.search) {
-    // Message rows are JSON; the pattern is matched against it, which is close enough for finding a conversation.
-    where.push(`(c.id LIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 FROM log l WHERE l.conversation = c.id AND l.type IN ${TEXT_ROWS} AND l.data LIKE ? ESCAPE '\\'))`);
-    args.push(likePattern(query.search), likePattern(query.search));
-  }
-  if (query.after) {
-    where.push("(c.updated_at < ? OR (c.updated_at = ? AND c.id < ?))");
-    args.push(query.after.updatedAt, query.after.updatedAt, query.after.id);
-  }
-  const rows = sql
-    .exec<SummaryRow>(
-      `SELECT c.*,
-        (SELECT COUNT(*) FROM model_jobs j WHERE j.conversation = c.id AND j.status = 'pending') AS open_jobs,
-        (SELECT COUNT(*) FROM holds h WHERE h.conversation = c.id AND h.status = 'pending') AS pending_holds,
-        (SELECT l.data FROM log l WHERE l.conversation = c.id AND l.type = 'user' ORDER BY l.seq LIMIT 1) AS first_message
-      FROM conversations c ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
-      ORDER BY c.updated_at DESC, c.id DESC LIMIT ?`,
-      ...args,
-      query.limit + 1,
-    )
-    .toArray();
-  const shown = rows.slice(0, query.limit);
-  const last = shown.at(-1);
-  return {
-    conversations: shown.map(summary),
-    next: rows.length > query.limit && last ? { updatedAt: last.updated_at, id: last.id } : undefined,
-  };
-}
-
-function summary(row: SummaryRow): ConversationSummary {
+function summary(row: PageRow, waitsForModel: boolean, pendingHolds: number): ConversationSummary {
   const starter = JSON.parse(row.started_by) as { id: string; name?: string };
-  const status: ConversationStatus = row.status === "running" && row.open_jobs > 0 ? "waiting_model" : row.status;
+  const status: ConversationStatus = row.status === "running" && waitsForModel ? "waiting_model" : row.status;
   return {
     id: row.id,
-    state: conversationState(status, row.pending_holds),
+    state: conversationState(status, pendingHolds),
     turn: row.turn,
     startedBy: starter.name ?? starter.id,
     preview: row.first_message ? clip(textOf((JSON.parse(row.first_message) as UserData).message.content).replace(/\s+/g, " ").trim(), PREVIEW_CHARS) : "",
@@ -122,11 +73,11 @@ export interface PendingApproval {
   card: Card;
 }
 
-/** Holds waiting for a decision, oldest first; with `shown`, only those it keeps. */
-export function pendingApprovals(sql: SqlStorage, route: Route, shown: (hold: HoldRow) => boolean = () => true): PendingApproval[] {
-  return sql
-    .exec<HoldRow>("SELECT * FROM holds WHERE status = 'pending' ORDER BY created_at, id")
-    .toArray()
+/** Holds waiting for a decision, oldest first (then by id); with `shown`, only those it keeps. */
+export function pendingApprovals(holds: Holds, route: Route, shown: (hold: HoldRow) => boolean = () => true): PendingApproval[] {
+  return holds
+    .pending()
+    .sort((a, b) => a.created_at - b.created_at || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
     .filter(shown)
     .map((hold) => ({ route, conversation: hold.conversation, createdAt: hold.created_at, card: cardFor(hold, route.tenant, route.agent) }));
 }
@@ -136,16 +87,9 @@ export function pendingApprovals(sql: SqlStorage, route: Route, shown: (hold: Ho
  * starts or ends, a message, a note), a model job opened or settled (running
  * vs waiting for the model, which writes no log row), and a hold created,
  * decided or settled (a note about it waits in the inbox while a turn runs).
- * Scoped to one conversation or the whole agent; each part reads an index.
+ * Scoped to one conversation or the whole agent; each part, asked of the
+ * room that owns it, reads an index.
  */
-export function changeMark(sql: SqlStorage, conversation?: string): string {
-  const and = conversation === undefined ? "" : " AND conversation = ?";
-  const args = conversation === undefined ? [] : [conversation];
-  const value = (query: string) => String(sql.exec<{ v: SqlStorageValue }>(query, ...args).one().v ?? "");
-  return [
-    value(`SELECT MAX(seq) AS v FROM log WHERE 1${and}`),
-    value(`SELECT COUNT(*) AS v FROM model_jobs WHERE status = 'pending'${and}`),
-    // The open holds and their states: a decision or a settlement changes the list.
-    value(`SELECT group_concat(id || ':' || status) AS v FROM (SELECT id, status FROM holds WHERE status IN ('pending', 'approved', 'running')${and} ORDER BY id)`),
-  ].join("/");
+export function changeMark(sql: SqlStorage, jobs: ModelJobs, holds: Holds, conversation?: string): string {
+  return [logMark(sql, conversation), String(jobs.openCount(conversation)), holds.openStates(conversation) ?? ""].join("/");
 }

@@ -12,6 +12,11 @@
 // cannot starve). A slice that found more asks for another pass at once
 // (nextDue) and nothing after that: a turn waits at most for the slice under
 // way when it came, and an idle object keeps no alarm (invariant 3).
+//
+// The rows of other rooms' tables, and whether those rooms have work open on
+// a conversation, their owners say (RetainedRows, handed in by the object):
+// this room runs SQL on its own tables only.
+import type { ConversationRows, StoredRow } from "../../lib/conversation-rows.ts";
 import type { Route } from "../chat.ts";
 
 /** Conversations archived per slice: their R2 writes side by side, then one transaction. */
@@ -23,13 +28,24 @@ const PRUNE_SLICE = 1_000;
 /** A slice at most this often with no backlog; and at least this often while turns keep running. */
 const SWEEP_MS = 3_600_000;
 
-/**
- * The tables whose rows belong to one conversation (its `conversation` column): archived and restored whole.
- * The feed first: put back before the log and the holds, it keeps their triggers from adding rows again.
- */
-const CONVERSATION_TABLES = ["feed", "log", "tool_calls", "holds", "outbox", "busy_turns"] as const;
-type ArchivedTable = (typeof CONVERSATION_TABLES)[number];
-type StoredRow = Record<string, SqlStorageValue>;
+/** The tables an archive holds, by name: the feed, the log, the tool calls, the holds, the outbox and the turns' busy time. */
+export type ArchivedTable = "feed" | "log" | "tool_calls" | "holds" | "outbox" | "busy_turns";
+
+/** What the rooms that own a conversation's other rows do for retention, each on its own tables. */
+export interface RetainedRows {
+  /**
+   * Archived and restored whole with a conversation, in this order: the feed
+   * first (put back before the log and the holds, it keeps their triggers from
+   * adding rows again).
+   */
+  readonly tables: readonly ConversationRows<ArchivedTable>[];
+  /** The conversations another room has work open on: an effect (but an audit row on its way to the trail: it outlives the conversation), a lease, a pending send, job or undecided hold. */
+  busy(): Set<string>;
+  /** Deletes what else a conversation deleted for good leaves (its settled model jobs). */
+  forget(conversation: string): void;
+  /** Each deletes its settled rows past the dedupe window (sends, ended turns' tool calls), at most `limit`, and says how many went. */
+  readonly prune: readonly ((before: number, limit: number) => number)[];
+}
 
 /** The R2 object of one archived conversation (gzip JSON). */
 export interface ConversationArchive {
@@ -46,15 +62,10 @@ export function archiveKey(route: Route, conversation: string): string {
   return `archive/${[route.tenant, route.agent, conversation].map(encodeURIComponent).join("/")}.json.gz`;
 }
 
-/** Nothing open: no turn, mark, inbox, effect (but an audit row on its way to the trail: it outlives the conversation), lease, pending send, job or undecided hold. */
+/** Nothing open here: no turn, mark or inbox (the other rooms' open work, RetainedRows.busy says). */
 const QUIET = `c.status != 'running' AND c.pass_due = 0
-  AND NOT EXISTS (SELECT 1 FROM inbox i WHERE i.conversation = c.id)
-  AND NOT EXISTS (SELECT 1 FROM effects e WHERE e.conversation = c.id AND e.kind != 'audit')
-  AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.conversation = c.id)
-  AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.conversation = c.id AND o.status = 'pending')
-  AND NOT EXISTS (SELECT 1 FROM model_jobs j WHERE j.conversation = c.id AND j.status = 'pending')
-  AND NOT EXISTS (SELECT 1 FROM holds h WHERE h.conversation = c.id AND h.status IN ('pending', 'approved', 'running'))`;
-/** Settled: quiet and not archived. */
+  AND NOT EXISTS (SELECT 1 FROM inbox i WHERE i.conversation = c.id)`;
+/** Settled here: quiet and not archived. */
 const SETTLED = `c.archived_at IS NULL AND ${QUIET}`;
 
 /** Thrown to roll back the transaction a read of an archive builds its view in. */
@@ -71,6 +82,7 @@ export class Retention {
     private readonly bucket: R2Bucket,
     /** RETENTION_DAYS in ms (config.ts); read at each slice, so a bad value fails the slice, naming it. */
     private readonly keepMs: () => number,
+    private readonly rows: RetainedRows,
   ) {
     this.sql = storage.sql;
   }
@@ -90,7 +102,10 @@ export class Retention {
       const pruned = this.storage.transactionSync(() => this.prune(Date.now() - DEDUPE_WINDOW_MS));
       const archives = this.candidates(Date.now() - this.keepMs()).map((id) => this.collect(id));
       await Promise.all(archives.map(async (archive) => this.bucket.put(archiveKey(route, archive.conversation), await gzip(JSON.stringify(archive)))));
-      this.storage.transactionSync(() => archives.forEach((archive) => this.retire(archive)));
+      this.storage.transactionSync(() => {
+        const busy = this.rows.busy();
+        archives.forEach((archive) => this.retire(archive, busy));
+      });
       this.more = pruned || archives.length === ARCHIVE_SLICE;
     } catch (err) {
       // Retention can wait: the next sweep tries again, and no alarm loops meanwhile.
@@ -107,8 +122,9 @@ export class Retention {
   async forget(route: Route, id: string): Promise<"deleted" | "busy" | "missing"> {
     const outcome = this.storage.transactionSync(() => {
       if (this.sql.exec("SELECT 1 FROM conversations WHERE id = ?", id).toArray().length === 0) return "missing";
-      if (this.sql.exec(`SELECT 1 FROM conversations c WHERE c.id = ? AND ${QUIET}`, id).toArray().length === 0) return "busy";
-      for (const table of [...CONVERSATION_TABLES, "model_jobs"]) this.sql.exec(`DELETE FROM ${table} WHERE conversation = ?`, id);
+      if (this.sql.exec(`SELECT 1 FROM conversations c WHERE c.id = ? AND ${QUIET}`, id).toArray().length === 0 || this.rows.busy().has(id)) return "busy";
+      for (const table of this.rows.tables) table.remove(id);
+      this.rows.forget(id);
       this.sql.exec("DELETE FROM conversations WHERE id = ?", id);
       return "deleted";
     });
@@ -158,38 +174,39 @@ export class Retention {
 
   // ---- archiving ---------------------------------------------------------------
 
-  /** The oldest settled conversations untouched since `before`. */
+  /** The oldest settled conversations untouched since `before`, read until a slice's worth has nothing open in another room either. */
   private candidates(before: number): string[] {
-    return this.sql
-      .exec<{ id: string }>(`SELECT c.id FROM conversations c WHERE c.updated_at < ? AND ${SETTLED} ORDER BY c.updated_at LIMIT ?`, before, ARCHIVE_SLICE)
-      .toArray()
-      .map((row) => row.id);
+    const busy = this.rows.busy();
+    const settled: string[] = [];
+    for (const { id } of this.sql.exec<{ id: string }>(`SELECT c.id FROM conversations c WHERE c.updated_at < ? AND ${SETTLED} ORDER BY c.updated_at`, before)) {
+      if (busy.has(id)) continue;
+      settled.push(id);
+      if (settled.length === ARCHIVE_SLICE) break;
+    }
+    return settled;
   }
 
   private collect(conversation: string): ConversationArchive {
     const updatedAt = this.sql.exec<{ updated_at: number }>("SELECT updated_at FROM conversations WHERE id = ?", conversation).one().updated_at;
-    const rows = Object.fromEntries(CONVERSATION_TABLES.map((table) => [table, this.sql.exec<StoredRow>(`SELECT * FROM ${table} WHERE conversation = ?`, conversation).toArray()]));
+    const rows = Object.fromEntries(this.rows.tables.map((table) => [table.table, table.of(conversation)]));
     return { format: 1, conversation, updatedAt, archivedAt: Date.now(), rows: rows as ConversationArchive["rows"] };
   }
 
   /** Deletes what was archived, unless the conversation changed while its archive was written (a later slice looks again). */
-  private retire(archive: ConversationArchive): void {
+  private retire(archive: ConversationArchive, busy: ReadonlySet<string>): void {
     const id = archive.conversation;
     const unchanged =
       this.sql.exec(`SELECT 1 FROM conversations c WHERE c.id = ? AND c.updated_at = ? AND ${SETTLED}`, id, archive.updatedAt).toArray().length > 0 &&
-      CONVERSATION_TABLES.every((table) => this.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table} WHERE conversation = ?`, id).one().n === archive.rows[table].length);
+      !busy.has(id) &&
+      this.rows.tables.every((table) => table.count(id) === archive.rows[table.table].length);
     if (!unchanged) return;
-    for (const table of CONVERSATION_TABLES) this.sql.exec(`DELETE FROM ${table} WHERE conversation = ?`, id);
+    for (const table of this.rows.tables) table.remove(id);
     this.sql.exec("UPDATE conversations SET archived_at = ? WHERE id = ?", archive.archivedAt, id);
   }
 
   private putBack(archive: ConversationArchive): void {
-    for (const table of CONVERSATION_TABLES) {
-      for (const row of archive.rows[table] ?? []) {
-        const columns = Object.keys(row);
-        if (!columns.every((name) => /^[a-z_]+$/.test(name))) throw new Error(`the archive of ${archive.conversation} names a column that is not one`);
-        this.sql.exec(`INSERT INTO ${table} (${columns.join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`, ...Object.values(row));
-      }
+    for (const table of this.rows.tables) {
+      for (const row of archive.rows[table.table] ?? []) table.putBack(row, `the archive of ${archive.conversation}`);
     }
   }
 
@@ -200,15 +217,12 @@ export class Retention {
 
   // ---- deleting by age -----------------------------------------------------------
 
-  /** Inbound ids, settled sends and the tool calls of ended turns past the dedupe window, a bounded number of each; true when more remain. */
+  /** Inbound ids, then the other rooms' settled rows (sends, the tool calls of ended turns) past the dedupe window, a bounded number of each; true when more remain. */
   private prune(before: number): boolean {
     const deleted = [
-      "DELETE FROM inbound WHERE rowid IN (SELECT rowid FROM inbound WHERE at < ? LIMIT ?) RETURNING 1",
-      "DELETE FROM outbox WHERE id IN (SELECT id FROM outbox WHERE status != 'pending' AND created_at < ? LIMIT ?) RETURNING 1",
-      // A running turn's calls stay, however old: its replay reads them.
-      `DELETE FROM tool_calls WHERE key IN (SELECT t.key FROM tool_calls t WHERE t.status = 'done' AND t.done_at < ?
-         AND NOT EXISTS (SELECT 1 FROM conversations c WHERE c.id = t.conversation AND c.status = 'running' AND c.turn = t.turn) LIMIT ?) RETURNING 1`,
-    ].map((statement) => this.sql.exec(statement, before, PRUNE_SLICE).toArray().length);
+      this.sql.exec("DELETE FROM inbound WHERE rowid IN (SELECT rowid FROM inbound WHERE at < ? LIMIT ?) RETURNING 1", before, PRUNE_SLICE).toArray().length,
+      ...this.rows.prune.map((prune) => prune(before, PRUNE_SLICE)),
+    ];
     return deleted.some((count) => count === PRUNE_SLICE);
   }
 

@@ -3,6 +3,7 @@
 // turn's next model call, and the ids of every inbound event accepted.
 import type { Audience } from "../../plugins/index.ts";
 import type { ChatUser, ReplyAddress, Route } from "../chat.ts";
+import { ConversationRows } from "../../lib/conversation-rows.ts";
 import { MESSAGE_TYPES, type LogRow, type LogType, type UserData } from "./transcript.ts";
 
 const MESSAGE_TYPES_SQL = [...MESSAGE_TYPES].map((type) => `'${type}'`).join(", ");
@@ -35,6 +36,22 @@ export type TurnStart = { by: ChatUser | { runtime: true } } | { purpose: "compa
 
 /** Whether a conversation is one person's direct messages, by the bridge that started it (its ChatOutbound's isDirect). */
 export type DirectRule = (by: ChatUser, address: ReplyAddress | null, route: Route) => boolean;
+
+/** The conversation's current turn; undefined when it has no row. */
+export function currentTurn(sql: SqlStorage, conversation: string): number | undefined {
+  return sql.exec<{ turn: number }>("SELECT turn FROM conversations WHERE id = ?", conversation).toArray()[0]?.turn;
+}
+
+/** The log of one conversation, as retention archives it (runtime/store/archive.ts). */
+export function logRows(sql: SqlStorage): ConversationRows<"log"> {
+  return new ConversationRows(sql, "log");
+}
+
+/** Log rows by seq (the feed's events: runtime/feed/feed.ts); a seq no longer in the log is left out. */
+export function logRowsAt(sql: SqlStorage, seqs: readonly number[]): Map<number, LogRow> {
+  if (seqs.length === 0) return new Map();
+  return new Map(sql.exec<LogRow>("SELECT * FROM log WHERE seq IN (SELECT value FROM json_each(?))", JSON.stringify(seqs)).toArray().map((row) => [row.seq, row]));
+}
 
 export class Conversations {
   constructor(
@@ -91,6 +108,11 @@ export class Conversations {
 
   anyMarked(): boolean {
     return this.sql.exec("SELECT 1 FROM conversations WHERE pass_due = 1 LIMIT 1").toArray().length > 0;
+  }
+
+  /** The running conversations and the turn each runs. */
+  runningTurns(): { id: string; turn: number }[] {
+    return this.sql.exec<{ id: string; turn: number }>("SELECT id, turn FROM conversations WHERE status = 'running'").toArray();
   }
 
   runningIds(): string[] {

@@ -4,9 +4,9 @@
 // a read of an object never used writes nothing. A deploy whose migration
 // fails leaves the object serving nothing: every call into it throws the
 // MigrationError (a 503 at the Worker) and no pass runs, until a deploy fixes it.
+// The migrations are the object's (runtime/object/schema.ts): it hands them in.
 import type { Platform, Route } from "../chat.ts";
-import { MigrationError } from "../../lib/migrations.ts";
-import { hasSchema, migrate } from "./schema.ts";
+import { MigrationError, schemaVersion } from "../../lib/migrations.ts";
 
 export class IdentityError extends Error {
   override name = "IdentityError";
@@ -24,8 +24,13 @@ export class Identity {
   private known: Route | null = null;
   private bridge: string | undefined;
 
-  constructor(private readonly storage: DurableObjectStorage) {
-    this.fresh = !hasSchema(storage);
+  constructor(
+    private readonly storage: DurableObjectStorage,
+    /** Brings the schema to this deploy's; throws MigrationError, all rolled back. */
+    private readonly migrate: (storage: DurableObjectStorage) => void,
+  ) {
+    // Asked of sqlite_master: a read of an object never written writes nothing.
+    this.fresh = schemaVersion(storage.sql) === 0;
     if (this.fresh) return;
     try {
       migrate(storage);
@@ -45,7 +50,7 @@ export class Identity {
   claim(route: Route): void {
     this.serving();
     if (this.fresh) {
-      migrate(this.storage);
+      this.migrate(this.storage);
       this.fresh = false;
     }
     const known = this.route();

@@ -8,8 +8,10 @@
 // next step, and may postpone once. A call that ends it (`release`) closes it
 // at once. An open lease keeps the object's alarm for its warning and its
 // end: an agent with a machine is not idle; one with none arms nothing.
+import type { Holds } from "../../approvals/index.ts";
 import type { Mount } from "../../plugins/index.ts";
 import type { Effects } from "../effects/index.ts";
+import type { Conversations } from "../store/index.ts";
 import type { PassContext } from "../pass-context.ts";
 
 /** The model is told this long before its machine is destroyed for being idle. */
@@ -41,6 +43,9 @@ export class Leases {
   constructor(
     private readonly sql: SqlStorage,
     private readonly effects: Effects,
+    /** Whose turn runs, and whose holds are open: a conversation with neither has nothing open. */
+    private readonly conversations: Conversations,
+    private readonly holds: Holds,
     /** Tells the model at its next step (runtime/turns' note). */
     private readonly note: (conversation: string, text: string) => void,
   ) {}
@@ -81,18 +86,21 @@ export class Leases {
    */
   sweep(now = Date.now()): void {
     const rows = this.sql
-      .exec<LeaseRow & { busy: number }>(
-        `SELECT l.*, (COALESCE(c.status, '') = 'running' OR EXISTS (SELECT 1 FROM holds h WHERE h.conversation = l.conversation AND h.status IN ('pending', 'approved', 'running'))) AS busy
-         FROM leases l LEFT JOIN conversations c ON c.id = l.conversation WHERE l.state = 'open'`,
-      )
-      .toArray();
+      .exec<LeaseRow>("SELECT * FROM leases WHERE state = 'open'")
+      .toArray()
+      .map((row) => ({ ...row, busy: this.conversations.get(row.conversation)?.status === "running" || this.holds.isOpen(row.conversation) }));
     for (const row of rows) {
-      if (row.busy === 0 || row.expires_at <= now) this.end(row);
+      if (!row.busy || row.expires_at <= now) this.end(row);
       else if (row.warned === 0 && row.expires_at - IDLE_WARNING_MS <= now) {
         this.sql.exec("UPDATE leases SET warned = 1 WHERE alias = ? AND conversation = ?", row.alias, row.conversation);
         this.note(row.conversation, warning(row, now));
       }
     }
+  }
+
+  /** The conversations holding a lease, open or ending (retention keeps them: runtime/store/archive.ts). */
+  openConversations(): Set<string> {
+    return new Set(this.sql.exec<{ conversation: string }>("SELECT DISTINCT conversation FROM leases").toArray().map((row) => row.conversation));
   }
 
   /** When the alarm must next look at leases: the earliest warning or end. */

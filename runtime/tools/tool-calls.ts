@@ -5,6 +5,7 @@
 // there, and its result comes back as an event, like a model reply.
 import type { AssistantMessage, ImageContent, ToolCall, ToolResultMessage } from "@mariozechner/pi-ai";
 import type { CallScope, GatewayResult, Mount } from "../../plugins/index.ts";
+import { ConversationRows } from "../../lib/conversation-rows.ts";
 import { type Conversations, type ConversationRow } from "../store/index.ts";
 import type { Effects } from "../effects/index.ts";
 import type { LeaseUse } from "./leases.ts";
@@ -44,6 +45,11 @@ export interface Delegations {
 
 type JournalRow = { key: string; conversation: string; turn: number; name: string; call: string; status: "started" | "done"; result: string | null };
 
+/** The journal of one conversation, as retention archives it (runtime/store/archive.ts). */
+export function toolCallRows(sql: SqlStorage): ConversationRows<"tool_calls"> {
+  return new ConversationRows(sql, "tool_calls");
+}
+
 export class ToolCalls {
   constructor(
     private readonly storage: DurableObjectStorage,
@@ -58,6 +64,27 @@ export class ToolCalls {
 
   row(key: string): JournalRow | undefined {
     return this.storage.sql.exec<JournalRow>("SELECT * FROM tool_calls WHERE key = ?", key).toArray()[0];
+  }
+
+  /** The conversation of a journaled call (busy time's attribution: runtime/metering/busy-time.ts). */
+  conversationOf(key: string): string | undefined {
+    return this.storage.sql.exec<{ conversation: string }>("SELECT conversation FROM tool_calls WHERE key = ?", key).toArray()[0]?.conversation;
+  }
+
+  /**
+   * Deletes the calls of ended turns done before `before`, at most `limit`;
+   * how many went. A running turn's calls stay, however old: its replay reads them.
+   */
+  pruneDone(before: number, limit: number): number {
+    return this.storage.sql
+      .exec(
+        `DELETE FROM tool_calls WHERE key IN (SELECT t.key FROM tool_calls t WHERE t.status = 'done' AND t.done_at < ?
+           AND NOT EXISTS (SELECT 1 FROM json_each(?) r WHERE json_extract(r.value, '$.id') = t.conversation AND json_extract(r.value, '$.turn') = t.turn) LIMIT ?) RETURNING 1`,
+        before,
+        JSON.stringify(this.conversations.runningTurns()),
+        limit,
+      )
+      .toArray().length;
   }
 
   /** The stored result of a finished call. */

@@ -7,3 +7,4 @@ export { Turns } from "./turns.ts";
 export type { Children, TurnOutcome } from "./children.ts";
 export { CHILD_ID } from "./delegate-tool.ts";
 export { Delegation, type Family } from "./delegation.ts";
+export { DELEGATIONS_TABLE } from "./schema.ts";

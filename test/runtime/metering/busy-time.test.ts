@@ -94,7 +94,8 @@ describe("every handler's time lands on a turn or a named part", () => {
     inObject(async (storage) => {
       const store = new Conversations(storage.sql);
       for (const id of ["c1", "c2"]) store.create(id, USER, Date.now());
-      const busy = new BusyTime(() => storage.sql);
+      // No claim or report is measured here: nothing to look up.
+      const busy = new BusyTime(() => storage.sql, { effect: () => undefined, job: () => undefined, call: () => undefined });
       await busy.measure({ part: "pass" }, async () => {
         await busy.serving("c1", () => sleep(30));
         await sleep(30); // the pass's own: the queue send, its alarms

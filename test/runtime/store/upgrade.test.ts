@@ -6,7 +6,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { expect, it } from "vitest";
 import fixture from "../../fixtures/upgrade/object.sql?raw";
-import { migrate } from "../../../runtime/store/index.ts";
+import { migrate } from "../../../runtime/object/index.ts";
 import { agent, evict, fireAlarm, rows, schemaOf } from "../../agents.ts";
 import { answered, ledgerAppends, providerRequests, script, waitFor } from "../../support.ts";
 import { hook, registerCallback, send } from "../../bridges/webhook/helpers.ts";
