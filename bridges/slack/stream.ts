@@ -7,14 +7,16 @@
 // or edits the message to the whole first part of the reply, or does nothing
 // when the message already shows it. Every way sends the reply as Slack's own
 // Markdown (slackMarkdown), so it renders the same whichever way it went.
-import { controlPlane, openingSince, type DeliveryResult, type Route, type StreamTarget } from "../../runtime/index.ts";
+import * as z from "zod";
+import { openingSince, putTenantRecord, tenantRecord, type DeliveryResult, type Route, type StreamTarget } from "../../runtime/index.ts";
 import { botTokenFor } from "./installations.ts";
 import { slackMarkdown } from "./mrkdwn.ts";
 import { callSlack, type SlackResult } from "./web-api.ts";
 
 const STREAM_REF = "stream:";
-/** Where a workspace's refusal of chat.startStream is remembered (control plane namespace, keyed by tenant). */
+/** Where a workspace's refusal of chat.startStream is remembered: the kind of its tenant object's record (and the control plane's namespace a release before kept it under). */
 const REFUSALS = "slack-stream-refusals";
+const refusal = z.object({ until: z.number(), error: z.string() });
 /** How long a refusal is believed: streaming is then tried again (the workspace may have it by then). */
 export const STREAM_REFUSAL_MEMORY_MS = 60 * 60_000;
 
@@ -155,13 +157,13 @@ async function open(env: Env, token: string, route: Route, thread: Thread, targe
 }
 
 async function refusesStreaming(env: Env, tenant: string): Promise<boolean> {
-  const refusal = (await controlPlane(env).get(REFUSALS, tenant)) as { until: number } | null;
-  return refusal !== null && refusal.until > Date.now();
+  const remembered = refusal.safeParse(await tenantRecord(env, tenant, REFUSALS));
+  return remembered.success && remembered.data.until > Date.now();
 }
 
 async function rememberRefusal(env: Env, tenant: string, error: string): Promise<void> {
   const until = Date.now() + STREAM_REFUSAL_MEMORY_MS;
-  await controlPlane(env).put(REFUSALS, tenant, { until, error });
+  await putTenantRecord(env, tenant, REFUSALS, { until, error } satisfies z.infer<typeof refusal>);
   console.warn(`slack: workspace ${tenant} refused streaming (${error}); replies are posted and edited until ${new Date(until).toISOString()}`);
 }
 

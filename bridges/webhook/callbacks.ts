@@ -1,10 +1,13 @@
-// Where a webhook tenant's replies go: the callback_url registered for it in
-// the control plane (PUT /v1/webhook/tenants/{tenant}).
+// Where a webhook tenant's replies go: the callback_url registered for it
+// (PUT /v1/webhook/tenants/{tenant}), kept in the tenant's own object (a
+// record of kind "webhook-callbacks", runtime/control/tenant.ts) and read
+// from there for each send.
 import * as z from "zod";
 import { httpsOrLoopbackUrl } from "../../lib/config.ts";
-import { controlPlane } from "../../runtime/index.ts";
+import { deleteTenantRecord, putTenantRecord, tenantRecord } from "../../runtime/index.ts";
 
-const NAMESPACE = "webhook-callbacks";
+/** The kind of the tenant's record (and the control plane's namespace a release before kept it under). */
+const CALLBACKS = "webhook-callbacks";
 
 export interface CallbackRegistration {
   callback_url: string;
@@ -15,14 +18,14 @@ export const registrationSchema = z.object({
 });
 
 export async function callbackFor(env: Env, tenant: string): Promise<CallbackRegistration | null> {
-  // Only registrationSchema-checked values are stored under this namespace.
-  return (await controlPlane(env).get(NAMESPACE, tenant)) as CallbackRegistration | null;
+  const parsed = registrationSchema.safeParse(await tenantRecord(env, tenant, CALLBACKS));
+  return parsed.success ? parsed.data : null;
 }
 
 export function registerCallback(env: Env, tenant: string, registration: CallbackRegistration): Promise<void> {
-  return controlPlane(env).put(NAMESPACE, tenant, registration);
+  return putTenantRecord(env, tenant, CALLBACKS, registration);
 }
 
 export function unregisterCallback(env: Env, tenant: string): Promise<boolean> {
-  return controlPlane(env).delete(NAMESPACE, tenant);
+  return deleteTenantRecord(env, tenant, CALLBACKS);
 }

@@ -1,17 +1,19 @@
-// Each webhook tenant's own secret, rotatable with an overlap: the control
-// plane keeps only a random nonce per generation, and the secret is derived
-// from it under WEBHOOK_TENANT_SECRETS_KEY, so a copy of the control plane's
-// rows signs nothing. During a rotation the previous generation still verifies
+// Each webhook tenant's own secret, rotatable with an overlap: the tenant's
+// own object keeps only a random nonce per generation (a record of kind
+// "webhook-secrets", runtime/control/tenant.ts), and the secret is derived
+// from it under WEBHOOK_TENANT_SECRETS_KEY, so a copy of the object's rows
+// signs nothing. During a rotation the previous generation still verifies
 // until it is retired (at the end of the overlap, or at once when asked); a
 // tenant without its own secret uses the platform's shared one, while it is
 // switched on. Our callbacks are signed with the tenant's current secret.
 import * as z from "zod";
 import { toBase64Url } from "../../lib/base64.ts";
 import { hmacHex } from "../../lib/http.ts";
-import { controlPlane } from "../../runtime/index.ts";
+import { putTenantRecord, tenantRecord } from "../../runtime/index.ts";
 import { sharedWebhookSecret, tenantSecretsKey } from "./config.ts";
 
-const NAMESPACE = "webhook-secrets";
+/** The kind of the tenant's record (and the control plane's namespace a release before kept it under). */
+const SECRETS = "webhook-secrets";
 const HOUR_MS = 3_600_000;
 
 const generation = z.object({ nonce: z.string(), createdAt: z.number() });
@@ -22,7 +24,7 @@ type StoredSecrets = z.infer<typeof storedSecrets>;
 export const rotationBody = z.object({ overlap_hours: z.number().min(0).max(720).default(24) }).strict();
 
 async function stored(env: Env, tenant: string): Promise<StoredSecrets | null> {
-  const parsed = storedSecrets.safeParse(await controlPlane(env).get(NAMESPACE, tenant));
+  const parsed = storedSecrets.safeParse(await tenantRecord(env, tenant, SECRETS));
   return parsed.success ? parsed.data : null;
 }
 
@@ -66,7 +68,7 @@ export async function rotateSecret(env: Env, tenant: string, overlapHours: numbe
     previous: own ? { ...own.current, retiresAt: now + overlapHours * HOUR_MS } : null,
   };
   const secret = await derive(env, tenant, next.current.nonce);
-  await controlPlane(env).put(NAMESPACE, tenant, next);
+  await putTenantRecord(env, tenant, SECRETS, next);
   return { secret, before: secretState(own), after: secretState(next) };
 }
 
@@ -75,6 +77,6 @@ export async function retirePrevious(env: Env, tenant: string): Promise<{ before
   const own = await stored(env, tenant);
   if (!own?.previous || own.previous.retiresAt <= Date.now()) return null;
   const next: StoredSecrets = { current: own.current, previous: null };
-  await controlPlane(env).put(NAMESPACE, tenant, next);
+  await putTenantRecord(env, tenant, SECRETS, next);
   return { before: secretState(own), after: secretState(next) };
 }

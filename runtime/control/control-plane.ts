@@ -1,7 +1,11 @@
-// The control plane: one Durable Object (named "control") holding settings that
-// are not one agent's: Slack installations, webhook callback URLs, per-tenant
-// overrides, the directory of tenants and agents, people's names. Values are
-// JSON; anything secret is encrypted by its owner before it is stored here.
+// The control plane: one Durable Object (named "control") holding what is not
+// one agent's: the directory of tenants and agents, per-tenant and per-agent
+// settings, keys, roles and the audit trail, a tenant's bounds, people's
+// names, console sessions. The records a bridge reads on a turn's way are in
+// each tenant's own object (tenant.ts); rows an older release kept here for
+// them are deleted once that object has taken them over (its get, then
+// delete). Values are JSON; anything secret is encrypted by its owner before
+// it is stored here.
 import { DurableObject } from "cloudflare:workers";
 import type { Route } from "../chat.ts";
 import { type Migration, runMigrations } from "../../lib/migrations.ts";

@@ -1,9 +1,10 @@
 // The control room: the control plane (one object for what is not one agent's:
-// installations, callbacks, per-tenant settings, the directory, the people
+// the directory, per-tenant settings, keys, roles and the trail, the people
 // directory), the settings each agent keeps a copy of, and each tenant's own
-// object (its secrets, sealed).
+// object (its secrets, sealed, and the records a bridge keeps for it and reads
+// on a turn's way: installations, webhook secrets and callbacks).
 export { mountList } from "./config.ts";
-export { Tenant } from "./tenant.ts";
+export { deleteTenantRecord, putTenantRecord, Tenant, tenantRecord } from "./tenant.ts";
 export type { SecretListing } from "./tenant.ts";
 export { deleteTenantSecret, granted, listTenantSecrets, platformSecret, refProblem, resolveSecret, secretsSet, setTenantSecret, type SecretRef } from "./tenant-secrets.ts";
 export { ControlPlane, controlPlane, listAgents, listTenants, peopleNames, recordAgent, rememberPerson, type SettingAudit } from "./control-plane.ts";

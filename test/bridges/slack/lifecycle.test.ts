@@ -3,7 +3,7 @@
 // good. The envelopes are the shapes Slack sends (test/fixtures/slack/lifecycle-slack.json).
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { controlPlane } from "../../../runtime/index.ts";
+import { tenantRecord } from "../../../runtime/index.ts";
 import { handleEvent } from "../../../bridges/slack/ingress.ts";
 import { agentExists, rows } from "../../agents.ts";
 import { providerRequests, script, waitFor } from "../../support.ts";
@@ -63,7 +63,7 @@ describe("Slack app lifecycle", () => {
     expect(failed.map((r) => r.status)).toEqual(failed.map(() => "failed"));
     expect(failed[0]!.error).toBe(`undeliverable: the app was uninstalled in Slack workspace ${team}`);
     expect(await rows(team, AGENT, "SELECT * FROM effects WHERE kind = 'send'")).toEqual([]);
-    const stored = await controlPlane(env).get("slack-installations", team);
+    const stored = await tenantRecord(env, team, "slack-installations");
     expect(stored).toEqual({ tenant: team, withdrawnAt: expect.any(Number) });
 
     // A message from the uninstalled workspace is acknowledged and dropped: no turn, no provider call.
@@ -100,7 +100,7 @@ describe("Slack app lifecycle", () => {
     await statusFinal(stillThere.channel, "Done.");
 
     expect((await postEvent(revoked(team, { bot: ["UFAKEBOT"], oauth: ["UPERSON1"] }))).status).toBe(200);
-    expect(await controlPlane(env).get("slack-installations", team)).toEqual({ tenant: team, withdrawnAt: expect.any(Number) });
+    expect(await tenantRecord(env, team, "slack-installations")).toEqual({ tenant: team, withdrawnAt: expect.any(Number) });
     const after = await ask(team, slackId("revoked-after"));
     expect(await rows(team, AGENT, "SELECT id FROM conversations WHERE id = ?", conversationOf(team, after.channel, after.ts))).toEqual([]);
   });

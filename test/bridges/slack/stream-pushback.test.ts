@@ -7,7 +7,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { runDurableObjectAlarm } from "cloudflare:test";
-import { controlPlane } from "../../../runtime/index.ts";
+import { putTenantRecord, tenantRecord } from "../../../runtime/index.ts";
 import { courier, evictCourier } from "../../agents.ts";
 import { script, unique, waitFor } from "../../support.ts";
 import { AGENT, conversationOf, messageEnvelope, newTs, postEvent, slackCalls, slackId, statusFinal } from "./helpers.ts";
@@ -79,8 +79,8 @@ describe("a streamed Slack reply when Slack pushes back", () => {
     expect(await slackCalls(second, "chat.startStream")).toHaveLength(0);
     expect((await replies(second)).map((m) => m.text)).toEqual([REPLY]);
     // An hour later (the remembered refusal aged), streaming is tried again.
-    const stored = (await controlPlane(env).get("slack-stream-refusals", team)) as { until: number };
-    await controlPlane(env).put("slack-stream-refusals", team, { ...stored, until: Date.now() - 1 });
+    const stored = (await tenantRecord(env, team, "slack-stream-refusals")) as { until: number };
+    await putTenantRecord(env, team, "slack-stream-refusals", { ...stored, until: Date.now() - 1 });
     const c = unique("r3");
     await script(c, [slowly(REPLY, 6, 150)]);
     const third = slackId("C");

@@ -2,7 +2,7 @@
 // install with bot tokens encrypted at rest, Enterprise Grid org installs.
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { controlPlane, listAgents } from "../../../runtime/index.ts";
+import { listAgents, tenantRecord } from "../../../runtime/index.ts";
 import { getConversation, waitFor, worker } from "../../support.ts";
 import { AGENT, conversationOf, grantOauthCode, installWorkspace, messageEnvelope, newTs, postEvent, slackId, statusFinal, threadMessages } from "./helpers.ts";
 
@@ -20,7 +20,7 @@ describe("Slack workspaces", () => {
   it("stores the installed workspace's bot token encrypted, and replies with it", async () => {
     const team = slackId("T");
     const token = await installWorkspace({ team });
-    const stored = await controlPlane(env).get("slack-installations", team);
+    const stored = await tenantRecord(env, team, "slack-installations");
     expect(stored).toMatchObject({ tenant: team, teamId: team, botUserId: "UFAKEBOT" });
     expect(JSON.stringify(stored)).not.toContain(token);
 

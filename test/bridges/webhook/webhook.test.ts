@@ -4,7 +4,7 @@ import { createExecutionContext } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { decisionValue } from "../../../approvals/index.ts";
 import { signatureHeaders } from "../../../bridges/shared/signed-request.ts";
-import { controlPlane } from "../../../runtime/index.ts";
+import { putTenantRecord } from "../../../runtime/index.ts";
 import { agentExists } from "../../agents.ts";
 import { messageEnvelope, newTs, postEvent, threadMessages } from "../slack/helpers.ts";
 import { getConversation, ledgerAppends, providerRequests, releaseProvider, script, unique, waitFor, worker } from "../../support.ts";
@@ -230,7 +230,7 @@ describe("tenants belong to the bridge that brought them", () => {
 
     // Even with a callback in place (registered before the check existed, say), the object refuses the event.
     await fetch(`${E.FAKE_CALLBACK_URL}/_control/hooks/${team}`, { method: "PUT", body: JSON.stringify({}) });
-    await controlPlane(env).put("webhook-callbacks", team, { callback_url: `${E.FAKE_CALLBACK_URL}/hooks/${team}` });
+    await putTenantRecord(env, team, "webhook-callbacks", { callback_url: `${E.FAKE_CALLBACK_URL}/hooks/${team}` });
     const res = await send(team, message(`${team}:${channel}:${ts}`, "hijack"));
     expect(res.status).toBe(403);
     expect(await res.text()).toMatch(/belongs to the slack bridge; a webhook event cannot address it/);
