@@ -4,4 +4,4 @@ export { agentsApi, agentsApiDocs } from "./api.ts";
 export { conversationId, tenantParams } from "./schemas.ts";
 export { foldLedgers } from "./ledger-cron.ts";
 export { changeSetting, secondMessageOf, setTenantLimit } from "./settings.ts";
-export { CONVERSATION_ID, meaningAgain, parseRoute, readConversation, submitEvent } from "./ingress.ts";
+export { CONVERSATION_ID, restoredError, parseRoute, readConversation, submitEvent } from "./ingress.ts";

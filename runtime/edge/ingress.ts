@@ -37,7 +37,7 @@ export async function submitEvent(env: Env, route: Route, event: ChatEvent, call
     // An accept: once it queues, passes of this isolate wait for it (runtime/object/accepts-first.ts).
     result = await accepted(() => agentStub(env, route).submit(route, stored, caller));
   } catch (err) {
-    throw meaningAgain(err);
+    throw restoredError(err);
   }
   // `status` shows the tenant's day too, read here from its ledger rather than by the object.
   if (event.kind === "command" && event.command === "status" && result.accepted && result.notice?.startsWith("Status:")) {
@@ -70,7 +70,7 @@ async function withStoredImages(env: Env, route: Route, event: ChatEvent): Promi
  * answers 503 naming the variable, an IdentityError (a tenant another bridge
  * owns) 403, an AgentDeletedError (runtime/object/deletion.ts) 404, rather than 500.
  */
-export function meaningAgain(err: unknown): unknown {
+export function restoredError(err: unknown): unknown {
   if (!(err instanceof Error) || err instanceof ConfigError || err instanceof HttpError) return err;
   const [name, ...rest] = err.message.split(": ");
   const message = rest.join(": ");

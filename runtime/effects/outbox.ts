@@ -1,17 +1,8 @@
 // The outbox: chat messages written in the same transaction as the state that
-// produced them. Each conversation's rows go out in order, in runs: its first
-// unsent row is handed to a courier (as an effect) together with the rows
-// waiting behind it, and the courier sends them one after another and reports
-// them at once (a turn's reply and its final status are one hop, not two).
-// The next run is released when that one is reported. A rate-limited row
-// waits out the platform's Retry-After, for as long as it is told, and the wait
-// is not a failed attempt; other conversations' rows do not wait for it. A row
-// is given up on a refusal that will not change (or after MAX_ATTEMPTS other
-// failures), and its conversation is told: the console shows it as the
-// conversation's error, and a notice says so in the thread when posting there
-// is still possible. An update of a message changed in place is paced to the platform's
-// spacing: a run's first row by the object (it waits, and a later state
-// replaces it meanwhile), the rest by the courier.
+// produced them, sent per conversation in order, in runs a courier sends and
+// reports at once; a rate-limited row waits out the platform's word, a row
+// refused for good is given up and its conversation told (docs/design.md,
+// "The outbox").
 import { type DeliveryResult, type OutboundMessage, type OutboxDelivery, type Platform, type ReplyAddress, type Route, type StreamShown, outboundFor, type RuntimeDeps } from "../chat.ts";
 import type { Effects } from "./effects.ts";
 import { ConversationRows } from "../../lib/conversation-rows.ts";

@@ -1,34 +1,8 @@
 // Object busy time, recorded by the runtime itself: how long the AgentObject
-// spends inside its handlers (each RPC, the alarm) and its passes (which a
-// call starts in its background), the time a Durable Object is billed for.
-// Each handler is wrapped once, here, on the class (measureHandlers), and the
-// scheduler wraps each pass; nothing is timed line by line.
-//
-// The object's time is split, to the millisecond, between the turns it served
-// and a few named parts that served none, so the parts add up to the whole:
-// - the clock runs while at least one handler runs (overlapping handlers count
-//   once); each stretch of it is shared equally by the handlers running then;
-// - an RPC about one conversation (an event, a courier's claim or report of one
-//   of its effects) gives its share to that conversation's current turn;
-// - a pass gives the time it spends advancing a conversation to that
-//   conversation's turn, and its own time (setting its alarms, sending the
-//   effects to the queue, giving up expired ones) in equal parts to the
-//   conversations it advanced or sent effects for;
-// - what served no turn is kept by part (BusyPart): a pass that served no
-//   conversation ("pass"), an event that opened none ("inbound"), a claim or
-//   report of an effect no longer held ("effects"), watchers' reads ("reads"),
-//   settings pushed and deliveries dropped ("admin").
-// Per hour the object keeps the whole (with the number of passes and of calls
-// into the object: RPCs and alarms) and the named parts; the ledger is sent both
-// (runtime/metering/ledger.ts).
-//
-// The clock is the runtime's: on workerd it advances across I/O (storage,
-// queue, RPC), not during pure computation, so busy time is wall time spent
-// waiting inside handlers plus whatever the platform's clock shows of CPU.
-//
-// Which conversation a claim or report is about, the rooms that own effects,
-// model jobs and tool calls say (ConversationLookup, handed in by the object):
-// they sit above this room.
+// spends inside its handlers (each RPC, the alarm) and its passes, the time a
+// Durable Object is billed for, split to the millisecond between the turns it
+// served and a few named parts that served none (BusyPart), per hour, for the
+// ledger. How the time is shared out: docs/models.md, "Object busy time".
 import { ConversationRows } from "../../lib/conversation-rows.ts";
 import { currentTurn } from "../store/index.ts";
 

@@ -11,7 +11,7 @@ import { ConfigError, environmentSecret } from "../../lib/config.ts";
 import type { ModelRequest } from "./request.ts";
 import { textOf } from "../store/index.ts";
 import { localModel } from "./local-model.ts";
-import { errorCode, waitFromHeaders, watchResponses } from "./provider-word.ts";
+import { errorCode, waitFromHeaders, watchResponses } from "./seen-responses.ts";
 import type { ModelApi, ModelChoice, ProviderConfig } from "./types.ts";
 
 export type ProviderCall =

@@ -10,7 +10,7 @@ import { fromBase64Url, toBase64Url } from "../../lib/base64.ts";
 import { HttpError } from "../../lib/http.ts";
 import { readJsonBody } from "../../lib/serve-route.ts";
 import type { ChatUser, Route } from "../chat.ts";
-import { CONVERSATION_ID, conversationId, meaningAgain, parseRoute } from "../edge/index.ts";
+import { CONVERSATION_ID, conversationId, restoredError, parseRoute } from "../edge/index.ts";
 import type { ResponseState } from "../feed/index.ts";
 import { callerOf, requireTenant } from "../access/index.ts";
 import { agentStub } from "../object/index.ts";
@@ -149,7 +149,7 @@ export function responsesRoutes(): Hono<{ Bindings: Env }> {
     try {
       state = await agentStub(c.env, route).respond(route, id, message, request);
     } catch (err) {
-      throw meaningAgain(err);
+      throw restoredError(err);
     }
     if (!state) throw new HttpError(409, "the message was not accepted; send it again");
     if (body.stream) return streamResponse(c.env, route, state);

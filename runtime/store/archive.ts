@@ -1,21 +1,9 @@
-// Retention (issue 24): a settled conversation untouched for RETENTION_DAYS is
-// archived to R2, one gzip JSON object per conversation, and its rows are
-// deleted. Its conversations row stays, marked archived_at, so lists and usage
-// still show it and a message to it restores it first (the one wait on R2 in a
-// call, once per archived conversation). Inbound ids, settled chat sends and
-// the tool calls of ended turns past their dedupe window are deleted too
-// (settled model jobs go after a day: runtime/models/jobs.ts).
-//
-// The work runs at the end of a pass that happens anyway, in bounded slices,
-// and only while no turn runs and no conversation is marked for a pass (once
-// an hour a busy object's pass takes one slice all the same, so a backlog
-// cannot starve). A slice that found more asks for another pass at once
-// (nextDue) and nothing after that: a turn waits at most for the slice under
-// way when it came, and an idle object keeps no alarm (invariant 3).
-//
-// The rows of other rooms' tables, and whether those rooms have work open on
-// a conversation, their owners say (RetainedRows, handed in by the object):
-// this room runs SQL on its own tables only.
+// Retention: a settled conversation untouched for RETENTION_DAYS is archived
+// to R2 and its rows deleted (its conversations row stays, marked archived_at,
+// and a message to it restores it first); old inbound ids, settled sends and
+// ended turns' tool calls are deleted. It runs in bounded slices at the end of
+// passes that happen anyway, so an idle object keeps no alarm (docs/design.md,
+// "Retention"). Other rooms' rows it is handed by the object (RetainedRows).
 import type { ConversationRows, StoredRow } from "../../lib/conversation-rows.ts";
 import type { Route } from "../chat.ts";
 

@@ -3,7 +3,7 @@
 import * as z from "zod";
 import { approversSchema } from "../../approvals/index.ts";
 import { parseJsonVar } from "../../lib/config.ts";
-import { ownValue } from "../../lib/own.ts";
+import { ownValue } from "../../lib/own-value.ts";
 
 /** The platform user ids APPROVERS lists for `tenant`. */
 export function approversFor(env: Env, tenant: string): string[] {

@@ -1,7 +1,7 @@
 // Per-mount plugin session state (a cookie, a cursor, the memory plugin's
 // notes), kept in the agent's SQLite so it survives evictions and deploys. A
 // courier gets a copy with a call and hands it back with the result.
-import { ownValue } from "../../lib/own.ts";
+import { ownValue } from "../../lib/own-value.ts";
 import type { SessionState } from "../../plugins/index.ts";
 
 export class MountSessions {

@@ -1,17 +1,7 @@
-// Code mode, the object's side: the tool calls a script makes, between the
-// courier running the script (runtime/courier/script-caller.ts) and the agent's
-// object. The courier numbers a script's calls in the order it makes them and
-// claims each from the object (`claimScriptCall`); the
-// object decides it with the mounts as they are now, under the same policy as
-// a direct call, and journals it under a child key of the script's own call
-// (`<script key>/<n>`). A deny, an approval (a hold and a card) or a plugin
-// that runs in the object is answered there; a call of a courier plugin is
-// recorded "started" and handed back for the courier to perform (the secret
-// resolved there, through the gateway) and report (`reportScriptCall`). A script
-// re-run after a courier crash numbers its calls the same way, so it gets the
-// recorded answers back, and a call started but unanswered is performed again
-// only where the replay rule allows (a read, an idempotent write): otherwise
-// it is answered "unknown". The object never waits on the network here either.
+// Code mode, the object's side: the tool calls a script makes, claimed one by
+// one by the courier running it, decided here under the mounts' policies as
+// they are now and journaled under the script's own call key, so a re-run
+// gets the recorded answers back (docs/design.md, "Scripts").
 import type { ToolCall, ToolResultMessage } from "@mariozechner/pi-ai";
 import * as z from "zod";
 import type { Holds } from "../../approvals/index.ts";
