@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { exec } from "node:child_process";
 import { promisify } from "node:util";
+import { rmSync } from "node:fs";
 import { createHmac } from "node:crypto";
 import { after, before, test } from "node:test";
 import OpenAI from "openai";
@@ -49,6 +50,8 @@ before(async () => {
 
 after(async () => {
   await worker?.stop();
+  // The state folder the restart took over (stop removes only one its own start made).
+  if (worker) rmSync(worker.persistDir, { recursive: true, force: true });
   await slack?.close();
   await provider?.close();
 });
