@@ -118,6 +118,8 @@ const startBenchWorker = async (extra = {}, persistDir = undefined) => {
   const started = await startWorker({
     cwd: new URL("..", import.meta.url).pathname,
     persistDir,
+    // Killed and overloaded on purpose: the benchmark reports figures, not what workerd logged.
+    allowUncaught: true,
     vars: {
       ADMIN_TOKEN: ADMIN,
       MODEL_PROVIDERS: JSON.stringify([{ id: "fake", baseUrl: `${provider.url}/v1`, auth: { secret: "FAKE_PROVIDER_KEY" }, models: { "test-model": {}, [TAIL_MODEL]: { contextWindow: TAIL_WINDOW } } }]),

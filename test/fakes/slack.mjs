@@ -7,6 +7,8 @@
 //   GET  /_control/calls?channel=&method=&from=   recorded calls, in order (from: only those from that index on)
 //   POST /_control/rate-limit              {method, channel, textIncludes? (of text or markdown_text), times, retryAfter}: answer 429 that many times
 //   POST /_control/hold                    {method, channel, textIncludes?, ms?}: the next such call is made (a post is posted) but answered only after ms, or never
+//   POST /_control/drop                    {method, channel}: the next such call is recorded (dropped: true), not made, and its
+//                                          connection closed with no answer, as a platform that goes away mid-call
 //   PUT  /_control/oauth/<code>             {team, teamName?, enterprise?, enterpriseName?, token, botUserId}: an OAuth code oauth.v2.access will accept
 //   GET  /_control/responses/<id>           what was POSTed to <url>/response/<id>
 //   PUT  /_control/directory              {channels?: {C…: name}, users?: {U…: {name, real_name?, display_name?}}}: what conversations.info and users.info know
@@ -50,6 +52,7 @@ export async function startSlack({ gates = new Gates() } = {}) {
   const messages = new Map(); // `${channel}:${ts}` → message
   const oauthCodes = new Map();
   const rateLimits = [];
+  const drops = []; // {method, channel}: the next such call's connection is closed unanswered
   const responses = new Map();
   const refuseStreaming = new Set();
   const expireStreams = new Map(); // channel → appends a stream there takes before it expires
@@ -78,6 +81,10 @@ export async function startSlack({ gates = new Gates() } = {}) {
     }
     if (url.pathname === "/_control/rate-limit") {
       rateLimits.push(JSON.parse(raw));
+      return sendJson(res, 200, { ok: true });
+    }
+    if (url.pathname === "/_control/drop") {
+      drops.push(JSON.parse(raw));
       return sendJson(res, 200, { ok: true });
     }
     if (url.pathname === "/_control/hold") {
@@ -153,6 +160,12 @@ export async function startSlack({ gates = new Gates() } = {}) {
     const call = { method, token, body, at: Date.now() };
     calls.push(call);
 
+    const drop = drops.findIndex((d) => d.method === method && d.channel === body.channel);
+    if (drop >= 0) {
+      drops.splice(drop, 1);
+      call.dropped = true;
+      return req.socket.destroy();
+    }
     const limit = rateLimits.find(
       (l) => l.times > 0 && l.method === method && l.channel === body.channel && (!l.textIncludes || String(body.text ?? body.markdown_text ?? "").includes(l.textIncludes)),
     );

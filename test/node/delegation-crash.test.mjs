@@ -8,6 +8,7 @@
 // said or done twice.
 import assert from "node:assert/strict";
 import { once } from "node:events";
+import { rmSync } from "node:fs";
 import { after, before, test } from "node:test";
 import { Gates } from "../fakes/gates.mjs";
 import { crashVars, startFakes } from "../fakes/index.mjs";
@@ -39,6 +40,8 @@ before(async () => {
 
 after(async () => {
   await worker?.stop();
+  // The state folder the restart took over (stop removes only one its own start made).
+  if (worker) rmSync(worker.persistDir, { recursive: true, force: true });
   await Promise.all(Object.values(fakes ?? {}).map((f) => f.close()));
 });
 

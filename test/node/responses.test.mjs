@@ -7,12 +7,13 @@
 import assert from "node:assert/strict";
 import { exec } from "node:child_process";
 import { promisify } from "node:util";
+import { rmSync } from "node:fs";
 import { createHmac } from "node:crypto";
 import { after, before, test } from "node:test";
 import OpenAI from "openai";
 import { FAKE_PROVIDER_KEY, startModelProvider } from "../fakes/model-provider.mjs";
 import { FAKE_SLACK_BOT_TOKEN, FAKE_SLACK_SIGNING_SECRET, startSlack } from "../fakes/slack.mjs";
-import { readmeBlocks, startWorker, until } from "./wrangler-dev.mjs";
+import { readmeBlocks, startWorker, uncaughtLines, until } from "./wrangler-dev.mjs";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
 const ADMIN = "node-test-responses-admin";
@@ -49,6 +50,8 @@ before(async () => {
 
 after(async () => {
   await worker?.stop();
+  // The state folder the restart took over (stop removes only one its own start made).
+  if (worker) rmSync(worker.persistDir, { recursive: true, force: true });
   await slack?.close();
   await provider?.close();
 });
@@ -196,26 +199,8 @@ test("errors come in OpenAI's shape", async () => {
 
 // ---- a client that goes away mid-turn ----------------------------------------------
 
-/**
- * What workerd reported as uncaught since `from` (its output's length then),
- * but for one line of its own: workerd logs "Uncaught Error: Network
- * connection lost." when it pumps a response body to a client that has gone
- * (the Worker wrote after the client left, and nothing tells it sooner:
- * request.signal does not fire locally). A minimal Worker whose every write is
- * caught, or which enqueues into a ReadableStream and holds no promise at all,
- * logs it the same way, through wrangler's proxy or straight to workerd, twice
- * in most drops; it stops only when nothing is written after the client left.
- * (A promise of ours left unhandled in a request is not printed by wrangler dev
- * at all: this catches what workerd reports, not that.)
- */
-function uncaughtSince(from) {
-  return worker
-    .output()
-    .slice(from)
-    .replace(/\x1b\[[0-9;]*m/g, "")
-    .split("\n")
-    .filter((line) => /Uncaught/.test(line) && !/\[ERROR\] Uncaught Error: Network connection lost\.\s*$/.test(line));
-}
+/** What workerd reported as uncaught since `from` (its output's length then), but for its own line for a client gone (uncaughtLines). */
+const uncaughtSince = (from) => uncaughtLines(worker.output().slice(from));
 
 /** Opens `res`'s event stream, reads until `seen` matches what came, then goes away (the connection is dropped). */
 async function readThenDrop(res, controller, seen) {

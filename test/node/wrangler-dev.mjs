@@ -1,6 +1,7 @@
 // Helpers for the Node tests: starting `wrangler dev` (or `npm start`) on a free
 // loopback port with its own state folder and stopping it with its whole process
-// group (workerd outlives a plain kill of npx: TOOLCHAIN §11), a clean clone as a
+// group (workerd outlives a plain kill of npx: TOOLCHAIN §11) and failing the
+// test file if workerd reported an uncaught error meanwhile, a clean clone as a
 // newcomer has it, a stand-in for no network, and the README's own commands.
 import { execFileSync, spawn } from "node:child_process";
 import { accessSync, constants, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
@@ -85,16 +86,42 @@ export async function until(what, check, timeoutMs = 60_000) {
 }
 
 /**
- * `command` defaults to `npx wrangler dev` with `vars` passed as --var; pass
- * `{ command: ["npm", "start"] }` to run exactly what a newcomer runs. `env`
- * is added to this process's environment. `script` replaces the config's main
- * module; `persistDir` (kept by `kill`) lets a second start run on the state
- * the first one left.
+ * workerd's own line when it pumps a response body to a client that has gone
+ * (the Worker wrote after the client left, and nothing tells it sooner:
+ * request.signal does not fire locally). A minimal Worker whose every write is
+ * caught, or which enqueues into a ReadableStream and holds no promise at all,
+ * logs it the same way, through wrangler's proxy or straight to workerd, twice
+ * in most drops; it stops only when nothing is written after the client left.
  */
+const CLIENT_GONE = /\[ERROR\] Uncaught Error: Network connection lost\.\s*$/;
+
+/**
+ * The lines of `output` (wrangler dev's) in which workerd reports an uncaught
+ * error (a rejected waitUntil, a handler that threw), but for CLIENT_GONE. A
+ * promise of ours left unhandled in a request is not printed by wrangler dev
+ * at all: this catches what workerd reports, not that.
+ */
+export function uncaughtLines(output) {
+  return output
+    .replace(/\x1b\[[0-9;]*m/g, "")
+    .split("\n")
+    .filter((line) => /\bUncaught\b|\bUnhandled\b/.test(line) && !CLIENT_GONE.test(line));
+}
+
 /** What workerd prints when a port it was handed was taken meanwhile. */
 const PORT_TAKEN = "Address already in use";
 
 /**
+ * `command` defaults to `npx wrangler dev` with `vars` passed as --var; pass
+ * `{ command: ["npm", "start"] }` to run exactly what a newcomer runs. `env`
+ * is added to this process's environment. `script` replaces the config's main
+ * module; `persistDir` (kept by `kill`) lets a second start run on the state
+ * the first one left. When workerd reported an uncaught error (uncaughtLines),
+ * `stop` prints it and sets the process's exit code: the Node test file fails
+ * so. (wrangler dev prints what its inspector hears, from soon after the
+ * start.) The fault harness and the benchmark, which kill it mid-work on
+ * purpose, pass `allowUncaught`.
+ *
  * A port is free when picked, not when bound: with the Node test files and
  * their fakes starting side by side, another process may take it first (a
  * clean-clone CI run lost one of nine responses tests' starts so: workerd
@@ -113,7 +140,7 @@ export async function startWorker(options = {}) {
 
 class PortTaken extends Error {}
 
-async function startOnce({ cwd, vars = {}, command, script, env = {}, persistDir: given, port: givenPort } = {}) {
+async function startOnce({ cwd, vars = {}, command, script, env = {}, persistDir: given, port: givenPort, allowUncaught = false } = {}) {
   const port = givenPort ?? (await freePort());
   let inspectorPort;
   do inspectorPort = await freePort();
@@ -135,12 +162,20 @@ async function startOnce({ cwd, vars = {}, command, script, env = {}, persistDir
   child.stderr.on("data", (d) => (output += d));
   const url = `http://127.0.0.1:${port}`;
   const exited = new Promise((resolve) => child.on("exit", resolve));
-  const stop = async () => {
+  const halt = async () => {
     try {
       process.kill(-child.pid, "SIGTERM");
     } catch {}
     await sleep(200);
     if (!given) rmSync(persistDir, { recursive: true, force: true });
+  };
+  const stop = async () => {
+    await halt();
+    const uncaught = allowUncaught ? [] : uncaughtLines(output);
+    if (uncaught.length === 0) return;
+    // Not thrown: the caller's `after` goes on to close its fakes, and the file fails by its exit code.
+    console.error(`workerd reported ${uncaught.length} uncaught error(s):\n${uncaught.join("\n")}`);
+    process.exitCode = 1;
   };
   /** A crash: SIGKILL to the whole process group (wrangler and workerd), state left as it is. */
   const kill = async () => {
@@ -161,11 +196,11 @@ async function startOnce({ cwd, vars = {}, command, script, env = {}, persistDir
   try {
     ready = await until("wrangler dev to answer", async () => (output.includes(PORT_TAKEN) ? "taken" : (await fetch(`${url}/`)).ok), 120_000);
   } catch (err) {
-    await stop();
+    await halt();
     throw new Error(`${err.message}\n${output}`);
   }
   if (ready === "taken") {
-    await stop();
+    await halt();
     throw new PortTaken(output);
   }
   return { url, port, inspectorPort, persistDir, stop, kill, output: () => output };

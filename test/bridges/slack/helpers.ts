@@ -123,6 +123,8 @@ export interface SlackCall {
   at: number;
   limited?: boolean;
   authorized?: boolean;
+  /** Its connection was closed with no answer, the call not made (the fake's /_control/drop). */
+  dropped?: boolean;
 }
 
 export async function slackCalls(channel: string, method?: string): Promise<SlackCall[]> {

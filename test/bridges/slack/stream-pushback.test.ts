@@ -3,7 +3,9 @@
 // of streaming is remembered for a while; a broadcast the model writes pings
 // nobody whether the reply was streamed or posted whole; an organisation's
 // install streams in channels too (the recipient's own workspace named); a
-// stream whose opening answer was lost is found again, not made twice.
+// stream whose opening answer was lost is found again, not made twice; a
+// stream whose connection Slack closes mid-append and mid-stop is whole (what
+// workerd logs of it is held to scripts/vitest.mjs: nothing uncaught).
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { runDurableObjectAlarm } from "cloudflare:test";
@@ -141,6 +143,23 @@ describe("a streamed Slack reply when Slack pushes back", () => {
     expect(await runDurableObjectAlarm(courier(team, AGENT, "model", conversation))).toBe(true);
     await statusFinal(channel, "Done.");
     expect(await slackCalls(channel, "chat.startStream")).toHaveLength(1);
+    expect(await replies(channel)).toMatchObject([{ text: REPLY, streaming: false }]);
+  });
+
+  it("whose connection Slack closes with no answer, once during an append and once during the stop, ends as one message, whole", async () => {
+    const s = unique("dropped");
+    await script(s, [slowly(REPLY, 3, 150)]);
+    const channel = slackId("C");
+    await control("drop", { method: "chat.appendStream", channel });
+    await control("drop", { method: "chat.stopStream", channel });
+    await ask(s, { channel });
+    await statusFinal(channel, "Done.");
+    const streamed = (await slackCalls(channel)).filter((c) => c.method.endsWith("Stream"));
+    expect(streamed.filter((c) => c.dropped).map((c) => c.method)).toEqual(["chat.appendStream", "chat.stopStream"]);
+    // The pieces Slack took are the reply: the next append carried the dropped one's, and the stop was made again.
+    const made = streamed.filter((c) => !c.dropped);
+    expect(made.map((c) => c.body.markdown_text ?? "").join("")).toBe(REPLY);
+    expect(made.at(-1)!.method).toBe("chat.stopStream");
     expect(await replies(channel)).toMatchObject([{ text: REPLY, streaming: false }]);
   });
 });
