@@ -76,8 +76,8 @@ async function oldKey(tenant: string, spec: { revoked?: boolean } = {}): Promise
 /** What the control plane keeps of a tenant's keys: its rows (the release before), and its index of old keys. */
 function controlKeys(tenant: string): Promise<{ rows: string[]; index: string[] }> {
   return runInDurableObject(controlObject(), (_instance, state) => ({
-    rows: state.storage.sql.exec<{ id: string }>("SELECT id FROM api_keys WHERE tenant = ?", tenant).toArray().map((r) => r.id),
-    index: state.storage.sql.exec<{ hash: string }>("SELECT hash FROM old_keys WHERE tenant = ?", tenant).toArray().map((r) => r.hash),
+    rows: state.storage.sql.exec<{ id: string }>("SELECT id FROM api_keys WHERE tenant = ? ORDER BY id", tenant).toArray().map((r) => r.id),
+    index: state.storage.sql.exec<{ hash: string }>("SELECT hash FROM old_keys WHERE tenant = ? ORDER BY hash", tenant).toArray().map((r) => r.hash),
   }));
 }
 
