@@ -10,7 +10,7 @@ import { env } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ControlPlane, type Tenant } from "../../../runtime/index.ts";
-import { hashKey, keyTenant } from "../../../runtime/access/keys.ts";
+import { hashKey, keyTenant } from "../../../runtime/access/index.ts";
 import { toBase64Url } from "../../../lib/base64.ts";
 import { unique, worker } from "../../support.ts";
 
