@@ -30,6 +30,7 @@ import {
   secretNameSchema,
   setSecret,
   controlPlane,
+  tenantKeys,
   createTenantKey,
   CHILD_ID,
   CONVERSATION_ID,
@@ -311,7 +312,7 @@ consoleRoutes.get("/tenants/:tenant", async (c) => {
     readAudit(c.env, tenant, {}),
     tenantBounds(c.env, tenant),
     admin ? controlPlane(c.env).roles(tenant) : [],
-    admin ? controlPlane(c.env).keys(tenant) : [],
+    admin ? tenantKeys(c.env, tenant) : [],
     admin ? listTenantSecrets(c.env, tenant) : [],
   ]);
   const platform = roleIn(viewer(c), tenant) === "platform";

@@ -5,11 +5,11 @@
 // check. A route whose tenant is in the body calls requireTenant itself.
 import type { Context, MiddlewareHandler } from "hono";
 import { bearerToken, HttpError, safeEqual } from "../../lib/http.ts";
-import { controlPlane } from "../control/index.ts";
+import { controlPlane, useTenantKey } from "../control/index.ts";
 import { recordWrite } from "./audit.ts";
 import { checkBounds, type BoundedChange } from "./bounds.ts";
 import { adminToken } from "./config.ts";
-import { hashKey, KEY_PREFIX } from "./keys.ts";
+import { hashKey, KEY_PREFIX, keyTenant } from "./keys.ts";
 import { clientOf, credentialFailed, credentialHeld, refuseWhileThrottled } from "./throttle.ts";
 import type { AccessEnv, Caller } from "./types.ts";
 type AnyContext = Context<{ Bindings: Env }>;
@@ -35,7 +35,7 @@ export async function resolveCaller(env: Env, authorization: string | undefined,
   };
   let caller: Caller;
   if (given.startsWith(KEY_PREFIX)) {
-    const key = await controlPlane(env).useKey(await hashKey(given));
+    const key = await checkKey(env, given);
     if (!key) throw failed("unknown or revoked API key");
     caller = { kind: "key", actor: `key:${key.id}`, keyId: key.id, tenant: key.tenant, access: key.access, agent: key.agent };
   } else {
@@ -44,6 +44,32 @@ export async function resolveCaller(env: Env, authorization: string | undefined,
   }
   credentialHeld(client);
   return caller;
+}
+
+/** An old key's tenant by its hash, as the control plane said it: a key's tenant never changes, so this isolate asks once. */
+const oldKeyTenants = new Map<string, string>();
+const OLD_KEYS_KEPT = 10_000;
+
+/**
+ * The live key `given` is, checked in its tenant's own object; null for an
+ * unknown or revoked key. A key this release made names its tenant, and no
+ * deployment-wide object is asked. An old key (made by a release before,
+ * naming none) is looked up by its hash in the control plane's index once per
+ * isolate, then checked in its tenant's object like any other.
+ */
+async function checkKey(env: Env, given: string) {
+  const named = keyTenant(given);
+  if (named === undefined) return null;
+  const hash = await hashKey(given);
+  if (named !== null) return useTenantKey(env, named, hash, true);
+  let tenant = oldKeyTenants.get(hash) ?? null;
+  if (tenant === null) {
+    tenant = await controlPlane(env).oldKeyTenant(hash);
+    if (tenant === null) return null;
+    if (oldKeyTenants.size >= OLD_KEYS_KEPT) oldKeyTenants.clear();
+    oldKeyTenants.set(hash, tenant);
+  }
+  return useTenantKey(env, tenant, hash, false);
 }
 
 /** The tenant and agent a /v1 path names (the first `/tenants/<t>` and an `/agents/<a>` right after it), decoded. */

@@ -8,6 +8,7 @@ export { createTenantKey, deleteSecret, revokeTenantKey, setSecret, setTenantRol
 export type { AccessEnv, Caller } from "./types.ts";
 export { clientOf, credentialFailed, credentialHeld, refuseWhileThrottled } from "./throttle.ts";
 export { adminToken } from "./config.ts";
+export { hashKey, keyTenant } from "./keys.ts";
 export { auditQuery, markAudited, recordChange, readAudit } from "./audit.ts";
 export { accessRouteDocs, accessRoutes, PLATFORM_TENANT } from "./routes.ts";
 export { identitySchema, IDENTITY, keyAccessSchema, newKeyBody, roleBody, secretBody, secretNameSchema, tenantRoleSchema, type TenantRole } from "./schemas.ts";

@@ -1,11 +1,11 @@
 // Managing a tenant's keys, roles and secrets: the calls /v1 (routes.ts) and
-// the console make alike, each change written to the audit trail (keys and
-// roles in the same control-plane transaction as the change; a secret, kept
+// the console make alike, each change written to the audit trail (roles in
+// the same control-plane transaction as the change; a key or a secret, kept
 // in the tenant's own object, right after it, never with its value). Who may
 // call them is the caller's policy (requireTenantAdmin here, the console's roles there).
 import * as z from "zod";
 import { HttpError } from "../../lib/http.ts";
-import { controlPlane, deleteTenantSecret, setTenantSecret, type KeyRow, type SecretListing } from "../control/index.ts";
+import { controlPlane, deleteTenantSecret, keepTenantKey, revokeTenantKeyRow, setTenantSecret, type KeyRow, type SecretListing } from "../control/index.ts";
 import { recordChange } from "./audit.ts";
 import { mintKey } from "./keys.ts";
 import type { newKeyBody, TenantRole } from "./schemas.ts";
@@ -16,19 +16,18 @@ import type { newKeyBody, TenantRole } from "./schemas.ts";
  * retry repeats (a console form's), so a retry makes no second key (409).
  */
 export async function createTenantKey(env: Env, tenant: string, spec: z.output<typeof newKeyBody>, actor: string, request?: string): Promise<KeyRow & { key: string }> {
-  const { id, key, hash } = await mintKey(request === undefined ? undefined : `${tenant}\n${request}`);
-  const row = await controlPlane(env).createKey(
-    { id, tenant, hash, name: spec.name, access: spec.access, agent: spec.agent ?? null, createdBy: actor },
-    { tenant, actor, action: "key.create", subject: id, before: null, after: null },
-  );
+  const { id, key, hash } = await mintKey(tenant, request === undefined ? undefined : `${tenant}\n${request}`);
+  const row = await keepTenantKey(env, tenant, { id, hash, name: spec.name, access: spec.access, agent: spec.agent ?? null, createdBy: actor });
   if (!row) throw new HttpError(409, `This form was already sent: key ${id} was made then, and shown only on the page that answered it. Revoke it if it was not kept.`);
+  await recordChange(env, { tenant, actor, action: "key.create", subject: id, before: null, after: row });
   return { ...row, key };
 }
 
 /** Revokes a live key of the tenant; 404 when it has none by that id. */
 export async function revokeTenantKey(env: Env, tenant: string, keyId: string, actor: string): Promise<KeyRow> {
-  const row = await controlPlane(env).revokeKey(tenant, keyId, { tenant, actor, action: "key.revoke", subject: keyId, before: null, after: null });
+  const row = await revokeTenantKeyRow(env, tenant, keyId);
   if (!row) throw new HttpError(404, `no live key "${keyId}"`);
+  await recordChange(env, { tenant, actor, action: "key.revoke", subject: keyId, before: null, after: row });
   return row;
 }
 

@@ -5,7 +5,7 @@ import type { Hono } from "hono";
 import * as z from "zod";
 import type { RouteDoc } from "../../lib/route-doc.ts";
 import { errors, serve } from "../../lib/serve-route.ts";
-import { controlPlane, granted, listTenantSecrets, secretsSet } from "../control/index.ts";
+import { controlPlane, granted, listTenantSecrets, secretsSet, tenantKeys } from "../control/index.ts";
 import { inEnvironment } from "../../lib/config.ts";
 import type { Mount } from "../../plugins/index.ts";
 import type { ModelPick } from "../models/index.ts";
@@ -177,7 +177,7 @@ export function accessRoutes(api: Hono<{ Bindings: Env }>): void {
 
   serve(api, listKeys, async (c, { params: { tenant } }) => {
     requireTenantAdmin(c, tenant);
-    return c.json({ keys: await controlPlane(c.env).keys(tenant) });
+    return c.json({ keys: await tenantKeys(c.env, tenant) });
   });
 
   serve(api, revokeKey, async (c, { params: { tenant, keyId } }) => {

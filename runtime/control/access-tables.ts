@@ -1,7 +1,11 @@
-// The access tables of the control plane: scoped API keys (by the SHA-256 of
-// the key, never the key), roles per tenant, and the audit trail. The policy
-// (who may do what) is runtime/access's; this file only keeps the rows.
-// The audit table is append-only: SQLite itself refuses an UPDATE or DELETE.
+// The access tables of the control plane: roles per tenant, the audit trail,
+// and what is left of API keys: a key lives in its tenant's own object
+// (tenant-keys.ts); the rows an older release kept here (api_keys, by the
+// SHA-256 of the key, never the key) wait for that object to take them over,
+// and then only an old key's hash and tenant stay (old_keys), since such a
+// key does not name its tenant. The policy (who may do what) is
+// runtime/access's; this file only keeps the rows. The audit table is
+// append-only: SQLite itself refuses an UPDATE or DELETE.
 
 export const ACCESS_SCHEMA = `CREATE TABLE api_keys (
   id TEXT PRIMARY KEY,
@@ -42,6 +46,14 @@ CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit BEGIN SELECT RAISE(ABORT, 
 export const AUDIT_DEDUPE_SCHEMA = `ALTER TABLE audit ADD COLUMN dedupe TEXT;
 CREATE UNIQUE INDEX audit_dedupe ON audit (dedupe)`;
 
+/**
+ * The tenant of each live key an older release made, by the key's hash: the
+ * key names no tenant, so the Worker asks here which tenant's object checks
+ * it (and keeps the answer, which never changes). Filled from api_keys as a
+ * tenant's object takes those rows over; a revoked key's row is deleted.
+ */
+export const OLD_KEYS_SCHEMA = "CREATE TABLE old_keys (hash TEXT PRIMARY KEY, tenant TEXT NOT NULL)";
+
 /** What a key may do: `admin` also manages its tenant's keys, roles and webhook secret; `read` may only read. */
 export type KeyAccess = "admin" | "write" | "read";
 
@@ -56,16 +68,6 @@ export type KeyRow = {
   lastUsedAt: number | null;
   revokedAt: number | null;
 };
-
-export interface NewKey {
-  id: string;
-  tenant: string;
-  hash: string;
-  name: string;
-  access: KeyAccess;
-  agent: string | null;
-  createdBy: string;
-}
 
 export type RoleRow = {
   tenant: string;
@@ -86,47 +88,23 @@ export interface AuditEntry {
   key?: string;
 }
 
-/** The columns a KeyRow is read from, named as it names them. */
-const KEY_COLUMNS = "id, tenant, name, access, agent, created_at AS createdAt, created_by AS createdBy, last_used_at AS lastUsedAt, revoked_at AS revokedAt";
+/** The columns a KeyRow is read from, named as it names them, and its hash. */
+const OLD_KEY_COLUMNS = "id, tenant, hash, name, access, agent, created_at AS createdAt, created_by AS createdBy, last_used_at AS lastUsedAt, revoked_at AS revokedAt";
 
-/** A key's last use is written at most this often: every request reads the key, few need to write. */
-const LAST_USED_RESOLUTION_MS = 60_000;
-
-/** Null when a key with this id exists already (a console form sent twice names the same id). */
-export function insertKey(sql: SqlStorage, key: NewKey, now: number): KeyRow | null {
-  const inserted = sql.exec(
-    "INSERT INTO api_keys (id, tenant, hash, name, access, agent, created_at, created_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
-    key.id,
-    key.tenant,
-    key.hash,
-    key.name,
-    key.access,
-    key.agent,
-    now,
-    key.createdBy,
-  ).rowsWritten;
-  return inserted > 0 ? keysOf(sql, key.tenant).find((k) => k.id === key.id)! : null;
+export function oldKeysOf(sql: SqlStorage, tenant: string): (KeyRow & { hash: string })[] {
+  return sql.exec<KeyRow & { hash: string }>(`SELECT ${OLD_KEY_COLUMNS} FROM api_keys WHERE tenant = ? ORDER BY created_at, id`, tenant).toArray();
 }
 
-export function keysOf(sql: SqlStorage, tenant: string): KeyRow[] {
-  return sql.exec<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE tenant = ? ORDER BY created_at, id`, tenant).toArray();
+/** A tenant's rows in api_keys deleted, the live ones' hashes kept in old_keys (call in a transaction). */
+export function clearOldKeys(sql: SqlStorage, tenant: string): void {
+  sql.exec("INSERT INTO old_keys (hash, tenant) SELECT hash, tenant FROM api_keys WHERE tenant = ? AND revoked_at IS NULL ON CONFLICT (hash) DO NOTHING", tenant);
+  sql.exec("DELETE FROM api_keys WHERE tenant = ?", tenant);
 }
 
-/** The live key with this hash, its last use recorded; null for an unknown or revoked key. */
-export function useKey(sql: SqlStorage, hash: string, now: number): KeyRow | null {
-  const row = sql.exec<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE hash = ? AND revoked_at IS NULL`, hash).toArray()[0];
-  if (!row) return null;
-  if (row.lastUsedAt === null || row.lastUsedAt <= now - LAST_USED_RESOLUTION_MS) {
-    sql.exec("UPDATE api_keys SET last_used_at = ? WHERE id = ?", now, row.id);
-    row.lastUsedAt = now;
-  }
-  return row;
-}
-
-/** Revokes a live key of the tenant; the row stays, so the list shows when it ended. Null when there is no such live key. */
-export function revokeKey(sql: SqlStorage, tenant: string, id: string, now: number): KeyRow | null {
-  const done = sql.exec("UPDATE api_keys SET revoked_at = ? WHERE tenant = ? AND id = ? AND revoked_at IS NULL", now, tenant, id).rowsWritten > 0;
-  return done ? (keysOf(sql, tenant).find((k) => k.id === id) ?? null) : null;
+export function oldKeyTenant(sql: SqlStorage, hash: string): string | null {
+  return (
+    sql.exec<{ tenant: string }>("SELECT tenant FROM old_keys WHERE hash = ? UNION ALL SELECT tenant FROM api_keys WHERE hash = ? AND revoked_at IS NULL", hash, hash).toArray()[0]?.tenant ?? null
+  );
 }
 
 const ROLE_COLUMNS = "tenant, identity, role, granted_at AS grantedAt, granted_by AS grantedBy";

@@ -1,10 +1,11 @@
 // The control plane: one Durable Object (named "control") holding what is not
 // one agent's: the directory of tenants and agents, per-tenant and per-agent
-// settings, keys, roles and the audit trail, a tenant's bounds, people's
-// names, console sessions. The records a bridge reads on a turn's way are in
-// each tenant's own object (tenant.ts); rows an older release kept here for
-// them are deleted once that object has taken them over (its get, then
-// delete). Values are JSON; anything secret is encrypted by its owner before
+// settings, roles and the audit trail, a tenant's bounds, people's names,
+// console sessions. The records a bridge reads on a turn's way and the API
+// keys are in each tenant's own object (tenant.ts); rows an older release kept
+// here for them are deleted once that object has taken them over (its get,
+// then delete), and of an old key, which names no tenant, only its hash and
+// tenant stay here (old_keys) to send it to its tenant's object. Values are JSON; anything secret is encrypted by its owner before
 // it is stored here.
 import { DurableObject } from "cloudflare:workers";
 import type { Route } from "../chat.ts";
@@ -43,6 +44,7 @@ ${DIRECTORY_SCHEMA};`,
   { name: "api keys, roles, audit trail", sql: access.ACCESS_SCHEMA },
   { name: "people directory", sql: PEOPLE_SCHEMA },
   { name: "audit dedupe key", sql: access.AUDIT_DEDUPE_SCHEMA },
+  { name: "index of old keys", sql: access.OLD_KEYS_SCHEMA },
 ];
 
 /** Who changed a setting and what the trail keeps of it (the value before is the control plane's to read). */
@@ -182,29 +184,28 @@ export class ControlPlane extends DurableObject<Env> {
 
   // ---- keys, roles and the audit trail (runtime/control/access-tables.ts; the policy is runtime/access's) ----
 
-  /** Null, and nothing written, when a key with its id exists already. */
-  async createKey(key: access.NewKey, audit: access.AuditEntry): Promise<access.KeyRow | null> {
-    return this.ctx.storage.transactionSync(() => {
-      const row = access.insertKey(this.sql, key, Date.now());
-      if (row) access.appendAudit(this.sql, { ...audit, after: row }, Date.now());
-      return row;
-    });
+  // Keys live in each tenant's object (tenant.ts). A key an older release
+  // made names no tenant: its hash names it here, in api_keys until the
+  // tenant's object took the rows over, then in old_keys.
+
+  /** The tenant of a live key an older release made, or null. */
+  async oldKeyTenant(hash: string): Promise<string | null> {
+    return access.oldKeyTenant(this.sql, hash);
   }
 
-  async keys(tenant: string): Promise<access.KeyRow[]> {
-    return access.keysOf(this.sql, tenant);
+  /** A tenant's key rows as an older release kept them, with their hashes: the tenant's object copies them. */
+  async oldKeys(tenant: string): Promise<(access.KeyRow & { hash: string })[]> {
+    return access.oldKeysOf(this.sql, tenant);
   }
 
-  async useKey(hash: string): Promise<access.KeyRow | null> {
-    return access.useKey(this.sql, hash, Date.now());
+  /** Once the tenant's object holds them: its key rows deleted here, the live ones' hashes kept in the index, in one transaction. */
+  async clearOldKeys(tenant: string): Promise<void> {
+    this.ctx.storage.transactionSync(() => access.clearOldKeys(this.sql, tenant));
   }
 
-  async revokeKey(tenant: string, id: string, audit: access.AuditEntry): Promise<access.KeyRow | null> {
-    return this.ctx.storage.transactionSync(() => {
-      const row = access.revokeKey(this.sql, tenant, id, Date.now());
-      if (row) access.appendAudit(this.sql, { ...audit, after: row }, Date.now());
-      return row;
-    });
+  /** A revoked old key need not be found any more. */
+  async forgetOldKey(hash: string): Promise<void> {
+    this.sql.exec("DELETE FROM old_keys WHERE hash = ?", hash);
   }
 
   async roles(tenant: string): Promise<access.RoleRow[]> {

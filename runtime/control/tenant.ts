@@ -9,10 +9,16 @@
 // bridge names the kind, the runtime none. A release before this one kept each
 // record in the control plane's settings (namespace: the kind, key: the
 // tenant); the first touch of a kind here takes it over from there, once.
+// And its API keys (tenant-keys.ts), checked here on every request made with
+// one: a key names its tenant, so no deployment-wide object is asked. The
+// control plane's key rows of the tenant are taken over at the first touch
+// of its keys, once, as a record is.
 import { DurableObject } from "cloudflare:workers";
 import { type Migration, runMigrations } from "../../lib/migrations.ts";
 import type { Sealed } from "../../lib/sealed.ts";
+import type { KeyRow } from "./access-tables.ts";
 import { controlPlane } from "./control-plane.ts";
+import { copyKey, insertKey, keysOf, revokeKey, TENANT_KEYS_SCHEMA, type TenantKey, useKey } from "./tenant-keys.ts";
 
 /** Append-only (lib/migrations.ts). */
 const MIGRATIONS: readonly Migration[] = [
@@ -27,6 +33,8 @@ CREATE TABLE secrets (name TEXT PRIMARY KEY, iv TEXT NOT NULL, sealed TEXT NOT N
     sql: `CREATE TABLE records (kind TEXT PRIMARY KEY, value TEXT NOT NULL, updated_at INTEGER NOT NULL);
 CREATE TABLE handovers (kind TEXT PRIMARY KEY, copied_at INTEGER NOT NULL, cleared_at INTEGER);`,
   },
+  // key_handover: one row once the control plane's key rows were copied here (copied_at), and then deleted there (cleared_at).
+  { name: "api keys, their handover from the control plane", sql: TENANT_KEYS_SCHEMA },
 ];
 
 /** A secret as anyone may see it: its name and dates, never its value. */
@@ -40,7 +48,7 @@ export interface SecretListing {
 
 export class Tenant extends DurableObject<Env> {
   private readonly sql: SqlStorage;
-  /** The handover of each kind under way (takeOver): a call that comes meanwhile waits for it. */
+  /** Each handover under way (a record's kind, or the keys): a call that comes meanwhile waits for it. */
   private readonly takingOver = new Map<string, Promise<void>>();
 
   constructor(ctx: DurableObjectState, env: Env) {
@@ -51,9 +59,9 @@ export class Tenant extends DurableObject<Env> {
 
   /** The object serves the tenant it first served, and refuses any other (invariant 4). */
   private claim(tenant: string): void {
-    const row = this.sql.exec<{ tenant: string }>("SELECT tenant FROM identity").toArray()[0];
-    if (!row) this.sql.exec("INSERT INTO identity (tenant) VALUES (?)", tenant);
-    else if (row.tenant !== tenant) throw new Error(`this object is tenant ${row.tenant}'s, not ${tenant}'s`);
+    const owner = this.owner();
+    if (owner === null) this.sql.exec("INSERT INTO identity (tenant) VALUES (?)", tenant);
+    else if (owner !== tenant) throw new Error(`this object is tenant ${owner}'s, not ${tenant}'s`);
   }
 
   /** Sets (or replaces) a secret; returns its listing. */
@@ -135,10 +143,15 @@ export class Tenant extends DurableObject<Env> {
   private async takeOver(tenant: string, kind: string): Promise<void> {
     const handover = this.handover(kind);
     if (handover && handover.cleared_at !== null) return;
-    let taking = this.takingOver.get(kind);
+    await this.once(`record ${kind}`, () => this.handOver(tenant, kind));
+  }
+
+  /** Runs a handover, or waits for the one of that name under way. */
+  private async once(name: string, handOver: () => Promise<void>): Promise<void> {
+    let taking = this.takingOver.get(name);
     if (!taking) {
-      taking = this.handOver(tenant, kind).finally(() => this.takingOver.delete(kind));
-      this.takingOver.set(kind, taking);
+      taking = handOver().finally(() => this.takingOver.delete(name));
+      this.takingOver.set(name, taking);
     }
     await taking;
   }
@@ -159,6 +172,80 @@ export class Tenant extends DurableObject<Env> {
 
   private handover(kind: string): { cleared_at: number | null } | undefined {
     return this.sql.exec<{ cleared_at: number | null }>("SELECT cleared_at FROM handovers WHERE kind = ?", kind).toArray()[0];
+  }
+
+  // ---- API keys (tenant-keys.ts) ----
+
+  /** Null, and nothing written, when a key with its id exists already. */
+  async createKey(tenant: string, key: TenantKey): Promise<KeyRow | null> {
+    this.claim(tenant);
+    await this.takeOverKeys(tenant);
+    return insertKey(this.sql, tenant, key, Date.now());
+  }
+
+  async keys(tenant: string): Promise<KeyRow[]> {
+    this.claim(tenant);
+    await this.takeOverKeys(tenant);
+    return keysOf(this.sql, tenant);
+  }
+
+  /**
+   * The live key with this hash, its last use recorded; null for an unknown
+   * or revoked key. `named`: the key names this tenant (one made by this
+   * release, kept only here), so nothing is claimed or taken over for it: a
+   * key naming a tenant that has none finds nothing and writes nothing.
+   */
+  async useKey(tenant: string, hash: string, named: boolean): Promise<KeyRow | null> {
+    if (named) {
+      if (this.owner() !== tenant) return null;
+    } else {
+      this.claim(tenant);
+      await this.takeOverKeys(tenant);
+    }
+    return useKey(this.sql, tenant, hash, Date.now());
+  }
+
+  /** Revokes a live key (refused from the next request on); null when there is no such live key. */
+  async revokeKey(tenant: string, id: string): Promise<KeyRow | null> {
+    this.claim(tenant);
+    await this.takeOverKeys(tenant);
+    const revoked = revokeKey(this.sql, tenant, id, Date.now());
+    if (!revoked) return null;
+    if (revoked.oldHash !== null) {
+      // The control plane's index need no longer name the tenant of a key that is refused here anyway.
+      await controlPlane(this.env)
+        .forgetOldKey(revoked.oldHash)
+        .catch((err: unknown) => console.error("tenant: the control plane's index still names a revoked key", err));
+    }
+    return revoked.row;
+  }
+
+  /**
+   * Takes over the tenant's key rows a release before this one kept in the
+   * control plane, as takeOver does a record: copied here (with the marker,
+   * in one transaction), then deleted there (their hashes kept in its index
+   * of old keys, which name no tenant), then the marker says so.
+   */
+  private async takeOverKeys(tenant: string): Promise<void> {
+    const marker = () => this.sql.exec<{ cleared_at: number | null }>("SELECT cleared_at FROM key_handover").toArray()[0];
+    if (marker()?.cleared_at != null) return;
+    await this.once("keys", async () => {
+      const control = controlPlane(this.env);
+      if (!marker()) {
+        const old = await control.oldKeys(tenant);
+        this.ctx.storage.transactionSync(() => {
+          for (const key of old) copyKey(this.sql, key);
+          this.sql.exec("INSERT INTO key_handover (copied_at) VALUES (?)", Date.now());
+        });
+      }
+      await control.clearOldKeys(tenant);
+      this.sql.exec("UPDATE key_handover SET cleared_at = ?", Date.now());
+    });
+  }
+
+  /** The tenant this object serves, or null before its first claim. */
+  private owner(): string | null {
+    return this.sql.exec<{ tenant: string }>("SELECT tenant FROM identity").toArray()[0]?.tenant ?? null;
   }
 
   /** Every secret's listing, or the one named. */
@@ -191,4 +278,24 @@ export function putTenantRecord(env: Env, tenant: string, kind: string, value: u
 /** Whether there was one to delete. */
 export function deleteTenantRecord(env: Env, tenant: string, kind: string): Promise<boolean> {
   return tenantStub(env, tenant).deleteRecord(tenant, kind);
+}
+
+// ---- a tenant's keys, for the Worker (the policy is runtime/access's) ----
+
+export function tenantKeys(env: Env, tenant: string): Promise<KeyRow[]> {
+  return tenantStub(env, tenant).keys(tenant);
+}
+
+/** Null when a key with its id exists already. */
+export function keepTenantKey(env: Env, tenant: string, key: TenantKey): Promise<KeyRow | null> {
+  return tenantStub(env, tenant).createKey(tenant, key);
+}
+
+/** The live key of the tenant with this hash, checked in the tenant's object each time (a revocation counts at the next request); `named`: the key itself names the tenant. */
+export function useTenantKey(env: Env, tenant: string, hash: string, named: boolean): Promise<KeyRow | null> {
+  return tenantStub(env, tenant).useKey(tenant, hash, named);
+}
+
+export function revokeTenantKeyRow(env: Env, tenant: string, id: string): Promise<KeyRow | null> {
+  return tenantStub(env, tenant).revokeKey(tenant, id);
 }
