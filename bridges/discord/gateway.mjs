@@ -43,6 +43,7 @@ export function gatewayPayload(message) {
     content: message.content,
     webhook_id: message.webhookId,
     author: { id: message.author.id, username: message.author.username, global_name: message.author.globalName, bot: message.author.bot },
+    attachments: [...message.attachments.values()].map((file) => ({ filename: file.name, size: file.size, url: file.url, content_type: file.contentType })),
   };
 }
 

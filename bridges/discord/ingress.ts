@@ -16,10 +16,11 @@ import * as z from "zod";
 import { parseDecisionValue } from "../../approvals/index.ts";
 import { HttpError, parseJson } from "../../lib/http.ts";
 import { parseRoute, rememberPerson, submitEvent, type ChatCommand, type ChatUser, type Route } from "../../runtime/index.ts";
+import { fetchFiles, trustedUrl } from "../shared/files.ts";
 import { conversationId } from "../shared/ids.ts";
 import { discordAddress, interactionToken, snowflake } from "./address.ts";
 import { cardMessage } from "./card.ts";
-import { agentName, applicationId } from "./config.ts";
+import { agentName, apiBaseUrl, applicationId } from "./config.ts";
 import { readGatewayBody, readInteractionBody } from "./verify.ts";
 
 
@@ -67,7 +68,13 @@ const gatewayMessageSchema = z.object({
   content: z.string(),
   webhook_id: snowflake.nullish(),
   author: userSchema.extend({ bot: z.boolean().optional() }),
+  attachments: z
+    .array(z.looseObject({ filename: z.string(), size: z.number().int().nonnegative(), url: z.string(), content_type: z.string().nullish() }))
+    .default([]),
 });
+
+/** Where Discord serves a message's attachments (signed links: no token goes with them). */
+const ATTACHMENT_HOSTS = ["cdn.discordapp.com", "media.discordapp.net"];
 
 export async function handleGatewayMessage(c: Context<{ Bindings: Env }>): Promise<Response> {
   const parsed = gatewayMessageSchema.safeParse(parseJson(await readGatewayBody(c)));
@@ -76,10 +83,17 @@ export async function handleGatewayMessage(c: Context<{ Bindings: Env }>): Promi
   // The agent never answers a bot, itself included, nor a webhook's post.
   if (message.author.bot || message.webhook_id) return c.json({ ignored: "the author is a bot" });
   const text = withoutBotMention(message.content, applicationId(c.env)).trim();
-  if (text === "") return c.json({ ignored: "no text" });
+  if (text === "" && message.attachments.length === 0) return c.json({ ignored: "no text" });
 
   const route = discordRoute(c.env, message.guild_id, message.author);
   rememberName(c, route, message.author);
+  const files = message.attachments.map((file) => ({
+    name: file.filename,
+    mimeType: file.content_type?.split(";")[0]?.trim() || "application/octet-stream",
+    bytes: file.size,
+    url: trustedUrl(file.url, ATTACHMENT_HOSTS, apiBaseUrl(c.env)),
+  }));
+  const attachments = files.length > 0 ? await fetchFiles(files, { platform: "Discord" }) : [];
   const result = await submitEvent(c.env, route, {
     // The message id: a message forwarded twice (a connector retry, two connectors) is one event.
     id: `discord:message:${message.id}`,
@@ -87,6 +101,7 @@ export async function handleGatewayMessage(c: Context<{ Bindings: Env }>): Promi
     conversation: channelConversation(message.channel_id),
     user: chatUser(message.author),
     text,
+    ...(attachments.length > 0 ? { attachments } : {}),
     replyTo: discordAddress({ channelId: message.channel_id }),
   });
   return c.json(result, result.accepted ? 202 : 200);

@@ -8,8 +8,8 @@ import { HttpError, isHttpsOrLoopback } from "../../lib/http.ts";
 import { agentStub, rememberPerson, submitEvent, type ChatUser, type ReplyAddress, type Route } from "../../runtime/index.ts";
 import { conversationId } from "../shared/ids.ts";
 import { isAssistantThread, setSuggestedPrompts, setTitle } from "./assistant.ts";
-import { assistantEnabled, routeFor } from "./config.ts";
-import { fetchFiles } from "./files.ts";
+import { apiBaseUrl, assistantEnabled, routeFor } from "./config.ts";
+import { fetchFiles, type SharedFile, trustedUrl } from "../shared/files.ts";
 import { botTokenFor, withdrawInstallation } from "./installations.ts";
 import { publishHome } from "./home.ts";
 import { withNames } from "./names.ts";
@@ -140,7 +140,7 @@ export async function handleEvent(env: Env, body: unknown, defer: Defer): Promis
     return { ok: true };
   }
   const text = await withNames(env, tenant, messageText(event.text ?? "", botUserId));
-  const attachments = event.files?.length ? await fetchFiles(env, token, event.files) : [];
+  const attachments = event.files?.length ? await fetchFiles(event.files.map((file) => sharedFile(env, file)), { platform: "Slack", headers: { authorization: `Bearer ${token}` } }) : [];
   if (text === "" && attachments.length === 0) return { ok: true };
   const submitted = await submitEvent(env, route, {
     // One id per Slack message: retries, duplicates with new event ids, and the
@@ -381,4 +381,9 @@ async function tellClicker(responseUrl: string, text: string): Promise<void> {
   } catch (err) {
     console.error(`Slack response_url post failed: ${err instanceof Error ? err.message : String(err)}`);
   }
+}
+
+/** A Slack file object as the shared fetch reads it: the bot token goes only to Slack's file host (or where SLACK_API_BASE_URL points). */
+function sharedFile(env: Env, file: { name?: string | null; mimetype?: string | null; size?: number | null; url_private?: string | null }): SharedFile {
+  return { name: file.name || "unnamed file", mimeType: file.mimetype || "application/octet-stream", bytes: file.size ?? 0, url: trustedUrl(file.url_private, ["files.slack.com"], apiBaseUrl(env)) };
 }

@@ -21,6 +21,8 @@
 // A message whose content says @everyone or
 // @here pings the channel unless its allowed_mentions leaves "everyone" out of
 // `parse`, as Discord's does: it is kept with `mention_everyone: true`.
+// As its CDN: PUT /_control/attachments/<path> {base64, contentType} serves a
+// file at GET /attachments/<path>, with no token (Discord's links are signed).
 import { Gates } from "./gates.mjs";
 import { listen, readBody, sendJson } from "./http.mjs";
 
@@ -55,10 +57,24 @@ export async function startDiscord({ gates = new Gates() } = {}) {
     return message;
   };
 
+  /** "/attachments/<path>" → { bytes, contentType }, as Discord's CDN serves a message's files. */
+  const attachments = new Map();
   return listen(async (req, res) => {
     const url = new URL(req.url, "http://x");
     const raw = await readBody(req);
 
+    const attachment = /^\/_control\/attachments\/(.+)$/.exec(url.pathname);
+    if (attachment && req.method === "PUT") {
+      const { base64, contentType } = JSON.parse(raw);
+      attachments.set(`/attachments/${attachment[1]}`, { bytes: Buffer.from(base64, "base64"), contentType });
+      return sendJson(res, 200, { ok: true });
+    }
+    if (url.pathname.startsWith("/attachments/") && req.method === "GET") {
+      const served = attachments.get(url.pathname);
+      if (!served) return sendJson(res, 404, { message: "404: Not Found", code: 0 });
+      res.writeHead(200, { "content-type": served.contentType, "content-length": served.bytes.length });
+      return res.end(served.bytes);
+    }
     if (url.pathname === "/_control/calls" && req.method === "GET") {
       const channel = url.searchParams.get("channel");
       const token = url.searchParams.get("token");

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { after, before, test } from "node:test";
 import { ChannelType, Client, GatewayIntentBits, Message } from "discord.js";
-import { forward, shouldForward } from "../../bridges/discord/gateway.mjs";
+import { forward, gatewayPayload, shouldForward } from "../../bridges/discord/gateway.mjs";
 import { DISCORD_APPLICATION_ID, DISCORD_BOT_TOKEN, startDiscord } from "../fakes/discord.mjs";
 import { startWorker, until } from "./wrangler-dev.mjs";
 
@@ -62,6 +62,12 @@ function answered(channel) {
 }
 
 const posted = (calls) => calls.filter((c) => c.method === "POST" && c.status === 200).map((c) => c.body.content);
+
+test("a message's attachments are forwarded as Discord's message object has them", () => {
+  const file = { id: snowflake(), filename: "photo.png", size: 68, url: "https://cdn.discordapp.com/attachments/1/2/photo.png?ex=1&is=2&hm=3", proxy_url: "https://media.discordapp.net/attachments/1/2/photo.png", content_type: "image/png" };
+  const payload = gatewayPayload(message({ channel_id: snowflake(), attachments: [file] }));
+  assert.deepEqual(payload.attachments, [{ filename: "photo.png", size: 68, url: file.url, content_type: "image/png" }]);
+});
 
 test("a mention is forwarded and answered in the channel once, even when forwarded twice", async () => {
   const channel = snowflake();

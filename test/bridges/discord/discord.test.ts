@@ -9,7 +9,7 @@ import { signatureHeaders } from "../../../bridges/shared/signed-request.ts";
 import { runInDurableObject } from "cloudflare:test";
 import { agent, agentExists, auditOnceAppended } from "../../agents.ts";
 import { click, ed25519, forward, interact, now, snowflake } from "./helpers.ts";
-import { getConversation, ledgerAppends, providerRequests, releaseProvider, script, settled, unique, waitFor, worker } from "../../support.ts";
+import { chooseModels, getConversation, ledgerAppends, providerRequests, releaseProvider, script, settled, unique, waitFor, worker } from "../../support.ts";
 
 const E = env as unknown as Record<string, string>;
 const AGENT = "assistant";
@@ -67,7 +67,7 @@ function statusEdited(filter: { channel?: string; token?: string }, state: strin
 
 const mention = recorded.gatewayMention.data;
 
-function channelMessage(over: { channel_id: string; guild_id?: string; content: string; id?: string }) {
+function channelMessage(over: { channel_id: string; guild_id?: string; content: string; id?: string; attachments?: unknown[] }) {
   return { ...mention, id: snowflake(), ...over };
 }
 
@@ -185,6 +185,45 @@ describe("/ask", () => {
 });
 
 // ---- 3. gateway messages ------------------------------------------------------------
+
+/** A 1×1 PNG. */
+const PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+
+/** Puts a file on the fake Discord's CDN; returns it as a message's `attachments[]` has it. */
+async function attach(filename: string, contentType: string, base64: string) {
+  const path = `${snowflake()}/${snowflake()}/${filename}`;
+  await fetch(`${E.FAKE_DISCORD_URL}/_control/attachments/${path}`, { method: "PUT", body: JSON.stringify({ base64, contentType }) });
+  return { id: snowflake(), filename, size: Buffer.from(base64, "base64").length, url: `${E.FAKE_DISCORD_URL}/attachments/${path}?ex=1&is=2&hm=3`, proxy_url: `${E.FAKE_DISCORD_URL}/attachments/${path}`, content_type: contentType };
+}
+
+describe("attachments of a gateway message", () => {
+  it("a photo reaches a model that takes images as image input, a text file as text; a link off Discord's CDN is named, never fetched; an attachment alone is a message", async () => {
+    const tenant = snowflake();
+    await chooseModels({ [tenant]: "fake-anthropic/claude-sonnet-4-5" });
+    const s = unique("gw-files");
+    await script(s, [{ text: "A dot, and the answer." }]);
+    const channel = snowflake();
+    const photo = await attach("photo.png", "image/png", PNG);
+    const notes = await attach("notes.txt", "text/plain; charset=utf-8", Buffer.from("the answer is 42").toString("base64"));
+    const elsewhere = { ...photo, filename: "elsewhere.png", url: "http://127.0.0.1:9/elsewhere.png" };
+    const res = await forward(channelMessage({ channel_id: channel, guild_id: tenant, content: `<@${APP}> [s:${s}] look`, attachments: [photo, notes, elsewhere] }));
+    expect(res.status).toBe(202);
+    await settled(tenant, AGENT, channel);
+    const [request] = await providerRequests(s);
+    const content = (request!.body.messages as { role: string; content: unknown }[]).filter((m) => m.role === "user").at(-1)!.content as { type: string; text?: string; source?: unknown }[];
+    expect(content).toContainEqual(expect.objectContaining({ type: "image", source: { type: "base64", media_type: "image/png", data: PNG } }));
+    const text = content.map((part) => part.text ?? "").join("\n");
+    expect(text).toContain("the answer is 42");
+    expect(text).toContain("[file elsewhere.png (image/png, 70 bytes), not shown: Discord gave no link to it that the agent may use]");
+
+    const alone = unique("gw-file-alone");
+    await script(alone, [{ text: "Got the file." }]);
+    const only = await attach(`${alone}.txt`, "text/plain", Buffer.from(`[s:${alone}] only a file`).toString("base64"));
+    const second = snowflake();
+    expect((await forward(channelMessage({ channel_id: second, guild_id: tenant, content: `<@${APP}>`, attachments: [only] }))).status).toBe(202);
+    expect((await settled(tenant, AGENT, second)).transcript.at(-1)!.text).toBe("Got the file.");
+  });
+});
 
 describe("gateway messages", () => {
   it("a forwarded mention → one reply in the channel; forwarded twice → one turn", async () => {

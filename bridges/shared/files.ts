@@ -1,13 +1,12 @@
-// Files shared with a message (`files[]` of a message event), fetched from
-// their url_private with the workspace's bot token before the event is
-// accepted: the object never waits on the network, and Slack wants its answer
-// within 3 s, so every fetch has a size cap and all of them one deadline.
-// Text becomes text for the model, an image an image (for models that take
-// images; pi-ai names it to the others), anything else is named with why.
+// Files shared with a chat message, fetched by the bridge before the event is
+// accepted: the object never waits on the network, and a platform wants its
+// answer within seconds (Slack 3 s), so every fetch has a size cap and all of
+// them one deadline. Text becomes text for the model, an image an image (for
+// models that take images; pi-ai names it to the others), anything else is
+// named with why. Each bridge says which links it trusts and how to fetch them.
 import { toBase64 } from "../../lib/base64.ts";
 import { readAtMost } from "../../lib/http.ts";
 import type { Attachment } from "../../runtime/index.ts";
-import { apiBaseUrl } from "./config.ts";
 
 /** About 64k tokens: a larger text would crowd the conversation out of most context windows. */
 export const TEXT_MAX_BYTES = 256 * 1024;
@@ -15,19 +14,26 @@ export const TEXT_MAX_BYTES = 256 * 1024;
 export const IMAGE_MAX_BYTES = 1024 * 1024;
 /** What one message's files may add up to (an image as its base64, as the event brings it to the edge, which stores it in R2): a text goes into the log row, which SQLite caps at 2 MB. */
 const STORED_MAX_CHARS = 1_500_000;
-/** All of a message's files, fetched side by side, within this: Slack retries an event not answered in 3 s. */
+/** All of a message's files, fetched side by side, within this: Slack retries an event not answered in 3 s, Discord's interactions want an answer in 3 s. */
 export const FETCH_DEADLINE_MS = 2_000;
 
 /** What providers take as image input. */
 const IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
 const TEXT_TYPES = new Set(["application/json", "application/xml", "application/javascript", "application/x-yaml", "application/yaml", "application/x-sh", "application/sql"]);
 
-/** The fields of a Slack file object that are read here. */
-export interface SlackFile {
-  name?: string | null;
-  mimetype?: string | null;
-  size?: number | null;
-  url_private?: string | null;
+/** A file as a bridge read it from its platform's message: `url` only where the bridge trusts it (null: none to use). */
+export interface SharedFile {
+  name: string;
+  mimeType: string;
+  /** As the platform says. */
+  bytes: number;
+  url: URL | null;
+}
+
+/** Where the files come from: the platform's name (for the model's notes) and what a fetch carries (a bot token, for Slack). */
+export interface FileSource {
+  platform: string;
+  headers?: Record<string, string>;
 }
 
 type Kind = "text" | "image";
@@ -38,23 +44,20 @@ function kindOf(mimeType: string): Kind | null {
   return null;
 }
 
-/** The bot token goes only to Slack's file host (or wherever SLACK_API_BASE_URL points, as tests do). */
-function trustedFileUrl(env: Env, url: string | null | undefined): URL | null {
+/** A link a bridge may fetch: https on `hosts`, or the origin its API base points at (as tests do). */
+export function trustedUrl(url: string | null | undefined, hosts: readonly string[], apiBase: string): URL | null {
   if (!url || !URL.canParse(url)) return null;
   const parsed = new URL(url);
-  const ours = (parsed.protocol === "https:" && parsed.hostname === "files.slack.com") || parsed.origin === new URL(apiBaseUrl(env)).origin;
+  const ours = (parsed.protocol === "https:" && hosts.includes(parsed.hostname)) || parsed.origin === new URL(apiBase).origin;
   return ours ? parsed : null;
 }
 
 /** Each shared file as the model is to see it; never throws (a file that cannot be had is named, saying why). */
-export async function fetchFiles(env: Env, token: string, files: SlackFile[]): Promise<Attachment[]> {
+export async function fetchFiles(files: SharedFile[], source: FileSource): Promise<Attachment[]> {
   const signal = AbortSignal.timeout(FETCH_DEADLINE_MS);
   let room = STORED_MAX_CHARS;
   return Promise.all(
-    files.map((file) => {
-      const name = file.name || "unnamed file";
-      const mimeType = file.mimetype || "application/octet-stream";
-      const bytes = file.size ?? 0;
+    files.map(({ name, mimeType, bytes, url }) => {
       const named = (note: string): Attachment => ({ name, mimeType, bytes, kind: "named", note });
       const kind = kindOf(mimeType);
       if (!kind) return named("a kind of file the agent cannot read");
@@ -63,9 +66,8 @@ export async function fetchFiles(env: Env, token: string, files: SlackFile[]): P
       const stored = kind === "image" ? Math.ceil(bytes / 3) * 4 : bytes;
       if (stored > room) return named("the message's files together are more than the agent reads of one message");
       room -= stored;
-      const url = trustedFileUrl(env, file.url_private);
-      if (!url) return named("Slack gave no link to it that the agent may use");
-      return download(url, token, max, signal).then(
+      if (!url) return named(`${source.platform} gave no link to it that the agent may use`);
+      return download(url, source.headers ?? {}, max, signal).then(
         (body) => (kind === "text" ? { name, mimeType, bytes: body.length, kind, text: new TextDecoder().decode(body) } : { name, mimeType, bytes: body.length, kind, data: toBase64(body) }),
         (err: unknown) => named(`it could not be fetched (${err instanceof Error ? err.message : String(err)})`),
       );
@@ -74,8 +76,8 @@ export async function fetchFiles(env: Env, token: string, files: SlackFile[]): P
 }
 
 /** The file's bytes, at most `max` of them (a file larger than Slack said is refused, not read whole). */
-async function download(url: URL, token: string, max: number, signal: AbortSignal): Promise<Uint8Array> {
-  const res = await fetch(url, { headers: { authorization: `Bearer ${token}` }, redirect: "manual", signal });
+async function download(url: URL, headers: Record<string, string>, max: number, signal: AbortSignal): Promise<Uint8Array> {
+  const res = await fetch(url, { headers, redirect: "manual", signal });
   if (res.status !== 200 || !res.body) {
     await res.body?.cancel();
     throw new Error(`HTTP ${res.status}`);
