@@ -188,3 +188,13 @@ export async function consoleCookie(token = "test-admin-token"): Promise<string>
   if (res.status !== 303) throw new Error(`console sign-in: ${res.status}`);
   return res.headers.get("set-cookie")!.split(";")[0]!;
 }
+
+/** A 1×1 PNG, as a file a person shares. */
+export const PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+
+/** The scenario's first request's last user message, as Anthropic Messages parts (a model that takes images), and their text joined. */
+export async function sharedWithModel(scenario: string): Promise<{ parts: { type: string; text?: string; source?: unknown }[]; text: string }> {
+  const [request] = await providerRequests(scenario);
+  const parts = (request!.body.messages as { role: string; content: unknown }[]).filter((m) => m.role === "user").at(-1)!.content as { type: string; text?: string; source?: unknown }[];
+  return { parts, text: parts.map((part) => part.text ?? "").join("\n") };
+}

@@ -4,8 +4,10 @@
 import type { Context } from "hono";
 import * as z from "zod";
 import { parseDecisionValue } from "../../approvals/index.ts";
+import { httpsOrLoopbackUrl } from "../../lib/config.ts";
 import { HttpError, parseJson } from "../../lib/http.ts";
 import { CONVERSATION_ID, parseRoute, submitEvent, type ChatEvent } from "../../runtime/index.ts";
+import { fetchFiles } from "../shared/files.ts";
 import { textId } from "../shared/ids.ts";
 import { callbackFor } from "./callbacks.ts";
 import { cardJson } from "./card.ts";
@@ -25,10 +27,23 @@ const base = {
   agent: z.string().optional(),
 };
 const text = z.string().trim().min(1, "text must not be empty").max(WEBHOOK_TEXT_LIMIT);
+/** Files the peer shares with a message, fetched from their URLs before the event is accepted (bridges/shared/files.ts). */
+const files = z
+  .array(
+    z.object({
+      name: z.string().min(1).max(200),
+      type: z.string().regex(/^[\w.+-]+\/[\w.+-]+$/, "type is a media type, e.g. image/png"),
+      /** As the peer states it: a file found larger is not read whole. */
+      size: z.number().int().nonnegative(),
+      url: httpsOrLoopbackUrl("files[].url"),
+    }),
+  )
+  .max(10)
+  .optional();
 
 const eventSchema = z.discriminatedUnion("type", [
-  z.object({ ...base, type: z.literal("message"), text }),
-  z.object({ ...base, type: z.literal("steer"), text }),
+  z.object({ ...base, type: z.literal("message"), text, files }),
+  z.object({ ...base, type: z.literal("steer"), text, files }),
   z.object({ ...base, type: z.literal("interrupt") }),
   z.object({ ...base, type: z.literal("command"), command: z.enum(["stop", "compact", "status"]) }),
   /** `value`: the chosen action's value from a card the bridge POSTed. */
@@ -36,7 +51,7 @@ const eventSchema = z.discriminatedUnion("type", [
 ]);
 type WebhookEvent = z.infer<typeof eventSchema>;
 
-function chatEvent(event: WebhookEvent, tenant: string): ChatEvent {
+async function chatEvent(event: WebhookEvent, tenant: string): Promise<ChatEvent> {
   const common = {
     id: `webhook:${event.idempotency_key}`,
     conversation: event.conversation,
@@ -45,8 +60,11 @@ function chatEvent(event: WebhookEvent, tenant: string): ChatEvent {
   };
   switch (event.type) {
     case "message":
-    case "steer":
-      return { ...common, kind: event.type, text: event.text };
+    case "steer": {
+      const shared = event.files?.map((file) => ({ name: file.name, mimeType: file.type, bytes: file.size, url: new URL(file.url) })) ?? [];
+      const attachments = shared.length > 0 ? await fetchFiles(shared, { platform: "the webhook" }) : [];
+      return { ...common, kind: event.type, text: event.text, ...(attachments.length > 0 ? { attachments } : {}) };
+    }
     case "interrupt":
       return { ...common, kind: "interrupt" };
     case "command":
@@ -66,6 +84,6 @@ export async function handleEvent(c: Context<{ Bindings: Env }>): Promise<Respon
   const route = parseRoute(tenant, parsed.data.agent ?? defaultAgent(c.env));
   // Replies would have nowhere to go: refuse before anything is written.
   if (!(await callbackFor(c.env, tenant))) throw new HttpError(409, `no callback_url registered for tenant "${tenant}"`);
-  const { card, ...result } = await submitEvent(c.env, route, chatEvent(parsed.data, tenant));
+  const { card, ...result } = await submitEvent(c.env, route, await chatEvent(parsed.data, tenant));
   return c.json({ ...result, ...(card ? { card: cardJson(card) } : {}) }, result.accepted ? 202 : 200);
 }

@@ -9,7 +9,7 @@ import { signatureHeaders } from "../../../bridges/shared/signed-request.ts";
 import { runInDurableObject } from "cloudflare:test";
 import { agent, agentExists, auditOnceAppended } from "../../agents.ts";
 import { click, ed25519, forward, interact, now, snowflake } from "./helpers.ts";
-import { chooseModels, getConversation, ledgerAppends, providerRequests, releaseProvider, script, settled, unique, waitFor, worker } from "../../support.ts";
+import { chooseModels, getConversation, ledgerAppends, providerRequests, releaseProvider, script, settled, sharedWithModel, PNG, unique, waitFor, worker } from "../../support.ts";
 
 const E = env as unknown as Record<string, string>;
 const AGENT = "assistant";
@@ -186,8 +186,6 @@ describe("/ask", () => {
 
 // ---- 3. gateway messages ------------------------------------------------------------
 
-/** A 1×1 PNG. */
-const PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
 
 /** Puts a file on the fake Discord's CDN; returns it as a message's `attachments[]` has it. */
 async function attach(filename: string, contentType: string, base64: string) {
@@ -209,10 +207,8 @@ describe("attachments of a gateway message", () => {
     const res = await forward(channelMessage({ channel_id: channel, guild_id: tenant, content: `<@${APP}> [s:${s}] look`, attachments: [photo, notes, elsewhere] }));
     expect(res.status).toBe(202);
     await settled(tenant, AGENT, channel);
-    const [request] = await providerRequests(s);
-    const content = (request!.body.messages as { role: string; content: unknown }[]).filter((m) => m.role === "user").at(-1)!.content as { type: string; text?: string; source?: unknown }[];
-    expect(content).toContainEqual(expect.objectContaining({ type: "image", source: { type: "base64", media_type: "image/png", data: PNG } }));
-    const text = content.map((part) => part.text ?? "").join("\n");
+    const { parts, text } = await sharedWithModel(s);
+    expect(parts).toContainEqual(expect.objectContaining({ type: "image", source: { type: "base64", media_type: "image/png", data: PNG } }));
     expect(text).toContain("the answer is 42");
     expect(text).toContain("[file elsewhere.png (image/png, 70 bytes), not shown: Discord gave no link to it that the agent may use]");
 

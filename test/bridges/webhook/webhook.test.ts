@@ -7,7 +7,7 @@ import { signatureHeaders } from "../../../bridges/shared/signed-request.ts";
 import { putTenantRecord } from "../../../runtime/index.ts";
 import { agentExists } from "../../agents.ts";
 import { messageEnvelope, newTs, postEvent, threadMessages } from "../slack/helpers.ts";
-import { getConversation, ledgerAppends, providerRequests, releaseProvider, script, unique, waitFor, worker } from "../../support.ts";
+import { chooseModels, getConversation, ledgerAppends, providerRequests, releaseProvider, script, sharedWithModel, PNG, unique, waitFor, worker } from "../../support.ts";
 import { finished, hook, message, send, tenantWithCallback } from "./helpers.ts";
 import handler from "../../worker-under-test.ts";
 
@@ -328,5 +328,40 @@ describe("per-tenant webhook secrets", () => {
     expect(await off.json()).toMatchObject({ error: expect.stringContaining("switched off") });
     const on = await post({});
     expect(on.status, await on.clone().text()).toBe(202);
+  });
+});
+
+
+/** A file the peer links to: served on loopback (the fake Discord's CDN serves any file, with no token). */
+async function served(name: string, type: string, base64: string) {
+  const path = `${unique("f")}/${name}`;
+  await fetch(`${E.FAKE_DISCORD_URL}/_control/attachments/${path}`, { method: "PUT", body: JSON.stringify({ base64, contentType: type }) });
+  return { name, type, size: Buffer.from(base64, "base64").length, url: `${E.FAKE_DISCORD_URL}/attachments/${path}` };
+}
+
+describe("files with a webhook message", () => {
+  it("are fetched from their URLs: a picture reaches a model that takes images as image input, a text file as text, another kind is named", async () => {
+    const tenant = await tenantWithCallback();
+    await chooseModels({ [tenant]: "fake-anthropic/claude-sonnet-4-5" });
+    const s = unique("wh-files");
+    await script(s, [{ text: "A dot, and the answer." }]);
+    const files = [await served("dot.png", "image/png", PNG), await served("notes.txt", "text/plain", Buffer.from("the answer is 42").toString("base64")), await served("data.bin", "application/octet-stream", "AAAA")];
+    expect((await send(tenant, { ...message("files", `[s:${s}] look`), files })).status).toBe(202);
+    await finished(tenant);
+    const { parts, text } = await sharedWithModel(s);
+    expect(parts).toContainEqual(expect.objectContaining({ type: "image", source: { type: "base64", media_type: "image/png", data: PNG } }));
+    expect(text).toContain("the answer is 42");
+    expect(text).toContain("[file data.bin (application/octet-stream, 3 bytes), not shown: a kind of file the agent cannot read]");
+  });
+
+  it("a file's URL that is neither https nor loopback, or a type that is not a media type, is a 422 naming it; nothing is written", async () => {
+    const tenant = await tenantWithCallback();
+    const plain = await send(tenant, { ...message("files-bad", "look"), files: [{ name: "a.png", type: "image/png", size: 1, url: "http://example.com/a.png" }] });
+    expect(plain.status).toBe(422);
+    expect(await plain.text()).toContain("files[].url must be https");
+    const untyped = await send(tenant, { ...message("files-bad", "look"), files: [{ name: "a.png", type: "png", size: 1, url: "https://example.com/a.png" }] });
+    expect(untyped.status).toBe(422);
+    expect(await untyped.text()).toContain("type is a media type");
+    expect(await agentExists(tenant, AGENT)).toBe(false);
   });
 });
