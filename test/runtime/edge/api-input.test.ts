@@ -1,7 +1,7 @@
 // Bad input to /v1 gets a 4xx that says what was wrong, never a 500, and writes nothing.
 import { describe, expect, it } from "vitest";
-import { tables } from "../../agents.ts";
-import { withVars, worker } from "../../support.ts";
+import { agentExists, tables } from "../../agents.ts";
+import { chooseModels, PNG, script, settled, sharedWithModel, unique, withVars, worker } from "../../support.ts";
 
 const PATH = "/v1/tenants/inputs/agents/guard/messages";
 const AUTH = { authorization: "Bearer test-admin-token" };
@@ -76,5 +76,36 @@ describe("/v1 input checks", () => {
       expect(((await res.json()) as { error: string }).error).toBe('configuration error: MOUNTS: alias "gone" names unknown plugin "no-such-plugin"');
     });
     expect((await worker("/v1/tenants/inputs/agents/guard/mounts", { headers: AUTH })).status).toBe(200);
+  });
+});
+
+describe("files sent with a message", () => {
+  it("a picture inline reaches a model that takes images as image input, a text file as text", async () => {
+    const tenant = unique("api-files");
+    await chooseModels({ [tenant]: "fake-anthropic/claude-sonnet-4-5" });
+    const s = unique("api-files");
+    await script(s, [{ text: "A dot, and the answer." }]);
+    const attachments = [
+      { name: "dot.png", type: "image/png", data: PNG },
+      { name: "notes.txt", type: "text/plain", data: Buffer.from("the answer is 42").toString("base64") },
+    ];
+    const res = await worker(`/v1/tenants/${tenant}/agents/guard/messages`, { method: "POST", headers: { ...AUTH, "content-type": "application/json" }, body: JSON.stringify({ text: `[s:${s}] look`, conversation: s, attachments }) });
+    expect(res.status).toBe(202);
+    await settled(tenant, "guard", s);
+    const { parts, text } = await sharedWithModel(s);
+    expect(parts).toContainEqual(expect.objectContaining({ type: "image", source: { type: "base64", media_type: "image/png", data: PNG } }));
+    expect(text).toContain("the answer is 42");
+  });
+
+  it("a file of another type, or whose data is not base64, is a 400 naming it; nothing is written", async () => {
+    for (const [file, says] of [
+      [{ name: "a.zip", type: "application/zip", data: "AAAA" }, "type is one of image/png"],
+      [{ name: "a.png", type: "image/png", data: "not base64!" }, "data is the file's bytes in base64"],
+    ] as const) {
+      const r = await worker("/v1/tenants/inputs-files/agents/guard/messages", { method: "POST", headers: { ...AUTH, "content-type": "application/json" }, body: JSON.stringify({ text: "look", conversation: "c-files", attachments: [file] }) });
+      expect(r.status).toBe(400);
+      expect(await r.text()).toContain(says);
+    }
+    expect(await agentExists("inputs-files", "guard")).toBe(false);
   });
 });
