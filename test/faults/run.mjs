@@ -11,9 +11,11 @@
 // Every run also holds the tenant's ledger to what the fake provider billed:
 // each answer the provider finished is counted once, tokens and calls, whatever
 // the kill interrupted (a paid answer read, then its reply streamed or its
-// report made when the Worker died). An answer the provider finished within
-// UNREAD_MS of the kill may not have been read to its end (docs/metering.md
-// says such an answer is not counted): it may be missing, never counted twice.
+// report made when the Worker died). An answer the dead Worker asked for (the
+// fake handled it before the restart) that the provider finished after the
+// kill began, or within UNREAD_MS before, may not have been read to its end
+// (docs/metering.md says such an answer is not counted): it may be missing,
+// never counted twice.
 //
 // "during exec" is a turn of its own: model call 1 asks box__exec (a machine on
 // the real local machine host, which outlives the Worker as a container
@@ -155,16 +157,17 @@ async function toWorker(path, init, deadline) {
 
 let restarted = Promise.resolve();
 
-/** When the last kill had taken the Worker down. */
-let killedAt = null;
+/** The last kill: when it began, and when the Worker served again (a request the fakes saw before then came from the dead one). */
+let kill = null;
 
 async function crashAndRestart() {
   let done;
   restarted = new Promise((resolve) => (done = resolve));
+  const at = Date.now();
   await worker.kill();
-  killedAt = Date.now();
   const started = Date.now();
   worker = await startWorker({ cwd, vars, script, persistDir, port: worker.port, allowUncaught: true });
+  kill = { at, restartedAt: Date.now() };
   done();
   return Date.now() - started;
 }
@@ -265,12 +268,18 @@ async function ledgerTotals(deadline) {
   return { calls: totals.calls, tokens: totals.inputTokens + totals.cachedInputTokens + totals.cacheWriteTokens + totals.outputTokens };
 }
 
-/** What the fake provider billed for the run: every answer it finished, with the tokens it reported; `unread`: those it finished within UNREAD_MS before the kill. */
-async function billed(run, killedAt) {
+/**
+ * What the fake provider billed for the run: every answer it finished, with
+ * the tokens it reported; `unread`: those the dead Worker asked for, finished
+ * after UNREAD_MS before the kill (the fake, in this process, may handle a
+ * request sent just before the kill only after it, and writes its answer into
+ * a connection it has not yet seen closed).
+ */
+async function billed(run, kill) {
   const requests = await (await fetch(`${fakes.provider.url}/_control/scenarios/${run.id}/requests`)).json();
   const paid = requests.filter((r) => r.usage?.prompt_tokens !== undefined);
   const sum = (answers) => ({ calls: answers.length, tokens: answers.reduce((n, r) => n + r.usage.prompt_tokens + r.usage.completion_tokens, 0) });
-  const unread = killedAt === null ? [] : paid.filter((r) => r.endedAt > killedAt - UNREAD_MS && r.endedAt <= killedAt);
+  const unread = kill === null ? [] : paid.filter((r) => r.at < kill.restartedAt && r.endedAt > kill.at - UNREAD_MS);
   return { all: sum(paid), unread: sum(unread) };
 }
 
@@ -279,8 +288,8 @@ async function billed(run, killedAt) {
  * billed, or as it stands after a bounded wait (an answer is counted after its
  * reply is sent): every answer once, but for those that may have died unread.
  */
-async function ledgerCheck(run, before, killedAt) {
-  const { all, unread } = await billed(run, killedAt);
+async function ledgerCheck(run, before, kill) {
+  const { all, unread } = await billed(run, kill);
   const within = (got) => got.calls <= all.calls && got.tokens <= all.tokens && got.calls >= all.calls - unread.calls && got.tokens >= all.tokens - unread.tokens;
   const deadline = { at: Date.now() + 15_000 };
   let got;
@@ -290,7 +299,7 @@ async function ledgerCheck(run, before, killedAt) {
     if (got.calls === all.calls && got.tokens === all.tokens) break;
     await sleep(500);
   } while (Date.now() < deadline.at);
-  const maybe = unread.calls > 0 ? ` (${unread.calls} finished within ${UNREAD_MS} ms of the kill, maybe unread)` : "";
+  const maybe = unread.calls > 0 ? ` (${unread.calls} asked by the killed Worker and finished as it died, maybe unread)` : "";
   return { ok: within(got), note: `ledger ${got.calls} answers / ${got.tokens} tokens, billed ${all.calls} / ${all.tokens}${maybe}` };
 }
 
@@ -336,7 +345,7 @@ async function trial(run) {
   if (run.point.machine && MACHINE_HOST_MISSING) return { ...run, outcome: "error", note: `no machine host here: ${MACHINE_HOST_MISSING}`, dupReplies: 0, dupEffects: 0 };
   await fetch(`${fakes.provider.url}/_control/scenarios/${run.id}`, { method: "PUT", body: JSON.stringify({ by: "position", steps: steps(run) }) });
   const before = await ledgerTotals({ at: Date.now() + STEP_MS });
-  killedAt = null;
+  kill = null;
   const reached = killPoint(run);
   const started = Date.now();
   let outcome = "completed";
@@ -367,7 +376,7 @@ async function trial(run) {
     dupReplies += Math.max(0, held.length - 1) + held.filter((m) => m.text !== whole || m.streaming).length;
   }
   const dupEffects = [run.entryA, run.entryB, run.entryC].reduce((n, entry) => n + Math.max(0, (appends.get(entry) ?? 0) - 1), 0);
-  const ledger = await ledgerCheck(run, before, killedAt);
+  const ledger = await ledgerCheck(run, before, kill);
   note = `${note}; ${ledger.note}`;
   const ledgerWrong = ledger.ok ? 0 : 1;
   if (!run.point.machine) return { ...run, outcome, note, dupReplies, dupEffects, ledgerWrong, leftMachines: 0, ms: Date.now() - started };
