@@ -4,7 +4,7 @@
 // object (its secrets, sealed, its API keys, and the records a bridge keeps
 // for it and reads on a turn's way: installations, webhook secrets and callbacks).
 export { mountList } from "./config.ts";
-export { deleteTenantRecord, keepTenantKey, putTenantRecord, revokeTenantKeyRow, Tenant, tenantKeys, tenantRecord, useTenantKey } from "./tenant.ts";
+export { deleteTenantRecord, keepTenantKey, putTenantRecord, revokeTenantKeyRow, Tenant, tenantKeys, tenantRecord, tenantStub, useTenantKey } from "./tenant.ts";
 export type { TenantKey } from "./tenant-keys.ts";
 export type { SecretListing } from "./tenant.ts";
 export { deleteTenantSecret, granted, listTenantSecrets, platformSecret, refProblem, resolveSecret, secretsSet, setTenantSecret, type SecretRef } from "./tenant-secrets.ts";

@@ -17,8 +17,7 @@ export const TENANT_KEYS_SCHEMA = `CREATE TABLE api_keys (
   last_used_at INTEGER,
   revoked_at INTEGER,
   handed_over INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE key_handover (copied_at INTEGER NOT NULL, cleared_at INTEGER)`;
+)`;
 
 /** A key's row with its hash, as the handover carries it between the two objects. */
 export type HandedKey = KeyRow & { hash: string };

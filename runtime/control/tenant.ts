@@ -1,18 +1,9 @@
 // The tenant's own object: one Durable Object per tenant, its own SQLite, for
-// what is the tenant's and no one else's, so no deployment-wide object holds
-// it or stands on a turn's way. Its secrets (API tokens for its mounts, its
-// own model keys), kept sealed: the Worker seals a value before it arrives
-// here and opens it where it is used, so this database never holds one in
-// clear (runtime/control/tenant-secrets.ts). And its records: one JSON value
-// per kind that a bridge keeps for the tenant and reads on a turn's way (a
-// workspace's sealed bot token, a webhook tenant's secrets and callback); the
-// bridge names the kind, the runtime none. A release before this one kept each
-// record in the control plane's settings (namespace: the kind, key: the
-// tenant); the first touch of a kind here takes it over from there, once.
-// And its API keys (tenant-keys.ts), checked here on every request made with
-// one: a key names its tenant, so no deployment-wide object is asked. The
-// control plane's key rows of the tenant are taken over at the first touch
-// of its keys, once, as a record is.
+// what is the tenant's alone (its secrets, sealed by the Worker; the records a
+// bridge reads on a turn's way; its API keys), so no deployment-wide object
+// holds it or stands on a turn's way. What an older release kept in the
+// control plane is taken over at the first touch, once (takeOver;
+// docs/design.md, "Access").
 import { DurableObject } from "cloudflare:workers";
 import { type Migration, runMigrations } from "../../lib/migrations.ts";
 import type { Sealed } from "../../lib/sealed.ts";
@@ -28,14 +19,16 @@ const MIGRATIONS: readonly Migration[] = [
 CREATE TABLE secrets (name TEXT PRIMARY KEY, iv TEXT NOT NULL, sealed TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, updated_by TEXT NOT NULL);`,
   },
   {
-    // handovers: a kind whose old row was copied here (copied_at) and then deleted from the control plane (cleared_at).
+    // handovers: what was copied here from the control plane (copied_at) and then deleted there (cleared_at): a record's kind, or the API keys (KEYS).
     name: "records, their handover from the control plane",
     sql: `CREATE TABLE records (kind TEXT PRIMARY KEY, value TEXT NOT NULL, updated_at INTEGER NOT NULL);
 CREATE TABLE handovers (kind TEXT PRIMARY KEY, copied_at INTEGER NOT NULL, cleared_at INTEGER);`,
   },
-  // key_handover: one row once the control plane's key rows were copied here (copied_at), and then deleted there (cleared_at).
-  { name: "api keys, their handover from the control plane", sql: TENANT_KEYS_SCHEMA },
+  { name: "api keys", sql: TENANT_KEYS_SCHEMA },
 ];
+
+/** The handover of the API keys, beside the records' (a bridge's kinds name their platform, never this). */
+const KEYS = "api keys";
 
 /** A secret as anyone may see it: its name and dates, never its value. */
 export interface SecretListing {
@@ -48,7 +41,7 @@ export interface SecretListing {
 
 export class Tenant extends DurableObject<Env> {
   private readonly sql: SqlStorage;
-  /** Each handover under way (a record's kind, or the keys): a call that comes meanwhile waits for it. */
+  /** Each handover under way, by its name in `handovers`: a call that comes meanwhile waits for it. */
   private readonly takingOver = new Map<string, Promise<void>>();
 
   constructor(ctx: DurableObjectState, env: Env) {
@@ -106,14 +99,14 @@ export class Tenant extends DurableObject<Env> {
   /** The record of that kind as JSON, or null. */
   async record(tenant: string, kind: string): Promise<string | null> {
     this.claim(tenant);
-    await this.takeOver(tenant, kind);
+    await this.takeOverRecord(tenant, kind);
     return this.sql.exec<{ value: string }>("SELECT value FROM records WHERE kind = ?", kind).toArray()[0]?.value ?? null;
   }
 
   /** Sets (or replaces) the record of that kind; `value` is JSON. */
   async putRecord(tenant: string, kind: string, value: string): Promise<void> {
     this.claim(tenant);
-    await this.takeOver(tenant, kind);
+    await this.takeOverRecord(tenant, kind);
     this.sql.exec(
       "INSERT INTO records (kind, value, updated_at) VALUES (?, ?, ?) ON CONFLICT (kind) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
       kind,
@@ -125,53 +118,52 @@ export class Tenant extends DurableObject<Env> {
   /** Whether there was a record of that kind to delete. */
   async deleteRecord(tenant: string, kind: string): Promise<boolean> {
     this.claim(tenant);
-    await this.takeOver(tenant, kind);
+    await this.takeOverRecord(tenant, kind);
     return this.sql.exec("DELETE FROM records WHERE kind = ? RETURNING kind", kind).toArray().length > 0;
   }
 
-  /**
-   * Takes over the tenant's row of this kind that a release before this one
-   * kept in the control plane, before any verb of the kind is served: copied
-   * here (with its marker, in one transaction), then deleted there, then the
-   * marker says so, and the control plane is asked no more. One handover of a
-   * kind runs at a time (the object has one instance): a call that comes
-   * meanwhile waits for it, so the old row is copied once and never replaces
-   * a record written since. A delete that failed is tried again at the next
-   * touch; the row is copied before it is deleted, so nothing is lost between
-   * the two objects.
-   */
-  private async takeOver(tenant: string, kind: string): Promise<void> {
-    const handover = this.handover(kind);
-    if (handover && handover.cleared_at !== null) return;
-    await this.once(`record ${kind}`, () => this.handOver(tenant, kind));
+  /** Takes over the tenant's row of this kind that a release before this one kept in the control plane's settings (takeOver). */
+  private takeOverRecord(tenant: string, kind: string): Promise<void> {
+    const control = controlPlane(this.env);
+    return this.takeOver(kind, {
+      read: () => control.get(kind, tenant),
+      keep: (old) => {
+        if (old !== null) this.sql.exec("INSERT INTO records (kind, value, updated_at) VALUES (?, ?, ?)", kind, JSON.stringify(old), Date.now());
+      },
+      clear: () => control.delete(kind, tenant),
+    });
   }
 
-  /** Runs a handover, or waits for the one of that name under way. */
-  private async once(name: string, handOver: () => Promise<void>): Promise<void> {
+  /**
+   * Takes over what a release before this one kept for the tenant in the
+   * control plane, before anything of it is served: read there, copied here
+   * with its marker in one transaction, then deleted there, then the marker
+   * says so, and the control plane is asked no more. One handover of a name
+   * runs at a time (the object has one instance): a call that comes meanwhile
+   * waits for it, so the old rows are copied once and never replace one
+   * written since. A delete that failed is tried again at the next touch;
+   * rows are copied before they are deleted, so nothing is lost between the
+   * two objects.
+   */
+  private async takeOver<T>(name: string, old: { read: () => Promise<T>; keep: (rows: T) => void; clear: () => Promise<unknown> }): Promise<void> {
+    const marker = () => this.sql.exec<{ cleared_at: number | null }>("SELECT cleared_at FROM handovers WHERE kind = ?", name).toArray()[0];
+    if (marker()?.cleared_at != null) return;
     let taking = this.takingOver.get(name);
     if (!taking) {
-      taking = handOver().finally(() => this.takingOver.delete(name));
+      taking = (async () => {
+        if (!marker()) {
+          const rows = await old.read();
+          this.ctx.storage.transactionSync(() => {
+            old.keep(rows);
+            this.sql.exec("INSERT INTO handovers (kind, copied_at) VALUES (?, ?)", name, Date.now());
+          });
+        }
+        await old.clear();
+        this.sql.exec("UPDATE handovers SET cleared_at = ? WHERE kind = ?", Date.now(), name);
+      })().finally(() => this.takingOver.delete(name));
       this.takingOver.set(name, taking);
     }
     await taking;
-  }
-
-  private async handOver(tenant: string, kind: string): Promise<void> {
-    const control = controlPlane(this.env);
-    if (!this.handover(kind)) {
-      const old = await control.get(kind, tenant);
-      this.ctx.storage.transactionSync(() => {
-        const now = Date.now();
-        if (old !== null) this.sql.exec("INSERT INTO records (kind, value, updated_at) VALUES (?, ?, ?)", kind, JSON.stringify(old), now);
-        this.sql.exec("INSERT INTO handovers (kind, copied_at) VALUES (?, ?)", kind, now);
-      });
-    }
-    await control.delete(kind, tenant);
-    this.sql.exec("UPDATE handovers SET cleared_at = ? WHERE kind = ?", Date.now(), kind);
-  }
-
-  private handover(kind: string): { cleared_at: number | null } | undefined {
-    return this.sql.exec<{ cleared_at: number | null }>("SELECT cleared_at FROM handovers WHERE kind = ?", kind).toArray()[0];
   }
 
   // ---- API keys (tenant-keys.ts) ----
@@ -220,26 +212,13 @@ export class Tenant extends DurableObject<Env> {
     return revoked.row;
   }
 
-  /**
-   * Takes over the tenant's key rows a release before this one kept in the
-   * control plane, as takeOver does a record: copied here (with the marker,
-   * in one transaction), then deleted there (their hashes kept in its index
-   * of old keys, which name no tenant), then the marker says so.
-   */
-  private async takeOverKeys(tenant: string): Promise<void> {
-    const marker = () => this.sql.exec<{ cleared_at: number | null }>("SELECT cleared_at FROM key_handover").toArray()[0];
-    if (marker()?.cleared_at != null) return;
-    await this.once("keys", async () => {
-      const control = controlPlane(this.env);
-      if (!marker()) {
-        const old = await control.oldKeys(tenant);
-        this.ctx.storage.transactionSync(() => {
-          for (const key of old) copyKey(this.sql, key);
-          this.sql.exec("INSERT INTO key_handover (copied_at) VALUES (?)", Date.now());
-        });
-      }
-      await control.clearOldKeys(tenant);
-      this.sql.exec("UPDATE key_handover SET cleared_at = ?", Date.now());
+  /** Takes over the tenant's key rows a release before this one kept in the control plane (takeOver); their hashes stay in its index of old keys, which names no other data. */
+  private takeOverKeys(tenant: string): Promise<void> {
+    const control = controlPlane(this.env);
+    return this.takeOver(KEYS, {
+      read: () => control.oldKeys(tenant),
+      keep: (old) => old.forEach((key) => copyKey(this.sql, key)),
+      clear: () => control.clearOldKeys(tenant),
     });
   }
 

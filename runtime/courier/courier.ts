@@ -297,14 +297,16 @@ export class Courier extends DurableObject<Env> {
 
   /** Writes what a call or a lease's end held down, then counts it (the alarm again if a ledger could not take it). */
   private async keepHeld(route: Route, held: HeldSpan[]): Promise<void> {
-    for (const span of held) this.keep(`held:${span.id}`, NO_TASK, { route: { tenant: route.tenant, agent: route.agent }, held: span });
-    const rows = held.map((span) => this.ctx.storage.sql.exec<PaidRow>("SELECT id, answer FROM paid WHERE id = ?", `held:${span.id}`).toArray()[0]);
-    for (const row of rows) if (row) await this.countPaid(row, []);
+    const rows = held.map((span) => this.keep(`held:${span.id}`, NO_TASK, { route: { tenant: route.tenant, agent: route.agent }, held: span }));
+    for (const row of rows) await this.countPaid(row, []);
   }
 
-  private keep(id: string, task: number, entry: PaidEntry): void {
+  /** Writes an entry down under its id (once: a second write of the same id keeps the first) and returns its row. */
+  private keep(id: string, task: number, entry: PaidEntry): PaidRow {
     this.table();
-    this.ctx.storage.sql.exec("INSERT INTO paid (id, task, answer) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING", id, task, JSON.stringify(entry));
+    const answer = JSON.stringify(entry);
+    this.ctx.storage.sql.exec("INSERT INTO paid (id, task, answer) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING", id, task, answer);
+    return { id, answer };
   }
 
   /** Counts a kept answer or span (with busy time, if given) and forgets it once every ledger has it; else it waits for the alarm. */

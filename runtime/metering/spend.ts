@@ -70,47 +70,46 @@ export interface PaidAnswer {
  * reached is logged, never a reason to call again; false says one could not,
  * so the caller keeps the answer to count again (the same call is counted once).
  */
-export async function countJob(env: Env, route: Route, hours: HourBusy[], paid: PaidAnswer | null): Promise<boolean> {
+export function countJob(env: Env, route: Route, hours: HourBusy[], paid: PaidAnswer | null): Promise<boolean> {
   const entry = paid && usageEntry(route, paid);
   const busy = hours.length > 0 ? { tenant: route.tenant, agent: route.agent, hours } : null;
-  const counted = await Promise.all(
-    [route.tenant, undefined].map(async (tenant) => {
-      // A tenant's own key is not the operator's money: the platform's ledger counts none of it.
-      const usage = tenant === undefined && entry?.byok ? null : entry;
-      if (!usage && !busy) return true;
-      try {
-        const added = await ledgerStub(env, tenant).record(usage, busy);
-        if (added && !usage!.byok) addToReading(tenant, usage!.costUsd);
-        return true;
-      } catch (err) {
-        console.error(`the ${tenant === undefined ? "platform" : `tenant ${tenant}`} ledger could not count job ${paid?.call ?? "(busy time)"}`, err);
-        return false;
-      }
-    }),
-  );
-  return counted.every(Boolean);
+  return inBothLedgers(route.tenant, `job ${paid?.call ?? "(busy time)"}`, async (tenant) => {
+    // A tenant's own key is not the operator's money: the platform's ledger counts none of it.
+    const usage = tenant === undefined && entry?.byok ? null : entry;
+    if (!usage && !busy) return;
+    const added = await ledgerStub(env, tenant).record(usage, busy);
+    if (added && !usage!.byok) addToReading(tenant, usage!.costUsd);
+  });
 }
 
 /**
- * A machine's time, in the tenant's ledger and the platform's (the operator
- * pays for machines), priced by MACHINE_PRICES; false when a ledger could not
- * take it (the caller keeps it to count again: the same span is counted once).
+ * A machine's time, in the tenant's ledger and, for the platform's limit, its
+ * cost in the platform's (the operator pays for machines; that row names no
+ * tenant), priced by MACHINE_PRICES; false when a ledger could not take it
+ * (the caller keeps it to count again: the same span is counted once).
  */
-export async function countHeld(env: Env, route: Route, held: HeldSpan): Promise<boolean> {
+export function countHeld(env: Env, route: Route, held: HeldSpan): Promise<boolean> {
   const prices = machinePrices(env);
   const hours = Math.max(held.endedAt - held.startedAt, 0) / 3_600_000;
   const costUsd = prices ? hours * (held.vcpu * prices.vcpuHour + (held.memoryMiB / 1024) * prices.memoryGiBHour + (held.diskMiB / 1024) * prices.diskGiBHour) : 0;
   const entry = { span: held.id, tenant: route.tenant, agent: route.agent, size: held.size, startedAt: held.startedAt, endedAt: held.endedAt, costUsd };
+  return inBothLedgers(route.tenant, `machine ${held.id}`, async (tenant) => {
+    if (await ledgerStub(env, tenant).countHeld(tenant === undefined ? { ...entry, tenant: "", agent: "" } : entry)) addToReading(tenant, costUsd);
+  });
+}
+
+/** Runs `count` against the tenant's ledger and the platform's (`undefined`) side by side; false when one could not be reached (logged, naming `what`). */
+async function inBothLedgers(tenant: string, what: string, count: (tenant: string | undefined) => Promise<void>): Promise<boolean> {
   const counted = await Promise.all(
-    [route.tenant, undefined].map(async (tenant) => {
-      try {
-        if (await ledgerStub(env, tenant).countHeld(entry)) addToReading(tenant, costUsd);
-        return true;
-      } catch (err) {
-        console.error(`the ${tenant === undefined ? "platform" : `tenant ${tenant}`} ledger could not count machine ${held.id}`, err);
-        return false;
-      }
-    }),
+    [tenant, undefined].map((ledger) =>
+      count(ledger).then(
+        () => true,
+        (err: unknown) => {
+          console.error(`the ${ledger === undefined ? "platform" : `tenant ${ledger}`} ledger could not count ${what}`, err);
+          return false;
+        },
+      ),
+    ),
   );
   return counted.every(Boolean);
 }

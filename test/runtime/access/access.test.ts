@@ -4,26 +4,10 @@
 import { env } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { unique, waitFor, worker } from "../../support.ts";
+import { unique, waitFor } from "../../support.ts";
 import { controlPlane } from "../../../runtime/control/index.ts";
+import { ADMIN, bearer, call, newKey } from "./helpers.ts";
 
-const ADMIN = "Bearer test-admin-token";
-
-function call(auth: string, method: string, path: string, body?: unknown): Promise<Response> {
-  return worker(`/v1${path}`, {
-    method,
-    headers: { authorization: auth, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-}
-
-async function newKey(auth: string, tenant: string, spec: { name: string; access?: string; agent?: string }): Promise<{ id: string; key: string }> {
-  const res = await call(auth, "POST", `/tenants/${tenant}/keys`, spec);
-  expect(res.status, await res.clone().text()).toBe(201);
-  return res.json();
-}
-
-const bearer = (key: string) => `Bearer ${key}`;
 const message = (text: string, conversation: string) => ({ text, conversation });
 
 describe("scoped API keys", () => {
@@ -182,7 +166,7 @@ describe("the audit trail", () => {
     expect(Number.isNaN(Date.parse(entries[0]!.at))).toBe(false);
 
     // Never editable: SQLite itself refuses to change or remove a row.
-    const control = env.CONTROL.get(env.CONTROL.idFromName("control"));
+    const control = controlPlane(env);
     await runInDurableObject(control, (_instance, state) => {
       expect(() => state.storage.sql.exec("UPDATE audit SET actor = 'someone else' WHERE tenant = ?", T)).toThrow(/append-only/);
       expect(() => state.storage.sql.exec("DELETE FROM audit WHERE tenant = ?", T)).toThrow(/append-only/);
@@ -193,7 +177,7 @@ describe("the audit trail", () => {
     const T = unique("aud");
     const admin = await newKey(ADMIN, T, { name: "ops", access: "admin" });
     const k = bearer(admin.key);
-    const control = env.CONTROL.get(env.CONTROL.idFromName("control"));
+    const control = controlPlane(env);
     const tenantModel = async () => ((await (await call(k, "GET", `/tenants/${T}/agents/assistant/model`)).json()) as { tenant: unknown }).tenant;
     // The trail refuses this tenant's rows, as a failing store would: SQLite aborts the insert (the test's tenant only, so others run on).
     const trigger = `audit_broken_${T}`;

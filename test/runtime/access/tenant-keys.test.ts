@@ -9,31 +9,14 @@
 import { env } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { ControlPlane, type Tenant } from "../../../runtime/index.ts";
+import { ControlPlane, controlPlane } from "../../../runtime/index.ts";
+import { tenantStub } from "../../../runtime/control/index.ts";
 import { hashKey, keyTenant } from "../../../runtime/access/index.ts";
 import { toBase64Url } from "../../../lib/base64.ts";
-import { unique, worker } from "../../support.ts";
+import { unique } from "../../support.ts";
+import { ADMIN, bearer, call, newKey } from "./helpers.ts";
 
-const ADMIN = "Bearer test-admin-token";
-
-function call(auth: string, method: string, path: string, body?: unknown): Promise<Response> {
-  return worker(`/v1${path}`, {
-    method,
-    headers: { authorization: auth, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-}
-
-async function newKey(tenant: string, spec: { name: string; access?: string }): Promise<{ id: string; key: string }> {
-  const res = await call(ADMIN, "POST", `/tenants/${tenant}/keys`, spec);
-  expect(res.status, await res.clone().text()).toBe(201);
-  return res.json();
-}
-
-const bearer = (key: string) => `Bearer ${key}`;
 const usage = (key: string, tenant: string) => call(bearer(key), "GET", `/tenants/${tenant}/usage`);
-const tenantObject = (tenant: string) => env.TENANT.get(env.TENANT.idFromName(tenant)) as DurableObjectStub<Tenant>;
-const controlObject = () => env.CONTROL.get(env.CONTROL.idFromName("control"));
 
 /** Counts every call made to any control plane method from now on. */
 function watchControlPlane(): () => string[] {
@@ -59,7 +42,7 @@ async function oldKey(tenant: string, spec: { revoked?: boolean } = {}): Promise
   const id = `k${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`;
   const key = `apk_${id}_${toBase64Url(crypto.getRandomValues(new Uint8Array(32)))}`;
   const hash = await hashKey(key);
-  await runInDurableObject(controlObject(), (_instance, state) => {
+  await runInDurableObject(controlPlane(env), (_instance, state) => {
     state.storage.sql.exec(
       "INSERT INTO api_keys (id, tenant, hash, name, access, agent, created_at, created_by, revoked_at) VALUES (?, ?, ?, ?, 'write', NULL, ?, 'platform:admin-token', ?)",
       id,
@@ -75,14 +58,14 @@ async function oldKey(tenant: string, spec: { revoked?: boolean } = {}): Promise
 
 /** What the control plane keeps of a tenant's keys: its rows (the release before), and its index of old keys. */
 function controlKeys(tenant: string): Promise<{ rows: string[]; index: string[] }> {
-  return runInDurableObject(controlObject(), (_instance, state) => ({
+  return runInDurableObject(controlPlane(env), (_instance, state) => ({
     rows: state.storage.sql.exec<{ id: string }>("SELECT id FROM api_keys WHERE tenant = ? ORDER BY id", tenant).toArray().map((r) => r.id),
     index: state.storage.sql.exec<{ hash: string }>("SELECT hash FROM old_keys WHERE tenant = ? ORDER BY hash", tenant).toArray().map((r) => r.hash),
   }));
 }
 
 function tenantKeyRows(tenant: string): Promise<{ id: string; revoked_at: number | null; handed_over: number }[]> {
-  return runInDurableObject(tenantObject(tenant), (_instance, state) =>
+  return runInDurableObject(tenantStub(env, tenant), (_instance, state) =>
     state.storage.sql.exec<{ id: string; revoked_at: number | null; handed_over: number }>("SELECT id, revoked_at, handed_over FROM api_keys ORDER BY id").toArray(),
   );
 }
@@ -90,7 +73,7 @@ function tenantKeyRows(tenant: string): Promise<{ id: string; revoked_at: number
 describe("keys that name their tenant", () => {
   it("a new key names its tenant, is kept in the tenant's object only, and is checked there without the control plane", async () => {
     const T = unique("kt.a-b_c");
-    const { id, key } = await newKey(T, { name: "ci" });
+    const { id, key } = await newKey(ADMIN, T, { name: "ci" });
     expect(key).toMatch(/^apk_k[0-9a-f]{12}_[A-Za-z0-9_-]+_[A-Za-z0-9_-]{43}$/);
     expect(keyTenant(key)).toBe(T);
     expect((await tenantKeyRows(T)).map((r) => r.id)).toEqual([id]);
@@ -104,7 +87,7 @@ describe("keys that name their tenant", () => {
 
   it("a revoked key is refused at the very next request", async () => {
     const T = unique("ktrev");
-    const { id, key } = await newKey(T, { name: "ci" });
+    const { id, key } = await newKey(ADMIN, T, { name: "ci" });
     expect((await usage(key, T)).status).toBe(200);
     expect((await call(ADMIN, "DELETE", `/tenants/${T}/keys/${id}`)).status).toBe(200);
     const after = await usage(key, T);
@@ -114,8 +97,8 @@ describe("keys that name their tenant", () => {
 
   it("a key changed to name another tenant is no key of that tenant's (401), and one naming a tenant with no object writes none", async () => {
     const [A, B] = [unique("ktfa"), unique("ktfb")];
-    const { key } = await newKey(A, { name: "a" });
-    await newKey(B, { name: "b" });
+    const { key } = await newKey(ADMIN, A, { name: "a" });
+    await newKey(ADMIN, B, { name: "b" });
     const secret = key.slice(-43);
     const id = key.slice(4, 17);
     const forged = `apk_${id}_${toBase64Url(new TextEncoder().encode(B))}_${secret}`;
@@ -128,7 +111,7 @@ describe("keys that name their tenant", () => {
     expect(asked()).toEqual([]);
     const nobody = unique("ktnobody");
     expect((await usage(`apk_${id}_${toBase64Url(new TextEncoder().encode(nobody))}_${secret}`, nobody)).status).toBe(401);
-    const claimed = await runInDurableObject(tenantObject(nobody), (_instance, state) => state.storage.sql.exec("SELECT tenant FROM identity").toArray());
+    const claimed = await runInDurableObject(tenantStub(env, nobody), (_instance, state) => state.storage.sql.exec("SELECT tenant FROM identity").toArray());
     expect(claimed).toEqual([]);
   });
 });
@@ -157,7 +140,7 @@ describe("keys the release before made", () => {
     expect((await usage(revoked.key, T)).status).toBe(401);
 
     // Listed with the tenant's own keys; revoked in its object, at once, and forgotten by the index.
-    const made = await newKey(T, { name: "new" });
+    const made = await newKey(ADMIN, T, { name: "new" });
     const listed = ((await (await call(ADMIN, "GET", `/tenants/${T}/keys`)).json()) as { keys: { id: string; lastUsedAt: number | null }[] }).keys;
     expect(listed.map((k) => k.id).sort()).toEqual([live.id, other.id, revoked.id, made.id].sort());
     expect(listed.find((k) => k.id === live.id)!.lastUsedAt).toEqual(expect.any(Number));

@@ -7,7 +7,8 @@
 import { env } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { controlPlane, tenantRecord, type Tenant } from "../../../runtime/index.ts";
+import { controlPlane, tenantRecord } from "../../../runtime/index.ts";
+import { tenantStub } from "../../../runtime/control/index.ts";
 import { seal } from "../../../lib/sealed.ts";
 import { tokenEncryptionKey } from "../../../bridges/slack/config.ts";
 import { botTokenFor, withdrawInstallation } from "../../../bridges/slack/installations.ts";
@@ -23,10 +24,6 @@ const ADMIN = { authorization: "Bearer test-admin-token" };
 /** The kinds of record moved, as the bridges name them (and the control plane's namespaces they were kept under). */
 const KINDS = ["slack-installations", "slack-stream-refusals", "webhook-secrets", "webhook-callbacks"];
 
-function tenantObject(tenant: string): DurableObjectStub<Tenant> {
-  return env.TENANT.get(env.TENANT.idFromName(tenant)) as DurableObjectStub<Tenant>;
-}
-const controlObject = () => env.CONTROL.get(env.CONTROL.idFromName("control"));
 
 /** Every cell of every table of a store, as text, by table. */
 function cellsOf(storage: DurableObjectStorage): Record<string, string> {
@@ -36,7 +33,7 @@ function cellsOf(storage: DurableObjectStorage): Record<string, string> {
 
 /** The control plane's settings rows of these kinds kept for any of `tenants`. */
 function controlRows(tenants: string[]): Promise<{ namespace: string; key: string }[]> {
-  return runInDurableObject(controlObject(), (_instance, state) =>
+  return runInDurableObject(controlPlane(env), (_instance, state) =>
     state.storage.sql
       .exec<{ namespace: string; key: string }>(`SELECT namespace, key FROM settings WHERE namespace IN (${KINDS.map(() => "?").join(", ")})`, ...KINDS)
       .toArray()
@@ -82,7 +79,7 @@ describe("a tenant's records", () => {
     const tenants = Object.keys(expected);
     const marks: Record<string, string[]> = {};
     for (const tenant of tenants) {
-      const held = await runInDurableObject(tenantObject(tenant), (_instance, state) => ({
+      const held = await runInDurableObject(tenantStub(env, tenant), (_instance, state) => ({
         identity: state.storage.sql.exec<{ tenant: string }>("SELECT tenant FROM identity").toArray(),
         records: state.storage.sql.exec<{ kind: string; value: string }>("SELECT kind, value FROM records ORDER BY kind").toArray(),
         cells: Object.values(cellsOf(state.storage)).join("\n"),
@@ -97,7 +94,7 @@ describe("a tenant's records", () => {
     for (const tenant of tenants) expect(marks[tenant]!.length).toBeGreaterThan(0);
 
     expect(await controlRows(tenants)).toEqual([]);
-    const control = await runInDurableObject(controlObject(), (_instance, state) => cellsOf(state.storage));
+    const control = await runInDurableObject(controlPlane(env), (_instance, state) => cellsOf(state.storage));
     // The trail is still the control plane's (docs/not-done.md) and records a callback's registration as it records every change.
     const { audit: _trail, ...tables } = control;
     for (const [table, cells] of Object.entries(tables)) {
@@ -132,7 +129,7 @@ describe("a tenant's records", () => {
     // Moved: the control plane holds none of them, each tenant's object holds its own once.
     expect(await controlRows([team, hookTenant])).toEqual([]);
     for (const [tenant, kinds] of [[team, ["slack-installations", "slack-stream-refusals"]], [hookTenant, ["webhook-callbacks", "webhook-secrets"]]] as const) {
-      const held = await runInDurableObject(tenantObject(tenant), (_instance, state) => ({
+      const held = await runInDurableObject(tenantStub(env, tenant), (_instance, state) => ({
         records: state.storage.sql.exec<{ kind: string }>("SELECT kind FROM records ORDER BY kind").toArray().map((r) => r.kind),
         handovers: state.storage.sql.exec<{ kind: string; cleared: number }>("SELECT kind, cleared_at IS NOT NULL AS cleared FROM handovers ORDER BY kind").toArray(),
       }));
@@ -153,7 +150,7 @@ describe("a tenant's records", () => {
     const old = { callback_url: `${E.FAKE_CALLBACK_URL}/hooks/old` };
     const fresh = { callback_url: `${E.FAKE_CALLBACK_URL}/hooks/${tenant}` };
     const asked: string[] = [];
-    await runInDurableObject(tenantObject(tenant), async (instance) => {
+    await runInDurableObject(tenantStub(env, tenant), async (instance) => {
       // The control plane as the release before left it, its first answer held back: the write comes while the read waits for it.
       let answer!: () => void;
       const held = new Promise<void>((resolve) => (answer = resolve));

@@ -7,7 +7,8 @@
 import { env } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { changeSetting, controlPlane, type Tenant } from "../../../runtime/index.ts";
+import { changeSetting, controlPlane } from "../../../runtime/index.ts";
+import { tenantStub } from "../../../runtime/control/index.ts";
 import { RUNTIME_SECRETS } from "../../../lib/config.ts";
 import { storedText } from "../../agents.ts";
 import { captureConsole } from "../../leaks.ts";
@@ -333,8 +334,7 @@ function tableRows(stub: DurableObjectStub): Promise<string> {
 
 /** Every row of the tenant's own object. */
 function tenantTables(tenant: string): Promise<string> {
-  const namespace = env.TENANT as DurableObjectNamespace<Tenant>;
-  return tableRows(namespace.get(namespace.idFromName(tenant)));
+  return tableRows(tenantStub(env, tenant));
 }
 
 async function consolePage(tenant: string): Promise<string> {
