@@ -25,6 +25,9 @@
 //   script another conversation of the agent while a js__run script spins at its
 //          CPU limit vs while none runs (accepted, answered), interleaved; and the
 //          sandbox's countdown vs the installed QuickJS in this process (bench/countdown.mjs)
+//   scale  calls into Durable Objects per plain turn by object class, into objects shared by all
+//          tenants, and the hottest object's share of them, at two tenant counts (BENCH_SCALE_TENANTS,
+//          20,100), on its own wrangler dev that counts them (bench/scale.mjs; docs/scale.md)
 import { spawn } from "node:child_process";
 import { createHmac } from "node:crypto";
 import { rmSync, writeFileSync } from "node:fs";
@@ -43,11 +46,12 @@ import { objectBusy } from "./object-busy.mjs";
 import { cpuMs, cpuOf, listeningPorts, workerdOf } from "./proc.mjs";
 import { profiler, untrace } from "./devtools.mjs";
 import { pool, row, summary, timed, unionLength } from "./stats.mjs";
+import { SCALE_VARS, scaleSection } from "./scale.mjs";
 import { TAIL_MODEL, TAIL_WINDOW, tailSection } from "./tail.mjs";
 
 const num = (name, fallback) => Number(process.env[name] ?? fallback);
-// ack leaves a backlog of turns (one per event) behind it: it runs after idle and peer, and load starts its own wrangler dev.
-const SECTIONS = ["bundle", "busy", "stream", "tail", "fleet", "idle", "peer", "ack", "script", "load"];
+// ack leaves a backlog of turns (one per event) behind it: it runs after idle and peer, and load and scale start their own wrangler dev.
+const SECTIONS = ["bundle", "busy", "stream", "tail", "fleet", "idle", "peer", "ack", "script", "load", "scale"];
 const ONLY = process.env.BENCH_ONLY ? process.env.BENCH_ONLY.split(",").map((s) => s.trim()) : SECTIONS;
 for (const s of ONLY) if (!SECTIONS.includes(s)) throw new Error(`BENCH_ONLY: unknown section ${s} (known: ${SECTIONS.join(", ")})`);
 
@@ -991,6 +995,17 @@ async function loadSection() {
 /** A state folder kept across a restart is removed at the end (startWorker removes only those it made). */
 let stateToRemove;
 
+// ---- 7. scale: calls into objects per plain turn, by class -----------------------------------
+
+async function scale() {
+  // Its own wrangler dev, counting every call into an object (no other section's figures pay for it).
+  writeFileSync(LOG, worker.output());
+  await worker.stop();
+  LOG = join(tmpdir(), `antiproton-bench-${run}-scale.log`);
+  worker = await startBenchWorker(SCALE_VARS);
+  await scaleSection({ url: worker.url, admin: ADMIN, provider: provider.url, print, row, pool, run });
+}
+
 // ---- run ------------------------------------------------------------------------
 
 const sectionRetries = () => {
@@ -1001,7 +1016,7 @@ const sectionRetries = () => {
 
 const tail = () => tailSection({ api, post, view, putScenario, print, row, summary, run });
 const bundle = () => bundleSection({ print, row, summary });
-const sections = { bundle, busy: busySection, stream: streamSection, tail, peer: peerSection, ack: ackSection, fleet: fleetSection, idle: idleSection, script: scriptSection, load: loadSection };
+const sections = { bundle, busy: busySection, stream: streamSection, tail, peer: peerSection, ack: ackSection, fleet: fleetSection, idle: idleSection, script: scriptSection, load: loadSection, scale };
 const began = Date.now();
 try {
   print(`antiproton bench — wrangler dev on loopback, fakes for Slack and the provider; ${new Date().toISOString()}; sections: ${ONLY.join(", ")}`);

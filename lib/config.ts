@@ -45,6 +45,11 @@ export function booleanVar(name: string, raw: string | undefined, fallback: bool
   return parseJsonVar(name, raw, z.boolean(), String(fallback));
 }
 
+/** Whether calls into objects are counted (COUNT_OBJECT_CALLS, default false: a measuring run's switch; lib/object-calls.ts). */
+export function countingObjectCalls(env: Pick<Env, "COUNT_OBJECT_CALLS">): boolean {
+  return booleanVar("COUNT_OBJECT_CALLS", env.COUNT_OBJECT_CALLS, false);
+}
+
 /**
  * The secrets the runtime reads for itself. No mount and no model choice may
  * name one, whoever sets it (invariant 5): `secretNamed` takes only these, so

@@ -7,6 +7,7 @@ import { MachineError, type MachineBackend } from "./backend.ts";
 import { ContainerBackend } from "./cloudflare.ts";
 import { machineBackendKind, machineHost } from "./config.ts";
 import { HostBackend } from "./host-backend.ts";
+import { countedNamespace } from "../lib/object-calls.ts";
 
 export { MachineError, type MachineBackend, type MachineSpec, type MachineLabels, type MachineStatus, type ExecRequest, type ExecResult, type CapturedOutput, type FileEntry, type Listing } from "./backend.ts";
 export { Machine, ContainerBackend } from "./cloudflare.ts";
@@ -22,7 +23,7 @@ export function machineBackend(env: Env): MachineBackend {
       const { url, token } = machineHost(env);
       return new HostBackend(url, token);
     }
-    if (kind === "cloudflare") return new ContainerBackend(env.MACHINE);
+    if (kind === "cloudflare") return new ContainerBackend(countedNamespace(env, "Machine", env.MACHINE));
   } catch (err) {
     if (err instanceof ConfigError) throw new MachineError("unavailable", `no machine backend is available: ${err.message}`);
     throw err;

@@ -28,6 +28,7 @@ import {
 import { settingKey, type SettingKind, type SettingsText } from "./settings.ts";
 import * as access from "./access-tables.ts";
 import { namesOf, PEOPLE_SCHEMA, rememberNames, type PersonName } from "./people.ts";
+import { countedNamespace } from "../../lib/object-calls.ts";
 
 /**
  * Append-only (lib/migrations.ts, docs/design.md "Migrations"): a schema
@@ -246,7 +247,7 @@ export class ControlPlane extends DurableObject<Env> {
 }
 
 export function controlPlane(env: Env): DurableObjectStub<ControlPlane> {
-  const namespace = env.CONTROL as DurableObjectNamespace<ControlPlane>;
+  const namespace = countedNamespace(env, "ControlPlane", env.CONTROL as DurableObjectNamespace<ControlPlane>);
   return namespace.get(namespace.idFromName("control"));
 }
 

@@ -10,6 +10,7 @@ import type { Sealed } from "../../lib/sealed.ts";
 import type { KeyRow } from "./access-tables.ts";
 import { controlPlane } from "./control-plane.ts";
 import { copyKey, insertKey, keysOf, revokeKey, TENANT_KEYS_SCHEMA, type TenantKey, useKey } from "./tenant-keys.ts";
+import { countedNamespace } from "../../lib/object-calls.ts";
 
 /** Append-only (lib/migrations.ts). */
 const MIGRATIONS: readonly Migration[] = [
@@ -238,7 +239,7 @@ export class Tenant extends DurableObject<Env> {
 }
 
 export function tenantStub(env: Env, tenant: string): DurableObjectStub<Tenant> {
-  const namespace = env.TENANT as DurableObjectNamespace<Tenant>;
+  const namespace = countedNamespace(env, "Tenant", env.TENANT as DurableObjectNamespace<Tenant>);
   return namespace.get(namespace.idFromName(tenant));
 }
 

@@ -23,6 +23,7 @@ import { appendAudit } from "./audit-append.ts";
 import { resolveSecret } from "../control/index.ts";
 import { textOf } from "../store/index.ts";
 import { imageLimits, picturesIn } from "../store/index.ts";
+import { countedNamespace } from "../../lib/object-calls.ts";
 
 /**
  * Armed while the courier works: a courier cut short (evicted, the process
@@ -371,7 +372,7 @@ const reportedKey = (effect: EffectMessage) => `${effect.id} (reported)`;
 
 /** The courier of an effect's lane (runtime/effects/effects.ts, courierName, names it). */
 export function courierStub(env: Env, effect: Pick<EffectMessage, "tenant" | "agent" | "lane">): DurableObjectStub<Courier> {
-  const namespace = env.COURIER as DurableObjectNamespace<Courier>;
+  const namespace = countedNamespace(env, "Courier", env.COURIER as DurableObjectNamespace<Courier>);
   return namespace.get(namespace.idFromName(courierName(effect)));
 }
 
@@ -421,7 +422,7 @@ export async function consumeQueue(batch: MessageBatch<unknown>, env: Env): Prom
     }
   }
   // Those a courier did not take, the queue delivers again.
-  const { taken, missed } = await toCouriers(env.COURIER, [...messages.keys()], HAND_OFF_TIMEOUT_MS);
+  const { taken, missed } = await toCouriers(countedNamespace(env, "Courier", env.COURIER), [...messages.keys()], HAND_OFF_TIMEOUT_MS);
   taken.forEach((effect) => messages.get(effect)!.ack());
   missed.forEach((effect) => messages.get(effect)!.retry({ delaySeconds: 1 }));
 }

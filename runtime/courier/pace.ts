@@ -6,6 +6,7 @@
 import { DurableObject } from "cloudflare:workers";
 import type { DeliveryResult, PaceRule } from "../chat.ts";
 import { sleep } from "../../lib/timeout.ts";
+import { countedNamespace } from "../../lib/object-calls.ts";
 
 /** Couriers told to ask again at the same moment ask up to this much later, spread out. */
 const PACE_JITTER_MS = 50;
@@ -61,7 +62,7 @@ export class SendPace extends DurableObject<Env> {
 
 /** The keeper of a rule's key: its own `keeper`, or the key itself. */
 function paceStub(env: Env, rule: Pick<PaceRule, "key" | "keeper">): DurableObjectStub<SendPace> {
-  const namespace = env.SEND_PACE as DurableObjectNamespace<SendPace>;
+  const namespace = countedNamespace(env, "SendPace", env.SEND_PACE as DurableObjectNamespace<SendPace>);
   return namespace.get(namespace.idFromName(rule.keeper ?? rule.key));
 }
 

@@ -15,6 +15,7 @@ import { agentRouteDocs, agentRoutes } from "./agent-routes.ts";
 import { conversationRouteDocs, conversationRoutes } from "./conversation-routes.ts";
 import { settingRouteDocs, settingRoutes } from "./setting-routes.ts";
 import { usageRouteDocs, usageRoutes } from "./usage-routes.ts";
+import { objectCallRouteDocs, objectCallRoutes } from "./object-call-routes.ts";
 
 /** What providers take as image input; any `text/*` is read as text. */
 const IMAGE_TYPES = ["image/png", "image/jpeg", "image/gif", "image/webp"];
@@ -62,7 +63,7 @@ const readOne = {
 } satisfies RouteDoc;
 
 /** The routes the Agents API itself serves (the bridges' admin routes and the document's own are added by worker.ts). */
-export const agentsApiDocs: RouteDoc[] = [...agentRouteDocs, sendMessage, readOne, ...conversationRouteDocs, ...settingRouteDocs, ...usageRouteDocs, ...accessRouteDocs];
+export const agentsApiDocs: RouteDoc[] = [...agentRouteDocs, sendMessage, readOne, ...conversationRouteDocs, ...settingRouteDocs, ...usageRouteDocs, ...accessRouteDocs, ...objectCallRouteDocs];
 
 /** The Agents API over the given plugins (for inspecting mounts). */
 export function agentsApi(deps: RuntimeDeps): Hono<{ Bindings: Env }> {
@@ -93,5 +94,6 @@ export function agentsApi(deps: RuntimeDeps): Hono<{ Bindings: Env }> {
   conversationRoutes(api);
   settingRoutes(api, deps.plugins);
   usageRoutes(api);
+  objectCallRoutes(api);
   return api;
 }

@@ -14,6 +14,7 @@ import { DurableObject } from "cloudflare:workers";
 import * as z from "zod";
 import { type Migration, runMigrations } from "../../lib/migrations.ts";
 import { type BusyPart, hourOf, type HourBusy } from "./busy-time.ts";
+import { countedNamespace } from "../../lib/object-calls.ts";
 
 export const DAY_MS = 86_400_000;
 const HOUR_MS = 3_600_000;
@@ -456,6 +457,6 @@ function foldLine(now: number): number {
 
 /** A tenant's ledger, or with no tenant the platform's. */
 export function ledgerStub(env: Env, tenant?: string): DurableObjectStub<Ledger> {
-  const namespace = env.LEDGER as DurableObjectNamespace<Ledger>;
+  const namespace = countedNamespace(env, "Ledger", env.LEDGER as DurableObjectNamespace<Ledger>);
   return namespace.get(namespace.idFromName(tenant === undefined ? "platform" : `tenant:${tenant}`));
 }

@@ -9,6 +9,7 @@
 // (the agent's object schedules the job again).
 import { DurableObject } from "cloudflare:workers";
 import { type Migration, runMigrations } from "../../lib/migrations.ts";
+import { countedNamespace } from "../../lib/object-calls.ts";
 
 /** May a call go now: yes (`probe`: it is the first after a wait, and says how it went), or not before `until`. */
 export type Admission = { go: true; probe?: string } | { go: false; until: number };
@@ -95,6 +96,6 @@ export class ProviderGate extends DurableObject<Env> {
 export async function gateStub(env: Env, providerId: string, key: string): Promise<DurableObjectStub<ProviderGate>> {
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(key)));
   const hex = Array.from(digest.slice(0, 16), (b) => b.toString(16).padStart(2, "0")).join("");
-  const namespace = env.PROVIDER_GATE as DurableObjectNamespace<ProviderGate>;
+  const namespace = countedNamespace(env, "ProviderGate", env.PROVIDER_GATE as DurableObjectNamespace<ProviderGate>);
   return namespace.get(namespace.idFromName(`${providerId}:${hex}`));
 }

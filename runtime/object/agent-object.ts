@@ -27,6 +27,7 @@ import { statusText } from "./status.ts";
 import { systemPrompt, Turns } from "../turns/index.ts";
 import type { PassContext } from "../pass-context.ts";
 import { changeMark, conversationPage, pendingApprovals, type ConversationPage, type ConversationQuery, type PendingApproval } from "./views.ts";
+import { countedNamespace } from "../../lib/object-calls.ts";
 
 export interface ConversationView {
   id: string;
@@ -135,7 +136,7 @@ export class AgentObject extends DurableObject<Env> {
     );
     this.pass = new Pass({
       storage: ctx.storage,
-      carriers: () => ({ couriers: this.env.COURIER, queue: this.env.EFFECT_QUEUE }),
+      carriers: () => ({ couriers: countedNamespace(this.env, "Courier", this.env.COURIER), queue: this.env.EFFECT_QUEUE }),
       store: this.store,
       effects: this.effects,
       jobs: this.jobs,
