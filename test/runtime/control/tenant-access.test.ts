@@ -78,6 +78,14 @@ describe("roles, the trail, bounds and names", () => {
     expect(await controlRows(T)).toEqual({ roles: 0, audit: 0, bounds: 0, people: 0 });
   });
 
+  it("the platform's admins (tenant `*`) are kept in an object of their own, found as any role is", async () => {
+    const person = `slack:${slackId("T")}:${slackId("U")}`;
+    expect((await call(ADMIN, "PUT", `/tenants/*/roles/${person}`, { role: "admin" })).status).toBe(200);
+    expect((await rolesHeldBy(env, [person])).map((r) => [r.tenant, r.role])).toEqual([["*", "admin"]]);
+    expect((await tenantRows("*")).roles).toContain(`${person}=admin`);
+    expect((await controlRows("*")).roles).toBe(0);
+  });
+
   it("a role taken away is refused at the very next look-up, even where the person's index still lists the tenant", async () => {
     const [T, other] = [unique("rolegone"), unique("rolekept")];
     const person = `discord:${slackId("G")}:${slackId("U")}`;
