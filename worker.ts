@@ -13,7 +13,7 @@ import type { RouteDoc } from "./lib/route-doc.ts";
 import { builtinPlugins, type Plugin } from "./plugins/index.ts";
 import { agentsApi, agentsApiDocs, AgentObject as AgentCore, consumeQueue, Courier as CourierCore, foldLedgers, isResponsesPath, openAIErrorBody, responsesRouteDocs, responsesRoutes, type RuntimeDeps } from "./runtime/index.ts";
 
-export { ControlPlane, Ledger, ProviderGate, SendPace, Tenant } from "./runtime/index.ts";
+export { ControlPlane, Ledger, PersonRoles, ProviderGate, SendPace, Tenant } from "./runtime/index.ts";
 // The Cloudflare machine backend's objects, and the entrypoint its outbound filtering goes through.
 export { Machine, ContainerProxy } from "./machines/index.ts";
 

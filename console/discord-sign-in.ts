@@ -6,7 +6,7 @@ import { deleteCookie, getSignedCookie, setSignedCookie } from "hono/cookie";
 import * as z from "zod";
 import { toBase64Url } from "../lib/base64.ts";
 import { HttpError } from "../lib/http.ts";
-import { controlPlane, identitySchema } from "../runtime/index.ts";
+import { identitySchema, rolesHeldBy } from "../runtime/index.ts";
 import { discordSignIn } from "./config.ts";
 import { random, redeemSignInCode, sendToSignIn, SIGN_IN_LOST } from "./people.ts";
 import { BASE, cookieKey, cookieOptions, type Ctx, type Person } from "./session.ts";
@@ -64,7 +64,7 @@ export async function finishDiscordSignIn(c: Ctx): Promise<GuildChoice[]> {
     const identity = identitySchema.safeParse(`discord:${g.id}:${user.id}`);
     return identity.success ? [{ guild: g.id, guildName: g.name.slice(0, 100), person: { identity: identity.data, name } }] : [];
   });
-  const held = new Set((await controlPlane(c.env).rolesHeldBy(candidates.map((choice) => choice.person.identity))).map((row) => row.identity));
+  const held = new Set((await rolesHeldBy(c.env, candidates.map((choice) => choice.person.identity))).map((row) => row.identity));
   const choices = candidates.filter((choice) => held.has(choice.person.identity)).slice(0, CHOICES_KEPT);
   if (choices.length === 0) throw new HttpError(403, `${name} (Discord user ${user.id}) has no role here in any of their Discord servers: ask a tenant admin.`);
   return choices;

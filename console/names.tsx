@@ -1,5 +1,5 @@
 // People shown by name: a page marks each person it shows with <Person>, and
-// one look-up in the control plane's people directory (runtime/control/people.ts)
+// one look-up (a call to each team's or guild's tenant object, runtime/control)
 // replaces each identity with the name it goes by, the identity on hover. An
 // identity with no name known stays as it is; text that is already a name
 // (what a chat payload carried) is shown as it is.

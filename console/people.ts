@@ -1,5 +1,5 @@
 // People in the console: "Sign in with Slack" (OpenID Connect; Discord's
-// OAuth2 is console/discord-sign-in.ts), each person's roles per tenant (kept in the control plane, runtime/access), and
+// OAuth2 is console/discord-sign-in.ts), each person's roles per tenant (kept in each tenant's own object, runtime/access), and
 // who the console acts as. The holder of ADMIN_TOKEN is the platform (the
 // break-glass); a person is `slack:<team>:<user>` or `discord:<guild>:<user>`,
 // the string approval cards use, and acts in events as that Slack or Discord
@@ -8,7 +8,7 @@ import { deleteCookie, getSignedCookie, setSignedCookie } from "hono/cookie";
 import * as z from "zod";
 import { fromBase64Url, toBase64Url } from "../lib/base64.ts";
 import { HttpError } from "../lib/http.ts";
-import { controlPlane, identitySchema, PLATFORM_TENANT, rememberPerson, type ChatUser, type TenantRole } from "../runtime/index.ts";
+import { identitySchema, PLATFORM_TENANT, rememberPerson, rolesHeldBy, type ChatUser, type TenantRole } from "../runtime/index.ts";
 import { slackSignIn } from "./config.ts";
 import { BASE, cookieKey, cookieOptions, openSession, type Ctx, type Person, type Viewer, type Who } from "./session.ts";
 
@@ -17,7 +17,7 @@ export const CONSOLE_ADMIN: ChatUser = { platform: "console", id: "admin", name:
 
 export async function viewerOf(env: Env, who: Who): Promise<Viewer> {
   if (who.kind === "bearer" || !who.person) return { kind: "platform" };
-  const held = await controlPlane(env).rolesHeldBy([who.person.identity]);
+  const held = await rolesHeldBy(env, [who.person.identity]);
   const roles = new Map<string, TenantRole>();
   for (const row of held) if (row.role === "admin" || row.role === "member") roles.set(row.tenant, row.role);
   return { kind: "person", person: who.person, platformAdmin: held.some((r) => r.tenant === PLATFORM_TENANT), roles };

@@ -29,7 +29,7 @@ import {
   secretBody,
   secretNameSchema,
   setSecret,
-  controlPlane,
+  tenantRoles,
   tenantKeys,
   createTenantKey,
   CHILD_ID,
@@ -311,7 +311,7 @@ consoleRoutes.get("/tenants/:tenant", async (c) => {
     readUsage(c.env, tenant, Math.floor(now / DAY_MS - (CHART_DAYS - 1)) * DAY_MS, now + 1),
     readAudit(c.env, tenant, {}),
     tenantBounds(c.env, tenant),
-    admin ? controlPlane(c.env).roles(tenant) : [],
+    admin ? tenantRoles(c.env, tenant) : [],
     admin ? tenantKeys(c.env, tenant) : [],
     admin ? listTenantSecrets(c.env, tenant) : [],
   ]);

@@ -25,7 +25,7 @@ export { consumeQueue, Courier, SendPace } from "./courier/index.ts";
 export { agentsApi, agentsApiDocs, tenantParams, changeSetting, CONVERSATION_ID, foldLedgers, parseRoute, readConversation, secondMessageOf, setTenantLimit, submitEvent } from "./edge/index.ts";
 export { isResponsesPath, openAIErrorBody, responsesRouteDocs, responsesRoutes } from "./responses/index.ts";
 export { SECOND_MESSAGE_STRATEGIES, type SecondMessage } from "./turns/index.ts";
-export { controlPlane, ControlPlane, deleteTenantRecord, deleteTenantSecret, putTenantRecord, tenantRecord, listAgents, listTenants, listTenantSecrets, peopleNames, recordAgent, rememberPerson, setTenantSecret, Tenant, tenantKeys, type AgentListing, type DirectoryEntry, type KeyRow, type PersonName, type RoleRow, type SecretListing, type TenantListing } from "./control/index.ts";
+export { controlPlane, ControlPlane, deleteTenantRecord, deleteTenantSecret, putTenantRecord, tenantRecord, listAgents, listTenants, listTenantSecrets, peopleNames, PersonRoles, recordAgent, rememberPerson, rolesHeldBy, setTenantSecret, Tenant, tenantKeys, tenantRoles, type AgentListing, type DirectoryEntry, type KeyRow, type PersonName, type RoleRow, type SecretListing, type TenantListing } from "./control/index.ts";
 export { Ledger, readUsage, totalsOf, unpricedModels, unpricedSentence, type UsageRead, type UsageReport, type UsageTotals } from "./metering/index.ts";
 export { sendTimeoutMs } from "./effects/index.ts";
 export { ProviderGate } from "./models/index.ts";

@@ -5,7 +5,7 @@ import type { AgentObject } from "../runtime/object/index.ts";
 import { courierStub } from "../runtime/courier/index.ts";
 import type { EffectCarriers, EffectKind, EffectMessage } from "../runtime/effects/index.ts";
 import { migrate } from "../runtime/object/index.ts";
-import { type AuditRow, controlPlane } from "../runtime/control/index.ts";
+import { type AuditRow, tenantAudit } from "../runtime/control/index.ts";
 import { waitFor } from "./support.ts";
 
 export function agent(tenant: string, name: string): DurableObjectStub<AgentObject> {
@@ -116,11 +116,11 @@ export function inObject<T>(fn: (storage: DurableObjectStorage) => T | Promise<T
 /**
  * A tenant's audit trail, oldest first, once the agent's object has nothing
  * left to append: a change it recorded (a retry's duplicate included) would be
- * in its audit outbox until the control plane has it, so no row is still on its way.
+ * in its audit outbox until the tenant's object has it, so no row is still on its way.
  */
 export async function auditOnceAppended(tenant: string, name: string): Promise<AuditRow[]> {
   await waitFor("the agent's audit outbox to be empty", async () =>
     runInDurableObject(agent(tenant, name), (_instance, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM audit_outbox").one().n === 0),
   );
-  return (await controlPlane(env).audit(tenant, 500)).reverse();
+  return (await tenantAudit(env, tenant, 500)).reverse();
 }

@@ -1,7 +1,8 @@
 // The audit trail: every change made through /v1 (and the console) is a row
-// in the control plane — who, when, what, before and after — appended, never
-// edited. A route whose change lives in the control plane writes its row in
-// the change's transaction (settings, keys, roles, secrets) and says so with
+// in the tenant's own object — who, when, what, before and after — appended,
+// never edited. A route whose change lives there writes its row in the
+// change's transaction (roles, bounds), or right after it (settings, keys,
+// secrets), and says so with
 // markAudited, as does one whose change the agent records with it (a stop, a
 // compact, a decision: runtime/object/audit-outbox.ts). For the others the gate writes it once the route succeeded,
 // reading the value before the change where it knows how (limits), and a new
@@ -9,7 +10,7 @@
 import type { Context, Next } from "hono";
 import * as z from "zod";
 import { HttpError } from "../../lib/http.ts";
-import { controlPlane, type AuditEntry } from "../control/index.ts";
+import { appendTenantAudit, tenantAudit, type AuditEntry } from "../control/index.ts";
 import { ledgerStub } from "../metering/index.ts";
 import type { AccessEnv, Caller } from "./types.ts";
 
@@ -52,7 +53,7 @@ export async function recordWrite(c: Context<AccessEnv>, scope: { tenant: string
 /** Appends one row; a trail that cannot be written is said, not hidden (the change itself is made). */
 export async function recordChange(env: Env, entry: AuditEntry): Promise<void> {
   try {
-    await controlPlane(env).appendAudit(entry);
+    await appendTenantAudit(env, entry);
   } catch (err) {
     console.error("audit: a change could not be recorded", entry.action, err);
     throw new HttpError(503, "the change was made, but the audit trail could not record it");
@@ -76,7 +77,7 @@ export const auditQuery = z
 /** A page of a tenant's trail, newest first, and the cursor of the next. */
 export async function readAudit(env: Env, tenant: string, query: z.infer<typeof auditQuery>) {
   const limit = query.limit ?? AUDIT_PAGE;
-  const rows = await controlPlane(env).audit(tenant, limit, query.before);
+  const rows = await tenantAudit(env, tenant, limit, query.before);
   const entries = rows.map((row) => ({ ...row, at: new Date(row.at).toISOString(), before: parsedBody(row.before), after: parsedBody(row.after) }));
   return { entries, next: rows.length === limit ? rows.at(-1)!.seq : null };
 }

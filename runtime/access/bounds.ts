@@ -1,11 +1,12 @@
 // A tenant admin acts within the platform's bounds: per tenant, the platform
 // may set a ceiling for the daily spend limit and a list of the models its
-// admins may choose. Kept in the control plane's settings (namespace
-// "bounds"); none set means no ceiling and every model the deployment knows.
+// admins may choose. Kept as a record of the tenant's own object (kind
+// "bounds"), written with its audit row in one transaction; none set means no
+// ceiling and every model the deployment knows.
 // One check (checkBounds) serves /v1 and the console; the platform is not bound.
 import * as z from "zod";
 import { HttpError } from "../../lib/http.ts";
-import { controlPlane } from "../control/index.ts";
+import { putAuditedTenantRecord, tenantRecord } from "../control/index.ts";
 
 const BOUNDS = "bounds";
 
@@ -22,21 +23,19 @@ export type TenantBounds = z.output<typeof tenantBoundsSchema>;
 export const NO_BOUNDS: TenantBounds = { maxDailyUsd: null, models: null };
 
 export async function tenantBounds(env: Env, tenant: string): Promise<TenantBounds> {
-  const stored = tenantBoundsSchema.safeParse(await controlPlane(env).get(BOUNDS, tenant));
+  const stored = tenantBoundsSchema.safeParse(await tenantRecord(env, tenant, BOUNDS));
   return stored.success ? stored.data : NO_BOUNDS;
 }
 
 /** Sets (or with null, removes) a tenant's bounds, and its audit row by `actor` in the same transaction; returns those it replaced. */
 export async function setTenantBounds(env: Env, tenant: string, bounds: TenantBounds | null, actor: string): Promise<TenantBounds> {
-  const audit = { tenant, actor, action: bounds === null ? "bounds.remove" : "bounds.set", subject: `/tenants/${tenant}/bounds`, after: bounds };
-  const stored = await controlPlane(env)
-    .putAudited(BOUNDS, tenant, bounds, audit)
-    .catch((err: unknown) => {
-      // The bounds and their row are one transaction: neither was written.
-      console.error("bounds: a change could not be saved", tenant, err);
-      throw new HttpError(503, "the bounds could not be saved with their audit row; nothing changed, repeat the request");
-    });
-  const before = tenantBoundsSchema.safeParse(stored === null ? null : JSON.parse(stored));
+  const audit = { actor, action: bounds === null ? "bounds.remove" : "bounds.set", subject: `/tenants/${tenant}/bounds`, after: bounds };
+  const stored = await putAuditedTenantRecord(env, tenant, BOUNDS, bounds, audit).catch((err: unknown) => {
+    // The bounds and their row are one transaction: neither was written.
+    console.error("bounds: a change could not be saved", tenant, err);
+    throw new HttpError(503, "the bounds could not be saved with their audit row; nothing changed, repeat the request");
+  });
+  const before = tenantBoundsSchema.safeParse(stored);
   return before.success ? before.data : NO_BOUNDS;
 }
 

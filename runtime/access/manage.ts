@@ -1,11 +1,11 @@
 // Managing a tenant's keys, roles and secrets: the calls /v1 (routes.ts) and
-// the console make alike, each change written to the audit trail (roles in
-// the same control-plane transaction as the change; a key or a secret, kept
-// in the tenant's own object, right after it, never with its value). Who may
+// the console make alike, each change written to the tenant's audit trail
+// (a role in the same transaction of the tenant's object as the change; a key
+// or a secret right after it, never with its value). Who may
 // call them is the caller's policy (requireTenantAdmin here, the console's roles there).
 import * as z from "zod";
 import { HttpError } from "../../lib/http.ts";
-import { controlPlane, deleteTenantSecret, keepTenantKey, revokeTenantKeyRow, setTenantSecret, type KeyRow, type SecretListing } from "../control/index.ts";
+import { deleteTenantSecret, keepTenantKey, keepTenantRole, revokeTenantKeyRow, setTenantSecret, type KeyRow, type SecretListing } from "../control/index.ts";
 import { recordChange } from "./audit.ts";
 import { mintKey } from "./keys.ts";
 import type { newKeyBody, TenantRole } from "./schemas.ts";
@@ -33,7 +33,11 @@ export async function revokeTenantKey(env: Env, tenant: string, keyId: string, a
 
 /** Gives (or with null, takes away) a person's role; taking away a role they do not hold is a 404. */
 export async function setTenantRole(env: Env, tenant: string, identity: string, role: TenantRole | null, actor: string): Promise<{ before: string | null }> {
-  const { before } = await controlPlane(env).setRole(tenant, identity, role, actor);
+  const { before } = await keepTenantRole(env, tenant, identity, role, actor).catch((err: unknown) => {
+    // The role and its row are one transaction: neither was written.
+    console.error("roles: a change could not be saved", tenant, err);
+    throw new HttpError(503, "the role could not be saved with its audit row; nothing changed, repeat the request");
+  });
   if (role === null && before === null) throw new HttpError(404, `${identity} has no role here`);
   return { before };
 }

@@ -5,7 +5,7 @@ import type { Hono } from "hono";
 import * as z from "zod";
 import type { RouteDoc } from "../../lib/route-doc.ts";
 import { errors, serve } from "../../lib/serve-route.ts";
-import { controlPlane, granted, listTenantSecrets, secretsSet, tenantKeys } from "../control/index.ts";
+import { controlPlane, granted, listTenantSecrets, secretsSet, tenantKeys, tenantRoles } from "../control/index.ts";
 import { inEnvironment } from "../../lib/config.ts";
 import type { Mount } from "../../plugins/index.ts";
 import type { ModelPick } from "../models/index.ts";
@@ -15,7 +15,7 @@ import { NO_BOUNDS, setTenantBounds, tenantBounds, tenantBoundsSchema } from "./
 import { createTenantKey, deleteSecret, revokeTenantKey, setSecret, setTenantRole } from "./manage.ts";
 import { identitySchema, keyAccessSchema, newKeyBody, roleBody, secretBody, secretNameSchema, tenantRoleSchema } from "./schemas.ts";
 
-/** The tenant every platform admin is kept under in the roles table. */
+/** The tenant every platform admin is kept under: its own object (runtime/control/tenant.ts) keeps their roles. */
 export const PLATFORM_TENANT = "*";
 
 const tenant = z.string().regex(/^[A-Za-z0-9._-]{1,128}$/, "tenant: letters, digits, . _ - (max 128)").meta({ examples: ["acme"] });
@@ -189,7 +189,7 @@ export function accessRoutes(api: Hono<{ Bindings: Env }>): void {
 
   serve(api, listRoles, async (c, { params: { tenant } }) => {
     roleAdmin(c, tenant);
-    return c.json({ roles: await controlPlane(c.env).roles(tenant) });
+    return c.json({ roles: await tenantRoles(c.env, tenant) });
   });
 
   serve(api, setRole, async (c, { params: { tenant, identity }, body: { role } }) => {

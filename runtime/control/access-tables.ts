@@ -1,11 +1,12 @@
-// The access tables of the control plane: roles per tenant, the audit trail,
-// and what is left of API keys: a key lives in its tenant's own object
-// (tenant-keys.ts); the rows an older release kept here (api_keys, by the
-// SHA-256 of the key, never the key) wait for that object to take them over,
-// and then only an old key's hash and tenant stay (old_keys), since such a
-// key does not name its tenant. The policy (who may do what) is
-// runtime/access's; this file only keeps the rows. The audit table is
-// append-only: SQLite itself refuses an UPDATE or DELETE.
+// The access tables of the control plane, as releases before this one left
+// them: roles per tenant, the audit trail, API keys. Each now lives in its
+// tenant's own object (tenant-keys.ts, tenant-access.ts): that object takes
+// a tenant's rows over at its first touch (reads them here, then they are
+// deleted here), so what remains is only what the handover reads and clears,
+// and of an old key, which does not name its tenant, its hash and tenant
+// (old_keys). The audit table refuses an UPDATE; since the trail moved, a
+// DELETE by the handover is allowed (AUDIT_MOVES).
+import type { HandedAuditRow, RoleRow } from "./tenant-access.ts";
 
 export const ACCESS_SCHEMA = `CREATE TABLE api_keys (
   id TEXT PRIMARY KEY,
@@ -54,6 +55,9 @@ CREATE UNIQUE INDEX audit_dedupe ON audit (dedupe)`;
  */
 export const OLD_KEYS_SCHEMA = "CREATE TABLE old_keys (hash TEXT PRIMARY KEY, tenant TEXT NOT NULL)";
 
+/** The trail moves to the tenants' objects: the handover deletes a tenant's rows once its object holds them (an UPDATE is still refused). */
+export const AUDIT_MOVES = "DROP TRIGGER audit_no_delete";
+
 /** What a key may do: `admin` also manages its tenant's keys, roles and webhook secret; `read` may only read. */
 export type KeyAccess = "admin" | "write" | "read";
 
@@ -68,25 +72,6 @@ export type KeyRow = {
   lastUsedAt: number | null;
   revokedAt: number | null;
 };
-
-export type RoleRow = {
-  tenant: string;
-  identity: string;
-  role: string;
-  grantedAt: number;
-  grantedBy: string;
-};
-
-export interface AuditEntry {
-  tenant: string;
-  actor: string;
-  action: string;
-  subject: string;
-  before: unknown;
-  after: unknown;
-  /** Names the change once: a second append with the same key is a no-op (a courier's retry). */
-  key?: string;
-}
 
 /** The columns a KeyRow is read from, named as it names them, and its hash. */
 const OLD_KEY_COLUMNS = "id, tenant, hash, name, access, agent, created_at AS createdAt, created_by AS createdBy, last_used_at AS lastUsedAt, revoked_at AS revokedAt";
@@ -107,56 +92,28 @@ export function oldKeyTenant(sql: SqlStorage, hash: string): string | null {
   );
 }
 
+// ---- what the tenants' objects take over (tenant.ts): a tenant's roles and trail, read, then deleted ----
+
 const ROLE_COLUMNS = "tenant, identity, role, granted_at AS grantedAt, granted_by AS grantedBy";
 
 export function rolesOf(sql: SqlStorage, tenant: string): RoleRow[] {
   return sql.exec<RoleRow>(`SELECT ${ROLE_COLUMNS} FROM roles WHERE tenant = ? ORDER BY identity`, tenant).toArray();
 }
 
-/** Every role these identities hold, in every tenant (one bound parameter, however many). */
+/** Every role these identities hold here, in every tenant (one bound parameter, however many): a person's index of tenants takes them over. */
 export function rolesHeldBy(sql: SqlStorage, identities: string[]): RoleRow[] {
   return sql.exec<RoleRow>(`SELECT ${ROLE_COLUMNS} FROM roles WHERE identity IN (SELECT value FROM json_each(?)) ORDER BY tenant, identity`, JSON.stringify(identities)).toArray();
 }
 
-/** Sets (or with null, removes) a person's role in a tenant; returns the role held before. */
-export function setRole(sql: SqlStorage, tenant: string, identity: string, role: string | null, by: string, now: number): string | null {
-  const before = sql.exec<{ role: string }>("SELECT role FROM roles WHERE tenant = ? AND identity = ?", tenant, identity).toArray()[0]?.role ?? null;
-  if (role === null) sql.exec("DELETE FROM roles WHERE tenant = ? AND identity = ?", tenant, identity);
-  else
-    sql.exec(
-      "INSERT INTO roles (tenant, identity, role, granted_at, granted_by) VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant, identity) DO UPDATE SET role = excluded.role, granted_at = excluded.granted_at, granted_by = excluded.granted_by",
-      tenant,
-      identity,
-      role,
-      now,
-      by,
-    );
-  return before;
+export function clearRoles(sql: SqlStorage, tenant: string): void {
+  sql.exec("DELETE FROM roles WHERE tenant = ?", tenant);
 }
 
-/** Values are kept as JSON text, cut to this many characters: the trail says what changed, it is no backup. */
-const AUDIT_VALUE_CHARS = 8_000;
-
-const asText = (value: unknown): string | null => (value === undefined || value === null ? null : JSON.stringify(value).slice(0, AUDIT_VALUE_CHARS));
-
-export function appendAudit(sql: SqlStorage, entry: AuditEntry, now: number): void {
-  sql.exec(
-    "INSERT INTO audit (tenant, at, actor, action, subject, before, after, dedupe) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dedupe) DO NOTHING",
-    entry.tenant,
-    now,
-    entry.actor,
-    entry.action,
-    entry.subject,
-    asText(entry.before),
-    asText(entry.after),
-    entry.key ?? null,
-  );
+/** A tenant's whole trail, oldest first, with each row's dedupe key. */
+export function oldAuditOf(sql: SqlStorage, tenant: string): HandedAuditRow[] {
+  return sql.exec<HandedAuditRow>("SELECT seq, tenant, at, actor, action, subject, before, after, dedupe FROM audit WHERE tenant = ? ORDER BY seq", tenant).toArray();
 }
 
-/** A row as kept: `before` and `after` are JSON text (cut to AUDIT_VALUE_CHARS, so perhaps no longer JSON). */
-export type AuditRow = { seq: number; tenant: string; at: number; actor: string; action: string; subject: string; before: string | null; after: string | null };
-
-/** A tenant's trail, newest first, `limit` rows before `beforeSeq` (a page cursor). */
-export function auditOf(sql: SqlStorage, tenant: string, limit: number, beforeSeq?: number): AuditRow[] {
-  return sql.exec<AuditRow>("SELECT seq, tenant, at, actor, action, subject, before, after FROM audit WHERE tenant = ? AND seq < ? ORDER BY seq DESC LIMIT ?", tenant, beforeSeq ?? Number.MAX_SAFE_INTEGER, limit).toArray();
+export function clearAudit(sql: SqlStorage, tenant: string): void {
+  sql.exec("DELETE FROM audit WHERE tenant = ?", tenant);
 }

@@ -1,12 +1,12 @@
 // The control plane: one Durable Object (named "control") holding what is not
 // one agent's: the directory of tenants and agents, per-tenant and per-agent
-// settings, roles and the audit trail, a tenant's bounds, people's names,
-// console sessions. The records a bridge reads on a turn's way and the API
-// keys are in each tenant's own object (tenant.ts); rows an older release kept
-// here for them are deleted once that object has taken them over (its get,
-// then delete), and of an old key, which names no tenant, only its hash and
-// tenant stay here (old_keys) to send it to its tenant's object. Values are JSON; anything secret is encrypted by its owner before
-// it is stored here.
+// settings, console sessions. The records a bridge reads on a turn's way, the
+// API keys, roles, the audit trail, a tenant's bounds and people's names are
+// in each tenant's own object (tenant.ts); rows an older release kept here for
+// them are deleted once that object has taken them over (its read, then
+// clear), and of an old key, which names no tenant, only its hash and tenant
+// stay here (old_keys) to send it to its tenant's object. Values are JSON;
+// anything secret is encrypted by its owner before it is stored here.
 import { DurableObject } from "cloudflare:workers";
 import type { Route } from "../chat.ts";
 import { type Migration, runMigrations } from "../../lib/migrations.ts";
@@ -27,7 +27,8 @@ import {
 } from "./directory.ts";
 import { settingKey, type SettingKind, type SettingsText } from "./settings.ts";
 import * as access from "./access-tables.ts";
-import { namesOf, PEOPLE_SCHEMA, rememberNames, type PersonName } from "./people.ts";
+import { clearPeopleOfTeam, PEOPLE_SCHEMA, peopleOfTeam } from "./people.ts";
+import type { AuditEntry, HandedAuditRow, PersonName, RoleRow } from "./tenant-access.ts";
 import { countedNamespace } from "../../lib/object-calls.ts";
 
 /**
@@ -46,10 +47,11 @@ ${DIRECTORY_SCHEMA};`,
   { name: "people directory", sql: PEOPLE_SCHEMA },
   { name: "audit dedupe key", sql: access.AUDIT_DEDUPE_SCHEMA },
   { name: "index of old keys", sql: access.OLD_KEYS_SCHEMA },
+  { name: "the trail moves to the tenants' objects", sql: access.AUDIT_MOVES },
 ];
 
 /** Who changed a setting and what the trail keeps of it (the value before is the control plane's to read). */
-export type SettingAudit = Pick<access.AuditEntry, "actor" | "action" | "subject" | "after">;
+export type SettingAudit = Pick<AuditEntry, "actor" | "action" | "subject" | "after">;
 
 /** Each tenant's settings version, in the settings table under this namespace. */
 const VERSIONS = "settings-version";
@@ -86,17 +88,6 @@ export class ControlPlane extends DurableObject<Env> {
     );
   }
 
-  /** Writes (or with null, removes) a value and its audit row, the value before in it, in one transaction; returns the value before as JSON. */
-  async putAudited(namespace: string, key: string, value: unknown, audit: Omit<access.AuditEntry, "before">): Promise<string | null> {
-    return this.ctx.storage.transactionSync(() => {
-      const before = this.read(namespace, key);
-      if (value === null) this.sql.exec("DELETE FROM settings WHERE namespace = ? AND key = ?", namespace, key);
-      else this.write(namespace, key, value);
-      access.appendAudit(this.sql, { ...audit, before }, Date.now());
-      return before === null ? null : JSON.stringify(before);
-    });
-  }
-
   async delete(namespace: string, key: string): Promise<boolean> {
     return this.sql.exec("DELETE FROM settings WHERE namespace = ? AND key = ?", namespace, key).rowsWritten > 0;
   }
@@ -124,20 +115,19 @@ export class ControlPlane extends DurableObject<Env> {
    * Sets (or with null, removes) a tenant's or an agent's setting and returns
    * what each affected agent listed in the directory must now hold; the caller
    * pushes it. Registration and change happen one at a time here, so an agent
-   * registering meanwhile either is a target or reads the new value. With
-   * `audit`, the change and its row (the value before read here) are one
-   * transaction: neither stands without the other.
+   * registering meanwhile either is a target or reads the new value. The
+   * value before (JSON), read in the same transaction, goes back for the
+   * trail (kept in the tenant's object, appended by the caller).
    */
-  async changeSetting(kind: SettingKind, route: Route, scope: "tenant" | "agent", value: unknown, audit?: SettingAudit): Promise<{ route: Route; settings: SettingsText }[]> {
+  async changeSetting(kind: SettingKind, route: Route, scope: "tenant" | "agent", value: unknown): Promise<{ before: string | null; targets: { route: Route; settings: SettingsText }[] }> {
     const key = settingKey(route, scope);
     return this.ctx.storage.transactionSync(() => {
       const before = this.read(kind, key);
       if (value === null) this.sql.exec("DELETE FROM settings WHERE namespace = ? AND key = ?", kind, key);
       else this.write(kind, key, value);
       this.write(VERSIONS, route.tenant, (this.read<number>(VERSIONS, route.tenant) ?? 0) + 1);
-      if (audit) access.appendAudit(this.sql, { tenant: route.tenant, ...audit, before }, Date.now());
       const agents = agentListing(this.sql, route.tenant).filter((a) => scope === "tenant" || a.agent === route.agent);
-      return agents.map((a) => ({ route: { tenant: a.tenant, agent: a.agent }, settings: this.settingsOf(a) }));
+      return { before: before === null ? null : JSON.stringify(before), targets: agents.map((a) => ({ route: { tenant: a.tenant, agent: a.agent }, settings: this.settingsOf(a) })) };
     });
   }
 
@@ -183,7 +173,7 @@ export class ControlPlane extends DurableObject<Env> {
     markDeleted(this.sql, route, Date.now());
   }
 
-  // ---- keys, roles and the audit trail (runtime/control/access-tables.ts; the policy is runtime/access's) ----
+  // ---- what the tenants' objects take over: keys, roles, the trail, people's names (access-tables.ts, people.ts; the policy is runtime/access's) ----
 
   // Keys live in each tenant's object (tenant.ts). A key an older release
   // made names no tenant: its hash names it here, in api_keys until the
@@ -209,40 +199,38 @@ export class ControlPlane extends DurableObject<Env> {
     this.sql.exec("DELETE FROM old_keys WHERE hash = ?", hash);
   }
 
-  async roles(tenant: string): Promise<access.RoleRow[]> {
+  // Roles, the trail and people's names live in each tenant's object
+  // (tenant-access.ts); what an older release kept here is read once by the
+  // tenant's object (and the roles by each person's index of tenants), then cleared.
+
+  async oldRoles(tenant: string): Promise<RoleRow[]> {
     return access.rolesOf(this.sql, tenant);
   }
 
-  /** The roles of a person's identities (Discord: one per guild), asked at once. */
-  async rolesHeldBy(identities: string[]): Promise<access.RoleRow[]> {
+  /** The roles an older release kept here for a person's identities, in every tenant not yet handed over. */
+  async rolesHeldBy(identities: string[]): Promise<RoleRow[]> {
     return access.rolesHeldBy(this.sql, identities);
   }
 
-  /** Sets or removes a role and records it in the trail, in one transaction. */
-  async setRole(tenant: string, identity: string, role: string | null, actor: string): Promise<{ before: string | null }> {
-    return this.ctx.storage.transactionSync(() => {
-      const before = access.setRole(this.sql, tenant, identity, role, actor, Date.now());
-      if (before !== role) access.appendAudit(this.sql, { tenant, actor, action: role === null ? "role.remove" : "role.set", subject: identity, before, after: role }, Date.now());
-      return { before };
-    });
+  async clearOldRoles(tenant: string): Promise<void> {
+    access.clearRoles(this.sql, tenant);
   }
 
-  async appendAudit(entry: access.AuditEntry): Promise<void> {
-    access.appendAudit(this.sql, entry, Date.now());
+  async oldAudit(tenant: string): Promise<HandedAuditRow[]> {
+    return access.oldAuditOf(this.sql, tenant);
   }
 
-  async audit(tenant: string, limit: number, beforeSeq?: number): Promise<access.AuditRow[]> {
-    return access.auditOf(this.sql, tenant, limit, beforeSeq);
+  async clearOldAudit(tenant: string): Promise<void> {
+    access.clearAudit(this.sql, tenant);
   }
 
-  // ---- the people directory (runtime/control/people.ts) ----
-
-  async rememberNames(people: PersonName[]): Promise<void> {
-    rememberNames(this.sql, people, Date.now());
+  /** The names kept here of the people whose identity names this team or guild (its tenant's object keeps them now). */
+  async oldPeople(team: string): Promise<(PersonName & { updatedAt: number })[]> {
+    return peopleOfTeam(this.sql, team);
   }
 
-  async namesOf(identities: string[]): Promise<Record<string, string>> {
-    return namesOf(this.sql, identities);
+  async clearOldPeople(team: string): Promise<void> {
+    clearPeopleOfTeam(this.sql, team);
   }
 }
 
@@ -263,22 +251,4 @@ export function listTenants(env: Env): Promise<TenantListing[]> {
 
 export function listAgents(env: Env, tenant?: string): Promise<AgentListing[]> {
   return controlPlane(env).agents(tenant);
-}
-
-// ---- the people directory, for callers outside the control plane ----
-
-/** What this isolate last told the directory, so a busy chat does not call the control plane on every message. */
-const told = new Map<string, string>();
-const TOLD_KEPT = 10_000;
-
-/** Keeps a person's name in the directory (a call only when this isolate has not told it that name). */
-export async function rememberPerson(env: Env, person: PersonName): Promise<void> {
-  if (told.get(person.identity) === person.name) return;
-  await controlPlane(env).rememberNames([person]);
-  if (told.size >= TOLD_KEPT) told.clear();
-  told.set(person.identity, person.name);
-}
-
-export function peopleNames(env: Env, identities: string[]): Promise<Record<string, string>> {
-  return identities.length === 0 ? Promise.resolve({}) : controlPlane(env).namesOf([...new Set(identities)]);
 }

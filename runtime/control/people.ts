@@ -1,31 +1,23 @@
-// The people directory: a person's identity (`slack:<team>:<user>`,
-// `discord:<guild>:<user>`) and the name they go by, so the console shows
-// names, not ids. Written when someone signs in to the console and from chat
-// payloads that carry a name; a name is only ever replaced by a newer one.
+// The people directory as releases before this one kept it in the control
+// plane: a person's identity (`slack:<team>:<user>`, `discord:<guild>:<user>`)
+// and the name they go by. Each name now lives in the object of the tenant
+// its identity's team or guild names (tenant-access.ts); that object takes
+// its people's rows over at its first touch, read here, then deleted here.
+import type { PersonName } from "./tenant-access.ts";
 
 export const PEOPLE_SCHEMA = "CREATE TABLE people (identity TEXT PRIMARY KEY, name TEXT NOT NULL, updated_at INTEGER NOT NULL)";
 
-/** A name is for showing: cut to this many characters. */
-const NAME_CHARS = 100;
+/** The identities of a team or guild start so, on either platform. */
+const prefixes = (team: string) => [`slack:${team}:`, `discord:${team}:`];
 
-export type PersonName = { identity: string; name: string };
+const OF_TEAM = "substr(identity, 1, length(?)) = ? OR substr(identity, 1, length(?)) = ?";
+const teamArgs = (team: string) => prefixes(team).flatMap((prefix) => [prefix, prefix]);
 
-/** Keeps each person's name; a row is written only when the name changed. */
-export function rememberNames(sql: SqlStorage, people: PersonName[], now: number): void {
-  for (const { identity, name } of people) {
-    const shown = name.trim().slice(0, NAME_CHARS);
-    if (shown === "") continue;
-    sql.exec(
-      "INSERT INTO people (identity, name, updated_at) VALUES (?, ?, ?) ON CONFLICT (identity) DO UPDATE SET name = excluded.name, updated_at = excluded.updated_at WHERE people.name <> excluded.name",
-      identity,
-      shown,
-      now,
-    );
-  }
+/** The names kept here of the people whose identity names this team or guild. */
+export function peopleOfTeam(sql: SqlStorage, team: string): (PersonName & { updatedAt: number })[] {
+  return sql.exec<PersonName & { updatedAt: number }>(`SELECT identity, name, updated_at AS updatedAt FROM people WHERE ${OF_TEAM}`, ...teamArgs(team)).toArray();
 }
 
-/** The names known for these identities (one bound parameter, however many). */
-export function namesOf(sql: SqlStorage, identities: string[]): Record<string, string> {
-  const rows = sql.exec<PersonName>("SELECT identity, name FROM people WHERE identity IN (SELECT value FROM json_each(?))", JSON.stringify(identities)).toArray();
-  return Object.fromEntries(rows.map((r) => [r.identity, r.name]));
+export function clearPeopleOfTeam(sql: SqlStorage, team: string): void {
+  sql.exec(`DELETE FROM people WHERE ${OF_TEAM}`, ...teamArgs(team));
 }

@@ -1,6 +1,7 @@
 // The tenant's own object: one Durable Object per tenant, its own SQLite, for
 // what is the tenant's alone (its secrets, sealed by the Worker; the records a
-// bridge reads on a turn's way; its API keys), so no deployment-wide object
+// bridge reads on a turn's way, its bounds among them; its API keys; roles,
+// the audit trail, its people's names), so no deployment-wide object
 // holds it or stands on a turn's way. What an older release kept in the
 // control plane is taken over at the first touch, once (takeOver;
 // docs/design.md, "Access").
@@ -10,6 +11,9 @@ import type { Sealed } from "../../lib/sealed.ts";
 import type { KeyRow } from "./access-tables.ts";
 import { controlPlane } from "./control-plane.ts";
 import { copyKey, insertKey, keysOf, revokeKey, TENANT_KEYS_SCHEMA, type TenantKey, useKey } from "./tenant-keys.ts";
+import { personRolesStub } from "./person-roles.ts";
+import * as access from "./tenant-access.ts";
+import type { AuditEntry, AuditRow, PersonName, RoleRow } from "./tenant-access.ts";
 import { countedNamespace } from "../../lib/object-calls.ts";
 
 /** Append-only (lib/migrations.ts). */
@@ -26,10 +30,15 @@ CREATE TABLE secrets (name TEXT PRIMARY KEY, iv TEXT NOT NULL, sealed TEXT NOT N
 CREATE TABLE handovers (kind TEXT PRIMARY KEY, copied_at INTEGER NOT NULL, cleared_at INTEGER);`,
   },
   { name: "api keys", sql: TENANT_KEYS_SCHEMA },
+  { name: "roles, audit trail, people's names", sql: access.TENANT_ACCESS_SCHEMA },
 ];
 
 /** The handover of the API keys, beside the records' (a bridge's kinds name their platform, never this). */
 const KEYS = "api keys";
+/** The handovers of roles, the trail and people's names (tenant-access.ts), beside the keys'. */
+const ROLES = "roles";
+const AUDIT = "audit trail";
+const PEOPLE = "people";
 
 /** A secret as anyone may see it: its name and dates, never its value. */
 export interface SecretListing {
@@ -108,6 +117,10 @@ export class Tenant extends DurableObject<Env> {
   async putRecord(tenant: string, kind: string, value: string): Promise<void> {
     this.claim(tenant);
     await this.takeOverRecord(tenant, kind);
+    this.keepRecord(kind, value);
+  }
+
+  private keepRecord(kind: string, value: string): void {
     this.sql.exec(
       "INSERT INTO records (kind, value, updated_at) VALUES (?, ?, ?) ON CONFLICT (kind) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
       kind,
@@ -223,6 +236,112 @@ export class Tenant extends DurableObject<Env> {
     });
   }
 
+  // ---- roles, the audit trail, a record changed with its row, people's names (tenant-access.ts) ----
+
+  async roles(tenant: string): Promise<RoleRow[]> {
+    this.claim(tenant);
+    await this.takeOverRoles(tenant);
+    return access.rolesIn(this.sql, tenant);
+  }
+
+  /** The person's role here, or null: read at each request a person makes in the console. */
+  async roleOf(tenant: string, identity: string): Promise<RoleRow | null> {
+    this.claim(tenant);
+    await this.takeOverRoles(tenant);
+    return access.roleOf(this.sql, tenant, identity);
+  }
+
+  /** Sets or removes a role and appends it to the trail, in one transaction; returns the role held before. */
+  async setRole(tenant: string, identity: string, role: string | null, actor: string): Promise<{ before: string | null }> {
+    this.claim(tenant);
+    await this.takeOverRoles(tenant);
+    await this.takeOverAudit(tenant);
+    return this.ctx.storage.transactionSync(() => {
+      const before = access.setRole(this.sql, identity, role, actor, Date.now());
+      if (before !== role) access.appendAudit(this.sql, { actor, action: role === null ? "role.remove" : "role.set", subject: identity, before, after: role }, Date.now());
+      return { before };
+    });
+  }
+
+  /** Appends a change to the trail; one appended before under the same key is not appended again. */
+  async appendAudit(tenant: string, entry: AuditEntry): Promise<void> {
+    this.claim(tenant);
+    await this.takeOverAudit(tenant);
+    access.appendAudit(this.sql, entry, Date.now());
+  }
+
+  async audit(tenant: string, limit: number, beforeSeq?: number): Promise<AuditRow[]> {
+    this.claim(tenant);
+    await this.takeOverAudit(tenant);
+    return access.auditPage(this.sql, tenant, limit, beforeSeq);
+  }
+
+  /** Sets (or with null, removes) the record of that kind (`value` is JSON) and appends its row, the value before in it, in one transaction; returns the value before as JSON. */
+  async putAuditedRecord(tenant: string, kind: string, value: string | null, audit: Omit<AuditEntry, "tenant" | "before">): Promise<string | null> {
+    this.claim(tenant);
+    await this.takeOverRecord(tenant, kind);
+    await this.takeOverAudit(tenant);
+    return this.ctx.storage.transactionSync(() => {
+      const before = this.sql.exec<{ value: string }>("SELECT value FROM records WHERE kind = ?", kind).toArray()[0]?.value ?? null;
+      if (value === null) this.sql.exec("DELETE FROM records WHERE kind = ?", kind);
+      else this.keepRecord(kind, value);
+      access.appendAudit(this.sql, { ...audit, before: before === null ? null : (JSON.parse(before) as unknown) }, Date.now());
+      return before;
+    });
+  }
+
+  /** Keeps the names of people whose identity names this tenant's team or guild. */
+  async rememberNames(tenant: string, people: PersonName[]): Promise<void> {
+    this.claim(tenant);
+    await this.takeOverPeople(tenant);
+    access.rememberNames(this.sql, people, Date.now());
+  }
+
+  async namesOf(tenant: string, identities: string[]): Promise<Record<string, string>> {
+    this.claim(tenant);
+    await this.takeOverPeople(tenant);
+    return access.namesOf(this.sql, identities);
+  }
+
+  /**
+   * Takes over the tenant's roles a release before this one kept in the
+   * control plane (takeOver). Before they are deleted there, each person
+   * holding one here has this tenant listed in their index of tenants
+   * (person-roles.ts), which otherwise would read them there: a role is
+   * never found in neither place.
+   */
+  private takeOverRoles(tenant: string): Promise<void> {
+    const control = controlPlane(this.env);
+    return this.takeOver(ROLES, {
+      read: () => control.oldRoles(tenant),
+      keep: (old) => old.forEach((row) => access.copyRole(this.sql, row)),
+      clear: async () => {
+        await Promise.all(access.rolesIn(this.sql, tenant).map((row) => personRolesStub(this.env, row.identity).list(row.identity, tenant)));
+        await control.clearOldRoles(tenant);
+      },
+    });
+  }
+
+  /** Takes over the tenant's trail as the control plane kept it (takeOver): each row with its seq and dedupe key. */
+  private takeOverAudit(tenant: string): Promise<void> {
+    const control = controlPlane(this.env);
+    return this.takeOver(AUDIT, {
+      read: () => control.oldAudit(tenant),
+      keep: (old) => old.forEach((row) => access.copyAudit(this.sql, row)),
+      clear: () => control.clearOldAudit(tenant),
+    });
+  }
+
+  /** Takes over the names the control plane kept of the people whose identity names this tenant's team or guild (takeOver). */
+  private takeOverPeople(tenant: string): Promise<void> {
+    const control = controlPlane(this.env);
+    return this.takeOver(PEOPLE, {
+      read: () => control.oldPeople(tenant),
+      keep: (old) => access.copyNames(this.sql, old),
+      clear: () => control.clearOldPeople(tenant),
+    });
+  }
+
   /** The tenant this object serves, or null before its first claim. */
   private owner(): string | null {
     return this.sql.exec<{ tenant: string }>("SELECT tenant FROM identity").toArray()[0]?.tenant ?? null;
@@ -278,4 +397,74 @@ export function useTenantKey(env: Env, tenant: string, hash: string, named: bool
 
 export function revokeTenantKeyRow(env: Env, tenant: string, id: string): Promise<KeyRow | null> {
   return tenantStub(env, tenant).revokeKey(tenant, id);
+}
+
+// ---- a tenant's roles, trail, bounds and people's names, for the Worker (the policy is runtime/access's) ----
+
+export function tenantRoles(env: Env, tenant: string): Promise<RoleRow[]> {
+  return tenantStub(env, tenant).roles(tenant);
+}
+
+/**
+ * Gives (or with null, takes away) a person's role in a tenant, with its
+ * trail row. The person's index of tenants lists the tenant before the role
+ * is given and unlists it after it is taken away: a role is always found
+ * from the index, and a tenant listed without one finds none.
+ */
+export async function keepTenantRole(env: Env, tenant: string, identity: string, role: string | null, actor: string): Promise<{ before: string | null }> {
+  const index = personRolesStub(env, identity);
+  if (role !== null) await index.list(identity, tenant);
+  const changed = await tenantStub(env, tenant).setRole(tenant, identity, role, actor);
+  if (role === null) await index.unlist(identity, tenant).catch((err: unknown) => console.error("roles: a tenant stays listed for a person who holds no role there", err));
+  return changed;
+}
+
+/** Every role these identities hold, each read from its tenant's own object now (the index only says where to look). */
+export async function rolesHeldBy(env: Env, identities: string[]): Promise<RoleRow[]> {
+  const found = await Promise.all(
+    identities.map(async (identity) => {
+      const tenants = await personRolesStub(env, identity).tenants(identity);
+      return Promise.all(tenants.map((tenant) => tenantStub(env, tenant).roleOf(tenant, identity)));
+    }),
+  );
+  return found.flat().filter((row) => row !== null);
+}
+
+export function appendTenantAudit(env: Env, entry: AuditEntry): Promise<void> {
+  return tenantStub(env, entry.tenant).appendAudit(entry.tenant, entry);
+}
+
+/** A tenant's trail, newest first, `limit` rows before `beforeSeq`. */
+export function tenantAudit(env: Env, tenant: string, limit: number, beforeSeq?: number): Promise<AuditRow[]> {
+  return tenantStub(env, tenant).audit(tenant, limit, beforeSeq);
+}
+
+/** Sets (or with null, removes) the tenant's record of that kind and appends its trail row, in one transaction; returns the value before, or null. */
+export async function putAuditedTenantRecord(env: Env, tenant: string, kind: string, value: unknown, audit: Omit<AuditEntry, "tenant" | "before">): Promise<unknown> {
+  const before = await tenantStub(env, tenant).putAuditedRecord(tenant, kind, value === null ? null : JSON.stringify(value), audit);
+  return before === null ? null : (JSON.parse(before) as unknown);
+}
+
+/** What this isolate last told a tenant's object of a person's name, so a busy chat does not call it on every message. */
+const told = new Map<string, string>();
+const TOLD_KEPT = 10_000;
+
+/** Keeps a person's name in the object of the tenant their identity's team or guild names (a call only when this isolate has not told it that name). */
+export async function rememberPerson(env: Env, person: PersonName): Promise<void> {
+  if (told.get(person.identity) === person.name) return;
+  const team = access.teamOf(person.identity);
+  await tenantStub(env, team).rememberNames(team, [person]);
+  if (told.size >= TOLD_KEPT) told.clear();
+  told.set(person.identity, person.name);
+}
+
+/** The names known for these identities: one call to each team's or guild's tenant object. */
+export async function peopleNames(env: Env, identities: string[]): Promise<Record<string, string>> {
+  const byTeam = new Map<string, string[]>();
+  for (const identity of new Set(identities)) {
+    const team = access.teamOf(identity);
+    byTeam.set(team, [...(byTeam.get(team) ?? []), identity]);
+  }
+  const found = await Promise.all([...byTeam].map(([team, asked]) => tenantStub(env, team).namesOf(team, asked)));
+  return Object.assign({}, ...found) as Record<string, string>;
 }

@@ -1,6 +1,7 @@
 // Changing a tenant's or an agent's setting from outside the agent (the Agents
 // API, the console), and reading one back as the agent will use it.
 import { HttpError } from "../../lib/http.ts";
+import { recordChange } from "../access/index.ts";
 import { controlPlane, parseSettings, secondMessageFrom, type SettingAudit, type SettingKind } from "../control/index.ts";
 import { agentStub } from "../object/index.ts";
 import { forgetReading, ledgerStub, type TenantLimit } from "../metering/index.ts";
@@ -11,16 +12,20 @@ import type { Route } from "../chat.ts";
  * Stores a tenant's or an agent's setting (null removes it) and pushes each
  * affected agent its new copy before answering, so the next pass of every one
  * of them already runs under it. An agent that could not be reached is named:
- * the request may be repeated. With `audit`, its trail row is written with the change.
+ * the request may be repeated. With `audit`, its trail row (the value before
+ * read with the change) is appended to the tenant's trail right after the
+ * change, as a key's is: the settings are the control plane's, the trail the
+ * tenant's own object's.
  */
 export async function changeSetting(env: Env, kind: SettingKind, route: Route, scope: "tenant" | "agent", value: unknown, audit?: SettingAudit): Promise<{ agents: number }> {
-  const targets = await controlPlane(env)
-    .changeSetting(kind, route, scope, value, audit)
+  const { before, targets } = await controlPlane(env)
+    .changeSetting(kind, route, scope, value)
     .catch((err: unknown) => {
-      // The change and its row are one transaction: neither was written (a PUT or DELETE may be repeated as it is).
+      // Nothing was written: a PUT or DELETE may be repeated as it is.
       console.error("settings: a change could not be saved", kind, err);
-      throw new HttpError(503, "the setting could not be saved with its audit row; nothing changed, repeat the request");
+      throw new HttpError(503, "the setting could not be saved; nothing changed, repeat the request");
     });
+  if (audit) await recordChange(env, { tenant: route.tenant, ...audit, before: before === null ? null : (JSON.parse(before) as unknown) });
   const pushed = await Promise.allSettled(targets.map((t) => agentStub(env, t.route).applySettings(t.route, t.settings)));
   const missed = targets.filter((_, i) => pushed[i]!.status === "rejected").map((t) => t.route.agent);
   if (missed.length > 0) throw new HttpError(503, `saved, but ${missed.length} agent(s) could not be told yet (${missed.slice(0, 5).join(", ")}); repeat the request`);

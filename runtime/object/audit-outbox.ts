@@ -1,7 +1,7 @@
 // The audit outbox: what a person changes in a conversation from a chat or
 // the console (a stop, a compact, an approval or a denial) becomes a row here, written in the
 // same transaction as the event that made the change, and an `audit` effect
-// carries it to the tenant's trail in the control plane. The row's id is the
+// carries it to the tenant's trail in its own object. The row's id is the
 // trail's dedupe key: a platform's retry is one event (inbound keeps event
 // ids), a courier's retry one row, and a row is never given up.
 import type { ChatEvent, ChatUser, Route, SubmitResult } from "../chat.ts";

@@ -62,6 +62,21 @@ describe("Sign in with Discord", () => {
     }
   });
 
+  it("a role taken away is refused at the person's very next request (read from the tenant's own object each time)", async () => {
+    const [g, user] = [snowflake(), snowflake()];
+    const identity = `discord:${g}:${user}`;
+    await grant(g, identity, "member");
+    await postMessage(g, AGENT, { text: "hello", conversation: "seed" });
+    const back = await comeBackFromDiscord({ id: user, username: "rae", guilds: [{ id: g, name: "Guild G" }] });
+    const me = sessionOf(await worker(back.path, { headers: { cookie: back.cookie } }));
+    expect((await pageOf(`/console/tenants/${g}/agents/${AGENT}`, me)).status).toBe(200);
+
+    const removed = await worker(`/v1/tenants/${g}/roles/${identity}`, { method: "DELETE", headers: BEARER });
+    expect(removed.status, await removed.clone().text()).toBe(200);
+    expect((await pageOf(`/console/tenants/${g}/agents/${AGENT}`, me)).status).toBe(404);
+    expect((await pageOf("/console", me)).text).not.toContain(`/console/tenants/${g}"`);
+  });
+
   it("a person with roles in two guilds picks one, and acts as that guild's identity only", async () => {
     const [g1, g2, user] = [snowflake(), snowflake(), snowflake()];
     await grant(g1, `discord:${g1}:${user}`, "member");

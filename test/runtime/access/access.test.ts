@@ -5,7 +5,7 @@ import { env } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { unique, waitFor } from "../../support.ts";
-import { controlPlane } from "../../../runtime/control/index.ts";
+import { appendTenantAudit, tenantStub } from "../../../runtime/control/index.ts";
 import { ADMIN, bearer, call, newKey } from "./helpers.ts";
 
 const message = (text: string, conversation: string) => ({ text, conversation });
@@ -165,49 +165,49 @@ describe("the audit trail", () => {
     expect(entries.find((e) => e.action === "second-message.set")).toMatchObject({ subject: `/tenants/${T}/agents/assistant/second-message`, before: null, after: { strategy: "queue" } });
     expect(Number.isNaN(Date.parse(entries[0]!.at))).toBe(false);
 
-    // Never editable: SQLite itself refuses to change or remove a row.
-    const control = controlPlane(env);
-    await runInDurableObject(control, (_instance, state) => {
-      expect(() => state.storage.sql.exec("UPDATE audit SET actor = 'someone else' WHERE tenant = ?", T)).toThrow(/append-only/);
-      expect(() => state.storage.sql.exec("DELETE FROM audit WHERE tenant = ?", T)).toThrow(/append-only/);
+    // Never editable: SQLite itself refuses to change or remove a row of the tenant's trail, in its own object.
+    await runInDurableObject(tenantStub(env, T), (_instance, state) => {
+      expect(() => state.storage.sql.exec("UPDATE audit SET actor = 'someone else'")).toThrow(/append-only/);
+      expect(() => state.storage.sql.exec("DELETE FROM audit")).toThrow(/append-only/);
     });
   });
 
-  it("a setting (or a tenant's bounds) changed through /v1 and its row are written together: while the trail cannot be written, the setting does not change", async () => {
+  it("a tenant's bounds or a role changed through /v1 and its row are written together: while the trail cannot be written, they do not change", async () => {
     const T = unique("aud");
     const admin = await newKey(ADMIN, T, { name: "ops", access: "admin" });
     const k = bearer(admin.key);
-    const control = controlPlane(env);
+    const tenant = tenantStub(env, T);
     const tenantModel = async () => ((await (await call(k, "GET", `/tenants/${T}/agents/assistant/model`)).json()) as { tenant: unknown }).tenant;
-    // The trail refuses this tenant's rows, as a failing store would: SQLite aborts the insert (the test's tenant only, so others run on).
-    const trigger = `audit_broken_${T}`;
-    await runInDurableObject(control, (_instance, state) => {
-      state.storage.sql.exec(`CREATE TRIGGER ${trigger} BEFORE INSERT ON audit WHEN NEW.tenant = '${T}' BEGIN SELECT RAISE(ABORT, 'the trail is broken for this test'); END`);
+    // The tenant's trail refuses rows, as a failing store would: SQLite aborts the insert.
+    await runInDurableObject(tenant, (_instance, state) => {
+      state.storage.sql.exec("CREATE TRIGGER audit_broken BEFORE INSERT ON audit BEGIN SELECT RAISE(ABORT, 'the trail is broken for this test'); END");
     });
     try {
-      const refused = await call(k, "PUT", `/tenants/${T}/model`, { model: "fake/test-model" });
-      expect(refused.status).toBe(503);
-      expect(await refused.json()).toEqual({ error: expect.stringMatching(/could not be saved with its audit row; nothing changed/) });
-      expect(await tenantModel()).toBeNull();
-      // So do the platform's bounds for the tenant.
       const bounds = await call(ADMIN, "PUT", `/tenants/${T}/bounds`, { maxDailyUsd: 3, models: null });
       expect([bounds.status, await bounds.json()]).toEqual([503, { error: expect.stringMatching(/could not be saved with their audit row; nothing changed/) }]);
       expect(await (await call(ADMIN, "GET", `/tenants/${T}/bounds`)).json()).toMatchObject({ maxDailyUsd: null });
+      const role = await call(k, "PUT", `/tenants/${T}/roles/slack:T1:U9`, { role: "member" });
+      expect([role.status, await role.json()]).toEqual([503, { error: expect.stringMatching(/could not be saved with its audit row; nothing changed/) }]);
+      expect(await (await call(k, "GET", `/tenants/${T}/roles`)).json()).toEqual({ roles: [] });
+      // A setting is still the control plane's (until it moves into the tenant's object too): it is made, and the answer says its row is missing.
+      const setting = await call(k, "PUT", `/tenants/${T}/model`, { model: "fake/test-model" });
+      expect([setting.status, await setting.json()]).toEqual([503, { error: expect.stringMatching(/the change was made, but the audit trail could not record it/) }]);
     } finally {
-      await runInDurableObject(control, (_instance, state) => void state.storage.sql.exec(`DROP TRIGGER ${trigger}`));
+      await runInDurableObject(tenant, (_instance, state) => void state.storage.sql.exec("DROP TRIGGER audit_broken"));
     }
     expect((await call(k, "PUT", `/tenants/${T}/model`, { model: "fake/test-model" })).status).toBe(200);
     expect(await tenantModel()).toEqual({ model: "fake/test-model" });
     const { entries } = (await (await call(k, "GET", `/tenants/${T}/audit`)).json()) as { entries: { action: string; before: unknown; after: unknown }[] };
-    expect(entries.filter((e) => e.action === "model.set")).toEqual([expect.objectContaining({ before: null, after: { model: "fake/test-model" } })]);
+    // The setting made while the trail was broken has no row; the one after names it as the value before.
+    expect(entries.filter((e) => e.action === "model.set")).toEqual([expect.objectContaining({ before: { model: "fake/test-model" }, after: { model: "fake/test-model" } })]);
   });
 
   it("a change appended under its key (an agent's audit effect) is one row however often its courier appends it", async () => {
     const T = unique("aud");
     const entry = { tenant: T, actor: "slack:T1:U1", action: "conversation.stop", subject: "agents/assistant/conversations/c1", before: null, after: { status: "idle" }, key: unique("effect") };
-    await controlPlane(env).appendAudit(entry);
-    await controlPlane(env).appendAudit(entry);
-    await controlPlane(env).appendAudit({ ...entry, key: unique("effect") });
+    await appendTenantAudit(env, entry);
+    await appendTenantAudit(env, entry);
+    await appendTenantAudit(env, { ...entry, key: unique("effect") });
     const { entries } = (await (await call(ADMIN, "GET", `/tenants/${T}/audit`)).json()) as { entries: Record<string, unknown>[] };
     expect(entries.map((e) => [e.actor, e.action, e.subject])).toEqual(Array(2).fill([entry.actor, entry.action, entry.subject]));
     // The key is the trail's own bookkeeping, not part of the row a reader sees.
