@@ -1,30 +1,53 @@
 // Changing a tenant's or an agent's setting from outside the agent (the Agents
 // API, the console), and reading one back as the agent will use it.
 import { HttpError } from "../../lib/http.ts";
-import { controlPlane, parseSettings, secondMessageFrom, type SettingAudit, type SettingKind } from "../control/index.ts";
+import { agentSettings, controlPlane, parseSettings, secondMessageFrom, tenantStub, type AuditEntry, type SettingKind, type SettingsText } from "../control/index.ts";
 import { agentStub } from "../object/index.ts";
 import { forgetReading, ledgerStub, type TenantLimit } from "../metering/index.ts";
 import { DEFAULT_SECOND_MESSAGE, type SecondMessage } from "../turns/index.ts";
 import type { Route } from "../chat.ts";
 
+/** Who changed a setting and what the trail keeps of it (the value before is read with the change). */
+export type SettingAudit = Pick<AuditEntry, "actor" | "action" | "subject" | "after">;
+
 /**
- * Stores a tenant's or an agent's setting (null removes it) and pushes each
- * affected agent its new copy before answering, so the next pass of every one
- * of them already runs under it. An agent that could not be reached is named:
- * the request may be repeated. With `audit`, its trail row is written with the change.
+ * Stores a tenant's or an agent's setting (null removes it) in the tenant's
+ * object and pushes each affected agent its new copy before answering, so the
+ * next pass of every one of them already runs under it. An agent that could
+ * not be reached is named: the request may be repeated. With `audit`, its
+ * trail row (the value before read in the change's transaction) is appended
+ * before any push; when it cannot be, the change is undone and the request
+ * refused, so neither stands without the other.
  */
 export async function changeSetting(env: Env, kind: SettingKind, route: Route, scope: "tenant" | "agent", value: unknown, audit?: SettingAudit): Promise<{ agents: number }> {
-  const targets = await controlPlane(env)
-    .changeSetting(kind, route, scope, value, audit)
-    .catch((err: unknown) => {
-      // The change and its row are one transaction: neither was written (a PUT or DELETE may be repeated as it is).
-      console.error("settings: a change could not be saved", kind, err);
+  const tenant = tenantStub(env, route.tenant);
+  const agent = scope === "agent" ? route.agent : null;
+  const { before, targets } = await tenant.changeSetting(route.tenant, kind, agent, value).catch((err: unknown) => {
+    // One transaction in the tenant's object: nothing was written (a PUT or DELETE may be repeated as it is).
+    console.error("settings: a change could not be saved", kind, err);
+    throw new HttpError(503, "the setting could not be saved; nothing changed, repeat the request");
+  });
+  if (audit) {
+    const entry = { tenant: route.tenant, ...audit, before: before === null ? null : (JSON.parse(before) as unknown) };
+    const trailed = await controlPlane(env)
+      .appendAudit(entry)
+      .then(() => true)
+      .catch((err: unknown) => void console.error("settings: a change's audit row could not be written; undoing the change", kind, err));
+    if (!trailed) {
+      const undone = await tenant.undoSetting(route.tenant, kind, agent, value, before);
+      if (undone) await push(env, undone);
       throw new HttpError(503, "the setting could not be saved with its audit row; nothing changed, repeat the request");
-    });
-  const pushed = await Promise.allSettled(targets.map((t) => agentStub(env, t.route).applySettings(t.route, t.settings)));
-  const missed = targets.filter((_, i) => pushed[i]!.status === "rejected").map((t) => t.route.agent);
+    }
+  }
+  const missed = await push(env, targets);
   if (missed.length > 0) throw new HttpError(503, `saved, but ${missed.length} agent(s) could not be told yet (${missed.slice(0, 5).join(", ")}); repeat the request`);
   return { agents: targets.length };
+}
+
+/** Pushes each agent its copy; returns the agents that could not be told. */
+async function push(env: Env, targets: { route: Route; settings: SettingsText }[]): Promise<string[]> {
+  const pushed = await Promise.allSettled(targets.map((t) => agentStub(env, t.route).applySettings(t.route, t.settings)));
+  return targets.filter((_, i) => pushed[i]!.status === "rejected").map((t) => t.route.agent);
 }
 
 /** The agent's second-message strategy: the one in effect, and what its tenant and the agent itself set. */
@@ -32,7 +55,7 @@ export async function secondMessageOf(
   env: Env,
   route: Route,
 ): Promise<{ effective: SecondMessage; default: SecondMessage; tenant: SecondMessage | null; agent: SecondMessage | null }> {
-  const settings = parseSettings(await controlPlane(env).settingsFor(route));
+  const settings = parseSettings(await agentSettings(env, route));
   return { effective: secondMessageFrom(settings), default: DEFAULT_SECOND_MESSAGE, ...settings.secondMessage };
 }
 
