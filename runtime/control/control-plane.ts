@@ -61,10 +61,6 @@ export class ControlPlane extends DurableObject<Env> {
     return row ? (JSON.parse(row.value) as T) : null;
   }
 
-  async put(namespace: string, key: string, value: unknown): Promise<void> {
-    this.write(namespace, key, value);
-  }
-
   private write(namespace: string, key: string, value: unknown): void {
     this.sql.exec(
       "INSERT INTO settings (namespace, key, value, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
