@@ -1,9 +1,9 @@
 // The tenant's own object: one Durable Object per tenant, its own SQLite, for
 // what is the tenant's alone (its secrets, sealed by the Worker; the records a
 // bridge reads on a turn's way; its API keys; its settings and its agents), so
-// no deployment-wide object holds it or stands on a turn's way. What an older release kept in the
-// control plane is taken over at the first touch, once (takeOver;
-// docs/design.md, "Access").
+// no deployment-wide object holds it or stands on a turn's way. What an older
+// release kept in the control plane is taken over at the first touch, once
+// (takeOver; docs/design.md, "Access").
 import { DurableObject } from "cloudflare:workers";
 import { type Migration, runMigrations } from "../../lib/migrations.ts";
 import type { Sealed } from "../../lib/sealed.ts";
