@@ -5,6 +5,7 @@ import { Hono, type Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { bridges, type ChatBridge } from "./bridges/index.ts";
 import { consoleRoutes, referenceRoutes } from "./console/index.ts";
+export { ConsoleSession } from "./console/index.ts";
 import { ConfigError } from "./lib/config.ts";
 import { HttpError } from "./lib/http.ts";
 import { migrationFailure } from "./lib/migrations.ts";

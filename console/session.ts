@@ -1,24 +1,24 @@
 // Who may use the console: the holder of ADMIN_TOKEN. Signing in opens a
 // session: a random id in a signed cookie (hono's signed cookies, keyed from
-// the token), stored in the control plane by its hash with an expiry. Signing
-// out deletes it, so the cookie is worthless afterwards; rotating ADMIN_TOKEN
-// changes the cookie key and so ends every session. Scripts may send
+// the token), kept in an object of its own named by the id's hash, with an
+// expiry (session-object.ts). Signing out deletes it, so the cookie is
+// worthless afterwards; rotating ADMIN_TOKEN changes the cookie key and so
+// ends every session. Scripts may send
 // `Authorization: Bearer <ADMIN_TOKEN>` instead of a cookie.
 //
 // Each state-changing form carries a token bound to the session and to the
 // form's action, checked on top of hono/csrf's Origin check.
 import type { Context } from "hono";
 import { deleteCookie, getSignedCookie, setSignedCookie } from "hono/cookie";
-import * as z from "zod";
 import { sessionHours } from "./config.ts";
+import { sessionStub } from "./session-object.ts";
 import { toBase64Url } from "../lib/base64.ts";
 import { bearerToken, hmacHex, isHttpsOrLoopback, safeEqual, sha256Hex } from "../lib/http.ts";
-import { adminToken, controlPlane, type TenantRole } from "../runtime/index.ts";
+import { adminToken, type TenantRole } from "../runtime/index.ts";
 
 export const BASE = "/console";
 export const SESSION_COOKIE = "antiproton_console";
 const RESULT_COOKIE = "antiproton_console_result";
-const SESSIONS = "console-sessions";
 /** How long the server's answer to a form waits for the page it redirects to. */
 const RESULT_SECONDS = 60;
 
@@ -39,14 +39,14 @@ export type ConsoleEnv = {
 };
 export type Ctx = Context<ConsoleEnv>;
 
-const storedSession = z.object({ expiresAt: z.number(), person: z.object({ identity: z.string(), name: z.string() }).optional() });
-
 export function cookieKey(env: Env): Promise<string> {
   return hmacHex(adminToken(env), "antiproton-console-cookie");
 }
 
-/** The stored key is a hash of the id: a copy of the control plane's rows is no session. */
-const storedKey = sha256Hex;
+/** The session's object is named by a hash of the id: its name opens no session. */
+async function sessionOf(env: Env, id: string) {
+  return sessionStub(env, await sha256Hex(id));
+}
 
 /** Secure everywhere but plain http on loopback, where `wrangler dev` serves the console. */
 function secureCookie(c: Ctx): boolean {
@@ -60,18 +60,9 @@ export function cookieOptions(c: Ctx, maxAge: number) {
 
 /** Opens a session: the ADMIN_TOKEN's, or with `person`, a person's. */
 export async function openSession(c: Ctx, person?: Person): Promise<void> {
-  const control = controlPlane(c.env);
-  const now = Date.now();
-  // Sessions past their expiry are forgotten here, so the table stays as small as the set of live ones.
-  const stored = (await control.list(SESSIONS)) as { key: string; value: unknown }[];
-  const stale = stored.filter(({ value }) => {
-    const parsed = storedSession.safeParse(value);
-    return !parsed.success || parsed.data.expiresAt <= now;
-  });
-  await Promise.all(stale.map(({ key }) => control.delete(SESSIONS, key)));
   const id = toBase64Url(crypto.getRandomValues(new Uint8Array(32)));
   const seconds = Math.round(sessionHours(c.env) * 3600);
-  await control.put(SESSIONS, await storedKey(id), { expiresAt: now + seconds * 1000, ...(person ? { person } : {}) });
+  await (await sessionOf(c.env, id)).open({ expiresAt: Date.now() + seconds * 1000, ...(person ? { person } : {}) });
   await setSignedCookie(c, SESSION_COOKIE, id, await cookieKey(c.env), cookieOptions(c, seconds));
 }
 
@@ -86,14 +77,13 @@ export async function whoIsAsking(c: Ctx): Promise<Who | null> {
   if (c.req.header("authorization") !== undefined) return (await bearerHolds(c)) ? { kind: "bearer" } : null;
   const id = await getSignedCookie(c, await cookieKey(c.env), SESSION_COOKIE);
   if (!id) return null;
-  const stored = storedSession.safeParse(await controlPlane(c.env).get(SESSIONS, await storedKey(id)));
-  if (!stored.success || stored.data.expiresAt <= Date.now()) return null;
-  return { kind: "session", id, person: stored.data.person };
+  const stored = await (await sessionOf(c.env, id)).read();
+  return stored && { kind: "session", id, person: stored.person };
 }
 
 export async function closeSession(c: Ctx): Promise<void> {
   const who = c.get("who");
-  if (who?.kind === "session") await controlPlane(c.env).delete(SESSIONS, await storedKey(who.id));
+  if (who?.kind === "session") await (await sessionOf(c.env, who.id)).close();
   deleteCookie(c, SESSION_COOKIE, { path: BASE });
 }
 

@@ -49,7 +49,7 @@ const composition: Composition = {
 };
 const deps = runtimeDeps(composition);
 
-export { ControlPlane, Ledger, PersonRoles, ProviderGate, SendPace, Tenant, ContainerProxy } from "../worker.ts";
+export { ConsoleSession, ControlPlane, Ledger, PersonRoles, ProviderGate, SendPace, Tenant, ContainerProxy } from "../worker.ts";
 
 export class Machine extends MachineCore {
   constructor(ctx: DurableObjectState<{}>, env: Env) {

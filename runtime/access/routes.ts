@@ -5,7 +5,7 @@ import type { Hono } from "hono";
 import * as z from "zod";
 import type { RouteDoc } from "../../lib/route-doc.ts";
 import { errors, serve } from "../../lib/serve-route.ts";
-import { controlPlane, granted, listTenantSecrets, secretsSet, tenantKeys, tenantRoles } from "../control/index.ts";
+import { granted, listTenants, listTenantSecrets, secretsSet, tenantKeys, tenantRoles, tenantStub } from "../control/index.ts";
 import { inEnvironment } from "../../lib/config.ts";
 import type { Mount } from "../../plugins/index.ts";
 import type { ModelPick } from "../models/index.ts";
@@ -147,17 +147,17 @@ const secretView = (s: { name: string; createdAt: number; updatedAt: number; upd
 
 type SecretRefRow = z.infer<typeof secretRefsDoc.responses[200]["schema"]>["refs"][number];
 
-/** Every tenant-set mount and model choice naming a Worker secret the tenant may not use (and has not set as its own). */
+/** Every tenant-set mount and model choice naming a Worker secret the tenant may not use (and has not set as its own), asked of each listed tenant's object (a tenant with no agent has none to run them). */
 async function refusedRefs(env: Env): Promise<SecretRefRow[]> {
-  const cp = controlPlane(env);
-  const [mounts, models] = (await Promise.all([cp.list("mounts"), cp.list("models")])) as [{ key: string; value: Mount[] }[], { key: string; value: ModelPick }[]];
-  const where = (key: string) => ({ tenant: key.split("/")[0]!, agent: key.split("/")[1] ?? null });
-  const candidates = [
-    ...mounts.flatMap(({ key, value }) => value.filter((m) => m.secret_ref && m.set_by !== "platform").map((m) => ({ ...where(key), setting: "mounts" as const, alias: m.alias, secret: m.secret_ref! }))),
-    ...models.filter(({ value }) => value.secret && value.set_by !== "platform").map(({ key, value }) => ({ ...where(key), setting: "model" as const, alias: null, secret: value.secret! })),
-  ].filter((r) => inEnvironment(env, r.secret) && !granted(env, r.tenant, r.secret));
-  const tenants = [...new Set(candidates.map((r) => r.tenant))];
-  const own = new Map(await Promise.all(tenants.map(async (t) => [t, await secretsSet(env, t, candidates.filter((r) => r.tenant === t).map((r) => r.secret))] as const)));
+  const tenants = (await listTenants(env)).map((t) => t.tenant);
+  const stored = await Promise.all(tenants.map(async (tenant) => (await tenantStub(env, tenant).storedSettings(tenant, ["mounts", "models"])).map((row) => ({ tenant, ...row }))));
+  const candidates = stored.flat().flatMap(({ tenant, agent, kind, value }): SecretRefRow[] => {
+    if (kind === "mounts") return (JSON.parse(value) as Mount[]).filter((m) => m.secret_ref && m.set_by !== "platform").map((m) => ({ tenant, agent, setting: "mounts", alias: m.alias, secret: m.secret_ref! }));
+    const pick = JSON.parse(value) as ModelPick;
+    return pick.secret && pick.set_by !== "platform" ? [{ tenant, agent, setting: "model", alias: null, secret: pick.secret }] : [];
+  }).filter((r) => inEnvironment(env, r.secret) && !granted(env, r.tenant, r.secret));
+  const withRefs = [...new Set(candidates.map((r) => r.tenant))];
+  const own = new Map(await Promise.all(withRefs.map(async (t) => [t, await secretsSet(env, t, candidates.filter((r) => r.tenant === t).map((r) => r.secret))] as const)));
   return candidates.filter((r) => !own.get(r.tenant)!.has(r.secret));
 }
 

@@ -1,34 +1,21 @@
-// The control plane: one Durable Object (named "control") holding what is not
-// one agent's: the directory of tenants and agents, per-tenant and per-agent
-// settings, console sessions. The records a bridge reads on a turn's way, the
-// API keys, roles, the audit trail, a tenant's bounds and people's names are
-// in each tenant's own object (tenant.ts); rows an older release kept here for
-// them are deleted once that object has taken them over (its read, then
-// clear), and of an old key, which names no tenant, only its hash and tenant
-// stay here (old_keys) to send it to its tenant's object. Values are JSON;
-// anything secret is encrypted by its owner before it is stored here.
+// The control plane: one Durable Object (named "control") holding the
+// platform's own facts: the directory of tenants and agents (names, platform,
+// dates). What is a tenant's is in its own object (tenant.ts): the records a
+// bridge reads on a turn's way, the API keys, roles, the audit trail, bounds,
+// people's names, settings and their version, the agents' descriptions. Rows
+// an older release kept here for them are deleted once that object has taken
+// them over (its read, then clear), and of an old key, which names no tenant,
+// only its hash and tenant stay here (old_keys) to send it to its tenant's
+// object.
 import { DurableObject } from "cloudflare:workers";
 import type { Route } from "../chat.ts";
 import { type Migration, runMigrations } from "../../lib/migrations.ts";
-import {
-  AGENT_RECORDS_SCHEMA,
-  agentListing,
-  agentRecord,
-  createEntry,
-  describeEntry,
-  DIRECTORY_SCHEMA,
-  markDeleted,
-  recordEntry,
-  tenantListing,
-  type AgentListing,
-  type AgentRecord,
-  type DirectoryEntry,
-  type TenantListing,
-} from "./directory.ts";
-import { settingKey, type SettingKind, type SettingsText } from "./settings.ts";
+import { AGENT_RECORDS_SCHEMA, agentListing, DIRECTORY_SCHEMA, dropDescriptions, markDeleted, oldAgentsOf, recordEntry, tenantListing, type AgentListing, type DirectoryEntry, type TenantListing } from "./directory.ts";
+import { SETTING_KINDS } from "./settings.ts";
+import type { OldSettings } from "./tenant-settings.ts";
 import * as access from "./access-tables.ts";
 import { clearPeopleOfTeam, PEOPLE_SCHEMA, peopleOfTeam } from "./people.ts";
-import type { AuditEntry, HandedAuditRow, PersonName, RoleRow } from "./tenant-access.ts";
+import type { HandedAuditRow, PersonName, RoleRow } from "./tenant-access.ts";
 import { countedNamespace } from "../../lib/object-calls.ts";
 
 /**
@@ -48,13 +35,15 @@ ${DIRECTORY_SCHEMA};`,
   { name: "audit dedupe key", sql: access.AUDIT_DEDUPE_SCHEMA },
   { name: "index of old keys", sql: access.OLD_KEYS_SCHEMA },
   { name: "the trail moves to the tenants' objects", sql: access.AUDIT_MOVES },
+  // Console sessions are each their own object now (console/session-object.ts); an older release's rows are dropped (people sign in again).
+  { name: "old console sessions dropped", sql: "DELETE FROM settings WHERE namespace = 'console-sessions'" },
 ];
 
-/** Who changed a setting and what the trail keeps of it (the value before is the control plane's to read). */
-export type SettingAudit = Pick<AuditEntry, "actor" | "action" | "subject" | "after">;
-
-/** Each tenant's settings version, in the settings table under this namespace. */
+/** Where an older release kept each tenant's settings version: the settings table, under this namespace (read and cleared by the handover). */
 const VERSIONS = "settings-version";
+
+/** The settings rows of a tenant and its agents as an older release kept them: key `<tenant>` or `<tenant>/<agent>`, one namespace per kind. */
+const OLD_SETTINGS_WHERE = `namespace IN (${Object.keys(SETTING_KINDS).map((kind) => `'${kind}'`).join(", ")}) AND (key = ?1 OR substr(key, 1, length(?1) + 1) = ?1 || '/')`;
 
 export class ControlPlane extends DurableObject<Env> {
   private readonly sql: SqlStorage;
@@ -74,73 +63,11 @@ export class ControlPlane extends DurableObject<Env> {
     return row ? (JSON.parse(row.value) as T) : null;
   }
 
-  async put(namespace: string, key: string, value: unknown): Promise<void> {
-    this.write(namespace, key, value);
-  }
-
-  private write(namespace: string, key: string, value: unknown): void {
-    this.sql.exec(
-      "INSERT INTO settings (namespace, key, value, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-      namespace,
-      key,
-      JSON.stringify(value),
-      Date.now(),
-    );
-  }
-
   async delete(namespace: string, key: string): Promise<boolean> {
     return this.sql.exec("DELETE FROM settings WHERE namespace = ? AND key = ?", namespace, key).rowsWritten > 0;
   }
 
-  async list<T = unknown>(namespace: string): Promise<{ key: string; value: T }[]> {
-    return this.sql
-      .exec<{ key: string; value: string }>("SELECT key, value FROM settings WHERE namespace = ? ORDER BY key", namespace)
-      .toArray()
-      .map((r) => ({ key: r.key, value: JSON.parse(r.value) as T }));
-  }
-
-  // ---- per-tenant and per-agent settings (runtime/control/settings.ts) ----
-
-  /** An agent's first event: it is listed in the directory, and takes its copy of the settings, in one step. */
-  async register(entry: DirectoryEntry): Promise<SettingsText> {
-    recordEntry(this.sql, entry, Date.now());
-    return this.settingsOf(entry);
-  }
-
-  async settingsFor(route: Route): Promise<SettingsText> {
-    return this.settingsOf(route);
-  }
-
-  /**
-   * Sets (or with null, removes) a tenant's or an agent's setting and returns
-   * what each affected agent listed in the directory must now hold; the caller
-   * pushes it. Registration and change happen one at a time here, so an agent
-   * registering meanwhile either is a target or reads the new value. The
-   * value before (JSON), read in the same transaction, goes back for the
-   * trail (kept in the tenant's object, appended by the caller).
-   */
-  async changeSetting(kind: SettingKind, route: Route, scope: "tenant" | "agent", value: unknown): Promise<{ before: string | null; targets: { route: Route; settings: SettingsText }[] }> {
-    const key = settingKey(route, scope);
-    return this.ctx.storage.transactionSync(() => {
-      const before = this.read(kind, key);
-      if (value === null) this.sql.exec("DELETE FROM settings WHERE namespace = ? AND key = ?", kind, key);
-      else this.write(kind, key, value);
-      this.write(VERSIONS, route.tenant, (this.read<number>(VERSIONS, route.tenant) ?? 0) + 1);
-      const agents = agentListing(this.sql, route.tenant).filter((a) => scope === "tenant" || a.agent === route.agent);
-      return { before: before === null ? null : JSON.stringify(before), targets: agents.map((a) => ({ route: { tenant: a.tenant, agent: a.agent }, settings: this.settingsOf(a) })) };
-    });
-  }
-
-  private settingsOf(route: Route): SettingsText {
-    return JSON.stringify({
-      version: this.read<number>(VERSIONS, route.tenant) ?? 0,
-      mounts: { tenant: this.read("mounts", settingKey(route, "tenant")), agent: this.read("mounts", settingKey(route, "agent")) },
-      models: { tenant: this.read("models", settingKey(route, "tenant")), agent: this.read("models", settingKey(route, "agent")) },
-      secondMessage: { tenant: this.read("secondMessage", settingKey(route, "tenant")), agent: this.read("secondMessage", settingKey(route, "agent")) },
-    });
-  }
-
-  // ---- the directory (runtime/control/directory.ts) ----
+  // ---- the directory (runtime/control/directory.ts), written by each tenant's object ----
 
   async recordAgent(entry: DirectoryEntry): Promise<void> {
     recordEntry(this.sql, entry, Date.now());
@@ -154,23 +81,29 @@ export class ControlPlane extends DurableObject<Env> {
     return agentListing(this.sql, tenant);
   }
 
-  // ---- agents made, changed and deleted through the Agents API ----
-
-  async createAgent(entry: Route & { description: string | null }): Promise<boolean> {
-    return createEntry(this.sql, entry, Date.now());
-  }
-
-  async agent(route: Route): Promise<AgentRecord | null> {
-    return agentRecord(this.sql, route);
-  }
-
-  async describeAgent(route: Route, description: string | null): Promise<boolean> {
-    return describeEntry(this.sql, route, description);
-  }
-
-  /** Listed nowhere from now on; its settings are no longer pushed. */
+  /** Listed nowhere from now on. */
   async markAgentDeleted(route: Route): Promise<void> {
     markDeleted(this.sql, route, Date.now());
+  }
+
+  // ---- settings and descriptions an older release kept here, for the tenant's object to take over ----
+
+  /** A tenant's settings rows, version and agents (descriptions included) as an older release kept them. */
+  async oldSettings(tenant: string): Promise<OldSettings> {
+    const settings = this.sql
+      .exec<{ namespace: string; key: string; value: string }>(`SELECT namespace, key, value FROM settings WHERE ${OLD_SETTINGS_WHERE}`, tenant)
+      .toArray()
+      .map((row) => ({ kind: row.namespace, agent: row.key === tenant ? null : row.key.slice(tenant.length + 1), value: row.value }));
+    return { settings, version: this.read<number>(VERSIONS, tenant), agents: oldAgentsOf(this.sql, tenant) };
+  }
+
+  /** Once the tenant's object holds them: its settings rows and version deleted here, its descriptions dropped from the directory, in one transaction. */
+  async clearOldSettings(tenant: string): Promise<void> {
+    this.ctx.storage.transactionSync(() => {
+      this.sql.exec(`DELETE FROM settings WHERE ${OLD_SETTINGS_WHERE}`, tenant);
+      this.sql.exec("DELETE FROM settings WHERE namespace = ? AND key = ?", VERSIONS, tenant);
+      dropDescriptions(this.sql, tenant);
+    });
   }
 
   // ---- what the tenants' objects take over: keys, roles, the trail, people's names (access-tables.ts, people.ts; the policy is runtime/access's) ----
@@ -240,10 +173,6 @@ export function controlPlane(env: Env): DurableObjectStub<ControlPlane> {
 }
 
 // ---- the directory, for callers outside the control plane ----
-
-export function recordAgent(env: Env, entry: DirectoryEntry): Promise<void> {
-  return controlPlane(env).recordAgent(entry);
-}
 
 export function listTenants(env: Env): Promise<TenantListing[]> {
   return controlPlane(env).tenants();

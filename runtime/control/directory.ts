@@ -1,9 +1,13 @@
 // The directory: which tenants and agents exist, for the console's navigation
-// and for pushing settings to a tenant's agents. A table in the control plane,
-// written when an agent object first takes an event (in the same call that
-// gives it its settings, runtime/control/settings.ts) and by a Slack install (which
-// knows the workspace's name).
+// and the daily fold: the platform's own facts (names, platform, dates), never
+// a tenant's data. A table in the control plane, written by a tenant's object
+// when it first records an agent (at the agent's first event, its creation
+// through the Agents API, a Slack install, which knows the workspace's name)
+// and when it deletes one. Each tenant's object keeps its own agents with
+// their descriptions (tenant-settings.ts); descriptions an older release kept
+// here are handed over to it and dropped.
 import type { Platform, Route } from "../chat.ts";
+import type { TenantAgent } from "./tenant-settings.ts";
 
 export const DIRECTORY_SCHEMA = `CREATE TABLE IF NOT EXISTS directory (
   tenant TEXT NOT NULL,
@@ -14,7 +18,7 @@ export const DIRECTORY_SCHEMA = `CREATE TABLE IF NOT EXISTS directory (
   PRIMARY KEY (tenant, agent)
 )`;
 
-/** Agents created through the Agents API carry a description; a deleted agent keeps its row (its name is not reused) but is listed nowhere. */
+/** A deleted agent keeps its row but is listed nowhere. `description` is written no more (each tenant's object keeps its agents'); an older release's are handed over and set to NULL. */
 export const AGENT_RECORDS_SCHEMA = `ALTER TABLE directory ADD COLUMN description TEXT;
 ALTER TABLE directory ADD COLUMN deleted_at INTEGER;`;
 
@@ -36,41 +40,32 @@ export interface TenantListing {
 export interface AgentListing extends Route {
   platform: string | null;
   displayName: string | null;
-  description: string | null;
   firstSeen: number;
 }
 
-/** One agent's row, deleted or not. */
-export interface AgentRecord extends AgentListing {
-  deletedAt: number | null;
-}
-
-type DirectoryRow = { tenant: string; agent: string; platform: string | null; display_name: string | null; description: string | null; first_seen: number; deleted_at: number | null };
+type DirectoryRow = { tenant: string; agent: string; platform: string | null; display_name: string | null; first_seen: number };
 
 function listing(row: DirectoryRow): AgentListing {
-  return { tenant: row.tenant, agent: row.agent, platform: row.platform, displayName: row.display_name, description: row.description, firstSeen: row.first_seen };
-}
-
-/** An agent made through the Agents API: false when the name is taken (by a live or a deleted agent). */
-export function createEntry(sql: SqlStorage, entry: Route & { description: string | null }, now: number): boolean {
-  return (
-    sql.exec("INSERT INTO directory (tenant, agent, platform, description, first_seen) VALUES (?, ?, 'api', ?, ?) ON CONFLICT (tenant, agent) DO NOTHING", entry.tenant, entry.agent, entry.description, now)
-      .rowsWritten > 0
-  );
-}
-
-export function agentRecord(sql: SqlStorage, route: Route): AgentRecord | null {
-  const row = sql.exec<DirectoryRow>("SELECT * FROM directory WHERE tenant = ? AND agent = ?", route.tenant, route.agent).toArray()[0];
-  return row ? { ...listing(row), deletedAt: row.deleted_at } : null;
-}
-
-/** Sets the description of a live agent; false when there is none. */
-export function describeEntry(sql: SqlStorage, route: Route, description: string | null): boolean {
-  return sql.exec("UPDATE directory SET description = ? WHERE tenant = ? AND agent = ? AND deleted_at IS NULL", description, route.tenant, route.agent).rowsWritten > 0;
+  return { tenant: row.tenant, agent: row.agent, platform: row.platform, displayName: row.display_name, firstSeen: row.first_seen };
 }
 
 export function markDeleted(sql: SqlStorage, route: Route, now: number): void {
   sql.exec("UPDATE directory SET deleted_at = COALESCE(deleted_at, ?) WHERE tenant = ? AND agent = ?", now, route.tenant, route.agent);
+}
+
+/** A tenant's agents as an older release kept them, deleted ones and descriptions included: its object copies them (its handover). */
+export function oldAgentsOf(sql: SqlStorage, tenant: string): TenantAgent[] {
+  return sql
+    .exec<{ agent: string; platform: string | null; description: string | null; firstSeen: number; deletedAt: number | null }>(
+      "SELECT agent, platform, description, first_seen AS firstSeen, deleted_at AS deletedAt FROM directory WHERE tenant = ? ORDER BY agent",
+      tenant,
+    )
+    .toArray();
+}
+
+/** Once the tenant's object holds them: the tenant's descriptions dropped from here. */
+export function dropDescriptions(sql: SqlStorage, tenant: string): void {
+  sql.exec("UPDATE directory SET description = NULL WHERE tenant = ? AND description IS NOT NULL", tenant);
 }
 
 /** The first platform seen stays; a later name replaces an earlier one (a workspace renamed and reinstalled). */
@@ -106,7 +101,7 @@ export function tenantListing(sql: SqlStorage): TenantListing[] {
 export function agentListing(sql: SqlStorage, tenant?: string): AgentListing[] {
   const rows =
     tenant === undefined
-      ? sql.exec<DirectoryRow>("SELECT * FROM directory WHERE deleted_at IS NULL ORDER BY tenant, agent")
-      : sql.exec<DirectoryRow>("SELECT * FROM directory WHERE tenant = ? AND deleted_at IS NULL ORDER BY agent", tenant);
+      ? sql.exec<DirectoryRow>("SELECT tenant, agent, platform, display_name, first_seen FROM directory WHERE deleted_at IS NULL ORDER BY tenant, agent")
+      : sql.exec<DirectoryRow>("SELECT tenant, agent, platform, display_name, first_seen FROM directory WHERE tenant = ? AND deleted_at IS NULL ORDER BY agent", tenant);
   return rows.toArray().map(listing);
 }

@@ -1,22 +1,20 @@
 // Per-tenant and per-agent settings (mount overrides, the model choice, the
-// strategy for a second message while a turn runs): kept
-// in the control plane, and copied into each agent's own object so a pass
-// reads them from its own SQLite, never from one global object. The copy is
-// taken once, when the agent first takes an event (registering it in the
-// directory in the same call), and pushed to every affected agent whenever a
-// setting changes, before the admin API answers: a `deny` set on a mount takes
-// effect before the next call it governs. Versions are per tenant and only
-// ever grow, so a late push never undoes a newer one.
+// strategy for a second message while a turn runs): kept in the tenant's own
+// object (tenant-settings.ts), and copied into each agent's own object so a
+// pass reads them from its own SQLite, never from another object. The copy is
+// taken once, when the agent first takes an event (registering it with its
+// tenant's object in the same call), and pushed to every affected agent
+// whenever a setting changes, before the admin API answers: a `deny` set on a
+// mount takes effect before the next call it governs. Versions are per tenant
+// and only ever grow, so a late push never undoes a newer one.
 import * as z from "zod";
 import { ConfigError } from "../../lib/config.ts";
 import type { Mount } from "../../plugins/index.ts";
-import type { Route } from "../chat.ts";
 import { deploymentModel, modelPickSchema, type ModelPick } from "../models/index.ts";
 import { DEFAULT_SECOND_MESSAGE, secondMessageSchema, type SecondMessage } from "../turns/index.ts";
 import { configuredMounts, mountList } from "./config.ts";
 
-
-/** What can be set per tenant and per agent, by its control-plane namespace. */
+/** What can be set per tenant and per agent, by its kind (an older release's control-plane namespace). */
 export const SETTING_KINDS = {
   mounts: mountList,
   models: modelPickSchema,
@@ -37,11 +35,6 @@ export interface AgentSettings {
 }
 
 export type SettingsText = string;
-
-/** The control-plane key of a setting: the tenant, or `<tenant>/<agent>`. */
-export function settingKey(route: Route, scope: "tenant" | "agent"): string {
-  return scope === "tenant" ? route.tenant : `${route.tenant}/${route.agent}`;
-}
 
 /** `MOUNTS`, then the tenant's overrides, then the agent's: a later mount with the same alias replaces an earlier one. */
 export function mountsFrom(env: Env, settings: AgentSettings): Mount[] {

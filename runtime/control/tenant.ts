@@ -1,19 +1,23 @@
 // The tenant's own object: one Durable Object per tenant, its own SQLite, for
 // what is the tenant's alone (its secrets, sealed by the Worker; the records a
 // bridge reads on a turn's way, its bounds among them; its API keys; roles,
-// the audit trail, its people's names), so no deployment-wide object
-// holds it or stands on a turn's way. What an older release kept in the
-// control plane is taken over at the first touch, once (takeOver;
-// docs/design.md, "Access").
+// the audit trail, its people's names; its settings and its agents), so no
+// deployment-wide object holds it or stands on a turn's way. What an older
+// release kept in the control plane is taken over at the first touch, once
+// (takeOver; docs/design.md, "Access").
 import { DurableObject } from "cloudflare:workers";
 import { type Migration, runMigrations } from "../../lib/migrations.ts";
 import type { Sealed } from "../../lib/sealed.ts";
 import type { KeyRow } from "./access-tables.ts";
+import type { Route } from "../chat.ts";
 import { controlPlane } from "./control-plane.ts";
+import type { DirectoryEntry } from "./directory.ts";
+import type { SettingKind, SettingsText } from "./settings.ts";
 import { copyKey, insertKey, keysOf, revokeKey, TENANT_KEYS_SCHEMA, type TenantKey, useKey } from "./tenant-keys.ts";
 import { personRolesStub } from "./person-roles.ts";
 import * as access from "./tenant-access.ts";
 import type { AuditEntry, AuditRow, PersonName, RoleRow } from "./tenant-access.ts";
+import * as tenantSettings from "./tenant-settings.ts";
 import { countedNamespace } from "../../lib/object-calls.ts";
 
 /** Append-only (lib/migrations.ts). */
@@ -31,6 +35,7 @@ CREATE TABLE handovers (kind TEXT PRIMARY KEY, copied_at INTEGER NOT NULL, clear
   },
   { name: "api keys", sql: TENANT_KEYS_SCHEMA },
   { name: "roles, audit trail, people's names", sql: access.TENANT_ACCESS_SCHEMA },
+  { name: "settings, agents", sql: tenantSettings.TENANT_SETTINGS_SCHEMA },
 ];
 
 /** The handover of the API keys, beside the records' (a bridge's kinds name their platform, never this). */
@@ -39,6 +44,11 @@ const KEYS = "api keys";
 const ROLES = "roles";
 const AUDIT = "audit trail";
 const PEOPLE = "people";
+/** The handover of the settings, their version and the agents with their descriptions. */
+const SETTINGS = "settings and agents";
+
+/** Who changed a setting and what the trail keeps of it (the value before is read in the change's transaction). */
+export type SettingAudit = Pick<AuditEntry, "actor" | "action" | "subject" | "after">;
 
 /** A secret as anyone may see it: its name and dates, never its value. */
 export interface SecretListing {
@@ -342,6 +352,116 @@ export class Tenant extends DurableObject<Env> {
     });
   }
 
+  // ---- settings and agents (tenant-settings.ts; settings.ts says what an agent does with its copy) ----
+
+  /**
+   * An agent's first event: the object records the agent (telling the
+   * directory, the only time a turn's way reaches it) and gives it its
+   * settings copy. Registration and change happen one at a time here: the
+   * agent is recorded and its copy read in one synchronous step, so a change
+   * either came before (the copy has it) or pushes to it.
+   */
+  async register(tenant: string, entry: DirectoryEntry): Promise<SettingsText> {
+    this.claim(tenant);
+    await this.takeOverSettings(tenant);
+    if (!tenantSettings.tenantAgent(this.sql, entry.agent)) await controlPlane(this.env).recordAgent(entry);
+    tenantSettings.insertAgent(this.sql, { agent: entry.agent, platform: entry.platform ?? null, description: null, firstSeen: Date.now() });
+    return tenantSettings.settingsText(this.sql, entry.agent);
+  }
+
+  /** An agent a bridge knows before its first event (a Slack install, with the workspace's name): recorded here, and the directory told. */
+  async recordAgent(tenant: string, entry: DirectoryEntry): Promise<void> {
+    this.claim(tenant);
+    await this.takeOverSettings(tenant);
+    await controlPlane(this.env).recordAgent(entry);
+    tenantSettings.insertAgent(this.sql, { agent: entry.agent, platform: entry.platform ?? null, description: null, firstSeen: Date.now() });
+  }
+
+  /** An agent made through the Agents API: null when made, else the agent (live or deleted) that holds the name. */
+  async createAgent(tenant: string, agent: string, description: string | null): Promise<tenantSettings.TenantAgent | null> {
+    this.claim(tenant);
+    await this.takeOverSettings(tenant);
+    const holder = tenantSettings.tenantAgent(this.sql, agent);
+    if (holder) return holder;
+    await controlPlane(this.env).recordAgent({ tenant, agent, platform: "api" });
+    if (tenantSettings.insertAgent(this.sql, { agent, platform: "api", description, firstSeen: Date.now() })) return null;
+    return tenantSettings.tenantAgent(this.sql, agent);
+  }
+
+  /** The agent, live or deleted, or null. */
+  async agent(tenant: string, agent: string): Promise<tenantSettings.TenantAgent | null> {
+    this.claim(tenant);
+    await this.takeOverSettings(tenant);
+    return tenantSettings.tenantAgent(this.sql, agent);
+  }
+
+  async agents(tenant: string): Promise<tenantSettings.TenantAgent[]> {
+    this.claim(tenant);
+    await this.takeOverSettings(tenant);
+    return tenantSettings.liveAgents(this.sql);
+  }
+
+  /** False when there is no such live agent. */
+  async describeAgent(tenant: string, agent: string, description: string | null): Promise<boolean> {
+    this.claim(tenant);
+    await this.takeOverSettings(tenant);
+    return tenantSettings.describeAgent(this.sql, agent, description);
+  }
+
+  /** Listed nowhere from now on (the directory first, so a request repeated after a failure finds the agent still live here); its settings are no longer pushed. */
+  async deleteAgent(tenant: string, agent: string): Promise<void> {
+    this.claim(tenant);
+    await this.takeOverSettings(tenant);
+    await controlPlane(this.env).markAgentDeleted({ tenant, agent });
+    tenantSettings.markAgentDeleted(this.sql, agent, Date.now());
+  }
+
+  async settings(tenant: string, agent: string): Promise<SettingsText> {
+    this.claim(tenant);
+    await this.takeOverSettings(tenant);
+    return tenantSettings.settingsText(this.sql, agent);
+  }
+
+  /**
+   * Sets (or with null, removes) the tenant's (`agent` null) or an agent's
+   * setting and returns what each affected live agent must now hold; the
+   * caller pushes it. With `audit`, its trail row (the value before in it) is
+   * written in the same transaction: neither stands without the other.
+   */
+  async changeSetting(tenant: string, kind: SettingKind, agent: string | null, value: unknown, audit?: SettingAudit): Promise<{ route: Route; settings: SettingsText }[]> {
+    this.claim(tenant);
+    await this.takeOverSettings(tenant);
+    if (audit) await this.takeOverAudit(tenant);
+    return this.ctx.storage.transactionSync(() => {
+      const before = tenantSettings.putSetting(this.sql, kind, agent, value, Date.now());
+      if (audit) access.appendAudit(this.sql, { ...audit, before: before === null ? null : (JSON.parse(before) as unknown) }, Date.now());
+      return this.pushTargets(tenant, agent);
+    });
+  }
+
+  /** The live agents a change of the tenant's (`agent` null) or an agent's setting reaches, each with what it must now hold. */
+  private pushTargets(tenant: string, agent: string | null): { route: Route; settings: SettingsText }[] {
+    const affected = tenantSettings.liveAgents(this.sql).filter((a) => agent === null || a.agent === agent);
+    return affected.map((a) => ({ route: { tenant, agent: a.agent }, settings: tenantSettings.settingsText(this.sql, a.agent) }));
+  }
+
+  /** The tenant's stored settings of these kinds, each with its agent (null: the tenant's own), its value as JSON. */
+  async storedSettings(tenant: string, kinds: SettingKind[]): Promise<{ kind: SettingKind; agent: string | null; value: string }[]> {
+    this.claim(tenant);
+    await this.takeOverSettings(tenant);
+    return tenantSettings.storedSettings(this.sql, kinds);
+  }
+
+  /** Takes over the tenant's settings, version and agents (their descriptions) a release before this one kept in the control plane (takeOver); the directory keeps the agents' names. */
+  private takeOverSettings(tenant: string): Promise<void> {
+    const control = controlPlane(this.env);
+    return this.takeOver(SETTINGS, {
+      read: () => control.oldSettings(tenant),
+      keep: (old) => tenantSettings.keepOldSettings(this.sql, old),
+      clear: () => control.clearOldSettings(tenant),
+    });
+  }
+
   /** The tenant this object serves, or null before its first claim. */
   private owner(): string | null {
     return this.sql.exec<{ tenant: string }>("SELECT tenant FROM identity").toArray()[0]?.tenant ?? null;
@@ -377,6 +497,23 @@ export function putTenantRecord(env: Env, tenant: string, kind: string, value: u
 /** Whether there was one to delete. */
 export function deleteTenantRecord(env: Env, tenant: string, kind: string): Promise<boolean> {
   return tenantStub(env, tenant).deleteRecord(tenant, kind);
+}
+
+// ---- a tenant's settings and agents, for the Worker ----
+
+/** An agent's first event: recorded in its tenant's object, which answers with its settings copy. */
+export function registerAgent(env: Env, entry: DirectoryEntry): Promise<SettingsText> {
+  return tenantStub(env, entry.tenant).register(entry.tenant, entry);
+}
+
+/** An agent a bridge knows before its first event (a Slack install): its tenant's object records it and tells the directory. */
+export function recordAgent(env: Env, entry: DirectoryEntry): Promise<void> {
+  return tenantStub(env, entry.tenant).recordAgent(entry.tenant, entry);
+}
+
+/** The agent's settings as it holds them (read from its tenant's object). */
+export function agentSettings(env: Env, route: Route): Promise<SettingsText> {
+  return tenantStub(env, route.tenant).settings(route.tenant, route.agent);
 }
 
 // ---- a tenant's keys, for the Worker (the policy is runtime/access's) ----

@@ -1,14 +1,15 @@
 // Agents as resources of the Agents API: create one with its settings, list a
 // tenant's, read, change (description, model, mounts, policy, second-message
-// strategy) and delete. The control plane keeps the record (runtime/control);
-// a deletion is carried out by the agent's own object (runtime/object/deletion.ts) first.
+// strategy) and delete. The tenant's own object keeps the record and decides
+// whether a name is taken (runtime/control); a deletion is carried out by the
+// agent's own object (runtime/object/deletion.ts) first.
 import type { Context, Hono } from "hono";
 import * as z from "zod";
 import { HttpError } from "../../lib/http.ts";
 import type { RouteDoc } from "../../lib/route-doc.ts";
 import { errors, serve } from "../../lib/serve-route.ts";
 import { mountPolicy, mountSchema, type Mount, type Plugin } from "../../plugins/index.ts";
-import { controlPlane, listAgents, modelFrom, mountList, mountsFrom, parseSettings, secondMessageFrom, type AgentListing, type SettingKind } from "../control/index.ts";
+import { agentSettings, modelFrom, mountList, mountsFrom, parseSettings, secondMessageFrom, tenantStub, type SettingKind, type TenantAgent } from "../control/index.ts";
 import { modelPickSchema } from "../models/index.ts";
 import { agentStub } from "../object/index.ts";
 import { withinBounds } from "../access/index.ts";
@@ -105,21 +106,21 @@ const deleteAgent = {
 export const agentRouteDocs: RouteDoc[] = [createAgent, listTenantAgents, readAgent, updateAgent, deleteAgent];
 
 const iso = (ms: number) => new Date(ms).toISOString();
-const listing = (a: AgentListing) => ({ tenant: a.tenant, agent: a.agent, description: a.description, platform: a.platform, createdAt: iso(a.firstSeen) });
+const listing = (tenant: string, a: TenantAgent) => ({ tenant, agent: a.agent, description: a.description, platform: a.platform, createdAt: iso(a.firstSeen) });
 
 /** The live agent's record, or a 404 that says whether it never existed or was deleted. */
-async function liveAgent(env: Env, route: Route): Promise<AgentListing> {
-  const record = await controlPlane(env).agent(route);
+async function liveAgent(env: Env, route: Route): Promise<TenantAgent> {
+  const record = await tenantStub(env, route.tenant).agent(route.tenant, route.agent);
   if (!record) throw new HttpError(404, `no agent "${route.agent}" in tenant "${route.tenant}"`);
   if (record.deletedAt !== null) throw new HttpError(404, `agent "${route.agent}" of tenant "${route.tenant}" was deleted (${iso(record.deletedAt)})`);
   return record;
 }
 
 async function view(env: Env, route: Route) {
-  const [record, text] = await Promise.all([liveAgent(env, route), controlPlane(env).settingsFor(route)]);
+  const [record, text] = await Promise.all([liveAgent(env, route), agentSettings(env, route)]);
   const s = parseSettings(text);
   return {
-    ...listing(record),
+    ...listing(route.tenant, record),
     model: { effective: modelFrom(env, s), own: s.models.agent },
     mounts: { effective: mountsFrom(env, s), own: s.mounts.agent },
     secondMessage: { effective: secondMessageFrom(s), own: s.secondMessage.agent },
@@ -142,7 +143,7 @@ async function settingChanges(c: Context<{ Bindings: Env }>, route: Route, body:
 
 /** The agent's own mounts with each named mount (its own or inherited) under the given policy. */
 async function withPolicies(env: Env, route: Route, own: Mount[] | null | undefined, policies: Record<string, z.output<typeof mountPolicy>>): Promise<Mount[]> {
-  const settings = parseSettings(await controlPlane(env).settingsFor(route));
+  const settings = parseSettings(await agentSettings(env, route));
   const base = own === undefined ? (settings.mounts.agent ?? []) : (own ?? []);
   const effective = mountsFrom(env, { ...settings, mounts: { ...settings.mounts, agent: base } });
   const byAlias = new Map(base.map((m) => [m.alias, m]));
@@ -160,15 +161,15 @@ export function agentRoutes(api: Hono<{ Bindings: Env }>, plugins: readonly Plug
     // Checked before the name is taken: a bad setting leaves nothing behind.
     if (body.model) await withinBounds(c, route.tenant, { model: body.model.model });
     const changes = await settingChanges(c, route, body, plugins);
-    if (!(await controlPlane(c.env).createAgent({ ...route, description: body.description ?? null }))) {
-      const record = await controlPlane(c.env).agent(route);
-      throw new HttpError(409, record?.deletedAt ? `agent "${body.agent}" was deleted; a deleted agent's name is not reused` : `agent "${body.agent}" already exists: PATCH it to change it`);
+    const holder = await tenantStub(c.env, route.tenant).createAgent(route.tenant, route.agent, body.description ?? null);
+    if (holder) {
+      throw new HttpError(409, holder.deletedAt !== null ? `agent "${body.agent}" was deleted; a deleted agent's name is not reused` : `agent "${body.agent}" already exists: PATCH it to change it`);
     }
     for (const [kind, value] of changes) await changeSetting(c.env, kind, route, "agent", value);
     return c.json(await view(c.env, route), 201);
   });
 
-  serve(api, listTenantAgents, async (c, { params }) => c.json({ agents: (await listAgents(c.env, params.tenant)).map(listing) }));
+  serve(api, listTenantAgents, async (c, { params }) => c.json({ agents: (await tenantStub(c.env, params.tenant).agents(params.tenant)).map((a) => listing(params.tenant, a)) }));
 
   serve(api, readAgent, async (c, { params }) => c.json(await view(c.env, params)));
 
@@ -176,7 +177,7 @@ export function agentRoutes(api: Hono<{ Bindings: Env }>, plugins: readonly Plug
     await liveAgent(c.env, params);
     if (body.model) await withinBounds(c, params.tenant, { model: body.model.model });
     for (const [kind, value] of await settingChanges(c, params, body, plugins)) await changeSetting(c.env, kind, params, "agent", value);
-    if (body.description !== undefined) await controlPlane(c.env).describeAgent(params, body.description);
+    if (body.description !== undefined) await tenantStub(c.env, params.tenant).describeAgent(params.tenant, params.agent, body.description);
     return c.json(await view(c.env, params));
   });
 
@@ -184,7 +185,7 @@ export function agentRoutes(api: Hono<{ Bindings: Env }>, plugins: readonly Plug
     await liveAgent(c.env, params);
     // The object first: once it answers, nothing runs; the record then goes from every list.
     const report = await agentStub(c.env, params).deleteAgent(params);
-    await controlPlane(c.env).markAgentDeleted(params);
+    await tenantStub(c.env, params.tenant).deleteAgent(params.tenant, params.agent);
     return c.json({ deleted: true as const, deletedAt: iso(report.deletedAt), stoppedTurns: report.stopped, holdsSettled: report.holdsSettled, chatsTold: report.told });
   });
 }

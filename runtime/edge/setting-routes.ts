@@ -9,7 +9,7 @@ import type { RouteDoc } from "../../lib/route-doc.ts";
 import { errors, serve } from "../../lib/serve-route.ts";
 import { Gateway, MountError, policyWarnings, type Mount, type Plugin } from "../../plugins/index.ts";
 import { deploymentModel, modelPickSchema, modelProviders, pickProblem, type ModelPick } from "../models/index.ts";
-import { controlPlane, modelFrom, mountList, mountsFrom, parseSettings, refProblem, secretsSet, type SecretRef, type SettingAudit, type SettingKind } from "../control/index.ts";
+import { agentSettings, modelFrom, mountList, mountsFrom, parseSettings, refProblem, secretsSet, type SecretRef, type SettingAudit, type SettingKind } from "../control/index.ts";
 import { callerOf, markAudited } from "../access/index.ts";
 import { secondMessageSchema } from "../turns/index.ts";
 import { withinBounds } from "../access/index.ts";
@@ -53,7 +53,7 @@ export async function stampSetter(c: Context<{ Bindings: Env }>, route: Route, k
   let stamped: Mount[] | ModelPick;
   let refs: SecretRef[];
   if (kind === "mounts") {
-    const current = platform ? [] : mountsFrom(c.env, parseSettings(await controlPlane(c.env).settingsFor(route)));
+    const current = platform ? [] : mountsFrom(c.env, parseSettings(await agentSettings(c.env, route)));
     const mounts = (value as Mount[]).map(({ set_by: _, ...mount }): Mount => ({ ...mount, ...setBy(platform || keptAsIs(mount, current)) }));
     refs = mounts.flatMap((m) => (m.secret_ref ? [{ name: m.secret_ref, setBy: m.set_by, what: `mount "${m.alias}"` }] : []));
     stamped = mounts;
@@ -130,7 +130,7 @@ export function settingRoutes(api: Hono<{ Bindings: Env }>, plugins: readonly Pl
   for (const { scope, setting, put, remove } of settingDocs) {
     const kind = KINDS[setting];
     const routeOf = (params: { tenant: string; agent?: string }): Route => ({ tenant: params.tenant, agent: params.agent ?? "any" });
-    // The change's trail row goes with it, in the control plane's transaction; the gate writes no second one.
+    // The change writes its own trail row (changeSetting), with the value before read in its transaction; the gate writes no second one.
     const audit = (c: Context<{ Bindings: Env }>, verb: "set" | "remove", after: unknown): SettingAudit => {
       markAudited(c);
       return { actor: callerOf(c).actor, action: `${setting}.${verb}`, subject: c.req.path.replace(/^\/v1(?=\/)/, ""), after };
@@ -146,7 +146,7 @@ export function settingRoutes(api: Hono<{ Bindings: Env }>, plugins: readonly Pl
   }
 
   serve(api, effectiveMounts, async (c, { params }) => {
-    const mounts = mountsFrom(c.env, parseSettings(await controlPlane(c.env).settingsFor(params)));
+    const mounts = mountsFrom(c.env, parseSettings(await agentSettings(c.env, params)));
     let gateway: Gateway;
     try {
       gateway = inspectMounts(mounts, plugins);
@@ -159,7 +159,7 @@ export function settingRoutes(api: Hono<{ Bindings: Env }>, plugins: readonly Pl
   });
 
   serve(api, effectiveModel, async (c, { params }) => {
-    const settings = parseSettings(await controlPlane(c.env).settingsFor(params));
+    const settings = parseSettings(await agentSettings(c.env, params));
     return c.json({ effective: modelFrom(c.env, settings), deployment: deploymentModel(c.env), tenant: settings.models.tenant, agent: settings.models.agent });
   });
 

@@ -12,7 +12,7 @@ import { type ChatEvent, type ChatUser, type ConversationStatus, outboundFor, ty
 import { Claims, type EffectReport, type EffectWork, type ReportAnswer } from "./claims.ts";
 import { deadlineMs, leaseSeconds, Effects, type EffectKind, Outbox, outboxRows, Typing } from "../effects/index.ts";
 import { modelChoice, ModelJobs, type RecentUsage } from "../models/index.ts";
-import { controlPlane, modelFrom, mountsFrom, NO_SETTINGS, platformSecret, secondMessageFrom, SettingsCopy, type SettingsText } from "../control/index.ts";
+import { modelFrom, mountsFrom, NO_SETTINGS, platformSecret, registerAgent, secondMessageFrom, SettingsCopy, type SettingsText } from "../control/index.ts";
 import { Conversations, Identity, logRows, transcript, type TranscriptEntry } from "../store/index.ts";
 import { Retention, retentionMs } from "../store/index.ts";
 import { Delegation, type Family } from "../turns/index.ts";
@@ -207,9 +207,9 @@ export class AgentObject extends DurableObject<Env> {
     this.identity.claim(route);
     this.identity.checkBridge(route, event.user.platform);
     this.deletion.refuseIfDeleted(route);
-    // Its first event lists the agent and gives it its settings (its one call to the control plane);
+    // Its first event registers the agent with its tenant's object, which gives it its settings (its one call there);
     // an event to an archived conversation brings its rows back from R2 first (runtime/store/archive.ts).
-    if (this.settings.get() === null) this.settings.apply(await controlPlane(this.env).register({ ...route, platform: event.user.platform }));
+    if (this.settings.get() === null) this.settings.apply(await registerAgent(this.env, { ...route, platform: event.user.platform }));
     await this.retention.restore(route, event.conversation);
     const result = this.ctx.storage.transactionSync(accept);
     if (result.accepted) this.scheduler.wake();

@@ -5,11 +5,11 @@
 // and people signed in with Slack (the loopback fake of its OpenID Connect
 // endpoints), whose roles decide every tenant page and action.
 import { env, exports } from "cloudflare:workers";
-import { runInDurableObject } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { controlPlane } from "../../runtime/index.ts";
 import { usd } from "../../console/layout.tsx";
-import { hmacHex } from "../../lib/http.ts";
+import { sessionStub } from "../../console/session-object.ts";
+import { hmacHex, sha256Hex } from "../../lib/http.ts";
 import { agent } from "../agents.ts";
 import { getConversation, holdLedger, ledgerAppends, postMessage, providerRequests, releaseLedger, releaseProvider, script, settled, unique, waitFor, worker } from "../support.ts";
 
@@ -17,7 +17,6 @@ const TOKEN = "test-admin-token";
 const BEARER = { authorization: `Bearer ${TOKEN}` };
 const ORIGIN = "http://antiproton.test";
 const A = "clerk";
-const SESSIONS = "console-sessions";
 
 type Headers = Record<string, string>;
 
@@ -104,8 +103,16 @@ async function heldTurn(tenant: string) {
   return { s, entry, holdId, page: conversationPage(tenant, s) };
 }
 
-async function storedSessions(): Promise<{ key: string; value: { expiresAt: number } }[]> {
-  return (await controlPlane(env).list(SESSIONS)) as { key: string; value: { expiresAt: number } }[];
+/** The object of the session a cookie header names (by the hash of its id), and the name it goes by. */
+async function sessionObject(headers: Headers) {
+  const id = decodeURIComponent(headers.cookie!.replace(/^antiproton_console=/, "")).split(".")[0]!;
+  const key = await sha256Hex(id);
+  return { key, stub: sessionStub(env, key) };
+}
+
+/** Everything the session's object keeps. */
+async function kept(headers: Headers): Promise<Record<string, unknown>> {
+  return runInDurableObject((await sessionObject(headers)).stub, async (_instance, state) => Object.fromEntries(await state.storage.list()));
 }
 
 describe("console sessions", () => {
@@ -128,8 +135,7 @@ describe("console sessions", () => {
     expect(await res.text()).toContain("That is not the admin token.");
   });
 
-  it("signing in sets an HttpOnly, Secure, SameSite=Strict cookie on /console that expires with the session and holds neither the token nor the stored key", async () => {
-    const before = new Set((await storedSessions()).map((s) => s.key));
+  it("signing in sets an HttpOnly, Secure, SameSite=Strict cookie on /console that expires with the session and holds neither the token nor the session object's name", async () => {
     const res = await login(TOKEN);
     expect(res.status).toBe(303);
     expect(res.headers.get("location")).toBe("/console");
@@ -141,28 +147,41 @@ describe("console sessions", () => {
     expect(cookie).toMatch(/Secure/);
     expect(cookie).toMatch(/SameSite=Strict/);
     expect(cookie).toMatch(/Path=\/console(;|$)/);
-    const added = (await storedSessions()).filter((s) => !before.has(s.key));
-    expect(added).toHaveLength(1);
-    expect(added[0]!.value.expiresAt).toBeGreaterThan(Date.now() + 11 * 3_600_000);
-    expect(cookie).not.toContain(added[0]!.key);
+    const headers = { cookie: cookie.split(";")[0]! };
+    const { key } = await sessionObject(headers);
+    expect(((await kept(headers)).session as { expiresAt: number }).expiresAt).toBeGreaterThan(Date.now() + 11 * 3_600_000);
+    expect(cookie).not.toContain(key);
     // Plain http on loopback (wrangler dev) cannot keep a Secure cookie.
     const local = await login(TOKEN, "http://127.0.0.1:8787");
     expect(local.status).toBe(303);
     expect(local.headers.get("set-cookie")).not.toMatch(/Secure/);
   });
 
-  it("a session past its expiry is refused: pages go to sign-in, live polls get 401", async () => {
+  it("a session past its expiry is refused: pages go to sign-in, live polls get 401, and its object empties itself", async () => {
     const headers = await signIn();
     expect(await html("/console", headers)).toContain("Tenants");
-    // Age every stored session past its expiry, as time would.
-    for (const { key, value } of await storedSessions()) await controlPlane(env).put(SESSIONS, key, { ...value, expiresAt: Date.now() - 1 });
+    // Age the session past its expiry, as time would (its alarm not yet run).
+    await runInDurableObject((await sessionObject(headers)).stub, async (_instance, state) => {
+      await state.storage.put("session", { ...((await state.storage.get("session")) as object), expiresAt: Date.now() - 1 });
+    });
     const res = await worker("/console", { headers, redirect: "manual" });
     expect(res.status).toBe(303);
     expect(res.headers.get("location")).toBe("/console/login");
     expect((await worker("/console", { headers: { ...headers, "x-console-live": "0" } })).status).toBe(401);
-    // The next sign-in forgets the expired ones.
-    await signIn();
-    expect((await storedSessions()).every((s) => s.value.expiresAt > Date.now())).toBe(true);
+    expect(await kept(headers)).toEqual({});
+  });
+
+  it("a session's alarm at its expiry empties its object; two sessions are two objects, one ending leaves the other", async () => {
+    const [first, second] = [await signIn(), await signIn()];
+    const [a, b] = [await sessionObject(first), await sessionObject(second)];
+    expect(a.key).not.toBe(b.key);
+    expect(a.stub.id.toString()).not.toBe(b.stub.id.toString());
+    expect(Object.keys(await kept(first))).toEqual(["session"]);
+    expect(await runDurableObjectAlarm(a.stub)).toBe(true);
+    expect(await kept(first)).toEqual({});
+    expect((await worker("/console", { headers: first, redirect: "manual" })).status).toBe(303);
+    expect(await html("/console", second)).toContain("Tenants");
+    expect(Object.keys(await kept(second))).toEqual(["session"]);
   });
 
   it("sign-out ends the session on the server: the same cookie is refused afterwards", async () => {
@@ -179,6 +198,9 @@ describe("console sessions", () => {
     const after = await worker("/console", { headers, redirect: "manual" });
     expect(after.status).toBe(303);
     expect(after.headers.get("location")).toBe("/console/login");
+    // Nothing of it stays: its object is empty, its alarm gone.
+    expect(await kept(headers)).toEqual({});
+    expect(await runInDurableObject((await sessionObject(headers)).stub, (_instance, state) => state.storage.getAlarm())).toBeNull();
   });
 
   it("a bearer header works as well as a session, and needs no form token", async () => {

@@ -34,12 +34,12 @@ describe("Slack workspaces", () => {
   it("an install lists the workspace in the console's directory with its name; its first event keeps both", async () => {
     const team = slackId("T");
     await installWorkspace({ team, teamName: "Acme <Corp>" });
-    expect(await listAgents(env, team)).toEqual([{ tenant: team, agent: AGENT, platform: "slack", displayName: "Acme <Corp>", description: null, firstSeen: expect.any(Number) }]);
+    expect(await listAgents(env, team)).toEqual([{ tenant: team, agent: AGENT, platform: "slack", displayName: "Acme <Corp>", firstSeen: expect.any(Number) }]);
     const firstSeen = (await listAgents(env, team))[0]!.firstSeen;
     const channel = slackId("C");
     await postEvent(messageEnvelope({ team, channel, ts: newTs(), text: "hello" }));
     await statusFinal(channel, "Done.");
-    expect(await listAgents(env, team)).toEqual([{ tenant: team, agent: AGENT, platform: "slack", displayName: "Acme <Corp>", description: null, firstSeen }]);
+    expect(await listAgents(env, team)).toEqual([{ tenant: team, agent: AGENT, platform: "slack", displayName: "Acme <Corp>", firstSeen }]);
     // An org-wide install is named after the organisation.
     const enterprise = slackId("E");
     await installWorkspace({ enterprise, enterpriseName: "Acme Group", team: slackId("T"), teamName: "a workspace", isEnterpriseInstall: true });

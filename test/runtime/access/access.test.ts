@@ -172,7 +172,7 @@ describe("the audit trail", () => {
     });
   });
 
-  it("a tenant's bounds or a role changed through /v1 and its row are written together: while the trail cannot be written, they do not change", async () => {
+  it("a tenant's bounds, a role or a setting changed through /v1 and its row are written together: while the trail cannot be written, they do not change", async () => {
     const T = unique("aud");
     const admin = await newKey(ADMIN, T, { name: "ops", access: "admin" });
     const k = bearer(admin.key);
@@ -189,17 +189,17 @@ describe("the audit trail", () => {
       const role = await call(k, "PUT", `/tenants/${T}/roles/slack:T1:U9`, { role: "member" });
       expect([role.status, await role.json()]).toEqual([503, { error: expect.stringMatching(/could not be saved with its audit row; nothing changed/) }]);
       expect(await (await call(k, "GET", `/tenants/${T}/roles`)).json()).toEqual({ roles: [] });
-      // A setting is still the control plane's (until it moves into the tenant's object too): it is made, and the answer says its row is missing.
       const setting = await call(k, "PUT", `/tenants/${T}/model`, { model: "fake/test-model" });
-      expect([setting.status, await setting.json()]).toEqual([503, { error: expect.stringMatching(/the change was made, but the audit trail could not record it/) }]);
+      expect([setting.status, await setting.json()]).toEqual([503, { error: expect.stringMatching(/could not be saved with its audit row; nothing changed/) }]);
+      expect(await tenantModel()).toBeNull();
     } finally {
       await runInDurableObject(tenant, (_instance, state) => void state.storage.sql.exec("DROP TRIGGER audit_broken"));
     }
     expect((await call(k, "PUT", `/tenants/${T}/model`, { model: "fake/test-model" })).status).toBe(200);
     expect(await tenantModel()).toEqual({ model: "fake/test-model" });
     const { entries } = (await (await call(k, "GET", `/tenants/${T}/audit`)).json()) as { entries: { action: string; before: unknown; after: unknown }[] };
-    // The setting made while the trail was broken has no row; the one after names it as the value before.
-    expect(entries.filter((e) => e.action === "model.set")).toEqual([expect.objectContaining({ before: { model: "fake/test-model" }, after: { model: "fake/test-model" } })]);
+    // The setting refused while the trail was broken was never made: the one after names no value before.
+    expect(entries.filter((e) => e.action === "model.set")).toEqual([expect.objectContaining({ before: null, after: { model: "fake/test-model" } })]);
   });
 
   it("a change appended under its key (an agent's audit effect) is one row however often its courier appends it", async () => {

@@ -16,7 +16,7 @@ describe("directory", () => {
     expect(await listAgents(env, tenant)).toEqual([]);
     await postMessage(tenant, A, { text: "hi", conversation: "c" });
     // Listed before the event is even answered.
-    expect(await listAgents(env, tenant)).toEqual([{ tenant, agent: A, platform: "api", displayName: null, description: null, firstSeen: expect.any(Number) }]);
+    expect(await listAgents(env, tenant)).toEqual([{ tenant, agent: A, platform: "api", displayName: null, firstSeen: expect.any(Number) }]);
     await postMessage(tenant, "second", { text: "hi", conversation: "c" });
     expect(await listAgents(env, tenant)).toHaveLength(2);
     expect((await listTenants(env)).find((t) => t.tenant === tenant)).toMatchObject({ platforms: ["api"], agents: 2, displayName: null });

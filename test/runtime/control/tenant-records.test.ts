@@ -41,6 +41,13 @@ function controlRows(tenants: string[]): Promise<{ namespace: string; key: strin
   );
 }
 
+/** Writes a row of the control plane's settings as the release before did (the kind as namespace, the tenant as key). */
+function oldRow(namespace: string, key: string, value: unknown): Promise<void> {
+  return runInDurableObject(controlPlane(env), (_instance, state) => {
+    state.storage.sql.exec("INSERT OR REPLACE INTO settings (namespace, key, value, updated_at) VALUES (?, ?, ?, ?)", namespace, key, JSON.stringify(value), Date.now());
+  });
+}
+
 /** The string values of a record longer than a word but the tenant's name (which the directory keeps): what would give it away (a sealed token, its iv, a nonce, a URL). */
 function marksOf(tenant: string, value: unknown): string[] {
   if (typeof value === "string") return value.length >= 12 && value !== tenant ? [value] : [];
@@ -111,10 +118,10 @@ describe("a tenant's records", () => {
     const refusal = { until: Date.now() + 60_000, error: "chat.startStream: not_allowed" };
     const secrets = { current: { nonce: slackId("nonce"), createdAt: Date.now() }, previous: null };
     const callback = { callback_url: `${E.FAKE_CALLBACK_URL}/hooks/${hookTenant}` };
-    await controlPlane(env).put("slack-installations", team, installation);
-    await controlPlane(env).put("slack-stream-refusals", team, refusal);
-    await controlPlane(env).put("webhook-secrets", hookTenant, secrets);
-    await controlPlane(env).put("webhook-callbacks", hookTenant, callback);
+    await oldRow("slack-installations", team, installation);
+    await oldRow("slack-stream-refusals", team, refusal);
+    await oldRow("webhook-secrets", hookTenant, secrets);
+    await oldRow("webhook-callbacks", hookTenant, callback);
 
     // Served, by several first requests at once (the object takes each row over once).
     const tokens = await Promise.all([botTokenFor(env, team), botTokenFor(env, team), tenantRecord(env, team, "slack-stream-refusals")]);
@@ -138,7 +145,7 @@ describe("a tenant's records", () => {
     expect(await botTokenFor(env, team)).toBe(token);
 
     // Asked once: a row written there now (by an isolate of the release before, say) is not read, and what the tenant wrote wins.
-    await controlPlane(env).put("webhook-callbacks", hookTenant, { callback_url: `${E.FAKE_CALLBACK_URL}/hooks/elsewhere` });
+    await oldRow("webhook-callbacks", hookTenant, { callback_url: `${E.FAKE_CALLBACK_URL}/hooks/elsewhere` });
     expect(await callbackFor(env, hookTenant)).toEqual(callback);
     await controlPlane(env).delete("webhook-callbacks", hookTenant);
   });
