@@ -249,6 +249,8 @@ export class Ledger extends DurableObject<Env> {
     this.sql = ctx.storage.sql;
     this.reports = !ctx.id.equals(ledgerStub(env).id);
     runMigrations(ctx.storage, MIGRATIONS);
+    // Spend left to report with no alarm set (the object stopped between a count and its alarm) is reported as it wakes.
+    void ctx.blockConcurrencyWhile(() => this.reportPending());
   }
 
   /** Counts a provider answer once: false when it was counted already. */
@@ -359,7 +361,12 @@ export class Ledger extends DurableObject<Env> {
       return;
     }
     this.sql.exec("UPDATE spend_reports SET sent = 1 WHERE seq = ?", report.seq);
-    if (this.sql.exec("SELECT 1 FROM unreported_spend LIMIT 1").toArray().length > 0) await this.reportSoon();
+    await this.reportPending();
+  }
+
+  /** A report within SPEND_REPORT_EVERY_MS when there is spend unreported or a report not taken. */
+  private async reportPending(): Promise<void> {
+    if (this.sql.exec("SELECT 1 FROM unreported_spend UNION ALL SELECT 1 FROM spend_reports WHERE sent = 0 LIMIT 1").toArray().length > 0) await this.reportSoon();
   }
 
   /** The report not yet taken, or a new one of everything unreported (null: nothing to report). */

@@ -79,4 +79,18 @@ describe("the platform's total, reported by the tenants' ledgers", () => {
     expect(await platformDay(day)).toEqual({ calls: 4, cost: 1 });
     expect(await reportsTaken(tenant)).toBe(2);
   });
+
+  it("spend left unreported with no alarm (the ledger stopped between a count and setting it) is reported once the ledger wakes", async () => {
+    const tenant = unique("spend");
+    const day = dayOfItsOwn();
+    const ledger = () => ledgerStub(env, tenant);
+    await ledger().count(answer(tenant, day, 0));
+    await runInDurableObject(ledger(), (_instance, state) => state.storage.deleteAlarm());
+    await runInDurableObject(ledger(), (_instance, state) => state.abort("stopped by the test")).catch(() => undefined);
+    // Any call wakes it: a reading, here.
+    await ledger().reading();
+    expect(await runInDurableObject(ledger(), (_instance, state) => state.storage.getAlarm())).not.toBeNull();
+    expect(await runDurableObjectAlarm(ledger())).toBe(true);
+    expect(await platformDay(day)).toEqual({ calls: 1, cost: 0.25 });
+  });
 });
