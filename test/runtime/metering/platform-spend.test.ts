@@ -7,8 +7,8 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { DAY_MS, ledgerStub, SPEND_REPORT_EVERY_MS } from "../../../runtime/metering/index.ts";
-import { unique, waitFor } from "../../support.ts";
+import { DAY_MS, dayStart, ledgerStub, SPEND_REPORT_EVERY_MS } from "../../../runtime/metering/index.ts";
+import { postMessage, providerRequests, script, settled, unique, waitFor, withVars } from "../../support.ts";
 
 /** The start of a UTC day between 1980 and 2020 no other test counts on. */
 function dayOfItsOwn(): number {
@@ -93,4 +93,25 @@ describe("the platform's total, reported by the tenants' ledgers", () => {
     expect(await runDurableObjectAlarm(ledger())).toBe(true);
     expect(await platformDay(day)).toEqual({ calls: 1, cost: 0.25 });
   });
+
+  it("the platform's limit is checked on a figure kept at most 20 s, so a report is seen by the check within 30 s of the spend", async () => {
+    const tenant = unique("spend");
+    const ask = async () => {
+      const s = unique("ask");
+      await script(s, [{ text: "answered", usage: { input: 10, cached: 0, output: 1 } }]);
+      await postMessage(tenant, "a", { text: `[s:${s}] hi`, conversation: s });
+      const view = await settled(tenant, "a", s);
+      return { status: view.status, reached: (await providerRequests(s)).length };
+    };
+    const platform = (await ledgerStub(env).reading()).spentUsd;
+    await withVars({ PLATFORM_DAILY_SPEND_LIMIT_USD: String(platform + 1) }, async () => {
+      // This isolate reads the platform's figure now (no test before this one in the file checked a limit).
+      expect(await ask()).toEqual({ status: "idle", reached: 1 });
+      // Another tenant's ledger reports $5 (as if its calls were made in another isolate).
+      expect(await ledgerStub(env).takeSpend(unique("another-ledger"), 1, [{ day: dayStart(Date.now()), calls: 1, costUsd: 5 }])).toBe(true);
+      // Past 20 s the figure is read again: the platform is over its limit.
+      await new Promise((resolve) => setTimeout(resolve, 21_000));
+      expect(await ask()).toEqual({ status: "failed", reached: 0 });
+    });
+  }, 40_000);
 });
