@@ -1,15 +1,19 @@
 // The usage ledger: a Durable Object per tenant ("tenant:<id>") and one for
-// the platform ("platform", the operator's total). Each model call's tokens and
-// priced cost are counted per (tenant, agent, model, hour), once per provider
+// the platform ("platform"). Each model call's tokens and priced cost are
+// counted in the tenant's ledger per (agent, model, hour), once per provider
 // answer (a job whose call was made twice was paid, and is counted, twice;
 // one answer counted again is ignored), and each agent object's busy time per
-// (tenant, agent, hour), with the part of it that served no turn, and each
-// machine's time per (tenant, agent, size, hour), priced. Hours older
-// than FOLD_AFTER_MS are folded into days (fold(), asked daily by a Cron
-// Trigger: runtime/edge/ledger-cron.ts); days are kept. Couriers
-// write it (runtime/metering/spend.ts); the
-// Agents API, `status` and the console read it. A tenant's ledger also keeps
-// the tenant's daily spend limit, so the check before a call asks one object.
+// (agent, hour), with the part of it that served no turn, and each machine's
+// time per (agent, size, hour), priced. Hours older than FOLD_AFTER_MS are
+// folded into days (fold(), asked daily by a Cron Trigger:
+// runtime/edge/ledger-cron.ts); days are kept. Couriers write a tenant's
+// ledger (runtime/metering/spend.ts); the Agents API, `status` and the
+// console read it. A tenant's ledger also keeps the tenant's daily spend
+// limit, so the check before a call asks one object. The platform's ledger is
+// on no call's way: it keeps only the operator-paid spend per UTC day, for the
+// platform's limit, which each tenant's ledger reports to it in sums at most
+// every SPEND_REPORT_EVERY_MS (its alarm), each report numbered so a retry is
+// taken once (docs/metering.md, "The platform's total").
 import { DurableObject } from "cloudflare:workers";
 import * as z from "zod";
 import { type Migration, runMigrations } from "../../lib/migrations.ts";
@@ -22,6 +26,8 @@ const HOUR_MS = 3_600_000;
 export const FOLD_AFTER_MS = 35 * DAY_MS;
 /** Counted answers are remembered this long; an answer is counted within seconds of arriving. */
 const KEEP_COUNTED_MS = 7 * DAY_MS;
+/** A tenant's ledger reports the spend it counted to the platform's at most this often (and this soon after a count). */
+export const SPEND_REPORT_EVERY_MS = 10_000;
 
 export interface UsageEntry {
   /** The provider answer (`<job>:<unique>`): an answer is counted once. */
@@ -119,6 +125,15 @@ export interface MachineRowOut {
   costUsd: number;
 }
 
+/** Operator-paid spend of one UTC day, as a tenant's ledger reports it to the platform's. */
+export interface DaySpend {
+  day: number;
+  /** Model calls paid with the operator's keys. */
+  calls: number;
+  /** Their cost and machines' cost, USD. */
+  costUsd: number;
+}
+
 export interface UsageReport {
   usage: UsageRowOut[];
   busy: BusyRowOut[];
@@ -207,6 +222,19 @@ const MIGRATIONS: readonly Migration[] = [
   );
 `,
   },
+  {
+    // The platform's total without a row per tenant on the platform's ledger (reportSpend(), takeSpend()).
+    name: "spend reported to the platform",
+    sql: `
+  -- A tenant's ledger: operator-paid spend counted and not yet in a report, per UTC day.
+  CREATE TABLE unreported_spend (day INTEGER PRIMARY KEY, calls INTEGER NOT NULL, cost REAL NOT NULL);
+  -- A tenant's ledger: its reports, the one under way (sent = 0) and those taken, kept a week (the last always: the next one's seq follows it).
+  CREATE TABLE spend_reports (seq INTEGER PRIMARY KEY, days TEXT NOT NULL, sent INTEGER NOT NULL, at INTEGER NOT NULL);
+  -- The platform's ledger: the reported spend summed per UTC day, and the last report taken from each ledger (its object id).
+  CREATE TABLE platform_spend (day INTEGER PRIMARY KEY, calls INTEGER NOT NULL, cost REAL NOT NULL);
+  CREATE TABLE spend_sources (source TEXT PRIMARY KEY, seq INTEGER NOT NULL);
+`,
+  },
 ];
 
 /** Each hour's UTC day, in SQL. */
@@ -214,16 +242,21 @@ const DAY_OF_HOUR = `hour - hour % ${DAY_MS}`;
 
 export class Ledger extends DurableObject<Env> {
   private readonly sql: SqlStorage;
+  /** The platform's ledger takes reports; only a tenant's reports what it counts. */
+  private readonly reports: boolean;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
+    this.reports = !ctx.id.equals(ledgerStub(env).id);
     runMigrations(ctx.storage, MIGRATIONS);
+    // Spend left to report with no alarm set (the object stopped between a count and its alarm) is reported as it wakes.
+    void ctx.blockConcurrencyWhile(() => this.reportPending());
   }
 
   /** Counts a provider answer once: false when it was counted already. */
   async count(entry: UsageEntry): Promise<boolean> {
-    return this.ctx.storage.transactionSync(() => {
+    const added = this.ctx.storage.transactionSync(() => {
       if (this.sql.exec("INSERT OR IGNORE INTO counted_calls (call, at) VALUES (?, ?)", entry.call, entry.at).rowsWritten === 0) return false;
       this.sql.exec(
         `INSERT INTO usage (tenant, agent, model, hour, byok, calls, input_tokens, cache_read_tokens, cache_write_tokens, output_tokens, cost, child_calls, child_cost)
@@ -246,8 +279,11 @@ export class Ledger extends DurableObject<Env> {
         entry.child ? entry.costUsd : 0,
       );
       this.sql.exec("DELETE FROM counted_calls WHERE at < ?", entry.at - KEEP_COUNTED_MS);
+      if (!entry.byok) this.unreported(dayStart(entry.at), 1, entry.costUsd);
       return true;
     });
+    if (added && !entry.byok) await this.reportSoon();
+    return added;
   }
 
   /**
@@ -265,13 +301,15 @@ export class Ledger extends DurableObject<Env> {
    * proportion) of each hour it ran, and the machine itself in the hour it ended.
    */
   async countHeld(entry: HeldEntry): Promise<boolean> {
-    return this.ctx.storage.transactionSync(() => {
+    const added = this.ctx.storage.transactionSync(() => {
       if (this.sql.exec("INSERT OR IGNORE INTO counted_calls (call, at) VALUES (?, ?)", `held:${entry.span}`, entry.endedAt).rowsWritten === 0) return false;
       const total = Math.max(entry.endedAt - entry.startedAt, 0);
       // The hour of its last moment: a span ending on the hour ends in the hour before.
       const last = hourOf(entry.startedAt + Math.max(total - 1, 0));
       for (let hour = hourOf(entry.startedAt); hour <= last; hour += HOUR_MS) {
         const ms = Math.max(Math.min(entry.endedAt, hour + HOUR_MS) - Math.max(entry.startedAt, hour), 0);
+        const cost = total > 0 ? (entry.costUsd * ms) / total : entry.costUsd;
+        this.unreported(dayStart(hour), 0, cost);
         this.sql.exec(
           `INSERT INTO machine_time (tenant, agent, size, hour, machines, seconds, cost) VALUES (?, ?, ?, ?, ?, ?, ?)
            ON CONFLICT (tenant, agent, size, hour) DO UPDATE SET machines = machines + excluded.machines, seconds = seconds + excluded.seconds, cost = cost + excluded.cost`,
@@ -281,7 +319,90 @@ export class Ledger extends DurableObject<Env> {
           hour,
           hour === last ? 1 : 0,
           ms / 1000,
-          total > 0 ? (entry.costUsd * ms) / total : entry.costUsd,
+          cost,
+        );
+      }
+      return true;
+    });
+    if (added) await this.reportSoon();
+    return added;
+  }
+
+  /** Adds operator-paid spend to what the next report to the platform's ledger carries (a tenant's ledger only). */
+  private unreported(day: number, calls: number, cost: number): void {
+    if (!this.reports) return;
+    this.sql.exec(
+      "INSERT INTO unreported_spend (day, calls, cost) VALUES (?, ?, ?) ON CONFLICT (day) DO UPDATE SET calls = calls + excluded.calls, cost = cost + excluded.cost",
+      day,
+      calls,
+      cost,
+    );
+  }
+
+  /** A report within SPEND_REPORT_EVERY_MS, unless one is due already. */
+  private async reportSoon(): Promise<void> {
+    if (this.reports && (await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now() + SPEND_REPORT_EVERY_MS);
+  }
+
+  /**
+   * Reports the spend counted since the last report to the platform's ledger:
+   * one report at a time, written here with its number before it is sent, so
+   * one cut short (a crash, the platform out of reach) is sent again as it was
+   * and the platform's ledger takes it once; what is counted meanwhile waits
+   * for the next.
+   */
+  override async alarm(): Promise<void> {
+    const report = this.ctx.storage.transactionSync(() => this.reportUnderWay());
+    if (!report) return;
+    try {
+      await ledgerStub(this.env).takeSpend(this.ctx.id.toString(), report.seq, report.days);
+    } catch (err) {
+      console.error(`a tenant's ledger could not report its spend (report ${report.seq}) to the platform's; it tries again`, err);
+      await this.ctx.storage.setAlarm(Date.now() + SPEND_REPORT_EVERY_MS);
+      return;
+    }
+    this.sql.exec("UPDATE spend_reports SET sent = 1 WHERE seq = ?", report.seq);
+    await this.reportPending();
+  }
+
+  /** A report within SPEND_REPORT_EVERY_MS when there is spend unreported or a report not taken. */
+  private async reportPending(): Promise<void> {
+    if (this.sql.exec("SELECT 1 FROM unreported_spend UNION ALL SELECT 1 FROM spend_reports WHERE sent = 0 LIMIT 1").toArray().length > 0) await this.reportSoon();
+  }
+
+  /** The report not yet taken, or a new one of everything unreported (null: nothing to report). */
+  private reportUnderWay(): { seq: number; days: DaySpend[] } | null {
+    const open = this.sql.exec<{ seq: number; days: string }>("SELECT seq, days FROM spend_reports WHERE sent = 0").toArray()[0];
+    if (open) return { seq: open.seq, days: JSON.parse(open.days) as DaySpend[] };
+    const days = this.sql
+      .exec<{ day: number; calls: number; cost: number }>("SELECT day, calls, cost FROM unreported_spend ORDER BY day")
+      .toArray()
+      .map((r) => ({ day: r.day, calls: r.calls, costUsd: r.cost }));
+    if (days.length === 0) return null;
+    const now = Date.now();
+    const seq = this.sql.exec<{ seq: number }>("SELECT COALESCE(MAX(seq), 0) + 1 AS seq FROM spend_reports").one().seq;
+    this.sql.exec("DELETE FROM spend_reports WHERE at < ? AND seq < ?", now - KEEP_COUNTED_MS, seq - 1);
+    this.sql.exec("INSERT INTO spend_reports (seq, days, sent, at) VALUES (?, ?, 0, ?)", seq, JSON.stringify(days), now);
+    this.sql.exec("DELETE FROM unreported_spend");
+    return { seq, days };
+  }
+
+  /**
+   * The platform's ledger takes a tenant ledger's report (`source`: that
+   * ledger's object id), once: a report numbered no later than the last one
+   * taken from that ledger is a retry, and changes nothing (false).
+   */
+  async takeSpend(source: string, seq: number, days: DaySpend[]): Promise<boolean> {
+    return this.ctx.storage.transactionSync(() => {
+      const last = this.sql.exec<{ seq: number }>("SELECT seq FROM spend_sources WHERE source = ?", source).toArray()[0];
+      if (last && last.seq >= seq) return false;
+      this.sql.exec("INSERT OR REPLACE INTO spend_sources (source, seq) VALUES (?, ?)", source, seq);
+      for (const d of days) {
+        this.sql.exec(
+          "INSERT INTO platform_spend (day, calls, cost) VALUES (?, ?, ?) ON CONFLICT (day) DO UPDATE SET calls = calls + excluded.calls, cost = cost + excluded.cost",
+          d.day,
+          d.calls,
+          d.costUsd,
         );
       }
       return true;
@@ -323,12 +444,17 @@ export class Ledger extends DurableObject<Env> {
     }
   }
 
-  /** Today's (UTC) spend paid with the operator's keys, and the tenant's limit. */
+  /**
+   * Today's (UTC) spend paid with the operator's keys, and the tenant's limit.
+   * The platform's ledger adds the tenants' reports to the rows a release
+   * before them wrote it (a tenant's has no reports).
+   */
   async reading(): Promise<LedgerReading> {
     const day = dayStart(Date.now());
     const models = this.sql.exec<{ cost: number | null }>("SELECT SUM(cost) AS cost FROM usage WHERE byok = 0 AND hour >= ?", day).one().cost ?? 0;
     const machines = this.sql.exec<{ cost: number | null }>("SELECT SUM(cost) AS cost FROM machine_time WHERE hour >= ?", day).one().cost ?? 0;
-    return { day, spentUsd: models + machines, limit: this.limit() };
+    const reported = this.sql.exec<{ cost: number | null }>("SELECT SUM(cost) AS cost FROM platform_spend WHERE day >= ?", day).one().cost ?? 0;
+    return { day, spentUsd: models + machines + reported, limit: this.limit() };
   }
 
   async setLimit(limit: TenantLimit | null): Promise<void> {

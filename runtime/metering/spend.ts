@@ -1,14 +1,15 @@
 // Metering, done by the courier around each provider call (never by the agent's
-// object): the daily spend check before the call, on a ledger reading at most
-// 30 s old, and the count after it, in the tenant's ledger and (paid with the
-// operator's key) the platform's. docs/metering.md says what is counted and
-// how far a tenant can overshoot between readings.
+// object): the daily spend check before the call, on readings at most 30 s
+// old (the platform's included, which its ledger has from the tenants' ledgers'
+// reports), and the count after it, in the tenant's ledger only.
+// docs/metering.md says what is counted and how far a tenant can overshoot
+// between readings.
 import type { AssistantMessage } from "@mariozechner/pi-ai";
 import type { HourBusy } from "./busy-time.ts";
 import type { Route } from "../chat.ts";
 import type { HeldSpan } from "../../plugins/index.ts";
 import { dailySpendLimit, machinePrices, platformDailySpendLimit } from "./config.ts";
-import { dayStart, ledgerStub, type LedgerReading, type TenantLimit, type UsageEntry } from "./ledger.ts";
+import { dayStart, ledgerStub, type LedgerReading, SPEND_REPORT_EVERY_MS, type TenantLimit, type UsageEntry } from "./ledger.ts";
 import { unpricedSentence, usageRow } from "./usage.ts";
 
 /** Who pays for a call: nobody (the local model), the operator, or the tenant with its own key (a model choice says). */
@@ -16,6 +17,8 @@ export type Payer = { kind: "local" } | { kind: "provider"; byok?: boolean };
 
 /** A reading older than this is read again before a call is let through. */
 export const READING_MAX_AGE_MS = 30_000;
+/** The platform's reading is kept less long: its ledger has a tenant's spend up to SPEND_REPORT_EVERY_MS late, and the figure is at most 30 s old all told. */
+const PLATFORM_READING_MAX_AGE_MS = READING_MAX_AGE_MS - SPEND_REPORT_EVERY_MS;
 
 /**
  * Readings per ledger ("tenant:<id>", "platform"), shared by every courier of
@@ -63,55 +66,47 @@ export interface PaidAnswer {
 }
 
 /**
- * What one model job leaves in the ledgers, in one call to each: what its
- * answer used, counted once per `paid.call`, in the tenant's ledger and (paid
- * with the operator's key) the platform's; and the agent's busy time per hour
- * it carried, into both. The call is paid for already: a ledger that cannot be
- * reached is logged, never a reason to call again; false says one could not,
- * so the caller keeps the answer to count again (the same call is counted once).
+ * What one model job leaves in the tenant's ledger, in one call: what its
+ * answer used, counted once per `paid.call`, and the agent's busy time per
+ * hour it carried (the ledger reports the operator-paid spend on to the
+ * platform's). The call is paid for already: a ledger that cannot be reached
+ * is logged, never a reason to call again; false says it could not, so the
+ * caller keeps the answer to count again (the same call is counted once).
  */
 export function countJob(env: Env, route: Route, hours: HourBusy[], paid: PaidAnswer | null): Promise<boolean> {
-  const entry = paid && usageEntry(route, paid);
+  const usage = paid && usageEntry(route, paid);
   const busy = hours.length > 0 ? { tenant: route.tenant, agent: route.agent, hours } : null;
-  return inBothLedgers(route.tenant, `job ${paid?.call ?? "(busy time)"}`, async (tenant) => {
-    // A tenant's own key is not the operator's money: the platform's ledger counts none of it.
-    const usage = tenant === undefined && entry?.byok ? null : entry;
-    if (!usage && !busy) return;
-    const added = await ledgerStub(env, tenant).record(usage, busy);
-    if (added && !usage!.byok) addToReading(tenant, usage!.costUsd);
+  if (!usage && !busy) return Promise.resolve(true);
+  return inTenantLedger(route.tenant, `job ${paid?.call ?? "(busy time)"}`, async () => {
+    if ((await ledgerStub(env, route.tenant).record(usage, busy)) && !usage!.byok) addToReadings(route.tenant, usage!.costUsd);
   });
 }
 
 /**
- * A machine's time, in the tenant's ledger and, for the platform's limit, its
- * cost in the platform's (the operator pays for machines; that row names no
- * tenant), priced by MACHINE_PRICES; false when a ledger could not take it
- * (the caller keeps it to count again: the same span is counted once).
+ * A machine's time, in the tenant's ledger (the operator pays for machines:
+ * the ledger reports its cost on to the platform's), priced by
+ * MACHINE_PRICES; false when the ledger could not take it (the caller keeps
+ * it to count again: the same span is counted once).
  */
 export function countHeld(env: Env, route: Route, held: HeldSpan): Promise<boolean> {
   const prices = machinePrices(env);
   const hours = Math.max(held.endedAt - held.startedAt, 0) / 3_600_000;
   const costUsd = prices ? hours * (held.vcpu * prices.vcpuHour + (held.memoryMiB / 1024) * prices.memoryGiBHour + (held.diskMiB / 1024) * prices.diskGiBHour) : 0;
   const entry = { span: held.id, tenant: route.tenant, agent: route.agent, size: held.size, startedAt: held.startedAt, endedAt: held.endedAt, costUsd };
-  return inBothLedgers(route.tenant, `machine ${held.id}`, async (tenant) => {
-    if (await ledgerStub(env, tenant).countHeld(tenant === undefined ? { ...entry, tenant: "", agent: "" } : entry)) addToReading(tenant, costUsd);
+  return inTenantLedger(route.tenant, `machine ${held.id}`, async () => {
+    if (await ledgerStub(env, route.tenant).countHeld(entry)) addToReadings(route.tenant, costUsd);
   });
 }
 
-/** Runs `count` against the tenant's ledger and the platform's (`undefined`) side by side; false when one could not be reached (logged, naming `what`). */
-async function inBothLedgers(tenant: string, what: string, count: (tenant: string | undefined) => Promise<void>): Promise<boolean> {
-  const counted = await Promise.all(
-    [tenant, undefined].map((ledger) =>
-      count(ledger).then(
-        () => true,
-        (err: unknown) => {
-          console.error(`the ${ledger === undefined ? "platform" : `tenant ${ledger}`} ledger could not count ${what}`, err);
-          return false;
-        },
-      ),
-    ),
+/** Runs `count` against the tenant's ledger; false when it could not be reached (logged, naming `what`). */
+function inTenantLedger(tenant: string, what: string, count: () => Promise<void>): Promise<boolean> {
+  return count().then(
+    () => true,
+    (err: unknown) => {
+      console.error(`the ledger of tenant ${tenant} could not count ${what}`, err);
+      return false;
+    },
   );
-  return counted.every(Boolean);
 }
 
 function usageEntry(route: Route, { call, choice, message, child }: PaidAnswer): UsageEntry {
@@ -146,15 +141,19 @@ async function reading(env: Env, tenant: string | undefined): Promise<LedgerRead
   const key = keyOf(tenant);
   const cached = readings.get(key);
   const now = Date.now();
-  if (cached && now - cached.at <= READING_MAX_AGE_MS && cached.reading.day === dayStart(now)) return cached.reading;
+  const maxAge = tenant === undefined ? PLATFORM_READING_MAX_AGE_MS : READING_MAX_AGE_MS;
+  if (cached && now - cached.at <= maxAge && cached.reading.day === dayStart(now)) return cached.reading;
   const fresh = await ledgerStub(env, tenant).reading();
   readings.set(key, { reading: fresh, at: now });
   return fresh;
 }
 
-function addToReading(tenant: string | undefined, cost: number): void {
-  const cached = readings.get(keyOf(tenant));
-  if (cached && cached.reading.day === dayStart(Date.now())) cached.reading.spentUsd += cost;
+/** A count made here adds to the tenant's cached reading and the platform's at once. */
+function addToReadings(tenant: string, cost: number): void {
+  for (const key of [keyOf(tenant), keyOf(undefined)]) {
+    const cached = readings.get(key);
+    if (cached && cached.reading.day === dayStart(Date.now())) cached.reading.spentUsd += cost;
+  }
 }
 
 function keyOf(tenant: string | undefined): string {

@@ -6,7 +6,8 @@
 // wait for its answer, so a key that is still limited is asked once per
 // window, never by every waiting conversation at once. The gate answers at
 // once and never holds a caller: whoever was told to wait comes back later
-// (the agent's object schedules the job again).
+// (the agent's object schedules the job again). An isolate trusts its "go"
+// for a moment rather than asking before every call (open-gates.ts).
 import { DurableObject } from "cloudflare:workers";
 import { type Migration, runMigrations } from "../../lib/migrations.ts";
 import { countedNamespace } from "../../lib/object-calls.ts";
@@ -92,10 +93,14 @@ export class ProviderGate extends DurableObject<Env> {
   }
 }
 
-/** The gate of a provider's key; its name carries a digest of the key, never the key. */
-export async function gateStub(env: Env, providerId: string, key: string): Promise<DurableObjectStub<ProviderGate>> {
+/** The name of a provider key's gate: it carries a digest of the key, never the key. */
+export async function gateName(providerId: string, key: string): Promise<string> {
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(key)));
   const hex = Array.from(digest.slice(0, 16), (b) => b.toString(16).padStart(2, "0")).join("");
+  return `${providerId}:${hex}`;
+}
+
+export function gateStub(env: Env, name: string): DurableObjectStub<ProviderGate> {
   const namespace = countedNamespace(env, "ProviderGate", env.PROVIDER_GATE as DurableObjectNamespace<ProviderGate>);
-  return namespace.get(namespace.idFromName(`${providerId}:${hex}`));
+  return namespace.get(namespace.idFromName(name));
 }

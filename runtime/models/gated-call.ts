@@ -1,12 +1,14 @@
 // A provider call as a courier makes it: through the gate of the key it is
-// made with (no call while the provider has told that key to wait), with the
+// made with (no call while the provider has told that key to wait; a gate
+// this isolate found open moments ago is not asked again: open-gates.ts), with the
 // answer the provider was paid for (whatever the call's outcome) for the
 // courier to count in the ledgers, and a rate limit turned into a time to
 // come back rather than a failed attempt.
 import type { AssistantMessage } from "@mariozechner/pi-ai";
 import { apiKey, callModel, type CallOptions, type ProviderCall } from "./call.ts";
 import { retryBaseSeconds } from "./config.ts";
-import { gateStub } from "./gate.ts";
+import { gateName, gateStub } from "./gate.ts";
+import { askingGate, heardOpen, sawLimit, trustedOpen } from "./open-gates.ts";
 import type { ModelRequest } from "./request.ts";
 import type { ModelChoice } from "./types.ts";
 
@@ -18,10 +20,17 @@ export interface GatedCall {
 
 export async function callProvider(env: Env, choice: ModelChoice, request: ModelRequest, opts: CallOptions = {}): Promise<GatedCall> {
   if (choice.kind === "local") return { call: await callModel(env, choice, request, opts) };
-  const gate = await gateStub(env, choice.provider.id, opts.key ?? apiKey(env, choice));
-  const admission = await gate.admit();
-  if (!admission.go) return { call: { kind: "limited", error: "the key waits out a rate limit the provider announced", until: admission.until } };
-  const { probe } = admission;
+  const name = await gateName(choice.provider.id, opts.key ?? apiKey(env, choice));
+  const gate = gateStub(env, name);
+  let probe: string | undefined;
+  if (!trustedOpen(name)) {
+    const asked = askingGate();
+    const admission = await gate.admit();
+    if (!admission.go) return { call: { kind: "limited", error: "the key waits out a rate limit the provider announced", until: admission.until } };
+    probe = admission.probe;
+    // The first call after a wait is the gate's probe: the calls after it ask until the gate has its answer.
+    if (!probe) heardOpen(name, asked);
+  }
   let probeTold = false;
   // The first call after a wait lets the others go as soon as its answer begins, not when it ends.
   const tellProbe = async () => {
@@ -33,6 +42,7 @@ export async function callProvider(env: Env, choice: ModelChoice, request: Model
   const call = await callModel(env, choice, request, { ...opts, ...(probe ? { onAccepted: tellProbe } : {}), onAnswer: (message) => (answer = message) });
   const paid = answer && paidTokens(answer) > 0 ? { paid: answer } : {};
   if (call.kind === "retry" && call.status === 429) {
+    sawLimit(name);
     return { call: { kind: "limited", error: call.error, until: await gate.limited(probe, call.retryAfterSeconds, retryBaseSeconds(env)) }, ...paid };
   }
   await tellProbe();

@@ -163,9 +163,14 @@ describe("the usage ledger", () => {
     await waitFor("the first courier to finish", async () => (await runInDurableObject(first, (_i, state) => state.storage.getAlarm())) === null);
     expect((await providerRequests(s)).filter((r) => r.responded)).toHaveLength(2);
     expect((await usage(tenant)).totals).toMatchObject(billed(await providerRequests(s)));
-    // The platform's ledger counted both too.
-    const platform = await ledgerStub(env).report(Date.now() - 3_600_000, Date.now() + 1);
-    expect(platform.usage.filter((r) => r.tenant === tenant).reduce((n, r) => n + r.calls, 0)).toBe(2);
+    // The platform's total has both too: the tenant's ledger reported them (its alarm, run here now), and the platform's took every report.
+    await runDurableObjectAlarm(ledgerStub(env, tenant));
+    const reports = await runInDurableObject(ledgerStub(env, tenant), (_i, state) => state.storage.sql.exec<{ seq: number; days: string; sent: number }>("SELECT seq, days, sent FROM spend_reports ORDER BY seq").toArray());
+    expect(reports.every((r) => r.sent === 1)).toBe(true);
+    expect(reports.flatMap((r) => JSON.parse(r.days) as { calls: number }[]).reduce((n, d) => n + d.calls, 0)).toBe(2);
+    const source = ledgerStub(env, tenant).id.toString();
+    const taken = await runInDurableObject(ledgerStub(env), (_i, state) => state.storage.sql.exec<{ seq: number }>("SELECT seq FROM spend_sources WHERE source = ?", source).one().seq);
+    expect(taken).toBe(reports.at(-1)!.seq);
   });
 
   it("an answer read, then its courier cut short while it finishes the streamed reply: the answer is counted with the one the re-run paid for", async () => {

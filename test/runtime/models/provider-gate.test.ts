@@ -6,7 +6,8 @@
 // every conversation waits on it and the key was tried again (instead of a
 // fixed 45 s, which a loaded machine may not fill): the same mechanism, in seconds.
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
+import { callProvider, modelChoice, ProviderGate } from "../../../runtime/models/index.ts";
 import { chooseModels, getConversation, postMessage, providerRequests, script, settled, unique, waitFor, withVars, worker } from "../../support.ts";
 import { type Delivery, hook, message, send, tenantWithCallback } from "../../bridges/webhook/helpers.ts";
 
@@ -20,10 +21,10 @@ interface BusyLog {
 /**
  * The fake provider limits the operator's key for requests of scenarios named
  * `<prefix>…`, each refusal saying "come back in waitMs", for forMs from the
- * first one or until lifted.
+ * first one or until lifted (or, given `key`, those made with that key).
  */
-async function limitKey(prefix: string, waitMs: number, forMs?: number): Promise<void> {
-  const res = await fetch(`${E.FAKE_PROVIDER_URL}/_control/busy/${prefix}`, { method: "PUT", body: JSON.stringify({ waitMs, forMs }) });
+async function limitKey(prefix: string, waitMs: number, forMs?: number, key?: string): Promise<void> {
+  const res = await fetch(`${E.FAKE_PROVIDER_URL}/_control/busy/${prefix}`, { method: "PUT", body: JSON.stringify({ waitMs, forMs, key }) });
   expect(res.ok).toBe(true);
 }
 
@@ -177,4 +178,42 @@ describe("a provider's rate limit on the operator's key", () => {
       expect(await settled(tenant, "a", s)).toMatchObject({ status: "failed", error: "configuration error: MODEL_RATE_LIMIT_PATIENCE_SECONDS is not valid JSON" });
     });
   }, 40_000);
+
+  it("an isolate trusts its key's open gate for a moment: a run of calls asks the gate object far less than once per call; a 429 holds back the very next call", async () => {
+    // Straight through callProvider, with a key no other test limits (the tenant's, on a provider no other test gives it).
+    const choice = modelChoice(env, { model: "fake/test-model" });
+    const key = E.FAKE_TENANT_KEY!;
+    const request = (s: string) => ({ model: { model: "fake/test-model" }, systemPrompt: "Be brief.", messages: [{ role: "user" as const, content: `[s:${s}] hi`, timestamp: Date.now() }], tools: [] });
+    const prefix = unique("trust");
+    const run = Array.from({ length: 10 }, (_, i) => `${prefix}r${i}`);
+    for (const s of [...run, `${prefix}warm`]) await script(s, [{ text: `answer ${s}` }]);
+    // A first call warms the isolate (its first provider call takes seconds here, longer than the trust).
+    expect((await callProvider(env, choice, request(`${prefix}warm`), { key })).call.kind).toBe("reply");
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    // Asks of this key's gate (named as runtime/models/gate.ts names it): the other tests' conversations may still ask their own.
+    const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(key)));
+    const gate = env.PROVIDER_GATE.idFromName(`fake:${Array.from(digest.slice(0, 16), (b) => b.toString(16).padStart(2, "0")).join("")}`);
+    const admit = vi.spyOn(ProviderGate.prototype, "admit");
+    const asked = () => admit.mock.contexts.filter((object) => (object as ProviderGate)["ctx"].id.equals(gate)).length;
+    try {
+      const first = await callProvider(env, choice, request(run[0]!), { key });
+      expect(first.call.kind).toBe("reply");
+      const rest = await Promise.all(run.slice(1).map((s) => callProvider(env, choice, request(s), { key })));
+      expect(rest.map((r) => r.call.kind)).toEqual(run.slice(1).map(() => "reply"));
+      // Ten calls, one ask: the others went on the isolate's memory of the gate's "go" (trusted for a second).
+      expect(asked()).toBe(1);
+
+      // The provider limits the key: the call that meets the 429 closes this isolate's view at once, so the next one asks the gate, which holds it back.
+      const limited = `${prefix}l`;
+      await limitKey(limited, 3_000, undefined, key);
+      await script(`${limited}2`, [{ text: "not inside the window" }]);
+      expect((await callProvider(env, choice, request(`${limited}1`), { key })).call.kind).toBe("limited");
+      expect((await callProvider(env, choice, request(`${limited}2`), { key })).call.kind).toBe("limited");
+      expect(asked()).toBe(2);
+      expect((await busyLog(limited)).requests).toHaveLength(1);
+      await liftLimit(limited);
+    } finally {
+      admit.mockRestore();
+    }
+  });
 });
