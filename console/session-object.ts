@@ -5,6 +5,7 @@
 // it empties itself (its alarm), so nothing of an ended session stays.
 import { DurableObject } from "cloudflare:workers";
 import * as z from "zod";
+import { countedNamespace } from "../lib/object-calls.ts";
 
 const KEY = "session";
 
@@ -38,6 +39,6 @@ export class ConsoleSession extends DurableObject<Env> {
 }
 
 export function sessionStub(env: Env, storedKey: string): DurableObjectStub<ConsoleSession> {
-  const namespace = env.CONSOLE_SESSION as DurableObjectNamespace<ConsoleSession>;
+  const namespace = countedNamespace(env, "ConsoleSession", env.CONSOLE_SESSION as DurableObjectNamespace<ConsoleSession>);
   return namespace.get(namespace.idFromName(storedKey));
 }
