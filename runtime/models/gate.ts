@@ -59,6 +59,12 @@ export class ProviderGate extends DurableObject<Env> {
     return { go: true, probe };
   }
 
+  /** Whether calls may go with no probe: what an isolate's view of the gate is refreshed by (it takes no probe). */
+  async isOpen(): Promise<boolean> {
+    const gate = this.row();
+    return !gate || gate.refusals === 0;
+  }
+
   /**
    * A call with the key was refused for its rate limit: no call before the
    * time the provider gave (or, with no word, the backoff), and never earlier

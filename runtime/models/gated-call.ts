@@ -1,6 +1,7 @@
 // A provider call as a courier makes it: through the gate of the key it is
 // made with (no call while the provider has told that key to wait; a gate
-// this isolate found open moments ago is not asked again: open-gates.ts), with the
+// this isolate found open is asked again behind the call, not before it:
+// open-gates.ts), with the
 // answer the provider was paid for (whatever the call's outcome) for the
 // courier to count in the ledgers, and a rate limit turned into a time to
 // come back rather than a failed attempt.
@@ -8,7 +9,7 @@ import type { AssistantMessage } from "@mariozechner/pi-ai";
 import { apiKey, callModel, type CallOptions, type ProviderCall } from "./call.ts";
 import { retryBaseSeconds } from "./config.ts";
 import { gateName, gateStub } from "./gate.ts";
-import { askingGate, heardOpen, sawLimit, trustedOpen } from "./open-gates.ts";
+import { askAgain, askingGate, heard, sawLimit, trustedOpen } from "./open-gates.ts";
 import type { ModelRequest } from "./request.ts";
 import type { ModelChoice } from "./types.ts";
 
@@ -23,13 +24,22 @@ export async function callProvider(env: Env, choice: ModelChoice, request: Model
   const name = await gateName(choice.provider.id, opts.key ?? apiKey(env, choice));
   const gate = gateStub(env, name);
   let probe: string | undefined;
-  if (!trustedOpen(name)) {
+  if (trustedOpen(name)) {
+    if (askAgain(name)) {
+      const asked = askingGate();
+      // Not awaited: the call goes on the view; the answer is for the calls after it.
+      void gate.isOpen().then(
+        (open) => heard(name, open, asked),
+        (err: unknown) => console.error("models: the provider gate could not be asked again", err),
+      );
+    }
+  } else {
     const asked = askingGate();
     const admission = await gate.admit();
     if (!admission.go) return { call: { kind: "limited", error: "the key waits out a rate limit the provider announced", until: admission.until } };
     probe = admission.probe;
     // The first call after a wait is the gate's probe: the calls after it ask until the gate has its answer.
-    if (!probe) heardOpen(name, asked);
+    if (!probe) heard(name, true, asked);
   }
   let probeTold = false;
   // The first call after a wait lets the others go as soon as its answer begins, not when it ends.

@@ -1,38 +1,46 @@
 // An isolate's view of its keys' gates (runtime/models/gate.ts), so the gate,
-// one object per key shared by every tenant, is not asked before every call: a
-// gate's "go" (open, no probe) is trusted by the isolate that heard it for
-// OPEN_TRUST_MS, and any 429 the isolate sees closes its view of that key at
-// once, before the gate is told. A key not trusted open asks its gate, as
-// every call did before. docs/design.md ("The deployment's objects off a
-// call's way") says what an isolate that did not see the 429 may still send.
+// one object per key shared by every tenant, is not on a call's way: a gate
+// this isolate heard open lets its calls go without asking, and is asked again
+// behind them (not awaited) once the view is OPEN_FRESH_MS old; any 429 the
+// isolate sees, or a "closed" from that asking, closes its view at once. A key
+// not seen open asks its gate before the call, as every call did before.
+// docs/design.md ("The deployment's objects off a call's way") says what an
+// isolate that did not see the 429 may still send.
 
-/** How long an isolate trusts a gate's "go" without asking again. */
-export const OPEN_TRUST_MS = 1_000;
+/** How old a view of an open gate may grow before the gate is asked again (behind the call that finds it so). */
+export const OPEN_FRESH_MS = 1_000;
 
-/** Gate name → until when its "go" is trusted here. */
-const openUntil = new Map<string, number>();
+/** Gate name → when this isolate last heard it open (asked for after every 429 seen here). */
+const heardAt = new Map<string, number>();
 /** 429s this isolate has seen: a "go" asked for before the latest one is not trusted (it may predate the wait). */
 let limitsSeen = 0;
 
-/** Whether a call with this gate's key may go without asking the gate. */
+/** Whether a call with this gate's key may go without waiting for the gate. */
 export function trustedOpen(gate: string): boolean {
-  const until = openUntil.get(gate);
-  if (until !== undefined && Date.now() >= until) openUntil.delete(gate);
-  return until !== undefined && Date.now() < until;
+  return heardAt.has(gate);
 }
 
-/** Marks the moment the gate is asked: pass it to `heardOpen` with the gate's answer. */
+/** Whether the view of an open gate is old enough to ask the gate again (behind the call); marks it asked, so one call at a time asks. */
+export function askAgain(gate: string): boolean {
+  const at = heardAt.get(gate);
+  if (at === undefined || Date.now() - at < OPEN_FRESH_MS) return false;
+  heardAt.set(gate, Date.now());
+  return true;
+}
+
+/** Marks the moment the gate is asked: pass it to `heard` with the gate's answer. */
 export function askingGate(): number {
   return limitsSeen;
 }
 
-/** The gate said "go" (no probe): trusted for OPEN_TRUST_MS, unless a 429 was seen since it was asked. */
-export function heardOpen(gate: string, asked: number): void {
-  if (asked === limitsSeen) openUntil.set(gate, Date.now() + OPEN_TRUST_MS);
+/** The gate's answer: open (kept, unless a 429 was seen here since it was asked) or not (the view closes: the next call asks before it goes). */
+export function heard(gate: string, open: boolean, asked: number): void {
+  if (open && asked === limitsSeen) heardAt.set(gate, Date.now());
+  else if (!open) heardAt.delete(gate);
 }
 
-/** A call with this gate's key was refused for its rate limit: no call here goes on trust any more. */
+/** A call with this gate's key was refused for its rate limit: no call here goes on the view any more. */
 export function sawLimit(gate: string): void {
   limitsSeen++;
-  openUntil.delete(gate);
+  heardAt.delete(gate);
 }
