@@ -11,6 +11,7 @@ import { usd } from "../../console/layout.tsx";
 import { sessionStub } from "../../console/session-object.ts";
 import { hmacHex, sha256Hex } from "../../lib/http.ts";
 import { agent } from "../agents.ts";
+import { signInAs } from "./sign-in.ts";
 import { getConversation, holdLedger, ledgerAppends, postMessage, providerRequests, releaseLedger, releaseProvider, script, settled, unique, waitFor, worker } from "../support.ts";
 
 const TOKEN = "test-admin-token";
@@ -643,21 +644,6 @@ const TB = "T2";
 async function grant(tenant: string, identity: string, role: string): Promise<void> {
   const res = await worker(`/v1/tenants/${tenant}/roles/${identity}`, { method: "PUT", headers: { ...BEARER, "content-type": "application/json" }, body: JSON.stringify({ role }) });
   expect(res.status).toBe(200);
-}
-
-/** Signs in through the fake as a browser would follow it; returns the session cookie. */
-async function signInAs(team: string, user: string, name: string): Promise<{ cookie: string }> {
-  await fetch(`${E.SLACK_SIGN_IN_BASE_URL}/_control/user`, { method: "PUT", body: JSON.stringify({ team, user, name }) });
-  const start = await worker("/console/login/slack", { redirect: "manual" });
-  expect(start.status).toBe(303);
-  const signin = start.headers.get("set-cookie")!.split(";")[0]!;
-  const atSlack = await fetch(start.headers.get("location")!, { redirect: "manual" });
-  expect(atSlack.status).toBe(302);
-  const back = new URL(atSlack.headers.get("location")!);
-  const done = await worker(`${back.pathname}${back.search}`, { headers: { cookie: signin } });
-  expect(done.status, await done.clone().text()).toBe(200);
-  const session = done.headers.getSetCookie().find((c) => c.startsWith("antiproton_console="))!;
-  return { cookie: session.split(";")[0]! };
 }
 
 async function pageOf(path: string, headers: Record<string, string>): Promise<{ status: number; text: string }> {

@@ -16,6 +16,7 @@ import { script, settled, unique, worker } from "../support.ts";
 import { finished, message, registerCallback } from "../bridges/webhook/helpers.ts";
 import { installWorkspace, messageEnvelope, newTs, postEvent, slackId, statusFinal } from "../bridges/slack/helpers.ts";
 import { ADMIN, bearer, call, newKey } from "./access/helpers.ts";
+import { signInAs } from "../console/sign-in.ts";
 
 const E = env as unknown as Record<string, string>;
 
@@ -51,16 +52,6 @@ async function ok(res: Response, status = 200): Promise<Response> {
   return res;
 }
 
-/** Signs a person in to the console through the fake "Sign in with Slack" (a session, and their name kept). */
-async function signIn(team: string, user: string, name: string): Promise<void> {
-  await fetch(`${E.SLACK_SIGN_IN_BASE_URL}/_control/user`, { method: "PUT", body: JSON.stringify({ team, user, name }) });
-  const start = await worker("/console/login/slack", { redirect: "manual" });
-  const signin = start.headers.get("set-cookie")!.split(";")[0]!;
-  const atSlack = await fetch(start.headers.get("location")!, { redirect: "manual" });
-  const back = new URL(atSlack.headers.get("location")!);
-  await ok(await worker(`${back.pathname}${back.search}`, { headers: { cookie: signin } }));
-}
-
 /** One tenant's run: its chat, then what every tenant is given, then a turn through its chat and one through the Agents API with its own key. */
 async function runTenant(label: string, platform: "slack" | "webhook"): Promise<RunTenant> {
   const tenant = platform === "slack" ? slackId("T") : unique("dbwh");
@@ -85,7 +76,7 @@ async function runTenant(label: string, platform: "slack" | "webhook"): Promise<
   await ok(await call(bearer(key), "POST", `/tenants/${tenant}/agents`, { agent: "helper", description, model: { model: "local" } }), 201);
   await ok(await call(bearer(key), "PUT", `/tenants/${tenant}/agents/helper/mounts`, [{ alias: `clock${tenant.toLowerCase()}`, plugin: "clock" }]));
   await ok(await call(bearer(key), "PUT", `/tenants/${tenant}/agents/helper/second-message`, { strategy: "queue" }));
-  await signIn(team, user, person.name);
+  await signInAs(team, user, person.name);
 
   const s = unique("dbturn");
   const said = `words of ${label} ${tenant}`;
