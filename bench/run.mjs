@@ -26,8 +26,10 @@
 //          CPU limit vs while none runs (accepted, answered), interleaved; and the
 //          sandbox's countdown vs the installed QuickJS in this process (bench/countdown.mjs)
 //   scale  calls into Durable Objects per plain turn by object class, into objects shared by all
-//          tenants, and the hottest object's share of them, at two tenant counts (BENCH_SCALE_TENANTS,
-//          20,100), on its own wrangler dev that counts them (bench/scale.mjs; docs/scale.md)
+//          tenants (on a turn's way; background spend reports apart), and the hottest object's share
+//          of them, at two tenant counts (BENCH_SCALE_TENANTS, 20,100), and a busy shape (the smaller
+//          count's tenants, BENCH_SCALE_BUSY_TURNS=5 turns each in a row), on its own wrangler dev
+//          that counts them (bench/scale.mjs; docs/scale.md)
 import { spawn } from "node:child_process";
 import { createHmac } from "node:crypto";
 import { rmSync, writeFileSync } from "node:fs";

@@ -8,6 +8,22 @@
 // plain turn is a signed message answered by the model with text, no tools.
 // Each tenant's first turn is counted apart from its later (warm) ones. An
 // object is shared by all tenants when its name names none of them.
+//
+// On a turn's way, or a background report: the platform's ledger's `takeSpend`
+// is called by a tenant's ledger from its alarm, a batched report of the spend
+// counted since its last one, at most one per tenant ledger every
+// SPEND_REPORT_EVERY_MS (10 s; runtime/metering/ledger.ts), not by the turn.
+// The counts do not say who called, so the bench tells them apart by method
+// name (BACKGROUND, below); every other call into a shared object is on a
+// turn's way (the provider gate's `admit`, asked when this isolate's 1-s trust
+// in the key's open gate has run out: runtime/models/open-gates.ts). A batch's
+// counts are read once SPEND_REPORT_EVERY_MS and a margin have passed since
+// its last reply and they stopped moving, so every report of the batch's
+// turns is in it (and none is left for the next).
+//
+// The busy shape: the small count's tenants each make BUSY_TURNS turns in a
+// row, well within one report window; a tenant's reports (and the gate's asks)
+// are then shared by its turns, and fall per turn as its turns grow.
 import { createHmac } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { startCallbackReceiver } from "../test/fakes/callback.mjs";
@@ -17,6 +33,13 @@ const COUNTS = (process.env.BENCH_SCALE_TENANTS ?? "20,100").split(",").map(Numb
 if (COUNTS.length !== 2 || !(COUNTS[0] > 0 && COUNTS[1] > COUNTS[0])) throw new Error(`BENCH_SCALE_TENANTS: two tenant counts, smaller first (got ${process.env.BENCH_SCALE_TENANTS})`);
 const WIDTH = Number(process.env.BENCH_SCALE_WIDTH ?? 8);
 const MODEL_MS = 100;
+/** Turns a tenant makes in a row in the busy shape (BENCH_SCALE_BUSY_TURNS). */
+const BUSY_TURNS = Number(process.env.BENCH_SCALE_BUSY_TURNS ?? 5);
+/** A tenant's ledger reports its spend to the platform's at most this often (SPEND_REPORT_EVERY_MS, runtime/metering/ledger.ts). */
+const REPORT_EVERY_MS = 10_000;
+/** Calls into shared objects that are not on a turn's way: a tenant's ledger's alarm reporting its spend (class and method). */
+const BACKGROUND = new Set(["Ledger\ttakeSpend"]);
+const isBackground = (o) => BACKGROUND.has(`${o.objectClass}\t${o.method}`);
 
 /** The variables the section's wrangler dev runs with. */
 export const SCALE_VARS = { COUNT_OBJECT_CALLS: "true", WEBHOOK_SECRET: "bench-webhook-secret", WEBHOOK_TENANT_SECRETS_KEY: "bench-webhook-tenant-secrets-key" };
@@ -65,17 +88,27 @@ export async function scaleSection(bench) {
       }
     };
 
-    /** Turn `k` of each of `batch`'s tenants, WIDTH at once; the calls into objects it took, once every count stopped moving. */
-    const turns = async (batch, k) => {
+    /** Turns each tenant has made. */
+    const made = new Map(tenants.map((t) => [t, 0]));
+    /** `n` turns in a row of each of `batch`'s tenants, WIDTH tenants at once; the calls into objects it took (its reports included), and the longest a tenant's turns took. */
+    const turns = async (batch, n = 1) => {
       const before = await counts();
+      let longest = 0;
       await pool(batch.length, WIDTH, async (i) => {
         const tenant = batch[i];
-        await message(tenant, k);
-        for (const deadline = Date.now() + 120_000; (await replies(tenant)) < k; await sleep(250)) {
-          if (Date.now() > deadline) throw new Error(`${tenant}: no reply to message ${k} in 120 s`);
+        const start = Date.now();
+        for (let j = 0; j < n; j++) {
+          const k = made.get(tenant) + 1;
+          await message(tenant, k);
+          for (const deadline = Date.now() + 120_000; (await replies(tenant)) < k; await sleep(250)) {
+            if (Date.now() > deadline) throw new Error(`${tenant}: no reply to message ${k} in 120 s`);
+          }
+          made.set(tenant, k);
         }
+        longest = Math.max(longest, Date.now() - start);
       });
-      // The reports and status updates after each reply: settled once the counts have not moved for 2 s.
+      // The reports of the batch's spend (each within REPORT_EVERY_MS of a count) and the status updates after each reply: settled once that time has passed and the counts have not moved for 2 s.
+      await sleep(REPORT_EVERY_MS + 1000);
       let after = await counts();
       for (let still = 0; still < 2; ) {
         await sleep(1000);
@@ -85,43 +118,60 @@ export async function scaleSection(bench) {
       }
       if (total(after) < total(before)) throw new Error("the object-call counts went down: workerd restarted during the batch, its counts are lost");
       const was = new Map(before.map((o) => [callKey(o), o.calls]));
-      return after.map((o) => ({ ...o, calls: o.calls - (was.get(callKey(o)) ?? 0) })).filter((o) => o.calls > 0);
+      return { calls: after.map((o) => ({ ...o, calls: o.calls - (was.get(callKey(o)) ?? 0) })).filter((o) => o.calls > 0), longest };
     };
 
-    /** Prints a batch's calls (by object and method) per turn by class, into shared objects, and the hottest object's share. */
+    /** Prints a batch's calls (by object and method) per turn by class, into shared objects (on a turn's way; background reports), and the hottest object's share. */
     const report = (label, calls, turnCount) => {
       const all = total(calls);
+      const isShared = (o) => !o.object.includes(prefix);
+      // A shared object's class is printed apart from the tenants' objects of the same class.
+      const classOf = (o) => (isShared(o) ? `${o.objectClass} (shared)` : o.objectClass);
       const objects = merge(calls, objectKey);
       const byClass = new Map();
       for (const o of objects) {
-        const c = byClass.get(o.objectClass) ?? { calls: 0, objects: 0, top: 0, methods: new Map() };
-        byClass.set(o.objectClass, { ...c, calls: c.calls + o.calls, objects: c.objects + 1, top: Math.max(c.top, o.calls) });
+        const c = byClass.get(classOf(o)) ?? { calls: 0, objects: 0, top: 0, methods: new Map() };
+        byClass.set(classOf(o), { ...c, calls: c.calls + o.calls, objects: c.objects + 1, top: Math.max(c.top, o.calls) });
       }
-      for (const m of calls) byClass.get(m.objectClass).methods.set(m.method, (byClass.get(m.objectClass).methods.get(m.method) ?? 0) + m.calls);
+      for (const m of calls) byClass.get(classOf(m)).methods.set(m.method, (byClass.get(classOf(m)).methods.get(m.method) ?? 0) + m.calls);
       const perTurn = (n) => Number((n / turnCount).toFixed(2));
-      const shared = objects.filter((o) => !o.object.includes(prefix));
-      const hottest = objects.reduce((a, b) => (b.calls > a.calls ? b : a), { calls: 0 });
+      const listed = (cs) => merge(cs, callKey).map((o) => `${o.objectClass} ${o.object} ${o.method}: ${o.calls}`).join(", ") || "none";
+      const onWay = calls.filter((o) => isShared(o) && !isBackground(o));
+      const reports = calls.filter((o) => isShared(o) && isBackground(o));
+      const hottestOf = (cs) => merge(cs, objectKey).reduce((a, b) => (b.calls > a.calls ? b : a), { calls: 0 });
+      const wayCalls = calls.filter((o) => !isBackground(o));
+      const [hotWay, hotAll] = [hottestOf(wayCalls), hottestOf(calls)];
       print(`  ${label} (${turnCount} turns):`);
       print(row(`calls into objects per turn`, { value: all / turnCount }, "", `${all} calls into ${objects.length} objects`));
       for (const [cls, c] of [...byClass].sort((a, b) => b[1].calls - a[1].calls)) {
         const methods = [...c.methods].sort((a, b) => b[1] - a[1]).map(([m, n]) => `${m} ${perTurn(n)}`).join(", ");
-        print(row(`  ${cls}`, { value: c.calls / turnCount }, "", `${c.objects} objects, the busiest ${c.top} calls; a turn: ${methods}`));
+        print(row(`  ${cls}`, { value: perTurn(c.calls) }, "", `${c.objects} objects, the busiest ${c.top} calls; a turn: ${methods}`));
       }
-      print(row(`into objects shared by all tenants, per turn`, { value: total(shared) / turnCount }, "", shared.map((o) => `${o.objectClass} ${o.object}: ${o.calls}`).join(", ") || "none"));
-      print(row(`the hottest object's share of all calls`, { value: (100 * hottest.calls) / all }, "%", `${hottest.objectClass} ${hottest.object}: ${hottest.calls} of ${all}`));
-      return { share: hottest.calls / all };
+      print(row(`into objects shared by all tenants, on a turn's way, per turn`, { value: perTurn(total(onWay)) }, "", listed(onWay)));
+      print(row(`background reports into shared objects per turn`, { value: perTurn(total(reports)) }, "", listed(reports)));
+      print(row(`the hottest object's share of calls on a turn's way`, { value: (100 * hotWay.calls) / total(wayCalls) }, "%", `${hotWay.objectClass} ${hotWay.object}: ${hotWay.calls} of ${total(wayCalls)}`));
+      print(row(`the hottest object's share, reports included`, { value: (100 * hotAll.calls) / all }, "%", `${hotAll.objectClass} ${hotAll.object}: ${hotAll.calls} of ${all}`));
+      const gate = calls.filter((o) => isShared(o) && o.objectClass === "ProviderGate");
+      return { way: hotWay.calls / total(wayCalls), all: hotAll.calls / all, reports: total(reports) / turnCount, gate: total(gate) / turnCount };
     };
+    const ratio = (name, a, b, what) => print(row(name, { value: b === 0 ? NaN : a / b }, "x", what));
+    const pct = (x) => `${(100 * x).toFixed(2)} %`;
 
     print(`scale: webhook tenants (each its own secret and callback URL), plain turns (a signed message, the model's text answer after ${MODEL_MS} ms, no tools), ${WIDTH} at once;`);
     print(`  every call on a stub counted by the Worker and its objects (COUNT_OBJECT_CALLS=true, read at GET /v1/object-calls around each batch); shared: an object whose name names no tenant`);
-    const [small, rest] = [tenants.slice(0, COUNTS[0]), tenants.slice(COUNTS[0])];
-    const first = [await turns(small, 1), await turns(rest, 1)].flat();
-    report(`each tenant's first turn, ${COUNTS[1]} tenants`, merge(first, callKey), COUNTS[1]);
-    const atSmall = report(`a plain turn (each tenant's second), ${COUNTS[0]} tenants`, await turns(small, 2), COUNTS[0]);
+    const small = tenants.slice(0, COUNTS[0]);
+    const first = await turns(tenants);
+    report(`each tenant's first turn, ${COUNTS[1]} tenants`, first.calls, COUNTS[1]);
+    const atSmall = report(`a plain turn (each tenant's second), ${COUNTS[0]} tenants`, (await turns(small)).calls, COUNTS[0]);
     // Every tenant's next turn, each warm: the small count's third, the rest's second.
-    const warm = [await turns(small, 3), await turns(rest, 2)].flat();
-    const atLarge = report(`a plain turn, ${COUNTS[1]} tenants`, merge(warm, callKey), COUNTS[1]);
-    print(row(`the hottest object's share, ${COUNTS[1]} vs ${COUNTS[0]} tenants`, { value: atLarge.share / atSmall.share }, "x", `${(100 * atLarge.share).toFixed(2)} % vs ${(100 * atSmall.share).toFixed(2)} %: falls as tenants grow when below 1×`));
+    const atLarge = report(`a plain turn, ${COUNTS[1]} tenants`, (await turns(tenants)).calls, COUNTS[1]);
+    ratio(`the hottest object's share, ${COUNTS[1]} vs ${COUNTS[0]} tenants`, atLarge.way, atSmall.way, `${pct(atLarge.way)} vs ${pct(atSmall.way)} (on a turn's way): falls as tenants grow when below 1×`);
+    ratio(`  the same, reports included`, atLarge.all, atSmall.all, `${pct(atLarge.all)} vs ${pct(atSmall.all)} (one turn a tenant: a report each)`);
+    const busy = await turns(small, BUSY_TURNS);
+    const atBusy = report(`busy: ${COUNTS[0]} tenants, ${BUSY_TURNS} plain turns each in a row (the longest tenant's ${(busy.longest / 1000).toFixed(1)} s, one report window is ${REPORT_EVERY_MS / 1000} s)`, busy.calls, COUNTS[0] * BUSY_TURNS);
+    ratio(`background reports per turn, ${BUSY_TURNS} turns a tenant vs 1`, atBusy.reports, atSmall.reports, `${atBusy.reports.toFixed(2)} vs ${atSmall.reports.toFixed(2)}: fall as a tenant's turns grow when below 1×`);
+    ratio(`gate asks per turn, ${BUSY_TURNS} turns a tenant vs 1`, atBusy.gate, atSmall.gate, `${atBusy.gate.toFixed(3)} vs ${atSmall.gate.toFixed(3)}`);
+    ratio(`the hottest object's share, reports included, busy vs 1 turn`, atBusy.all, atSmall.all, `${pct(atBusy.all)} vs ${pct(atSmall.all)}`);
   } finally {
     await callbacks.close();
   }
