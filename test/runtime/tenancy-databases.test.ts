@@ -31,11 +31,15 @@ interface RunTenant {
 const TENANTS: RunTenant[] = [];
 
 /**
- * The namespaces whose objects keep SQLite. MACHINE is left out: a machine is
- * a container the run never starts (no turn here leases one), and waking one
- * to read it would start one.
+ * Every namespace of the deployment (each Durable Object binding, so a class
+ * added later is read too; the test pool's own `__VITEST_POOL_WORKERS_*`
+ * services aside) but MACHINE: a machine is a container the run never starts
+ * (no turn here leases one), and waking one to read it would start one.
  */
-const BINDINGS = ["AGENT", "CONTROL", "COURIER", "LEDGER", "PROVIDER_GATE", "SEND_PACE", "TENANT"] as const;
+const BINDINGS = Object.entries(env)
+  .filter(([name, value]) => !name.startsWith("__") && name !== "MACHINE" && typeof (value as Partial<DurableObjectNamespace>).idFromName === "function")
+  .map(([name]) => name)
+  .sort();
 
 /**
  * Where every tenant of the run has rows of its own (its agents, its ledger,
@@ -95,16 +99,18 @@ async function runTenant(label: string, platform: "slack" | "webhook"): Promise<
   return { label, tenant, platform, marks: [tenant, keyName, person.identity, person.name, secret, description, said, teamName] };
 }
 
-/** Every table's rows of an object's SQLite, as text per table and column. */
-function cellsOf(storage: DurableObjectStorage): { table: string; column: string; text: string }[] {
+/** Every table's rows of an object's SQLite, as text per table and column, and its key-value entries (SQLite's `_cf_KV`) as table "kv". */
+async function cellsOf(storage: DurableObjectStorage): Promise<{ table: string; column: string; text: string }[]> {
   const sql = storage.sql;
   const tables = sql.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'").toArray();
-  return tables.flatMap(({ name: table }) =>
+  const rows = tables.flatMap(({ name: table }) =>
     sql
       .exec(`SELECT * FROM "${table}"`)
       .toArray()
       .flatMap((row) => Object.entries(row).map(([column, value]) => ({ table, column, text: value instanceof ArrayBuffer ? new TextDecoder().decode(value) : String(value) }))),
   );
+  const entries = [...(await storage.list())].map(([key, value]) => ({ table: "kv", column: key, text: `${key} ${JSON.stringify(value)}` }));
+  return [...rows, ...entries];
 }
 
 /** What an object is, for a failure: its name where the run can tell it (a tenant's object, a ledger, the control plane), else its id. */
@@ -142,6 +148,10 @@ beforeAll(async () => {
 }, 120_000);
 
 describe("no database of the deployment holds two tenants' rows, but the control plane's directory of names", () => {
+  it("reads every namespace: the agents, the control plane, the tenants, the people's indexes, the sessions, the ledgers, …", () => {
+    expect(BINDINGS).toEqual(expect.arrayContaining(["AGENT", "CONSOLE_SESSION", "CONTROL", "COURIER", "LEDGER", "PERSON_ROLES", "PROVIDER_GATE", "SEND_PACE", "TENANT"]));
+  });
+
   it.each(BINDINGS)("%s", async (binding) => {
     const { objects, tenantsSeen, shared } = await sharedTables(binding);
     expect(shared).toEqual([]);
