@@ -86,7 +86,20 @@ export class ControlPlane extends DurableObject<Env> {
     markDeleted(this.sql, route, Date.now());
   }
 
-  // ---- settings and descriptions an older release kept here, for the tenant's object to take over ----
+  // ---- what an older release kept here of a tenant's, for the tenant's object to take over ----
+
+  /** Whether any row of this tenant's an older release kept here is left: its settings and records, keys, roles, trail, people's names, agents' descriptions. */
+  async holdsOlderRows(tenant: string): Promise<boolean> {
+    const held = this.sql
+      .exec<{ held: number }>(
+        `SELECT EXISTS (SELECT 1 FROM settings WHERE key = ?1 OR substr(key, 1, length(?1) + 1) = ?1 || '/')
+           OR EXISTS (SELECT 1 FROM api_keys WHERE tenant = ?1) OR EXISTS (SELECT 1 FROM roles WHERE tenant = ?1) OR EXISTS (SELECT 1 FROM audit WHERE tenant = ?1)
+           OR EXISTS (SELECT 1 FROM directory WHERE tenant = ?1 AND description IS NOT NULL) AS held`,
+        tenant,
+      )
+      .one().held;
+    return held === 1 || peopleOfTeam(this.sql, tenant).length > 0;
+  }
 
   /** A tenant's settings rows, version and agents (descriptions included) as an older release kept them. */
   async oldSettings(tenant: string): Promise<OldSettings> {

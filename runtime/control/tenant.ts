@@ -46,6 +46,8 @@ const AUDIT = "audit trail";
 const PEOPLE = "people";
 /** The handover of the settings, their version and the agents with their descriptions. */
 const SETTINGS = "settings and agents";
+/** The marker of a tenant of whom the control plane held nothing when first asked (a tenant made on this release): no handover asks it again. */
+const NOTHING_OLDER = "nothing older";
 
 /** Who changed a setting and what the trail keeps of it (the value before is read in the change's transaction). */
 export type SettingAudit = Pick<AuditEntry, "actor" | "action" | "subject" | "after">;
@@ -63,6 +65,8 @@ export class Tenant extends DurableObject<Env> {
   private readonly sql: SqlStorage;
   /** Each handover under way, by its name in `handovers`: a call that comes meanwhile waits for it. */
   private readonly takingOver = new Map<string, Promise<void>>();
+  /** The control plane's answer to "do you hold anything of this tenant's", asked once a wake until it says no (which is kept). */
+  private olderRows: Promise<boolean> | undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -167,11 +171,13 @@ export class Tenant extends DurableObject<Env> {
    * waits for it, so the old rows are copied once and never replace one
    * written since. A delete that failed is tried again at the next touch;
    * rows are copied before they are deleted, so nothing is lost between the
-   * two objects.
+   * two objects. A tenant of whom the control plane holds nothing (one made
+   * on this release) is told so once, and no handover asks it again.
    */
   private async takeOver<T>(name: string, old: { read: () => Promise<T>; keep: (rows: T) => void; clear: () => Promise<unknown> }): Promise<void> {
     const marker = () => this.sql.exec<{ cleared_at: number | null }>("SELECT cleared_at FROM handovers WHERE kind = ?", name).toArray()[0];
     if (marker()?.cleared_at != null) return;
+    if (!marker() && !(await this.mayHoldOlder())) return;
     let taking = this.takingOver.get(name);
     if (!taking) {
       taking = (async () => {
@@ -188,6 +194,26 @@ export class Tenant extends DurableObject<Env> {
       this.takingOver.set(name, taking);
     }
     await taking;
+  }
+
+  /** Whether the control plane may still hold rows of this tenant that an older release kept there. */
+  private mayHoldOlder(): Promise<boolean> {
+    const told = this.sql.exec("SELECT 1 FROM handovers WHERE kind = ? AND cleared_at IS NOT NULL", NOTHING_OLDER).toArray().length > 0;
+    if (told) return Promise.resolve(false);
+    this.olderRows ??= controlPlane(this.env)
+      .holdsOlderRows(this.owner()!)
+      .then(
+        (holds) => {
+          const now = Date.now();
+          if (!holds) this.sql.exec("INSERT OR IGNORE INTO handovers (kind, copied_at, cleared_at) VALUES (?, ?, ?)", NOTHING_OLDER, now, now);
+          return holds;
+        },
+        (err: unknown) => {
+          this.olderRows = undefined;
+          throw err;
+        },
+      );
+    return this.olderRows;
   }
 
   // ---- API keys (tenant-keys.ts) ----

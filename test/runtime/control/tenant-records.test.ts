@@ -6,9 +6,9 @@
 // once; a withdrawn installation is refused at the next request.
 import { env } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { controlPlane, tenantRecord } from "../../../runtime/index.ts";
-import { tenantStub } from "../../../runtime/control/index.ts";
+import { ControlPlane, tenantStub } from "../../../runtime/control/index.ts";
 import { seal } from "../../../lib/sealed.ts";
 import { tokenEncryptionKey } from "../../../bridges/slack/config.ts";
 import { botTokenFor, withdrawInstallation } from "../../../bridges/slack/installations.ts";
@@ -150,6 +150,31 @@ describe("a tenant's records", () => {
     await controlPlane(env).delete("webhook-callbacks", hookTenant);
   });
 
+  it("a tenant made on this release asks the control plane once whether it holds anything of the tenant's, and then never, whatever is touched, woken again or not", async () => {
+    const T = unique("new");
+    const methods = Object.getOwnPropertyNames(ControlPlane.prototype).filter((name) => name !== "constructor") as (keyof ControlPlane)[];
+    const spies = methods.map((name) => [name, vi.spyOn(ControlPlane.prototype, name)] as const);
+    const asked = () => Object.fromEntries(spies.map(([name, spy]) => [name, spy.mock.calls.length]).filter(([, calls]) => calls !== 0));
+    const touchAll = async () => {
+      const tenant = tenantStub(env, T);
+      await tenant.record(T, "webhook-secrets");
+      await tenant.keys(T);
+      await tenant.roles(T);
+      await tenant.audit(T, 10);
+      await tenant.namesOf(T, [`slack:${T}:U1`]);
+      await tenant.settings(T, "assistant");
+    };
+    try {
+      await touchAll();
+      expect(asked()).toEqual({ holdsOlderRows: 1 });
+      await runInDurableObject(tenantStub(env, T), (_instance, state) => state.abort("evicted by the test")).catch(() => undefined);
+      await touchAll();
+      expect(asked()).toEqual({ holdsOlderRows: 1 });
+    } finally {
+      spies.forEach(([, spy]) => spy.mockRestore());
+    }
+  });
+
   it("a first write that comes while the old row is being taken over waits for it: the row is copied once and does not replace the write", async () => {
     const tenant = unique("wh");
     const old = { callback_url: `${E.FAKE_CALLBACK_URL}/hooks/old` };
@@ -160,6 +185,7 @@ describe("a tenant's records", () => {
       let answer!: () => void;
       const held = new Promise<void>((resolve) => (answer = resolve));
       const control = {
+        holdsOlderRows: async () => true,
         get: async (kind: string) => (asked.push(`get ${kind}`) === 1 && (await held), old),
         delete: async (kind: string) => (asked.push(`delete ${kind}`), true),
       };
