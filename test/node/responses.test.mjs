@@ -1,8 +1,9 @@
 // The OpenAI Responses API and the follow of a conversation, against `wrangler
 // dev` with the fake model provider and the fake Slack: the official `openai`
 // client runs plain, streamed and background responses (polled, cancelled),
-// sees a tool call's items and a held call's, and keeps a conversation across
-// calls; then a follower of a Slack conversation is cut off by a kill of the
+// sees a tool call's items and a held call's, a reply's text in deltas as the
+// provider streams it (with no call into the agent's object per piece), and
+// keeps a conversation across calls; then a follower of a Slack conversation is cut off by a kill of the
 // dev server mid-turn and resumes with Last-Event-ID, missing nothing.
 import assert from "node:assert/strict";
 import { exec } from "node:child_process";
@@ -43,6 +44,8 @@ before(async () => {
     MOUNTS: JSON.stringify([{ alias: "clock", plugin: "clock" }, { alias: "guarded", plugin: "clock", policy: { read: "approval" } }]),
     // A model call cut off by the kill is sent again soon after the restart.
     EFFECT_LEASE_SECONDS: "2",
+    // GET /v1/object-calls: a streamed reply's pieces make no call into the agent's object.
+    COUNT_OBJECT_CALLS: "true",
   };
   worker = await startWorker({ cwd: ROOT, vars });
   client = new OpenAI({ apiKey: ADMIN, baseURL: `${worker.url}/v1`, maxRetries: 0 });
@@ -156,6 +159,26 @@ test("stream: true sends a reply the provider streams in 20 pieces as text delta
 
   // OpenAI's client makes output_text from the items: the messages stay apart there too.
   assert.equal((await client.responses.retrieve(completed.response.id)).output_text, `Let me check the clock.\n\n${reply}`);
+});
+
+/** Calls into agent objects this dev server has made so far. */
+const agentObjectCalls = async () => {
+  const { objects } = await api("/object-calls");
+  return objects.filter((o) => o.objectClass === "AgentObject").reduce((sum, o) => sum + o.calls, 0);
+};
+
+test("a reply streamed in 600 pieces reaches the stream as hundreds of deltas with fewer calls into the agent's object than deltas: none per piece", async () => {
+  await script("many", [{ text: "word ".repeat(600).trim(), argumentChunk: 5, chunkDelayMs: 4 }]);
+  const before = await agentObjectCalls();
+  const stream = await client.responses.create({ model: MODEL, input: "[s:many] talk a lot", stream: true });
+  const events = [];
+  for await (const event of stream) events.push(event);
+  const calls = (await agentObjectCalls()) - before;
+  const deltas = events.filter((e) => e.type === "response.output_text.delta");
+  assert.equal(deltas.map((e) => e.delta).join(""), events.at(-1).response.output_text);
+  // The turn's own calls (the message, the claim, the report) and the feed's looks, 25-500 ms apart: a call per piece would be ≥ one per delta.
+  assert.ok(deltas.length >= 50, `${deltas.length} deltas`);
+  assert.ok(calls < deltas.length / 2, `${calls} calls into the agent's object for ${deltas.length} deltas`);
 });
 
 test("background: true answers at once; the response is polled to its end, or cancelled while its turn runs", async () => {
