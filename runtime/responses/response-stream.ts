@@ -44,18 +44,22 @@ export function streamResponse(env: Env, route: Route, first: ResponseState, rea
       await events.flush();
     };
     const listening = listenToText(env, route, first.conversation, (piece) => exclusive(() => events.piece(piece, refresh)));
-    const ended = await watch(
-      streamMs,
-      (changed) =>
-        exclusive(async () => {
-          if (await events.flush()) changed();
-          if (events.state.status !== "in_progress") return true;
-          events.state = await read();
-          return false;
-        }),
-      () => sink.closed,
-    );
-    listening.stop();
+    let ended = false;
+    try {
+      ended = await watch(
+        streamMs,
+        (changed) =>
+          exclusive(async () => {
+            if (await events.flush()) changed();
+            if (events.state.status !== "in_progress") return true;
+            events.state = await read();
+            return false;
+          }),
+        () => sink.closed,
+      );
+    } finally {
+      listening.stop();
+    }
     if (ended) await exclusive(() => events.end());
   });
 }
