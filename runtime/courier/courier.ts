@@ -17,6 +17,7 @@ import { countHeld, countJob, type HourBusy, type PaidAnswer, spendRefusal } fro
 import type { HeldSpan } from "../../plugins/index.ts";
 import { ChatSends, errorText } from "./sends.ts";
 import { ReplyStream } from "./reply-stream.ts";
+import { PartialTexts } from "./partial-texts.ts";
 import { MountCalls } from "./mount-calls.ts";
 import { ScriptCaller } from "./script-caller.ts";
 import { appendAudit } from "./audit-append.ts";
@@ -63,6 +64,8 @@ const NO_TASK = 0;
 export class Courier extends DurableObject<Env> {
   private readonly mounts: MountCalls;
   private readonly sends: ChatSends;
+  /** The text its model calls are writing, for the Responses streams that listen. */
+  private readonly partials = new PartialTexts();
   /** Lanes being worked, and those given a task meanwhile (their run looks again before it ends). */
   private readonly working = new Map<string, Promise<void>>();
   private readonly workAgain = new Set<string>();
@@ -97,6 +100,15 @@ export class Courier extends DurableObject<Env> {
       if (insert(effect) || (this.freedForLaterSend(effect) && insert(effect))) lanes.add(effect.lane);
     }
     for (const lane of lanes) this.work(lane).catch((err: unknown) => console.error("courier: work failed; its watchdog resumes it", err));
+  }
+
+  /**
+   * The text the model calls of a lane (runtime/effects' modelLane) are
+   * writing, as they write it, until the caller cancels: a Responses stream
+   * listens here (runtime/courier/partial-texts.ts).
+   */
+  listen(lane: string): ReadableStream<Uint8Array> {
+    return this.partials.listen(lane);
   }
 
   /** The watchdog (or a retry's wait) ran out: resume every lane that holds a task. */
@@ -203,7 +215,11 @@ export class Courier extends DurableObject<Env> {
         if (!work) return null;
         const stream = this.replyStream(effect, work.stream);
         const request = JSON.parse(work.request) as ModelRequest;
-        const { call, paid } = await this.callModel(effect, request, stream);
+        const onText = (text: string, calledAt: number) => {
+          stream?.onText(text);
+          if (work.followed) this.partials.write(effect.lane, calledAt, text);
+        };
+        const { call, paid } = await this.callModel(effect, request, onText).finally(() => this.partials.end(effect.lane));
         // Kept in the step that read the answer, before anything else can fail: a crash from here on counts it still.
         if (paid) this.keepPaid(effect, seq, { id: `${effect.id}:${crypto.randomUUID()}`, pick: request.model, message: paid, child: request.child === true });
         const shown = await stream?.finish(call.kind === "reply" ? textOf(call.message.content) : undefined);
@@ -340,7 +356,7 @@ export class Courier extends DurableObject<Env> {
    * that cannot work is a refusal (retrying cannot help); a spend limit
    * reached too, told as it is; anything unexpected a retry.
    */
-  private async callModel(effect: EffectMessage, request: ModelRequest, stream?: ReplyStream): Promise<GatedCall> {
+  private async callModel(effect: EffectMessage, request: ModelRequest, onText: (text: string, calledAt: number) => void): Promise<GatedCall> {
     try {
       const choice = modelChoice(this.env, request.model);
       const refusal = await spendRefusal(this.env, effect, choice);
@@ -349,7 +365,7 @@ export class Courier extends DurableObject<Env> {
       const own = choice.kind === "provider" && choice.byok && request.model.secret ? await resolveSecret(this.env, effect.tenant, { name: request.model.secret, setBy: request.model.set_by, what: "the model choice" }) : undefined;
       if (own && "missing" in own) return { call: { kind: "refused", error: `not configured: ${own.missing}` } };
       const messages = await picturesIn(this.env.LARGE_VALUES, effect, choice.settings.images, imageLimits(this.env), request.messages);
-      return await callProvider(this.env, choice, { ...request, messages }, { cacheKey: `${effect.tenant}/${effect.agent}`, onText: stream && ((text) => stream.onText(text)), ...(own ? { key: own.value } : {}) });
+      return await callProvider(this.env, choice, { ...request, messages }, { cacheKey: `${effect.tenant}/${effect.agent}`, onText, ...(own ? { key: own.value } : {}) });
     } catch (err) {
       if (err instanceof ConfigError) return { call: { kind: "refused", error: `not configured: ${err.message}` } };
       return { call: { kind: "retry", error: errorText(err) } };

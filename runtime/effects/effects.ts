@@ -224,7 +224,13 @@ export class Effects {
 function laneOf(row: EffectRow): string {
   if (row.kind === "mount") return `mount:${row.id}`;
   if (row.kind === "typing") return `send:${row.conversation}`;
+  if (row.kind === "model") return modelLane(row.conversation);
   return `${row.kind === "hold" || row.kind === "lease" ? "tool" : row.kind}:${row.conversation}`;
+}
+
+/** The lane of a conversation's model calls: its courier holds the text they are writing (a Responses stream listens there). */
+export function modelLane(conversation: string): string {
+  return `model:${conversation}`;
 }
 
 // Which courier works an effect, and how a due effect reaches it. The pass

@@ -35,8 +35,12 @@ export interface CallOptions {
    * one (OpenAI's `prompt_cache_key`): one agent's calls share a system prompt and tools.
    */
   cacheKey?: string;
-  /** Told the text of the reply so far, each time it grows (the courier streams it to the chat). */
-  onText?: (text: string) => void;
+  /**
+   * Told the text of the reply so far, each time it grows, and when the call
+   * began (the reply's timestamp, which names the call): the courier streams it
+   * to the chat and to the conversation's Responses streams.
+   */
+  onText?: (text: string, calledAt: number) => void;
   /** Told once a successful response has begun, before its body is read. */
   onAccepted?: () => Promise<void>;
   /** Told the provider's answer as read, whatever its outcome: what it used is what was paid for. */
@@ -59,10 +63,10 @@ const CALLS: Record<ModelApi, Call> = {
 };
 
 /** Reads the stream to its end, telling `onText` the text so far as it grows; the whole message at the end. */
-async function read(stream: AssistantMessageEventStream, onText?: (text: string) => void): Promise<AssistantMessage> {
+async function read(stream: AssistantMessageEventStream, onText?: CallOptions["onText"]): Promise<AssistantMessage> {
   if (onText) {
     for await (const event of stream) {
-      if (event.type === "text_delta") onText(textOf(event.partial.content));
+      if (event.type === "text_delta") onText(textOf(event.partial.content), event.partial.timestamp);
     }
   }
   return stream.result();

@@ -20,13 +20,15 @@ export interface ModelRequest {
 /**
  * A model job's work for its courier: the request (a ModelRequest as JSON
  * text, as the job row keeps it), the object's busy time per hour for the
- * ledger, and where to stream the reply's text (when streaming is on and the
- * platform can).
+ * ledger, where to stream the reply's text (when streaming is on and the
+ * platform can), and whether the conversation's Responses streams hear it.
  */
 export interface ModelWork {
   request: string;
   busy: HourBusy[];
   stream?: StreamTarget;
+  /** The call writes a turn's reply (not a compaction's summary): its courier tells the conversation's Responses streams the text as it comes. */
+  followed?: true;
 }
 
 /** The outbox's ref key of the message a job's reply is streamed to. */

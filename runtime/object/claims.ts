@@ -214,20 +214,20 @@ export class Claims {
     return rest && { request, ...rest };
   }
 
-  /** The busy time for the ledger, and where to stream the reply; a configuration that cannot work fails the job (null). */
+  /** The busy time for the ledger, where to stream the reply and whether Responses streams hear it; a configuration that cannot work fails the job (null). */
   private modelExtras(jobId: string): Omit<ModelWork, "request"> | null {
     const { storage, env, jobs, turns, busyTime } = this.parts;
+    const job = jobs.get(jobId)!;
     let stream: boolean;
     try {
       stream = streamReplies(env);
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
-      const job = jobs.get(jobId)!;
       storage.transactionSync(() => turns.settle(job, { kind: "failed", error: `configuration error: ${err.message}` }));
       return null;
     }
-    const target = stream ? storage.transactionSync(() => turns.streamTarget(jobs.get(jobId)!)) : undefined;
-    return { busy: busyTime.toShip(), ...(target ? { stream: target } : {}) };
+    const target = stream ? storage.transactionSync(() => turns.streamTarget(job)) : undefined;
+    return { busy: busyTime.toShip(), ...(target ? { stream: target } : {}), ...(job.purpose === "chat" ? { followed: true as const } : {}) };
   }
 
   /**

@@ -6,19 +6,32 @@ import type { FeedEvent, ResponseState } from "../feed/index.ts";
 
 type Json = Record<string, unknown>;
 
-/** An output item, with the feed event it came from (a stream sends each once, in order). */
+/** An output item, with the feed event it came from (a stream sends each once, in order); a message's, with the model call that wrote it. */
 export interface OutputItem {
   item: Json & { id: string; type: string };
   from: number;
+  calledAt?: number;
 }
+
+/**
+ * What comes before an agent message that follows another in one response:
+ * OpenAI's clients make `output_text` by joining the messages' texts as they
+ * are, so each message after the first starts a paragraph of its own.
+ */
+export const MESSAGE_SEPARATOR = "\n\n";
+
+/** A message item's id: its model call's, so a stream names the item while the call still writes it. */
+export const messageId = (calledAt: number) => `msg_${calledAt}`;
 
 /** The output items of a response's events: what the agent said and called, and what it was answered. */
 export function outputItems(events: FeedEvent[]): OutputItem[] {
+  let said = false;
   return events.flatMap((event): OutputItem[] => {
     const from = event.id;
     if (event.type === "message" && event.entry.role === "assistant") {
-      const { text, toolCalls } = event.entry;
-      const message = text ? [{ from, item: messageItem(`msg_${from}`, text) }] : [];
+      const { text, toolCalls, calledAt } = event.entry;
+      const message = text ? [{ from, calledAt, item: messageItem(messageId(calledAt), `${said ? MESSAGE_SEPARATOR : ""}${text}`) }] : [];
+      said ||= message.length > 0;
       const calls = toolCalls.map((call, i) => ({
         from,
         item: { type: "function_call", id: `fc_${from}_${i}`, call_id: call.id, name: call.name, arguments: JSON.stringify(call.arguments ?? {}), status: "completed" },
@@ -34,7 +47,7 @@ export function outputItems(events: FeedEvent[]): OutputItem[] {
   });
 }
 
-function messageItem(id: string, text: string): OutputItem["item"] {
+export function messageItem(id: string, text: string): OutputItem["item"] {
   return { type: "message", id, role: "assistant", status: "completed", content: [{ type: "output_text", text, annotations: [], logprobs: [] }] };
 }
 
@@ -92,22 +105,39 @@ export function responseObject(state: ResponseState, output: OutputItem[] = outp
 /** A stream event: its `type`, and the rest of its data (the sequence number is added as it is sent). */
 export type StreamEvent = Json & { type: string };
 
+/** A message item's text. */
+export const messageText = (item: OutputItem["item"]) => (item.content as { text: string }[])[0]!.text;
+
+const textPart = (text: string) => ({ type: "output_text", text, annotations: [], logprobs: [] });
+
+/** The events that open a message item, before its text. */
+export function messageOpening(output_index: number, item: OutputItem["item"]): StreamEvent[] {
+  return [
+    { type: "response.output_item.added", output_index, item: { ...item, status: "in_progress", content: [] } },
+    { type: "response.content_part.added", item_id: item.id, output_index, content_index: 0, part: textPart("") },
+  ];
+}
+
+/** A piece of a message item's text. */
+export function textDelta(output_index: number, item_id: string, delta: string): StreamEvent {
+  return { type: "response.output_text.delta", item_id, output_index, content_index: 0, delta, logprobs: [] };
+}
+
+/** The events that close a message item, with its whole text. */
+export function messageClosing(output_index: number, item: OutputItem["item"]): StreamEvent[] {
+  const text = messageText(item);
+  const at = { item_id: item.id, output_index, content_index: 0 };
+  return [
+    { type: "response.output_text.done", ...at, text, logprobs: [] },
+    { type: "response.content_part.done", ...at, part: textPart(text) },
+    { type: "response.output_item.done", output_index, item },
+  ];
+}
+
 /** The events that send one output item: added, its content or arguments, done. */
 export function itemEvents(output_index: number, item: OutputItem["item"]): StreamEvent[] {
   const done = { type: "response.output_item.done", output_index, item };
-  if (item.type === "message") {
-    const text = (item.content as { text: string }[])[0]!.text;
-    const at = { item_id: item.id, output_index, content_index: 0 };
-    const part = { type: "output_text", text: "", annotations: [], logprobs: [] };
-    return [
-      { type: "response.output_item.added", output_index, item: { ...item, status: "in_progress", content: [] } },
-      { type: "response.content_part.added", ...at, part },
-      { type: "response.output_text.delta", ...at, delta: text, logprobs: [] },
-      { type: "response.output_text.done", ...at, text, logprobs: [] },
-      { type: "response.content_part.done", ...at, part: { ...part, text } },
-      done,
-    ];
-  }
+  if (item.type === "message") return [...messageOpening(output_index, item), textDelta(output_index, item.id, messageText(item)), ...messageClosing(output_index, item)];
   if (item.type === "function_call") {
     const args = item.arguments as string;
     return [

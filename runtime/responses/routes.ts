@@ -2,7 +2,9 @@
 // response = one turn of one of our conversations), and the Agents API's
 // follow of a conversation as Server-Sent Events. Both read the agent's feed
 // (runtime/feed) by asking its object again (watch.ts); the object keeps the
-// responses, so the Worker stays stateless and a restart loses none.
+// responses, so the Worker stays stateless and a restart loses none. A
+// response's stream also hears its reply's text as the model writes it
+// (response-stream.ts).
 import { type Context, Hono } from "hono";
 import * as z from "zod";
 import type { RouteDoc } from "../../lib/route-doc.ts";
@@ -14,7 +16,8 @@ import { CONVERSATION_ID, conversationId, restoredError, parseRoute } from "../e
 import type { ResponseState } from "../feed/index.ts";
 import { callerOf, requireTenant } from "../access/index.ts";
 import { agentStub } from "../object/index.ts";
-import { endEvent, itemEvents, outputItems, responseObject, type StreamEvent } from "./openai.ts";
+import { responseObject } from "./openai.ts";
+import { streamResponse } from "./response-stream.ts";
 import { sseResponse, watch } from "./watch.ts";
 
 /** How long a plain create waits for its turn before answering it in progress (the caller polls then). */
@@ -152,7 +155,7 @@ export function responsesRoutes(): Hono<{ Bindings: Env }> {
       throw restoredError(err);
     }
     if (!state) throw new HttpError(409, "the message was not accepted; send it again");
-    if (body.stream) return streamResponse(c.env, route, state);
+    if (body.stream) return streamResponse(c.env, route, state, () => readResponse(c.env, route, id), STREAM_MS);
     if (!body.background) await watch(PLAIN_WAIT_MS, async () => (state = await readResponse(c.env, route, id)).status !== "in_progress");
     return c.json(responseObject(state));
   });
@@ -210,29 +213,4 @@ export function responsesRoutes(): Hono<{ Bindings: Env }> {
     });
   });
   return app;
-}
-
-/** A response's Responses API event stream: created, each output item as the turn makes it, and its end. */
-function streamResponse(env: Env, route: Route, first: ResponseState): Response {
-  return sseResponse(async (sink) => {
-    let sequence = 0;
-    const send = (event: StreamEvent) => sink.send({ event: event.type, data: { ...event, sequence_number: sequence++ } });
-    const opening = responseObject({ ...first, status: "in_progress", events: [] }, []);
-    await send({ type: "response.created", response: opening });
-    await send({ type: "response.in_progress", response: opening });
-    let state = first;
-    let sent = 0;
-    const ended = await watch(
-      STREAM_MS,
-      async (changed) => {
-        const items = outputItems(state.events);
-        for (; sent < items.length; sent++, changed()) for (const event of itemEvents(sent, items[sent]!.item)) await send(event);
-        if (state.status !== "in_progress") return true;
-        state = await readResponse(env, route, state.id);
-        return false;
-      },
-      () => sink.closed,
-    );
-    if (ended) await send(endEvent(state, outputItems(state.events)));
-  });
 }

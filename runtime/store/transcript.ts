@@ -28,7 +28,8 @@ export type TranscriptEntry =
   | { role: "user"; text: string; by: string; steer: boolean; at: number }
   /** Where a compaction happened: `summarised` earlier messages became the handover `text`, the last `kept` stayed as they were. */
   | { role: "compaction"; text: string; trigger: CompactionTrigger; summarised: number; kept: number; at: number }
-  | { role: "assistant"; text: string; toolCalls: { id: string; name: string; arguments: unknown }[]; at: number }
+  /** `calledAt`: when the model call that wrote it began (its reply's timestamp), which names the call its text was streamed from. */
+  | { role: "assistant"; text: string; toolCalls: { id: string; name: string; arguments: unknown }[]; calledAt: number; at: number }
   | { role: "tool"; toolCallId: string; toolName: string; text: string; isError: boolean; at: number }
   | { role: "note"; text: string; at: number };
 
@@ -136,7 +137,7 @@ export function transcript(rows: LogRow[]): TranscriptEntry[] {
       case "assistant": {
         const a = data as AssistantMessage;
         const toolCalls = a.content.flatMap((c) => (c.type === "toolCall" ? [{ id: c.id, name: c.name, arguments: c.arguments }] : []));
-        out.push({ role: "assistant", text: textOf(a.content), toolCalls, at: row.at });
+        out.push({ role: "assistant", text: textOf(a.content), toolCalls, calledAt: a.timestamp, at: row.at });
         break;
       }
       case "tool_result": {

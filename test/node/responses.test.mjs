@@ -1,8 +1,9 @@
 // The OpenAI Responses API and the follow of a conversation, against `wrangler
 // dev` with the fake model provider and the fake Slack: the official `openai`
 // client runs plain, streamed and background responses (polled, cancelled),
-// sees a tool call's items and a held call's, and keeps a conversation across
-// calls; then a follower of a Slack conversation is cut off by a kill of the
+// sees a tool call's items and a held call's, a reply's text in deltas as the
+// provider streams it (with no call into the agent's object per piece), and
+// keeps a conversation across calls; then a follower of a Slack conversation is cut off by a kill of the
 // dev server mid-turn and resumes with Last-Event-ID, missing nothing.
 import assert from "node:assert/strict";
 import { exec } from "node:child_process";
@@ -43,6 +44,8 @@ before(async () => {
     MOUNTS: JSON.stringify([{ alias: "clock", plugin: "clock" }, { alias: "guarded", plugin: "clock", policy: { read: "approval" } }]),
     // A model call cut off by the kill is sent again soon after the restart.
     EFFECT_LEASE_SECONDS: "2",
+    // GET /v1/object-calls: a streamed reply's pieces make no call into the agent's object.
+    COUNT_OBJECT_CALLS: "true",
   };
   worker = await startWorker({ cwd: ROOT, vars });
   client = new OpenAI({ apiKey: ADMIN, baseURL: `${worker.url}/v1`, maxRetries: 0 });
@@ -125,6 +128,59 @@ test("stream: true sends the Responses event sequence: created, the function cal
   assert.equal(events.at(-1).response.output_text, "Streamed answer.");
 });
 
+test("stream: true sends a reply the provider streams in 20 pieces as text deltas while it is written; a turn's two messages are two items, a paragraph apart in output_text", async () => {
+  // 20 pieces of 5 characters, 80 ms apart: the second call's reply is written over 1.6 s.
+  const reply = "The clock answered: it is a quarter past nine and the sun is up, so we may go out and enjoy the day.";
+  assert.equal(reply.length, 100);
+  await script("pieces", [{ text: "Let me check the clock.", toolCalls: [{ name: "clock__now", arguments: {} }] }, { text: reply, argumentChunk: 5, chunkDelayMs: 80 }]);
+  const stream = await client.responses.create({ model: MODEL, input: "[s:pieces] what time is it?", stream: true });
+  const events = [];
+  for await (const event of stream) events.push({ ...event, heardAt: Date.now() });
+  assert.deepEqual(events.map((e) => e.sequence_number), events.map((_, i) => i));
+  const completed = events.at(-1);
+  assert.equal(completed.type, "response.completed");
+  const messages = completed.response.output.filter((item) => item.type === "message");
+  assert.deepEqual(messages.map((m) => m.content[0].text), ["Let me check the clock.", `\n\n${reply}`], "two items, the second a paragraph of its own");
+  assert.equal(completed.response.output_text, `Let me check the clock.\n\n${reply}`);
+
+  // Each message's deltas, in order, make its text; the streamed one came in many pieces, over the time it was written.
+  for (const message of messages) {
+    const added = events.find((e) => e.type === "response.output_item.added" && e.item.id === message.id);
+    const done = events.find((e) => e.type === "response.output_item.done" && e.item.id === message.id);
+    assert.ok(added && done, `the item ${message.id} was opened and closed`);
+    assert.equal(done.item.content[0].text, message.content[0].text);
+    const deltas = events.filter((e) => e.type === "response.output_text.delta" && e.item_id === message.id);
+    assert.ok(deltas.every((e) => e.output_index === added.output_index && e.sequence_number > added.sequence_number && e.sequence_number < done.sequence_number));
+    assert.equal(deltas.map((e) => e.delta).join(""), message.content[0].text);
+  }
+  const pieces = events.filter((e) => e.type === "response.output_text.delta" && e.item_id === messages[1].id);
+  assert.ok(pieces.length >= 10, `${pieces.length} deltas for a reply written in 20 pieces`);
+  assert.ok(pieces.at(-1).heardAt - pieces[0].heardAt >= 800, "the deltas came while the reply was written, not at its end");
+
+  // OpenAI's client makes output_text from the items: the messages stay apart there too.
+  assert.equal((await client.responses.retrieve(completed.response.id)).output_text, `Let me check the clock.\n\n${reply}`);
+});
+
+/** Calls into agent objects this dev server has made so far. */
+const agentObjectCalls = async () => {
+  const { objects } = await api("/object-calls");
+  return objects.filter((o) => o.objectClass === "AgentObject").reduce((sum, o) => sum + o.calls, 0);
+};
+
+test("a reply streamed in 600 pieces reaches the stream as hundreds of deltas with fewer calls into the agent's object than deltas: none per piece", async () => {
+  await script("many", [{ text: "word ".repeat(600).trim(), argumentChunk: 5, chunkDelayMs: 4 }]);
+  const before = await agentObjectCalls();
+  const stream = await client.responses.create({ model: MODEL, input: "[s:many] talk a lot", stream: true });
+  const events = [];
+  for await (const event of stream) events.push(event);
+  const calls = (await agentObjectCalls()) - before;
+  const deltas = events.filter((e) => e.type === "response.output_text.delta");
+  assert.equal(deltas.map((e) => e.delta).join(""), events.at(-1).response.output_text);
+  // The turn's own calls (the message, the claim, the report) and the feed's looks, 25-500 ms apart: a call per piece would be ≥ one per delta.
+  assert.ok(deltas.length >= 50, `${deltas.length} deltas`);
+  assert.ok(calls < deltas.length / 2, `${calls} calls into the agent's object for ${deltas.length} deltas`);
+});
+
 test("background: true answers at once; the response is polled to its end, or cancelled while its turn runs", async () => {
   await script("bg", [{ hold: true, text: "Done in the background." }]);
   const started = await client.responses.create({ model: MODEL, input: "[s:bg] take your time", background: true });
@@ -169,8 +225,10 @@ test("a response to a conversation whose turn runs steers that turn, and ends wi
     return both.every((r) => r.status === "completed") && both;
   });
   const texts = (r) => r.output.filter((item) => item.type === "message").map((item) => item.content[0].text);
-  assert.deepEqual(texts(first), ["First part.", "With your addition."]);
-  assert.equal(texts(second).at(-1), "With your addition.");
+  // A message after another in one response starts a paragraph of its own (output_text does not glue them).
+  assert.deepEqual(texts(first), ["First part.", "\n\nWith your addition."]);
+  assert.equal(first.output_text, "First part.\n\nWith your addition.");
+  assert.equal(texts(second).at(-1), "\n\nWith your addition.");
   assert.ok(JSON.stringify((await requestsOf("steer")).at(-1).body).includes("also this"), "the model saw the steer");
 });
 

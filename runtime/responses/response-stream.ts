@@ -1,0 +1,201 @@
+// A response's Responses API event stream: created, each output item as the
+// turn makes it, and its end. The items come from the agent's feed, asked
+// again (watch.ts); a message's text comes as the model writes it, from the
+// courier that reads the provider's stream (runtime/courier/partial-texts.ts),
+// so a reply streams in pieces with no call into the agent's object per piece
+// (one feed read when a call's text begins). The feed stays the authority:
+// the finished message closes its streamed item with the whole text (sending
+// what the pieces missed), and a message whose pieces never came is sent whole.
+import type { Route } from "../chat.ts";
+import { courierStub, partialText, type PartialText } from "../courier/index.ts";
+import { modelLane } from "../effects/index.ts";
+import type { ResponseState } from "../feed/index.ts";
+import {
+  endEvent,
+  itemEvents,
+  MESSAGE_SEPARATOR,
+  messageClosing,
+  messageId,
+  messageItem,
+  messageOpening,
+  messageText,
+  type OutputItem,
+  outputItems,
+  responseObject,
+  type StreamEvent,
+  textDelta,
+} from "./openai.ts";
+import { type EventSink, sseResponse, watch } from "./watch.ts";
+
+/** The stream of a response: `read` asks the agent's object for it as it stands. */
+export function streamResponse(env: Env, route: Route, first: ResponseState, read: () => Promise<ResponseState>, streamMs: number): Response {
+  return sseResponse(async (sink) => {
+    const events = new ResponseEvents(sink, first);
+    await events.start();
+    // The feed's looks and the text's pieces take turns: each sends its events whole.
+    let turn: Promise<unknown> = Promise.resolve();
+    const exclusive = <T>(work: () => Promise<T>): Promise<T> => {
+      const run = turn.then(work);
+      turn = run.catch(() => undefined);
+      return run;
+    };
+    const refresh = async () => {
+      events.state = await read();
+      await events.flush();
+    };
+    const listening = listenToText(env, route, first.conversation, (piece) => exclusive(() => events.piece(piece, refresh)));
+    let ended = false;
+    try {
+      ended = await watch(
+        streamMs,
+        (changed) =>
+          exclusive(async () => {
+            if (await events.flush()) changed();
+            if (events.state.status !== "in_progress") return true;
+            events.state = await read();
+            return false;
+          }),
+        () => sink.closed,
+      );
+    } finally {
+      listening.stop();
+    }
+    if (ended) await exclusive(() => events.end());
+  });
+}
+
+/** What a stream has sent: its events are numbered, its output items indexed in the order sent. */
+class ResponseEvents {
+  private sequence = 0;
+  /** The next item's output_index. */
+  private index = 0;
+  /** How many of the response's output items (outputItems) have been sent. */
+  private sent = 0;
+  /** The message whose text is coming in pieces: its call, its output_index, the text sent so far, and how much of the call's text that is. */
+  private open: { calledAt: number; index: number; id: string; text: string; heard: number } | null = null;
+  /** The calls whose message has been sent: a late piece of one opens nothing. */
+  private readonly finished = new Set<number>();
+  /** A message has been sent or opened: the next starts with the separator (outputItems). */
+  private said = false;
+
+  constructor(
+    private readonly sink: EventSink,
+    public state: ResponseState,
+  ) {}
+
+  private async send(event: StreamEvent): Promise<void> {
+    await this.sink.send({ event: event.type, data: { ...event, sequence_number: this.sequence++ } });
+  }
+
+  private async sendAll(events: StreamEvent[]): Promise<void> {
+    for (const event of events) await this.send(event);
+  }
+
+  async start(): Promise<void> {
+    const opening = responseObject({ ...this.state, status: "in_progress", events: [] }, []);
+    await this.send({ type: "response.created", response: opening });
+    await this.send({ type: "response.in_progress", response: opening });
+  }
+
+  /** Sends the state's output items not sent yet; a message whose text came in pieces closes its item. Answers whether there were any. */
+  async flush(): Promise<boolean> {
+    const items = outputItems(this.state.events).slice(this.sent);
+    this.sent += items.length;
+    for (const { item, calledAt } of items) {
+      if (calledAt !== undefined) {
+        this.finished.add(calledAt);
+        this.said = true;
+      }
+      if (this.open && calledAt === this.open.calledAt) await this.close(item);
+      else await this.sendAll(itemEvents(this.index++, item));
+    }
+    return items.length > 0;
+  }
+
+  /**
+   * A piece of a call's text. A call's first piece opens its message, after a
+   * read of the feed (`refresh`): a lane makes one call at a time, so what the
+   * turn did before the call began (the message of the call before it too) is
+   * in the feed by then, and is sent first; a call before it still open wrote
+   * no message (it is made again) and ends incomplete. A piece of a call whose
+   * message has been sent is left to the feed.
+   */
+  async piece(piece: PartialText, refresh: () => Promise<void>): Promise<void> {
+    if (this.finished.has(piece.calledAt)) return;
+    if (this.open?.calledAt === piece.calledAt) {
+      if (piece.at !== this.open.heard || piece.delta === "") return;
+      this.open.text += piece.delta;
+      this.open.heard += piece.delta.length;
+      return this.send(textDelta(this.open.index, this.open.id, piece.delta));
+    }
+    if (piece.at !== 0) return;
+    await refresh();
+    await this.abandon();
+    if (this.finished.has(piece.calledAt) || this.state.status !== "in_progress") return;
+    const text = `${this.said ? MESSAGE_SEPARATOR : ""}${piece.delta}`;
+    this.said = true;
+    this.open = { calledAt: piece.calledAt, index: this.index++, id: messageId(piece.calledAt), text, heard: piece.delta.length };
+    await this.sendAll(messageOpening(this.open.index, messageItem(this.open.id, "")));
+    await this.send(textDelta(this.open.index, this.open.id, text));
+  }
+
+  /** The streamed message's call has ended: the rest of its text (if the pieces were its start), and its item closed. */
+  private async close(item: OutputItem["item"]): Promise<void> {
+    const { index, text: sent } = this.open!;
+    this.open = null;
+    const text = messageText(item);
+    if (text.length > sent.length && text.startsWith(sent)) await this.send(textDelta(index, item.id, text.slice(sent.length)));
+    await this.sendAll(messageClosing(index, item));
+  }
+
+  /** A message still open whose call ended with no message: its item ends incomplete, with what was streamed. */
+  private async abandon(): Promise<void> {
+    if (!this.open) return;
+    const { index, id, text } = this.open;
+    this.open = null;
+    await this.sendAll(messageClosing(index, { ...messageItem(id, text), status: "incomplete" }));
+  }
+
+  /** The turn has ended: a message still open ends incomplete, then the response's end. */
+  async end(): Promise<void> {
+    await this.abandon();
+    await this.send(endEvent(this.state, outputItems(this.state.events)));
+  }
+}
+
+/**
+ * Hears the text the conversation's model calls write, from the courier of
+ * their lane, until stopped; each piece is handled before the next is read,
+ * so a slow stream gets fewer, larger pieces. A courier that cannot be heard
+ * leaves the text to the feed (whole messages).
+ */
+function listenToText(env: Env, route: Route, conversation: string, heard: (piece: PartialText) => Promise<void>): { stop(): void } {
+  const lane = modelLane(conversation);
+  let stopped = false;
+  let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+  const cancel = () => void reader?.cancel().catch(() => undefined);
+  void (async () => {
+    reader = (await courierStub(env, { ...route, lane }).listen(lane)).getReader();
+    if (stopped) return cancel();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done || stopped) return;
+      buffer += decoder.decode(value, { stream: true });
+      for (let end = buffer.indexOf("\n"); end >= 0; end = buffer.indexOf("\n")) {
+        const line = buffer.slice(0, end);
+        buffer = buffer.slice(end + 1);
+        await heard(partialText.parse(JSON.parse(line)));
+      }
+    }
+  })().catch((err: unknown) => {
+    if (!stopped) console.warn(`a response stream hears no text as it is written: ${err instanceof Error ? err.message : String(err)}`);
+  });
+  return {
+    stop: () => {
+      stopped = true;
+      cancel();
+    },
+  };
+}
