@@ -12,7 +12,8 @@
 //   idle   alarms and invocations in the 60 s after everything settled
 //   peer   our Slack turn vs the Vercel Chat SDK's (bench/chat-sdk-app.mjs), interleaved:
 //          event → reply beyond the floor, ack, Slack calls and CPU per turn, sequential
-//          and 16 at once; calls into the agent object per turn; with BENCH_BURST, a burst
+//          and 16 at once (each in a channel of its own, then every thread in one channel);
+//          calls into the agent object per turn; with BENCH_BURST, a burst
 //          of app_mentions over BENCH_BURST_TEAMS workspaces sent all at once
 //   ack    Slack event ack vs a minimal @slack/bolt app, and a bare Worker request
 //   stream a 2,000-word answer streamed into Slack vs a short one: the object's
@@ -77,6 +78,8 @@ const PEER_SEQUENTIAL = num("BENCH_PEER_SEQUENTIAL", 30);
 const PEER_CONCURRENT = num("BENCH_PEER_CONCURRENT", 256);
 const PEER_WIDTH = 16;
 const PEER_TOOL_TURNS = num("BENCH_PEER_TOOL_TURNS", 10);
+/** Rounds of PEER_WIDTH conversations at once with every thread in one channel (a new channel each round). */
+const PEER_ONE_CHANNEL_ROUNDS = num("BENCH_PEER_ONE_CHANNEL_ROUNDS", 4);
 /** The burst is off by default (1–5 minutes more on this box): issue 22's is BENCH_BURST=200. */
 const BURST = num("BENCH_BURST", 0);
 const BURST_TEAMS = num("BENCH_BURST_TEAMS", 10);
@@ -414,16 +417,22 @@ async function atRest(system) {
 
 /**
  * The replies a batch of mentions waits for, each told when the fake Slack
- * answers the first write into its channel that carries the reply. One that
+ * answers the first write into its thread that carries the reply (a thread is
+ * its channel and the mention's ts; a write naming a message, an update or a
+ * stream's append, is in the thread that message was posted in). One that
  * is still missing once the system has come to rest, GIVEN_UP_AFTER_MS after
  * its event, was given up (the runtime logs "failed for good"): it resolves null.
  */
 function replyWatch(system) {
-  const open = new Map(); // channel → { since, resolve }
+  const open = new Map(); // "channel thread" → { since, resolve }
+  const threadOf = new Map(); // "channel ts" of a message posted in a thread → its thread ts
   const told = (call, at) => {
-    const waiting = open.get(call.body.channel);
+    const { channel, thread_ts: posted, ts } = call.body;
+    if (call.ts && posted) threadOf.set(`${channel} ${call.ts}`, posted);
+    const thread = `${channel} ${posted ?? threadOf.get(`${channel} ${ts}`)}`;
+    const waiting = open.get(thread);
     if (!waiting || !writtenText(call).includes(PEER_REPLY)) return;
-    open.delete(call.body.channel);
+    open.delete(thread);
     waiting.resolve(at);
   };
   slackAnswers.add(told);
@@ -433,19 +442,20 @@ function replyWatch(system) {
       await sleep(2000);
       const old = [...open].filter(([, w]) => Date.now() - w.since > GIVEN_UP_AFTER_MS);
       if (old.length === 0 || !(await restsNow(system))) continue;
-      for (const [channel, w] of old) {
-        if (open.get(channel) !== w) continue;
-        open.delete(channel);
+      for (const [thread, w] of old) {
+        if (open.get(thread) !== w) continue;
+        open.delete(thread);
         w.resolve(null);
       }
     }
   })();
   return {
-    reply: (channel) => new Promise((resolve) => open.set(channel, { since: Date.now(), resolve })),
+    reply: (channel, ts) => new Promise((resolve) => open.set(`${channel} ${ts}`, { since: Date.now(), resolve })),
     /** An event that was refused: no reply will come. */
-    forget(channel) {
-      const waiting = open.get(channel);
-      open.delete(channel);
+    forget(channel, ts) {
+      const thread = `${channel} ${ts}`;
+      const waiting = open.get(thread);
+      open.delete(thread);
       waiting?.resolve(null);
     },
     close() {
@@ -464,20 +474,20 @@ async function slackCallsSince() {
 }
 
 /**
- * One app_mention, a new thread in a channel of its own: its ack, when its
+ * One app_mention, a new thread in `channel`: its ack, when its
  * reply was answered, and the event → reply beyond the floor (null: no reply,
  * or `refused` the ack's status when it was not a 200).
  */
 async function mention(system, watch, team, channel, sid) {
   const ts = nextTs();
-  const replied = watch.reply(channel);
+  const replied = watch.reply(channel, ts);
   const start = Date.now();
   const sent = performance.now();
   // The channel in the text lets the fake provider's record name the turn a model request served.
   const res = await slackRequest(system.url, { team, channel, ts, text: `[s:${sid}] hello ${channel}` });
   const ack = performance.now() - sent;
   await res.arrayBuffer();
-  if (res.status !== 200) watch.forget(channel);
+  if (res.status !== 200) watch.forget(channel, ts);
   const at = await replied;
   return { ack, refused: res.status === 200 ? undefined : res.status, start, channel, reply: at, beyond: at === null ? null : at - start - PEER_FLOOR_MS, conversation: `${team}:${channel}:${ts}` };
 }
@@ -689,6 +699,18 @@ async function peerSection() {
     }
     report(`${PEER_WIDTH} conversations of one workspace at once, ${rounds} rounds of ${size} each (${((Date.now() - t) / 1000).toFixed(0)} s)`, concurrent.get(ours), concurrent.get(peer), { goals: "concurrent" });
     await whereItGoes(concurrent, sid);
+
+    // PEER_WIDTH conversations at once, every thread in ONE channel of the workspace (issue 40): their
+    // posts share the channel's send pace, and the fake Slack sets no limit on it.
+    t = Date.now();
+    const oneChannel = new Map(systems.map((s) => [s, new Tally()]));
+    for (let r = 0; r < PEER_ONE_CHANNEL_ROUNDS; r++) {
+      for (const system of inTurn(r)) {
+        const channel = `CH${system.tag}${R}X${r}`;
+        oneChannel.get(system).add(await charged(system, () => pool(PEER_WIDTH, PEER_WIDTH, () => mention(system, watches.get(system), team, channel, sid))));
+      }
+    }
+    report(`${PEER_WIDTH} conversations at once, every thread in one channel, ${PEER_ONE_CHANNEL_ROUNDS} rounds (${((Date.now() - t) / 1000).toFixed(0)} s)`, oneChannel.get(ours), oneChannel.get(peer), { goals: "one channel" });
 
     // The burst: every app_mention at once, over BURST_TEAMS workspaces (one agent object each), a thread each.
     if (BURST === 0) print(`  burst: not run (BENCH_BURST=200 runs issue 22's: 200 app_mentions over 10 workspaces sent all at once)`);

@@ -141,13 +141,17 @@ export interface PaceHold {
  * it on average (0: only the platform's holds pace it), and how many may go
  * back to back after a quiet spell (`burst`, 1 when absent). `keeper`: the
  * pace object that keeps the key's number (a workspace's, so a new channel
- * wakes no new object); the key itself when absent.
+ * wakes no new object); the key itself when absent. `pacedAfterHold`: the
+ * spacing is the platform's, learned: sends go at once until the platform
+ * holds the key (a 429), and keep the spacing only while the key stays busy
+ * after that.
  */
 export interface PaceRule {
   key: string;
   spacingMs: number;
   burst?: number;
   keeper?: string;
+  pacedAfterHold?: boolean;
 }
 
 /**

@@ -30,9 +30,9 @@ type SlackMessage = {
 const OUTBOX_EVENT = "antiproton_outbox";
 /** The thread is read from the row's creation on, less this: Slack's clock is not the Worker's. */
 const CLOCK_SKEW_MS = 60_000;
-/** A channel's new messages go this far apart on average (paceOf)... */
+/** Once Slack has refused a post in a channel (429), its new messages go this far apart on average while it stays busy (paceOf)... */
 const POST_SPACING_MS = 1_100;
-/** ...two back to back after a quiet spell: Slack allows "short bursts >1" (a turn's status, then its quick reply). */
+/** ...two back to back after a quiet spell: the least of Slack's "short bursts >1" (a turn's status, then its quick reply). */
 const POST_BURST = 2;
 /** Messages read back at once: the row's own is among the first after it was written (the thread's later rows wait for it). */
 const READ_BACK_LIMIT = 100;
@@ -78,16 +78,20 @@ async function deliver(env: Env, delivery: OutboxDelivery): Promise<DeliveryResu
 }
 
 /**
- * chat.postMessage takes about one message a second per channel, short
- * bursts allowed: a new message in a channel goes under its pace key, this
- * far apart on average (a tenth over the second, for the couriers' clocks and
- * the way to Slack), two at once after a quiet spell. Updates, stopped
- * streams and an assistant thread's status post nothing new.
+ * chat.postMessage takes about one message a second per channel, "generous
+ * bursts" allowed, and Slack keeps how generous to itself: its 429 is the
+ * authority. A new message in a channel goes under its pace key, at once
+ * until Slack refuses one; then the key waits out the Retry-After and, while
+ * the channel stays busy, its posts go this far apart on average (a tenth
+ * over the second, for the couriers' clocks and the way to Slack), two at once
+ * after a quiet spell. Updates, stopped streams and an assistant thread's
+ * status post nothing new.
  */
 function paceOf(delivery: OutboxDelivery): PaceRule[] {
   const { channel, thread_ts } = delivery.address.target;
   const posts = delivery.ref === undefined && (delivery.message.kind !== "status" || thread_ts === undefined || !isAssistantThread(delivery.address.target));
-  return typeof channel === "string" && posts ? [{ key: `slack:${delivery.route.tenant}:${channel}`, keeper: `slack:${delivery.route.tenant}`, spacingMs: POST_SPACING_MS, burst: POST_BURST }] : [];
+  if (typeof channel !== "string" || !posts) return [];
+  return [{ key: `slack:${delivery.route.tenant}:${channel}`, keeper: `slack:${delivery.route.tenant}`, spacingMs: POST_SPACING_MS, burst: POST_BURST, pacedAfterHold: true }];
 }
 
 /** The line under an assistant thread's input: thinking while the turn works, then what it waits for, or nothing. */
