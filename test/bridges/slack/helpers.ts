@@ -156,7 +156,7 @@ const isStatusPost = (c: SlackCall) => c.method === "chat.postMessage" && c.body
 /**
  * Replies and notices, in the order they appeared: postMessage calls without
  * blocks that Slack accepted, and a status message edited into the turn's
- * answer (its chat.update, with the thread, metadata and token of the post
+ * answer (its chat.update, with the ts, thread and metadata of the post
  * it took the place of, as the thread shows it).
  */
 export async function threadMessages(channel: string): Promise<SlackCall[]> {
@@ -165,7 +165,7 @@ export async function threadMessages(channel: string): Promise<SlackCall[]> {
   return calls.flatMap((c) => {
     if (c.method === "chat.postMessage") return !c.body.blocks && !c.limited && c.authorized ? [c] : [];
     const status = c.method === "chat.update" && c.body.markdown_text !== undefined && !c.limited ? statuses.get(c.body.ts) : undefined;
-    return status && c.authorized ? [{ ...c, body: { ...c.body, thread_ts: status.body.thread_ts, metadata: status.body.metadata } }] : [];
+    return status && c.authorized ? [{ ...c, ts: status.ts, body: { ...c.body, thread_ts: status.body.thread_ts, metadata: status.body.metadata } }] : [];
   });
 }
 
