@@ -276,8 +276,9 @@ async function busySection() {
     // Watched from the fake Slack (this process): a poll of the conversation would cost workerd CPU the turn does not.
     await until(`busy turn ${k}`, async () => {
       const calls = await fetch(`${slack.url}/_control/calls?channel=${channel}`).then((r) => r.json());
-      const replied = calls.some((c) => c.method === "chat.postMessage" && writtenText(c).includes(`turn ${k} done`));
-      return replied && calls.filter((c) => c.method === "chat.update" && c.body.text?.endsWith("Done.")).length > k;
+      // The answer is the turn's last write: edited into its status message, or posted and followed by the status's "Done.".
+      const answer = calls.find((c) => (c.method === "chat.postMessage" || c.method === "chat.update") && writtenText(c).includes(`turn ${k} done`));
+      return answer && (answer.method === "chat.update" || calls.some((c) => c.method === "chat.update" && c.body.text?.endsWith("Done.") && c.at >= answer.at));
     }, 60_000);
     await sleep(500); // the reports that follow the status message's last update
     const v = await view(TEAM, "assistant", conversation);

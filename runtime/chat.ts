@@ -93,8 +93,11 @@ export interface SubmitResult {
 /** What the runtime asks a bridge to show. Markdown text; bridges render it. */
 export type OutboundMessage =
   | { kind: "reply"; text: string }
-  /** The visible working state of a turn, posted once and then updated in place. */
-  /** `waitingFor`: a turn done with calls still held names them (a bridge may show it as a state). */
+  /**
+   * The visible working state of a turn, posted once and then updated in place
+   * (or, where the platform shows the answer in its place, ChatOutbound.answersInStatus, ended by the reply).
+   * `waitingFor`: a turn done with calls still held names them (a bridge may show it as a state).
+   */
   | { kind: "status"; state: "working" | "done" | "stopped" | "failed"; text: string; waitingFor?: string[] }
   /** Something the person must know that the model did not say (a failed turn). */
   | { kind: "notice"; text: string }
@@ -110,7 +113,7 @@ export interface OutboxDelivery {
   idempotencyKey: string;
   /** When the row was written (ms): no attempt at it reached the platform before. */
   createdAt: number;
-  /** For in-place updates (status, card): the platform reference returned when it was first posted. */
+  /** For in-place updates (status, card, a reply in place of the status): the platform reference returned when it was first posted. */
   ref?: string;
   /**
    * For a reply that finishes a streamed message (ref set): what the message
@@ -233,6 +236,16 @@ export interface ChatOutbound {
    * Finishing it is `deliver`'s, for a reply row with that ref.
    */
   stream?(env: Env, route: Route, target: StreamTarget, text: string): Promise<DeliveryResult>;
+  /**
+   * Whether a turn's answer takes the place of its status message at this
+   * address: a reply that fits one message is delivered as the status's last
+   * state (a reply row with the status message's ref, which the bridge edits
+   * into the reply), and no "done" state follows it, so a plain turn is one
+   * post and one update. None or false (a status that is no message, such as
+   * Slack's assistant thread status): the reply is a message of its own and
+   * the status is updated to done.
+   */
+  answersInStatus?(address: ReplyAddress): boolean;
   /**
    * Whether a conversation this bridge started is one person's direct
    * messages (plugins such as memory scope what they keep by it, so a note

@@ -96,6 +96,8 @@ export interface ScriptStep {
   /** Gemini: a 200 whose body is an error object with this code, as a begun answer fails. */
   errorInStream?: number;
   hold?: boolean;
+  /** This long before the step answers, as a slow model does. */
+  delayMs?: number;
   echoToolResults?: boolean;
   /** Stream arguments (and text) in pieces of this many characters, cut mid-JSON. */
   argumentChunk?: number;

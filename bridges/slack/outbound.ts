@@ -1,9 +1,10 @@
 // Delivery of outbox rows to Slack: replies and notices posted in the
 // thread, the status message and approval cards posted once and updated in
-// place. Every post carries its row's idempotency key in its metadata, and a
+// place; a turn's answer takes its status message's place (answersInStatus),
+// so a plain turn is one post and one update. Every post carries its row's idempotency key in its metadata, and a
 // row whose earlier answer was lost is looked for before it is posted again.
 import type { KnownBlock, MessageMetadata } from "@slack/types";
-import type { ChatOutbound, DeliveryResult, OutboundMessage, OutboxDelivery, PaceRule } from "../../runtime/index.ts";
+import type { ChatOutbound, DeliveryResult, OutboundMessage, OutboxDelivery, PaceRule, ReplyAddress } from "../../runtime/index.ts";
 import { clip } from "../../lib/text.ts";
 import { isAssistantThread, setStatus } from "./assistant.ts";
 import { cardBlocks, cardFallback } from "./card.ts";
@@ -54,17 +55,20 @@ async function deliver(env: Env, delivery: OutboxDelivery): Promise<DeliveryResu
       // Replies arrive split to fit; they and notices go as Slack's Markdown, as a streamed reply does (bridges/slack/stream.ts).
       const reply = (markdown: string) => post(env, token, delivery, { ...thread, markdown_text: markdown, unfurl_links: false });
       if (message.kind === "reply") {
-        // A reply streamed as it was written: that message is finished, not a second one posted.
+        // A reply with a ref finishes that message (one streamed as it was written, or the status message it
+        // takes the place of): the message is edited into the reply, not a second one posted.
         if (!delivery.ref) return reply(slackMarkdown(message.text));
         const finish = { ref: delivery.ref, shown: delivery.shown, text: message.text, uncertain: delivery.uncertain === true };
-        return finishStream(env, token, thread, finish, reply);
+        const finished = await finishStream(env, token, thread, finish, reply);
+        // The message is gone (a person deleted the status message): the reply is posted, never lost.
+        return !finished.ok && finished.error.endsWith("message_not_found") ? reply(slackMarkdown(message.text)) : finished;
       }
       // A notice (a long provider error, say) is clipped, never refused.
       return reply(clip(slackMarkdown(message.text), SLACK_MARKDOWN_LIMIT));
     }
     case "status": {
       // An assistant thread shows the working state under its input instead (cleared once the turn ends).
-      if (thread_ts !== undefined && isAssistantThread(delivery.address.target)) {
+      if (thread_ts !== undefined && !statusIsMessage(delivery.address)) {
         const set = await setStatus(env, token, channel, thread_ts, assistantStatus(message));
         return set.ok ? { ok: true } : set;
       }
@@ -92,6 +96,11 @@ function paceOf(delivery: OutboxDelivery): PaceRule[] {
   const posts = delivery.ref === undefined && (delivery.message.kind !== "status" || thread_ts === undefined || !isAssistantThread(delivery.address.target));
   if (typeof channel !== "string" || !posts) return [];
   return [{ key: `slack:${delivery.route.tenant}:${channel}`, keeper: `slack:${delivery.route.tenant}`, spacingMs: POST_SPACING_MS, burst: POST_BURST, pacedAfterHold: true }];
+}
+
+/** Whether a turn's status is a message of the thread (so its answer can take its place), not an assistant thread's line under the input. */
+function statusIsMessage(address: ReplyAddress): boolean {
+  return address.target.thread_ts === undefined || !isAssistantThread(address.target);
 }
 
 /** The line under an assistant thread's input: thinking while the turn works, then what it waits for, or nothing. */
@@ -157,6 +166,8 @@ export const slackOutbound: ChatOutbound = {
   paceOf,
   updateSpacingMs: UPDATE_SPACING_MS,
   stream: streamReply,
+  // The status message (and its Stop button) becomes the answer: chat.update with markdown_text replaces its blocks.
+  answersInStatus: statusIsMessage,
   // A DM is an `im` channel, whose id starts with D.
   isDirect: (_by, address) => address?.platform === "slack" && /^D[A-Z0-9]+$/.test(String(address.target.channel ?? "")),
 };

@@ -19,7 +19,7 @@ export class ChatSends {
 
   /**
    * A conversation's rows, in order. An update of a message already posted
-   * waits out the platform's spacing since the last one; a message posted
+   * (not a reply) waits out the platform's spacing since the last one; a message posted
    * earlier in the run gives the later states of it their ref. The run stops
    * at the first row to be tried again (the rows after it wait for it).
    */
@@ -30,7 +30,8 @@ export class ChatSends {
     const paceUntil = Date.now() + PACE_WAIT_BUDGET_MS;
     for (const { row, refKey, ...delivery } of run.deliveries) {
       const ref = delivery.ref ?? (refKey ? refs.get(refKey) : undefined);
-      const update = refKey !== null && ref !== undefined;
+      // A reply never waits out the spacing (the outbox's `paced`): it is what the person waits for.
+      const update = refKey !== null && ref !== undefined && delivery.message.kind !== "reply";
       if (update && run.spacingMs > 0 && lastPacedAt !== null) await sleep(lastPacedAt + run.spacingMs - Date.now());
       const result = await this.deliver(ref === undefined ? delivery : { ...delivery, ref }, paceUntil);
       results.push({ row, result });

@@ -81,18 +81,46 @@ export class Outbox {
       const parts = outboundFor(this.deps, address.platform)?.split(message.text) ?? [message.text];
       parts.forEach((text, i) => this.insert(conversation, address, { kind: "reply", text }, i === 0 ? refKey : null));
     } else if (refKey) {
-      const last = this.sql
-        .exec<{ id: number; ref_key: string | null; run: number | null }>("SELECT id, ref_key, run FROM outbox WHERE conversation = ? AND status = 'pending' ORDER BY id DESC LIMIT 1", conversation)
-        .toArray()[0];
-      if (last && last.ref_key === refKey && last.run === null) {
-        this.sql.exec("UPDATE outbox SET message = ? WHERE id = ?", JSON.stringify(message), last.id);
-      } else {
-        this.insert(conversation, address, message, refKey);
-      }
+      this.latestState(conversation, address, message, refKey);
     } else {
       this.insert(conversation, address, message, null);
     }
     this.release(conversation);
+  }
+
+  /**
+   * A turn's answer in place of its status message (`statusKey`), where the
+   * platform shows it there (ChatOutbound.answersInStatus), it fits one
+   * message, and no other message (a card, a notice) was written since the
+   * status (the answer would read above it): it is the status's last state,
+   * so it replaces a state of it not yet sent like any later state would.
+   * False: nothing was written, the answer goes as a reply of its own.
+   */
+  answerInStatus(conversation: string, address: ReplyAddress, text: string, statusKey: string): boolean {
+    const outbound = outboundFor(this.deps, address.platform);
+    const parts = outbound?.answersInStatus?.(address) ? outbound.split(text) : [];
+    if (parts.length !== 1 || !this.lastWritten(conversation, statusKey)) return false;
+    this.latestState(conversation, address, { kind: "reply", text: parts[0]! }, statusKey);
+    this.release(conversation);
+    return true;
+  }
+
+  /** Whether only states of `refKey`'s message were written to the conversation since its first: it is still the last message. */
+  private lastWritten(conversation: string, refKey: string): boolean {
+    const since = "SELECT MIN(id) FROM outbox WHERE conversation = ? AND ref_key = ?";
+    return this.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM outbox WHERE conversation = ? AND id > (${since}) AND ref_key IS NOT ?`, conversation, conversation, refKey, refKey).one().n === 0;
+  }
+
+  /** A state of a message updated in place: it replaces the conversation's last waiting row when that is an earlier state of it not under way. */
+  private latestState(conversation: string, address: ReplyAddress, message: OutboundMessage, refKey: string): void {
+    const last = this.sql
+      .exec<{ id: number; ref_key: string | null; run: number | null }>("SELECT id, ref_key, run FROM outbox WHERE conversation = ? AND status = 'pending' ORDER BY id DESC LIMIT 1", conversation)
+      .toArray()[0];
+    if (last && last.ref_key === refKey && last.run === null) {
+      this.sql.exec("UPDATE outbox SET message = ? WHERE id = ?", JSON.stringify(message), last.id);
+    } else {
+      this.insert(conversation, address, message, refKey);
+    }
   }
 
   /** Whether a platform's replies can be streamed (its bridge's outbound streams). */
@@ -130,7 +158,7 @@ export class Outbox {
   /** Hands the conversation's first unsent row to a courier, unless it already has it. */
   private release(conversation: string): void {
     const head = this.sql
-      .exec<Pick<Row, "id" | "address" | "ref_key">>("SELECT id, address, ref_key FROM outbox WHERE conversation = ? AND status = 'pending' ORDER BY id LIMIT 1", conversation)
+      .exec<Pick<Row, "id" | "address" | "ref_key" | "message">>("SELECT id, address, ref_key, message FROM outbox WHERE conversation = ? AND status = 'pending' ORDER BY id LIMIT 1", conversation)
       .toArray()[0];
     if (head) this.effects.add("send", String(head.id), conversation, this.paced(conversation, head));
   }
@@ -139,11 +167,12 @@ export class Outbox {
    * When a run may go: one that starts with an update of a message already
    * posted waits until the platform's spacing has passed since the
    * conversation's last post or update of such a message (it stays waiting,
-   * so `post` can still replace it).
+   * so `post` can still replace it). A reply never waits: it is what the
+   * person waits for, and it ends its message's changes (one per turn).
    */
-  private paced(conversation: string, head: Pick<Row, "address" | "ref_key">): number {
+  private paced(conversation: string, head: Pick<Row, "address" | "ref_key" | "message">): number {
     const now = Date.now();
-    if (!head.ref_key || !this.refOf(head.ref_key)) return now;
+    if (!head.ref_key || !this.refOf(head.ref_key) || (JSON.parse(head.message) as OutboundMessage).kind === "reply") return now;
     const spacing = outboundFor(this.deps, (JSON.parse(head.address) as ReplyAddress).platform)?.updateSpacingMs ?? 0;
     const last = this.lastPacedAt(conversation);
     return spacing <= 0 || last === null ? now : Math.max(now, last + spacing);

@@ -195,6 +195,11 @@ export class Conversations {
     return this.sql.exec<LogRow>(`SELECT * FROM log WHERE conversation = ? AND type IN (${MESSAGE_TYPES_SQL}) ORDER BY seq DESC LIMIT 1`, conversation).toArray()[0];
   }
 
+  /** Whether a person steered `conv`'s current turn (wrote to it while it ran). */
+  steeredInTurn(conv: ConversationRow): boolean {
+    return this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM log WHERE conversation = ? AND turn = ? AND type = 'user' AND json_extract(data, '$.steer') = 1", conv.id, conv.turn).one().n > 0;
+  }
+
   /** The model's replies in `conv`'s current turn (a child run's step limit counts them). */
   repliesInTurn(conv: ConversationRow): number {
     return this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM log WHERE conversation = ? AND turn = ? AND type = 'assistant'", conv.id, conv.turn).one().n;

@@ -27,6 +27,9 @@ import { userMessage } from "./user-message.ts";
 import { RESTART_NOTE, RESTARTED_STATUS, SECOND_MESSAGE_NOTICES, type SecondMessage } from "./second-message.ts";
 import type { Children, TurnOutcome } from "./children.ts";
 
+/** The ref key a turn's status message is updated in place under. */
+const statusKey = (conv: ConversationRow) => `status:${conv.id}:${conv.turn}`;
+
 const INTERRUPT_NOTE =
   "The person stopped the previous turn. Do not continue or resume the interrupted task unless they ask for it again.";
 
@@ -146,11 +149,15 @@ export class Turns {
     this.conversations.finishTurn(conv.id, outcome === "failed" ? "failed" : "idle", error ?? null);
     this.typing.stop(conv.id);
     switch (outcome) {
-      case "done":
-        // A reply streamed as it was written was finished when its job settled.
-        if (!this.replyStreamed(conv)) this.post(conv.id, { kind: "reply", text: text?.trim() ? text : "(The model finished without saying anything.)" });
+      case "done": {
+        const reply = text?.trim() ? text : "(The model finished without saying anything.)";
+        // A reply streamed as it was written was finished when its job settled; one shown in place of the status ends it.
+        const streamed = this.replyStreamed(conv);
+        if (!streamed && this.answerInStatus(conv, reply)) break;
+        if (!streamed) this.post(conv.id, { kind: "reply", text: reply });
         this.post(conv.id, { kind: "status", state: "done", text: "Done.", ...this.heldCalls(conv.id) });
         break;
+      }
       case "stopped":
         this.post(conv.id, { kind: "status", state: "stopped", text: "Stopped." });
         this.post(conv.id, { kind: "notice", text: "The turn was stopped." });
@@ -199,8 +206,18 @@ export class Turns {
     const conv = this.conversations.get(conversation)!;
     const address = this.conversations.replyAddress(conv) ?? (message.kind === "card" ? this.children.surfaceOf(conv) : null);
     if (!address) return; // the Agents API reads the transcript instead (a child run's shows its cards only, in its parent's chat)
-    const key = refKey ?? (message.kind === "status" ? `status:${conversation}:${conv.turn}` : null);
+    const key = refKey ?? (message.kind === "status" ? statusKey(conv) : null);
     this.outbox.post(conversation, address, message, key);
+  }
+
+  /**
+   * The turn's answer as its status message's last state, where the
+   * conversation's platform shows it there and nobody steered the turn (the
+   * answer would read above the steer); false: it is not written.
+   */
+  private answerInStatus(conv: ConversationRow, text: string): boolean {
+    const address = this.conversations.replyAddress(conv);
+    return address !== null && !this.conversations.steeredInTurn(conv) && this.outbox.answerInStatus(conv.id, address, text, statusKey(conv));
   }
 
   // ---- model replies ---------------------------------------------------------------

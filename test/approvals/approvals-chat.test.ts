@@ -31,6 +31,9 @@ describe("approval cards in Slack", () => {
     expect(card.body.text).toMatch(/Approval needed: vault__append/);
     expect(JSON.stringify(card.body.blocks)).toContain(entry);
     await waitFor("the model's interim answer", async () => (await threadMessages(channel)).some((m) => m.body.markdown_text === "Waiting for your approval."));
+    // It reads below the card: a message of its own, not the turn's status message above the card edited into it.
+    const interim = (await slackCalls(channel, "chat.postMessage")).find((c) => c.body.markdown_text === "Waiting for your approval.");
+    expect(interim!.at).toBeGreaterThanOrEqual(card.at);
     const held = await getConversation(team, AGENT, conversation);
     expect(held.transcript.find((e) => e.role === "tool")!.text).toMatch(/^Held for approval/);
     expect(await ledgerAppends(entry)).toHaveLength(0);

@@ -274,8 +274,9 @@ export async function startSlack({ gates = new Gates() } = {}) {
       const key = `${body.channel}:${body.ts}`;
       if (!messages.has(key)) return sendJson(res, 200, { ok: false, error: "message_not_found" });
       if (messages.get(key).streaming) return sendJson(res, 200, { ok: false, error: "cant_update_message" });
-      const { markdown, pinged, ...before } = messages.get(key);
-      messages.set(key, { ...before, ...written(body) });
+      // As Slack: new text (or markdown) without blocks removes the message's blocks (a status message's Stop button).
+      const { markdown, pinged, blocks, ...before } = messages.get(key);
+      messages.set(key, { ...before, ...(body.blocks === undefined && body.text === undefined && body.markdown_text === undefined ? { blocks } : {}), ...written(body) });
       await gates.pass("slack", call);
       return sendJson(res, 200, { ok: true, channel: body.channel, ts: body.ts, text: body.text });
     }

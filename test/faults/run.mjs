@@ -186,16 +186,28 @@ async function replyMessages(run, label) {
   const messages = await (await fetch(`${fakes.slack.url}/_control/messages?${new URLSearchParams({ channel: run.channel })}`)).json();
   return messages.filter((m) => !m.blocks && String(m.text).includes(`${label} ${run.id}`));
 }
-const replyPosts = (run, label) => inChannel(run).filter((c) => (c.method === "chat.postMessage" || c.method === "chat.startStream") && !c.body.blocks && said(c).includes(`${label} ${run.id}`));
+/** A reply's writes: posted, streamed, or (a plain turn's answer) its status message edited into it. */
+const isAnswerEdit = (c) => c.method === "chat.update" && c.body.markdown_text !== undefined;
+const replyPosts = (run, label) =>
+  inChannel(run).filter((c) => (c.method === "chat.postMessage" || c.method === "chat.startStream" || isAnswerEdit(c)) && !c.body.blocks && said(c).includes(`${label} ${run.id}`));
 const cardPosts = (run) => posts(run).filter((c) => JSON.stringify(c.body.blocks ?? []).includes("hold:approve:"));
 const failureNotices = (run) => posts(run).filter((c) => said(c).includes("this turn failed"));
 
-/** Done: the turn's last reply (REPLY-2, or REPLY-1 of a machine's turn) was posted, and after it the status message said Done. */
+/**
+ * Done: the turn's last reply (REPLY-2, or REPLY-1 of a machine's turn) was written (posted, or its status
+ * message edited into it), and no status message still says it is working: each ended ("Done.") or became an
+ * answer (a turn whose answer took its unsent status row's place has no status message at all).
+ */
 function finished(run) {
   const calls = inChannel(run);
   const last = run.point.machine ? "REPLY-1" : "REPLY-2";
-  const reply = calls.findIndex((c) => c.method === "chat.postMessage" && !c.body.blocks && said(c).includes(`${last} ${run.id}`));
-  return reply >= 0 && calls.slice(reply + 1).some((c) => c.body.blocks && /Done\.$/.test(String(c.body.text ?? "")));
+  const replied = calls.some((c) => (c.method === "chat.postMessage" || isAnswerEdit(c)) && !c.body.blocks && said(c).includes(`${last} ${run.id}`));
+  const statuses = new Map();
+  for (const c of calls) {
+    if (c.method === "chat.postMessage" && c.body.blocks && said(c).includes("Working on it")) statuses.set(c.ts, said(c));
+    else if (c.method === "chat.update" && statuses.has(c.body.ts)) statuses.set(c.body.ts, said(c));
+  }
+  return replied && [...statuses.values()].every((text) => !text.includes("Working on it"));
 }
 
 /** The person's side of the turn: mention the agent, then approve the card once REPLY-1 is there. */

@@ -150,16 +150,38 @@ export function slackClick(team: string, channel: string, threadTs: string, card
   });
 }
 
-/** Replies and notices: postMessage calls without blocks that Slack accepted. */
+/** A post of a turn's status message (its blocks open with the state's context line). */
+const isStatusPost = (c: SlackCall) => c.method === "chat.postMessage" && c.body.blocks?.[0]?.type === "context" && !c.limited && c.authorized === true;
+
+/**
+ * Replies and notices, in the order they appeared: postMessage calls without
+ * blocks that Slack accepted, and a status message edited into the turn's
+ * answer (its chat.update, with the ts, thread and metadata of the post
+ * it took the place of, as the thread shows it).
+ */
 export async function threadMessages(channel: string): Promise<SlackCall[]> {
-  return (await slackCalls(channel, "chat.postMessage")).filter((c) => !c.body.blocks && !c.limited && c.authorized);
+  const calls = await slackCalls(channel);
+  const statuses = new Map(calls.filter(isStatusPost).map((c) => [c.ts, c]));
+  return calls.flatMap((c) => {
+    if (c.method === "chat.postMessage") return !c.body.blocks && !c.limited && c.authorized ? [c] : [];
+    const status = c.method === "chat.update" && c.body.markdown_text !== undefined && !c.limited ? statuses.get(c.body.ts) : undefined;
+    return status && c.authorized ? [{ ...c, ts: status.ts, body: { ...c.body, thread_ts: status.body.thread_ts, metadata: status.body.metadata } }] : [];
+  });
 }
 
-/** Waits until the turn's status message was finalised (the last thing a turn delivers). */
+/**
+ * Waits until the turn's status message was finalised (the last thing a turn
+ * delivers): its final state, or for "Done." its edit into a one-message
+ * answer (the answer takes the status message's place).
+ */
 export function statusFinal(channel: string, state: "Done." | "Stopped." | "Failed."): Promise<SlackCall> {
-  return waitFor(`status "${state}" in ${channel}`, async () =>
-    (await slackCalls(channel)).find((c) => c.body.blocks && c.body.text?.endsWith(state) && !c.limited),
-  );
+  return waitFor(`status "${state}" in ${channel}`, async () => {
+    const calls = await slackCalls(channel);
+    const final = calls.find((c) => c.body.blocks && c.body.text?.endsWith(state) && !c.limited);
+    if (final || state !== "Done.") return final;
+    const statuses = new Set(calls.filter(isStatusPost).map((c) => c.ts));
+    return calls.find((c) => c.method === "chat.update" && c.body.markdown_text !== undefined && !c.limited && statuses.has(c.body.ts));
+  });
 }
 
 export async function rateLimit(rule: { method: string; channel: string; textIncludes?: string; times: number; retryAfter: number }): Promise<void> {

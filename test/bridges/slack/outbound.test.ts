@@ -105,6 +105,26 @@ describe("Slack outbound", () => {
     expect(result).toEqual({ ok: false, error: "chat.postMessage: channel_not_found", permanent: true, unreachable: true });
   });
 
+  it("an answer whose status message is gone (deleted by a person) is posted in the thread instead, not lost", async () => {
+    const channel = slackId("C");
+    const result = await slackOutbound.deliver(env, {
+      route: { tenant: slackId("T"), agent: AGENT },
+      conversation: "c",
+      address: { platform: "slack", target: { channel, thread_ts: "1.000001" } },
+      message: { kind: "reply", text: "still here" },
+      idempotencyKey: "k",
+      createdAt: Date.now(),
+      ref: "1.000002",
+    });
+    expect(result).toMatchObject({ ok: true, ref: expect.any(String) });
+    const calls = await slackCalls(channel);
+    expect(calls.map((c) => [c.method, c.body.markdown_text])).toEqual([
+      ["chat.update", "still here"],
+      ["chat.postMessage", "still here"],
+    ]);
+    expect(calls[1]!.body.thread_ts).toBe("1.000001");
+  });
+
   it("posts an approval card with Approve and Deny, then updates it in place once decided", async () => {
     const team = slackId("T");
     const channel = slackId("C");
@@ -144,9 +164,10 @@ describe("Slack outbound", () => {
     const team = slackId("T");
     const channel = slackId("C");
     const ts = newTs();
-    await rateLimit({ method: "chat.postMessage", channel, textIncludes: "worth the wait", times: 1, retryAfter: 2 });
+    // The answer takes the status message's place: it goes as that message's chat.update.
+    await rateLimit({ method: "chat.update", channel, textIncludes: "worth the wait", times: 1, retryAfter: 2 });
     await postEvent(messageEnvelope({ team, channel, ts, text: `[s:${s}] go` }));
-    await waitFor("the 429", async () => (await slackCalls(channel, "chat.postMessage")).some((c) => c.limited));
+    await waitFor("the 429", async () => (await slackCalls(channel, "chat.update")).some((c) => c.limited));
     // While it waits, the limited row is due no sooner than the Retry-After, and nothing queued behind it goes first;
     // the wait is not a failed attempt (the row's attempts and the effect's retries stay 0).
     const [head] = await waitFor("the limited row to wait", async () => {
@@ -158,10 +179,10 @@ describe("Slack outbound", () => {
       return waiting.length > 0 && waiting;
     });
     expect([head!.retries, head!.attempts]).toEqual([0, 0]);
-    const limited = (await slackCalls(channel, "chat.postMessage")).find((c) => c.limited)!;
+    const limited = (await slackCalls(channel, "chat.update")).find((c) => c.limited)!;
     expect(head!.due_at).toBeGreaterThanOrEqual(limited.at + 2000);
     await statusFinal(channel, "Done.");
-    const attempts = (await slackCalls(channel, "chat.postMessage")).filter((c) => c.body.markdown_text === "worth the wait");
+    const attempts = (await slackCalls(channel, "chat.update")).filter((c) => c.body.markdown_text === "worth the wait");
     expect(attempts.map((c) => c.limited === true)).toEqual([true, false]);
     expect(attempts[1]!.at - attempts[0]!.at).toBeGreaterThanOrEqual(2000); // Slack's own clock: the second try waited it out
     expect((await threadMessages(channel)).map((m) => [m.body.markdown_text, m.body.thread_ts])).toEqual([["worth the wait", ts]]);
@@ -201,14 +222,16 @@ describe("a Slack post whose answer is lost", () => {
     const team = slackId("T");
     const channel = slackId("C");
     const ts = newTs();
-    // Slack makes the post and never answers it.
-    await holdSlack({ method: "chat.postMessage", channel, textIncludes: "said once" });
+    // Slack makes the turn's first post (its status message, which the answer then takes the place of) and never answers it.
+    await holdSlack({ method: "chat.postMessage", channel, textIncludes: "Working on it" });
     await postEvent(messageEnvelope({ team, channel, ts, text: `[s:${s}] once` }));
     await statusFinal(channel, "Done.");
 
-    const posts = (await threadMessages(channel)).filter((m) => m.body.markdown_text === "said once");
+    const posts = (await slackCalls(channel, "chat.postMessage")).filter((c) => !c.limited);
     expect(posts).toHaveLength(1);
     expect(posts[0]!.body.metadata).toEqual({ event_type: "antiproton_outbox", event_payload: { key: expect.stringMatching(/^[0-9a-f]{64}:[0-9a-f]{16}:\d+$/) } });
+    // The message found again is the one the answer edits.
+    expect((await threadMessages(channel)).map((m) => [m.body.markdown_text, m.body.ts])).toEqual([["said once", posts[0]!.ts]]);
     // The row's next claim read the thread back, with metadata, once the first had timed out (Slack's clock).
     const [read] = await slackCalls(channel, "conversations.replies");
     expect(read).toBeDefined();
@@ -220,15 +243,16 @@ describe("a Slack post whose answer is lost", () => {
     const s = unique("lost-dm");
     await script(s, [{ text: "said once in the DM" }]);
     const dm = slackId("D");
-    await holdSlack({ method: "chat.postMessage", channel: dm, textIncludes: "said once in the DM" });
+    await holdSlack({ method: "chat.postMessage", channel: dm, textIncludes: "Working on it" });
     await postEvent(messageEnvelope({ team: slackId("T"), channel: dm, ts: newTs(), text: `[s:${s}] once`, mention: false, event: { channel_type: "im" } }));
     await statusFinal(dm, "Done.");
     const [read] = await slackCalls(dm, "conversations.history");
     expect(read?.body).toMatchObject({ channel: dm, include_all_metadata: "true" });
-    // Posted once, top-level (no thread): the read found it.
-    const posts = (await slackCalls(dm, "chat.postMessage")).filter((c) => c.body.markdown_text === "said once in the DM");
+    // Posted once, top-level (no thread): the read found it, and the answer took its place.
+    const posts = await slackCalls(dm, "chat.postMessage");
     expect(posts).toHaveLength(1);
     expect(posts[0]!.body.thread_ts).toBeUndefined();
+    expect((await threadMessages(dm)).map((m) => [m.body.markdown_text, m.body.ts])).toEqual([["said once in the DM", posts[0]!.ts]]);
   });
 
   // Issue 9, acceptance 1

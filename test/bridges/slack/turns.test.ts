@@ -65,6 +65,25 @@ describe("a turn in a Slack thread", () => {
     expect((await threadMessages(channel)).map((m) => m.body.markdown_text)).toEqual(["ok: **status** please"]);
   });
 
+  // Issue 40, acceptance 2: the Chat SDK makes one call a turn; the status message and a reply of its own made three.
+  it("a plain turn makes two Slack calls: its status message posted, then edited into the answer", async () => {
+    const team = slackId("T");
+    const channel = slackId("C");
+    const ts = newTs();
+    await postEvent(messageEnvelope({ team, channel, ts, text: "just one answer" }));
+    const posted = await statusPost(channel, ts);
+    await statusFinal(channel, "Done.");
+    await settled(team, AGENT, conversationOf(team, channel, ts));
+    // Nothing more follows the answer (no final "Done." state after it).
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    const calls = await slackCalls(channel);
+    expect(calls.map((c) => c.method)).toEqual(["chat.postMessage", "chat.update"]);
+    expect(calls[1]!.body).toMatchObject({ ts: posted.ts, markdown_text: "ok: just one answer" });
+    // The edit has no blocks: the Stop button goes with the working state.
+    expect(calls[1]!.body.blocks).toBeUndefined();
+    expect((await threadMessages(channel)).map((m) => [m.body.markdown_text, m.body.thread_ts])).toEqual([["ok: just one answer", ts]]);
+  });
+
   // Acceptance 5: steer
   it("a message in the thread while its turn runs is a steer that reaches the model before its next call", async () => {
     const s = unique("steer");
@@ -87,6 +106,8 @@ describe("a turn in a Slack thread", () => {
     const view = await getConversation(team, AGENT, conversationOf(team, channel, ts));
     expect(view.transcript.find((e) => e.text === "make it short")?.steer).toBe(true);
     expect((await threadMessages(channel)).map((m) => m.body.markdown_text)).toEqual(["final, with the steer"]);
+    // It reads below the steer: a message of its own, not the status message above the steer edited into it.
+    expect((await slackCalls(channel, "chat.postMessage")).some((c) => c.body.markdown_text === "final, with the steer")).toBe(true);
   });
 
   // Acceptance 5: the Stop button
@@ -186,21 +207,26 @@ describe("a turn in a Slack thread", () => {
     ]);
   });
 
-  it("paces a busy turn's status updates: at least 1 s apart by Slack's own clock, coalesced, ending with the final state", async () => {
+  it("paces a busy turn's status updates: at least 1 s apart by Slack's own clock, coalesced, ending with the answer in its place", async () => {
     const team = slackId("T");
     const channel = slackId("C");
     const ts = newTs();
     const s = unique("busy");
-    // Eight tool rounds in quick succession, each a status change ("… using `clock__now`"), then the answer.
-    await script(s, [...Array.from({ length: 8 }, () => ({ toolCalls: [{ name: "clock__now", arguments: {} }] })), { text: "It is late." }]);
+    // Eight tool rounds in quick succession (over about 2.4 s), each a status change ("… using `clock__now`"), then the answer.
+    await script(s, [...Array.from({ length: 8 }, () => ({ delayMs: 300, toolCalls: [{ name: "clock__now", arguments: {} }] })), { text: "It is late." }]);
     await postEvent(messageEnvelope({ team, channel, ts, text: `what time is it? [s:${s}]` }));
     const done = await statusFinal(channel, "Done.");
     expect(await providerRequests(s)).toHaveLength(9);
 
-    const changes = (await slackCalls(channel)).filter((c) => c.body.blocks && !c.limited);
-    expect(changes.at(-1)).toEqual(done);
+    const calls = (await slackCalls(channel)).filter((c) => !c.limited);
+    const changes = calls.filter((c) => c.body.blocks);
+    // The answer is the status message's last change (it never waits out the second: it is what the person waits for).
+    expect(calls.at(-1)).toEqual(done);
+    expect(done.body).toMatchObject({ ts: changes[0]!.ts, markdown_text: "It is late." });
     expect(changes.slice(1).every((c) => c.method === "chat.update")).toBe(true);
     expect(changes.some((c) => c.body.text?.includes("using `clock__now`"))).toBe(true);
+    // Eight states, coalesced: fewer updates than states.
+    expect(changes.length - 1).toBeLessThan(8);
     const gaps = changes.slice(1).map((c, i) => c.at - changes[i]!.at);
     expect(Math.min(...gaps)).toBeGreaterThanOrEqual(1000);
   });

@@ -35,14 +35,14 @@ async function slackBurst({ mentions: MENTIONS, channels: CHANNELS }: typeof BUR
     await inBatches(threads, (t) => postEvent(messageEnvelope({ team, channel: t.channel, ts: t.ts, text: t.text })));
 
     const callsIn = async (channel: string): Promise<SlackCall[]> => (await fetch(`${E.FAKE_SLACK_URL}/_control/calls?channel=${channel}`)).json();
-    /** Each thread's status message as it stands (the last state Slack took), by thread ts. */
+    /** Each thread's status message as it stands (the last state Slack took), by thread ts: "Done." once edited into the answer too. */
     const statuses = (calls: SlackCall[]) => {
       const threadOf = new Map(calls.filter((c) => c.method === "chat.postMessage" && c.body.blocks && c.ts).map((c) => [c.ts!, c.body.thread_ts!]));
       const last = new Map<string, string>();
       for (const c of calls) {
-        if (c.limited || !c.body.blocks) continue;
+        if (c.limited || !(c.body.blocks || (c.method === "chat.update" && c.body.markdown_text !== undefined))) continue;
         const thread = c.method === "chat.postMessage" ? c.body.thread_ts : threadOf.get(c.body.ts!);
-        if (thread) last.set(thread, c.body.text!);
+        if (thread) last.set(thread, c.body.blocks ? c.body.text! : "Done.");
       }
       return last;
     };
@@ -56,7 +56,11 @@ async function slackBurst({ mentions: MENTIONS, channels: CHANNELS }: typeof BUR
       // Three times the paced floor: a loaded machine is slow, not wrong.
       MENTIONS * 3_000,
     );
-    const replies = calls.filter((c) => c.method === "chat.postMessage" && !c.body.blocks && !c.limited && c.authorized);
+    // A reply is posted, or (a plain turn) its status message edited into it.
+    const threadOf = new Map(calls.filter((c) => c.method === "chat.postMessage" && c.body.blocks && c.ts).map((c) => [c.ts!, c.body.thread_ts!]));
+    const replies = calls
+      .filter((c) => (c.method === "chat.postMessage" ? !c.body.blocks : c.method === "chat.update" && c.body.markdown_text !== undefined) && !c.limited && c.authorized)
+      .map((c) => ({ ...c, body: { ...c.body, thread_ts: c.body.thread_ts ?? threadOf.get(c.body.ts!) } }));
     expect(replies.map((c) => `${c.body.channel} ${c.body.thread_ts} ${c.body.markdown_text}`).sort()).toEqual(threads.map((t) => `${t.channel} ${t.ts} ok: ${t.text}`).sort());
     expect([...statuses(calls).entries()].sort()).toEqual(threads.map((t) => [t.ts, expect.stringMatching(/Done\.$/)]).sort());
     // Paced, not bounced: the couriers of a channel took turns, so Slack refused few posts (a handful, where a
