@@ -107,8 +107,9 @@ export class Outbox {
 
   /** Whether only states of `refKey`'s message were written to the conversation since its first: it is still the last message. */
   private lastWritten(conversation: string, refKey: string): boolean {
-    const since = "SELECT MIN(id) FROM outbox WHERE conversation = ? AND ref_key = ?";
-    return this.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM outbox WHERE conversation = ? AND id > (${since}) AND ref_key IS NOT ?`, conversation, conversation, refKey, refKey).one().n === 0;
+    // The first row by outbox_by_ref; the rows after it by id (`+conversation` keeps the planner on that range): the turn's, not the conversation's.
+    const since = "SELECT MIN(id) FROM outbox WHERE conversation = ?1 AND ref_key = ?2";
+    return this.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM outbox WHERE id > (${since}) AND +conversation = ?1 AND ref_key IS NOT ?2`, conversation, refKey).one().n === 0;
   }
 
   /** A state of a message updated in place: it replaces the conversation's last waiting row when that is an earlier state of it not under way. */

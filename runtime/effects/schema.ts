@@ -61,6 +61,9 @@ export const EFFECTS_WORK_OUTBOX_RUNS = `
 /** The outbox's pacing reads the conversation's last update without scanning every message it ever sent. */
 export const OUTBOX_UPDATES_INDEX = `CREATE INDEX outbox_updates_sent ON outbox (conversation, sent_at) WHERE status = 'sent' AND ref_key IS NOT NULL;`;
 
+/** An answer in its status message's place (Outbox.answerInStatus) finds the status's first row without scanning the conversation's. */
+export const OUTBOX_REFS_INDEX = `CREATE INDEX outbox_by_ref ON outbox (conversation, ref_key, id) WHERE ref_key IS NOT NULL;`;
+
 /** Retention (runtime/store/archive.ts): settled sends leave by age. */
 export const OUTBOX_SETTLED_INDEX = `
   CREATE INDEX outbox_settled ON outbox (created_at) WHERE status != 'pending';

@@ -26,7 +26,7 @@ export async function callProvider(env: Env, choice: ModelChoice, request: Model
   let probe: string | undefined;
   if (trustedOpen(name)) {
     if (askAgain(name)) {
-      const asked = askingGate();
+      const asked = askingGate(name);
       // Not awaited: the call goes on the view; the answer is for the calls after it.
       void gate.isOpen().then(
         (open) => heard(name, open, asked),
@@ -34,7 +34,7 @@ export async function callProvider(env: Env, choice: ModelChoice, request: Model
       );
     }
   } else {
-    const asked = askingGate();
+    const asked = askingGate(name);
     const admission = await gate.admit();
     if (!admission.go) return { call: { kind: "limited", error: "the key waits out a rate limit the provider announced", until: admission.until } };
     probe = admission.probe;

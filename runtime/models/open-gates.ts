@@ -12,8 +12,8 @@ export const OPEN_FRESH_MS = 1_000;
 
 /** Gate name → when this isolate last heard it open (asked for after every 429 seen here). */
 const heardAt = new Map<string, number>();
-/** 429s this isolate has seen: a "go" asked for before the latest one is not trusted (it may predate the wait). */
-let limitsSeen = 0;
+/** Gate name → 429s this isolate has seen with its key: a "go" asked for before the latest one is not trusted (it may predate the wait). */
+const limitsSeen = new Map<string, number>();
 
 /** Whether a call with this gate's key may go without waiting for the gate. */
 export function trustedOpen(gate: string): boolean {
@@ -29,18 +29,23 @@ export function askAgain(gate: string): boolean {
 }
 
 /** Marks the moment the gate is asked: pass it to `heard` with the gate's answer. */
-export function askingGate(): number {
-  return limitsSeen;
+export function askingGate(gate: string): number {
+  return limitsSeen.get(gate) ?? 0;
 }
 
-/** The gate's answer: open (kept, unless a 429 was seen here since it was asked) or not (the view closes: the next call asks before it goes). */
+/**
+ * The gate's answer: open (kept, unless a 429 was seen here since it was
+ * asked) or not (the view closes: the next call asks before it goes). A view
+ * that is already open keeps its age from when askAgain asked, not from when
+ * the answer came, so a slow answer never makes the view look fresher.
+ */
 export function heard(gate: string, open: boolean, asked: number): void {
-  if (open && asked === limitsSeen) heardAt.set(gate, Date.now());
-  else if (!open) heardAt.delete(gate);
+  if (!open) heardAt.delete(gate);
+  else if (asked === (limitsSeen.get(gate) ?? 0) && !heardAt.has(gate)) heardAt.set(gate, Date.now());
 }
 
 /** A call with this gate's key was refused for its rate limit: no call here goes on the view any more. */
 export function sawLimit(gate: string): void {
-  limitsSeen++;
+  limitsSeen.set(gate, (limitsSeen.get(gate) ?? 0) + 1);
   heardAt.delete(gate);
 }

@@ -7,7 +7,7 @@ import { type Migration, runMigrations } from "../../lib/migrations.ts";
 import { HOLDS_BY_CONVERSATION_INDEX, HOLDS_TABLE } from "../../approvals/index.ts";
 import { CONVERSATIONS_ARCHIVED, CONVERSATIONS_TABLE, INBOUND_TABLE, INBOX_TABLE, LOG_TABLE } from "../store/index.ts";
 import { BUSY_OUTSIDE_TABLE, BUSY_TIME_TABLES } from "../metering/index.ts";
-import { EFFECTS_TABLE, EFFECTS_WORK_OUTBOX_RUNS, MESSAGE_REFS_SHOWN, MESSAGE_REFS_TABLE, OUTBOX_SETTLED_INDEX, OUTBOX_TABLE, OUTBOX_UPDATES_INDEX } from "../effects/index.ts";
+import { EFFECTS_TABLE, EFFECTS_WORK_OUTBOX_RUNS, MESSAGE_REFS_SHOWN, MESSAGE_REFS_TABLE, OUTBOX_REFS_INDEX, OUTBOX_SETTLED_INDEX, OUTBOX_TABLE, OUTBOX_UPDATES_INDEX } from "../effects/index.ts";
 import { MODEL_JOBS_RATE_LIMITS, MODEL_JOBS_TABLE } from "../models/index.ts";
 import { LEASES_TABLE, MOUNT_SESSIONS_TABLE, TOOL_CALLS_RETENTION, TOOL_CALLS_TABLE } from "../tools/index.ts";
 import { DELEGATIONS_TABLE } from "../turns/index.ts";
@@ -50,6 +50,7 @@ export const AGENT_MIGRATIONS: readonly Migration[] = [
   { name: "feed and responses", sql: FEED_AND_RESPONSES_TABLES },
   { name: "delegations", sql: DELEGATIONS_TABLE },
   { name: "audit outbox", sql: AUDIT_OUTBOX_TABLE },
+  { name: "outbox refs index", sql: OUTBOX_REFS_INDEX },
 ];
 
 /** Brings the object's schema to this deploy's; throws MigrationError (all rolled back) when a migration fails. */

@@ -197,7 +197,17 @@ export class Conversations {
 
   /** Whether a person steered `conv`'s current turn (wrote to it while it ran). */
   steeredInTurn(conv: ConversationRow): boolean {
-    return this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM log WHERE conversation = ? AND turn = ? AND type = 'user' AND json_extract(data, '$.steer') = 1", conv.id, conv.turn).one().n > 0;
+    // From the turn's start on (log_turn_starts, then log_by_conversation): the turn's rows alone, however long the conversation.
+    return (
+      this.sql
+        .exec<{ steered: number }>(
+          `SELECT EXISTS (SELECT 1 FROM log WHERE conversation = ?1 AND seq > (SELECT seq FROM log WHERE conversation = ?1 AND turn = ?2 AND type = 'turn_start')
+             AND type = 'user' AND json_extract(data, '$.steer') = 1) AS steered`,
+          conv.id,
+          conv.turn,
+        )
+        .one().steered === 1
+    );
   }
 
   /** The model's replies in `conv`'s current turn (a child run's step limit counts them). */

@@ -189,7 +189,7 @@ describe("a provider's rate limit on the operator's key", () => {
     for (const s of [...run, `${prefix}warm`]) await script(s, [{ text: `answer ${s}` }]);
     // A first call hears the gate open (its first provider call takes seconds here, longer than a view stays fresh).
     expect((await callProvider(env, choice, request(`${prefix}warm`), { key })).call.kind).toBe("reply");
-    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    await new Promise((resolve) => setTimeout(resolve, 1_300));
     // Asks of this key's gate (named as runtime/models/gate.ts names it): the other tests' conversations may still ask their own.
     const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(key)));
     const gate = env.PROVIDER_GATE.idFromName(`fake:${Array.from(digest.slice(0, 16), (b) => b.toString(16).padStart(2, "0")).join("")}`);
