@@ -12,6 +12,19 @@ import { rows } from "../../agents.ts";
 import { script, unique, waitFor } from "../../support.ts";
 import { AGENT, holdSlack, messageEnvelope, newTs, postEvent, rateLimit, slackCalls, slackId, statusFinal, threadMessages } from "./helpers.ts";
 
+/** A reply delivered straight through the Slack bridge into a thread of `channel` (with `ref`: in place of the message it names). */
+function replyIn(channel: string, text: string, ref?: string) {
+  return slackOutbound.deliver(env, {
+    route: { tenant: slackId("T"), agent: AGENT },
+    conversation: "c",
+    address: { platform: "slack", target: { channel, thread_ts: "1.000001" } },
+    message: { kind: "reply", text },
+    idempotencyKey: "k",
+    createdAt: Date.now(),
+    ...(ref ? { ref } : {}),
+  });
+}
+
 describe("Markdown → Slack mrkdwn", () => {
   it("renders emphasis, links, headings and bullets, and leaves code alone", () => {
     const markdown = [
@@ -82,40 +95,18 @@ describe("Slack outbound", () => {
   it("answers a 429 with the Retry-After it was given", async () => {
     const channel = slackId("C");
     await rateLimit({ method: "chat.postMessage", channel, times: 1, retryAfter: 7 });
-    const result = await slackOutbound.deliver(env, {
-      route: { tenant: slackId("T"), agent: AGENT },
-      conversation: "c",
-      address: { platform: "slack", target: { channel, thread_ts: "1.000001" } },
-      message: { kind: "reply", text: "hello" },
-      idempotencyKey: "k",
-      createdAt: Date.now(),
-    });
+    const result = await replyIn(channel, "hello");
     expect(result).toEqual({ ok: false, error: "chat.postMessage: rate limited", retryAfterMs: 7000 });
   });
 
   it("gives up on errors that would fail again (a channel that is gone: nothing more can be posted there)", async () => {
-    const result = await slackOutbound.deliver(env, {
-      route: { tenant: slackId("T"), agent: AGENT },
-      conversation: "c",
-      address: { platform: "slack", target: { channel: "", thread_ts: "1.000001" } },
-      message: { kind: "reply", text: "hello" },
-      idempotencyKey: "k",
-      createdAt: Date.now(),
-    });
+    const result = await replyIn("", "hello");
     expect(result).toEqual({ ok: false, error: "chat.postMessage: channel_not_found", permanent: true, unreachable: true });
   });
 
   it("an answer whose status message is gone (deleted by a person) is posted in the thread instead, not lost", async () => {
     const channel = slackId("C");
-    const result = await slackOutbound.deliver(env, {
-      route: { tenant: slackId("T"), agent: AGENT },
-      conversation: "c",
-      address: { platform: "slack", target: { channel, thread_ts: "1.000001" } },
-      message: { kind: "reply", text: "still here" },
-      idempotencyKey: "k",
-      createdAt: Date.now(),
-      ref: "1.000002",
-    });
+    const result = await replyIn(channel, "still here", "1.000002");
     expect(result).toMatchObject({ ok: true, ref: expect.any(String) });
     const calls = await slackCalls(channel);
     expect(calls.map((c) => [c.method, c.body.markdown_text])).toEqual([
