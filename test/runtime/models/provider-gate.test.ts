@@ -48,6 +48,57 @@ const APIS = [
 ];
 
 describe("a provider's rate limit on the operator's key", () => {
+  // First in the file: the isolate has heard nothing of this key yet, whatever the tests after it leave in its view of the gates.
+  it("a gate the isolate heard open is not on a call's way: a run of calls goes without asking it, the view is refreshed behind the first call; a 429 holds back the very next call", async () => {
+    // Straight through callProvider, with a key no other test limits (the tenant's, on a provider no other test gives it).
+    const choice = modelChoice(env, { model: "fake/test-model" });
+    const key = E.FAKE_TENANT_KEY!;
+    const request = (s: string) => ({ model: { model: "fake/test-model" }, systemPrompt: "Be brief.", messages: [{ role: "user" as const, content: `[s:${s}] hi`, timestamp: Date.now() }], tools: [] });
+    const prefix = unique("trust");
+    const run = Array.from({ length: 10 }, (_, i) => `${prefix}r${i}`);
+    for (const s of [...run, `${prefix}warm`]) await script(s, [{ text: `answer ${s}` }]);
+    // A first call hears the gate open (its first provider call takes seconds here, longer than a view stays fresh).
+    expect((await callProvider(env, choice, request(`${prefix}warm`), { key })).call.kind).toBe("reply");
+    await new Promise((resolve) => setTimeout(resolve, 1_300));
+    // Asks of this key's gate (named as runtime/models/gate.ts names it): the other tests' conversations may still ask their own.
+    const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(key)));
+    const gate = env.PROVIDER_GATE.idFromName(`fake:${Array.from(digest.slice(0, 16), (b) => b.toString(16).padStart(2, "0")).join("")}`);
+    const admit = vi.spyOn(ProviderGate.prototype, "admit");
+    const asked = () => admit.mock.contexts.filter((object) => (object as ProviderGate)["ctx"].id.equals(gate)).length;
+    // The refresh is answered late (the gate itself answers it, two seconds on): a call that waited for it would finish after.
+    const original = ProviderGate.prototype.isOpen;
+    let refreshedAt = 0;
+    const isOpen = vi.spyOn(ProviderGate.prototype, "isOpen").mockImplementation(async function (this: ProviderGate) {
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      refreshedAt = Date.now();
+      return original.call(this);
+    });
+    const refreshed = () => isOpen.mock.contexts.filter((object) => (object as ProviderGate)["ctx"].id.equals(gate)).length;
+    try {
+      const first = await callProvider(env, choice, request(run[0]!), { key });
+      expect(first.call.kind).toBe("reply");
+      expect(refreshedAt).toBe(0);
+      const rest = await Promise.all(run.slice(1).map((s) => callProvider(env, choice, request(s), { key })));
+      expect(rest.map((r) => r.call.kind)).toEqual(run.slice(1).map(() => "reply"));
+      // Ten calls, no ask before any: the first found the view a second old and asked again behind it, once.
+      expect([asked(), refreshed()]).toEqual([0, 1]);
+      await vi.waitFor(() => expect(refreshedAt).toBeGreaterThan(0), { timeout: 5_000 });
+
+      // The provider limits the key: the call that meets the 429 closes this isolate's view at once, so the next one asks the gate, which holds it back.
+      const limited = `${prefix}l`;
+      await limitKey(limited, 3_000, undefined, key);
+      await script(`${limited}2`, [{ text: "not inside the window" }]);
+      expect((await callProvider(env, choice, request(`${limited}1`), { key })).call.kind).toBe("limited");
+      expect((await callProvider(env, choice, request(`${limited}2`), { key })).call.kind).toBe("limited");
+      expect(asked()).toBe(1);
+      expect((await busyLog(limited)).requests).toHaveLength(1);
+      await liftLimit(limited);
+    } finally {
+      admit.mockRestore();
+      isOpen.mockRestore();
+    }
+  });
+
   for (const api of APIS) {
     it(`${api.name}: 20 conversations of 4 tenants all answer, no request reaches it inside a window it announced, each person is told once`, async () => {
       const prefix = unique("busy");
@@ -179,53 +230,4 @@ describe("a provider's rate limit on the operator's key", () => {
     });
   }, 40_000);
 
-  it("a gate the isolate heard open is not on a call's way: a run of calls goes without asking it, the view is refreshed behind the first call; a 429 holds back the very next call", async () => {
-    // Straight through callProvider, with a key no other test limits (the tenant's, on a provider no other test gives it).
-    const choice = modelChoice(env, { model: "fake/test-model" });
-    const key = E.FAKE_TENANT_KEY!;
-    const request = (s: string) => ({ model: { model: "fake/test-model" }, systemPrompt: "Be brief.", messages: [{ role: "user" as const, content: `[s:${s}] hi`, timestamp: Date.now() }], tools: [] });
-    const prefix = unique("trust");
-    const run = Array.from({ length: 10 }, (_, i) => `${prefix}r${i}`);
-    for (const s of [...run, `${prefix}warm`]) await script(s, [{ text: `answer ${s}` }]);
-    // A first call hears the gate open (its first provider call takes seconds here, longer than a view stays fresh).
-    expect((await callProvider(env, choice, request(`${prefix}warm`), { key })).call.kind).toBe("reply");
-    await new Promise((resolve) => setTimeout(resolve, 1_300));
-    // Asks of this key's gate (named as runtime/models/gate.ts names it): the other tests' conversations may still ask their own.
-    const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(key)));
-    const gate = env.PROVIDER_GATE.idFromName(`fake:${Array.from(digest.slice(0, 16), (b) => b.toString(16).padStart(2, "0")).join("")}`);
-    const admit = vi.spyOn(ProviderGate.prototype, "admit");
-    const asked = () => admit.mock.contexts.filter((object) => (object as ProviderGate)["ctx"].id.equals(gate)).length;
-    // The refresh is answered late (the gate itself answers it, two seconds on): a call that waited for it would finish after.
-    const original = ProviderGate.prototype.isOpen;
-    let refreshedAt = 0;
-    const isOpen = vi.spyOn(ProviderGate.prototype, "isOpen").mockImplementation(async function (this: ProviderGate) {
-      await new Promise((resolve) => setTimeout(resolve, 2_000));
-      refreshedAt = Date.now();
-      return original.call(this);
-    });
-    const refreshed = () => isOpen.mock.contexts.filter((object) => (object as ProviderGate)["ctx"].id.equals(gate)).length;
-    try {
-      const first = await callProvider(env, choice, request(run[0]!), { key });
-      expect(first.call.kind).toBe("reply");
-      expect(refreshedAt).toBe(0);
-      const rest = await Promise.all(run.slice(1).map((s) => callProvider(env, choice, request(s), { key })));
-      expect(rest.map((r) => r.call.kind)).toEqual(run.slice(1).map(() => "reply"));
-      // Ten calls, no ask before any: the first found the view a second old and asked again behind it, once.
-      expect([asked(), refreshed()]).toEqual([0, 1]);
-      await vi.waitFor(() => expect(refreshedAt).toBeGreaterThan(0), { timeout: 5_000 });
-
-      // The provider limits the key: the call that meets the 429 closes this isolate's view at once, so the next one asks the gate, which holds it back.
-      const limited = `${prefix}l`;
-      await limitKey(limited, 3_000, undefined, key);
-      await script(`${limited}2`, [{ text: "not inside the window" }]);
-      expect((await callProvider(env, choice, request(`${limited}1`), { key })).call.kind).toBe("limited");
-      expect((await callProvider(env, choice, request(`${limited}2`), { key })).call.kind).toBe("limited");
-      expect(asked()).toBe(1);
-      expect((await busyLog(limited)).requests).toHaveLength(1);
-      await liftLimit(limited);
-    } finally {
-      admit.mockRestore();
-      isOpen.mockRestore();
-    }
-  });
 });
