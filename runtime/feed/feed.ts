@@ -46,6 +46,11 @@ export function feedEnd(sql: SqlStorage, conversation: string): number {
   return sql.exec<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM feed WHERE conversation = ?", conversation).one().seq ?? 0;
 }
 
+/** The feed's newest id over every conversation (0 before the first event): a follower told up to it has heard everything. */
+export function feedLast(sql: SqlStorage): number {
+  return sql.exec<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM feed").one().seq ?? 0;
+}
+
 /** The conversation's events after id `after`, oldest first, at most `limit`. */
 export function feedAfter(sql: SqlStorage, route: Route, conversation: string, after: number, limit = FEED_PAGE): FeedPage {
   const rows = sql

@@ -30,6 +30,8 @@ export interface ResponseState {
   events: FeedEvent[];
   /** The turn's model calls so far. */
   usage: JobUsage;
+  /** The last feed row read for it: a follow from here hears what comes next (runtime/responses/follow.ts). */
+  seen: number;
 }
 
 type ResponseRow = { id: string; conversation: string; turn: number; after_seq: number; request: string; created_at: number };
@@ -74,17 +76,24 @@ export class Responses {
         // Rows of other turns (a note that waited, a hold decided from an earlier turn) are not this response's.
         if ("turn" in event && event.turn !== row.turn) continue;
         events.push(event);
-        if (event.type === "done") return this.#shown(row, usage, events, event.outcome, event.error);
+        if (event.type === "done") return this.#shown(row, usage, events, event.id, event.outcome, event.error);
       }
-      if (!page.more) return this.#shown(row, usage, events, null, null);
+      if (!page.more) return this.#shown(row, usage, events, page.last, null, null);
       after = page.last;
     }
   }
 
-  #shown(row: ResponseRow, usage: JobUsage, events: FeedEvent[], outcome: Extract<FeedEvent, { type: "done" }>["outcome"] | null, error: string | null): ResponseState {
+  #shown(
+    row: ResponseRow,
+    usage: JobUsage,
+    events: FeedEvent[],
+    seen: number,
+    outcome: Extract<FeedEvent, { type: "done" }>["outcome"] | null,
+    error: string | null,
+  ): ResponseState {
     const status: ResponseStatus =
       outcome === null ? "in_progress" : outcome === "failed" ? "failed" : outcome === "stopped" || outcome === "restarted" ? "cancelled" : "completed";
     const request = JSON.parse(row.request) as ResponseRequest;
-    return { id: row.id, conversation: row.conversation, turn: row.turn, createdAt: row.created_at, request, status, error, events, usage };
+    return { id: row.id, conversation: row.conversation, turn: row.turn, createdAt: row.created_at, request, status, error, events, usage, seen };
   }
 }

@@ -263,9 +263,9 @@ const effect = (about: Attribution): HandlerMeter => ({ part: "effects", about }
 const READ: HandlerMeter = { part: "reads" };
 
 /**
- * The AgentObject's handlers and what each is about. Reads (a watcher polling
- * a conversation) count to no turn, so a turn's busy time is the work of the
- * turn alone.
+ * The AgentObject's handlers and what each is about. Reads (the console's
+ * looks, a follow's start) count to no turn, so a turn's busy time is the
+ * work of the turn alone.
  */
 export const AGENT_HANDLERS: Record<string, HandlerMeter> = {
   alarm: { part: "pass" },
@@ -280,6 +280,7 @@ export const AGENT_HANDLERS: Record<string, HandlerMeter> = {
   respond: { part: "inbound", about: (_busy, _route: unknown, _id: unknown, event: { conversation: string }) => event.conversation },
   cancelResponse: { part: "inbound" },
   feed: READ,
+  fetch: READ,
   response: READ,
   conversationList: READ,
   pendingHolds: READ,

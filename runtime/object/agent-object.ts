@@ -16,7 +16,7 @@ import { modelFrom, mountsFrom, NO_SETTINGS, platformSecret, registerAgent, seco
 import { Conversations, Identity, logRows, transcript, type TranscriptEntry } from "../store/index.ts";
 import { Retention, retentionMs } from "../store/index.ts";
 import { Delegation, type Family } from "../turns/index.ts";
-import { feedAfter, type FeedPage, feedRows, type ResponseRequest, responseMessage, Responses, type ResponseState } from "../feed/index.ts";
+import { feedAfter, type FeedPage, feedRows, followAsk, Followers, type ResponseRequest, tellFollowersAfterEachCall, responseMessage, Responses, type ResponseState } from "../feed/index.ts";
 import { AgentDeletion, type DeletionReport } from "./deletion.ts";
 import { AuditOutbox } from "./audit-outbox.ts";
 import { Inbound } from "./inbound.ts";
@@ -72,6 +72,8 @@ export class AgentObject extends DurableObject<Env> {
   private readonly deletion: AgentDeletion;
   /** Measures every handler (measureHandlers below). */
   readonly busyTime: BusyTime;
+  /** Told what was written at the end of every handler (tellFollowersAfterEachCall below) and of every pass. */
+  readonly followers: Followers;
 
   constructor(
     ctx: DurableObjectState,
@@ -90,6 +92,7 @@ export class AgentObject extends DurableObject<Env> {
     // What a DM is, each bridge says (the runtime names none).
     this.store = new Conversations(this.sql, (by, address, route) => outboundFor(deps, by.platform)?.isDirect?.(by, address, route) ?? false);
     this.responses = new Responses(this.sql);
+    this.followers = new Followers(ctx, () => this.identity.route());
     this.effects = new Effects(this.sql, leaseSeconds(env) * 1000, deadlineMs(env));
     this.sessions = new MountSessions(this.sql);
     this.settings = new SettingsCopy(this.sql);
@@ -131,6 +134,7 @@ export class AgentObject extends DurableObject<Env> {
         const route = this.identity.route();
         const advance = this.deletion.deletedAt() === null;
         if (route) await this.busyTime.measure({ part: "pass" }, async () => (await this.pass.run(route, advance), await this.retention.slice(route)), false);
+        this.followers.tell();
       },
       () => [this.store.anyMarked() || this.approvals.hasWork() ? Date.now() : null, this.effects.nextDue(), this.leases.nextDue(), this.delegation.nextDue(), this.retention.nextDue()],
     );
@@ -223,6 +227,24 @@ export class AgentObject extends DurableObject<Env> {
     if (!this.#answers(route)) return null;
     return this.retention.read(route, conversation, () => (this.store.get(conversation) ? feedAfter(this.sql, route, conversation, after) : null));
   }
+
+  /**
+   * A follow of a conversation (runtime/feed/followers.ts), the one request the
+   * object takes by fetch: a WebSocket it sends each event to as it is written.
+   */
+  override async fetch(request: Request): Promise<Response> {
+    if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") return new Response("a follow is a WebSocket upgrade", { status: 426 });
+    const ask = followAsk.safeParse(Object.fromEntries(new URL(request.url).searchParams));
+    if (!ask.success) return new Response(`invalid follow: ${ask.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`, { status: 400 });
+    const { conversation, after, ...route } = ask.data;
+    if (!this.#answers(route)) return new Response(`no agent ${route.agent} of tenant ${route.tenant}`, { status: 404 });
+    return this.followers.accept(conversation, after);
+  }
+
+  // A follower's socket ended (its stream closed, or the connection broke): the runtime answers the
+  // close itself (web_socket_auto_reply_to_close) and drops the socket; the object keeps nothing to forget.
+  override async webSocketClose(): Promise<void> {}
+  override async webSocketError(): Promise<void> {}
 
   /** A Responses API call: its message and the response waiting for the turn it goes to, written together. */
   async respond(route: Route, id: string, message: Extract<ChatEvent, { kind: "message" }>, request: ResponseRequest): Promise<ResponseState | null> {
@@ -353,13 +375,18 @@ export class AgentObject extends DurableObject<Env> {
     this.identity.claim(route);
     const report = this.deletion.delete(route);
     this.scheduler.wake();
+    // A deleted agent answers no follow: its followers hear how their turns ended, then the end.
+    this.followers.tell();
+    this.followers.end("the agent was deleted");
     return report;
   }
 
   /** Deletes a settled conversation's rows and archive; a running one is left ("busy"). */
   async deleteConversation(route: Route, id: string): Promise<"deleted" | "busy" | "missing"> {
     if (!this.#answers(route)) return "missing";
-    return this.retention.forget(route, id);
+    const outcome = await this.retention.forget(route, id);
+    if (outcome === "deleted") this.followers.end("the conversation was deleted", id);
+    return outcome;
   }
 
   /** Reads answer only the agent's own route, and nothing once it is deleted. */
@@ -401,5 +428,7 @@ export class AgentObject extends DurableObject<Env> {
   }
 }
 
-// Every method on the prototype is a call into the object (its helpers are #private, off the prototype).
+// Every method on the prototype is a call into the object (its helpers are #private, off the prototype):
+// each ends by telling followers what it wrote, and is measured with that telling.
+tellFollowersAfterEachCall(AgentObject.prototype);
 measureHandlers(AgentObject.prototype, AGENT_HANDLERS);

@@ -1,6 +1,7 @@
 // A response's Responses API event stream: created, each output item as the
-// turn makes it, and its end. The items come from the agent's feed, asked
-// again (watch.ts); a message's text comes as the model writes it, from the
+// turn makes it, and its end. The items come from the agent's feed, read
+// again each time its object says something was written (follow.ts); a
+// message's text comes as the model writes it, from the
 // courier that reads the provider's stream (runtime/courier/partial-texts.ts),
 // so a reply streams in pieces with no call into the agent's object per piece
 // (one feed read when a call's text begins). The feed stays the authority:
@@ -25,7 +26,7 @@ import {
   type StreamEvent,
   textDelta,
 } from "./openai.ts";
-import { type EventSink, sseResponse, watch } from "./watch.ts";
+import { type EventSink, followFeed, sseResponse } from "./follow.ts";
 
 /** The stream of a response: `read` asks the agent's object for it as it stands. */
 export function streamResponse(env: Env, route: Route, first: ResponseState, read: () => Promise<ResponseState>, streamMs: number): Response {
@@ -44,24 +45,32 @@ export function streamResponse(env: Env, route: Route, first: ResponseState, rea
       await events.flush();
     };
     const listening = listenToText(env, route, first.conversation, (piece) => exclusive(() => events.piece(piece, refresh)));
+    const feed = await followFeed(env, route, first.conversation, first.seen, sink.gone);
     let ended = false;
     try {
-      ended = await watch(
-        streamMs,
-        (changed) =>
-          exclusive(async () => {
-            if (await events.flush()) changed();
-            if (events.state.status !== "in_progress") return true;
-            events.state = await read();
-            return false;
-          }),
-        () => sink.closed,
-      );
+      const until = Date.now() + streamMs;
+      const look = () => exclusive(async () => (await events.flush(), events.state.status !== "in_progress"));
+      ended = await look();
+      while (!ended && (await feed.next(until))) ended = await exclusive(async () => (await refresh(), events.state.status !== "in_progress"));
     } finally {
       listening.stop();
+      feed.close();
     }
     if (ended) await exclusive(() => events.end());
   });
+}
+
+/** The response once its turn has ended, or as it stands after `waitMs`: read again each time its conversation's feed is written. */
+export async function settledResponse(env: Env, route: Route, state: ResponseState, read: () => Promise<ResponseState>, waitMs: number): Promise<ResponseState> {
+  if (state.status !== "in_progress") return state;
+  const feed = await followFeed(env, route, state.conversation, state.seen);
+  try {
+    const until = Date.now() + waitMs;
+    while (state.status === "in_progress" && (await feed.next(until))) state = await read();
+  } finally {
+    feed.close();
+  }
+  return state;
 }
 
 /** What a stream has sent: its events are numbered, its output items indexed in the order sent. */

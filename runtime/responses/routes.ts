@@ -1,8 +1,9 @@
 // The OpenAI Responses API over our agents (`model` = "<tenant>/<agent>", a
 // response = one turn of one of our conversations), and the Agents API's
 // follow of a conversation as Server-Sent Events. Both read the agent's feed
-// (runtime/feed) by asking its object again (watch.ts); the object keeps the
-// responses, so the Worker stays stateless and a restart loses none. A
+// (runtime/feed) and hear what is written next from its object (follow.ts);
+// the object keeps the responses, so the Worker stays stateless and a restart
+// loses none. A
 // response's stream also hears its reply's text as the model writes it
 // (response-stream.ts).
 import { type Context, Hono } from "hono";
@@ -17,8 +18,8 @@ import type { ResponseState } from "../feed/index.ts";
 import { callerOf, requireTenant } from "../access/index.ts";
 import { agentStub } from "../object/index.ts";
 import { responseObject } from "./openai.ts";
-import { streamResponse } from "./response-stream.ts";
-import { sseResponse, watch } from "./watch.ts";
+import { settledResponse, streamResponse } from "./response-stream.ts";
+import { followFeed, sseResponse } from "./follow.ts";
 
 /** How long a plain create waits for its turn before answering it in progress (the caller polls then). */
 const PLAIN_WAIT_MS = 5 * 60_000;
@@ -156,7 +157,7 @@ export function responsesRoutes(): Hono<{ Bindings: Env }> {
     }
     if (!state) throw new HttpError(409, "the message was not accepted; send it again");
     if (body.stream) return streamResponse(c.env, route, state, () => readResponse(c.env, route, id), STREAM_MS);
-    if (!body.background) await watch(PLAIN_WAIT_MS, async () => (state = await readResponse(c.env, route, id)).status !== "in_progress");
+    if (!body.background) state = await settledResponse(c.env, route, state, () => readResponse(c.env, route, id), PLAIN_WAIT_MS);
     return c.json(responseObject(state));
   });
 
@@ -187,29 +188,21 @@ export function responsesRoutes(): Hono<{ Bindings: Env }> {
     let page = await stub.feed(route, conversation, Number(cursor));
     if (!page) throw new HttpError(404, `no conversation "${conversation}" for agent ${route.agent} of tenant ${route.tenant}`);
     return sseResponse(async (sink) => {
+      // What the feed holds now (an archived conversation's from its archive), a page at a time; then what is written next, as it is.
       let after = Number(cursor);
-      let mark: string | null = null;
-      await watch(
-        STREAM_MS,
-        async (changed) => {
-          if (!page) {
-            // The change mark is a few index reads; the feed (of an archived conversation, its archive in R2) is read once it moved.
-            const now = await stub.changes(route, conversation);
-            if (now === mark) return false;
-            mark = now;
-            page = await stub.feed(route, conversation, after);
-            if (!page) return true;
-          }
-          for (const event of page.events) await sink.send({ id: event.id, event: event.type, data: event });
-          if (page.events.length > 0) changed();
-          // A full page: there is more to read at once.
-          if (page.more) mark = null;
-          after = page.last;
-          page = null;
-          return false;
-        },
-        () => sink.closed,
-      );
+      for (; page; page = page.more ? await stub.feed(route, conversation, after) : null) {
+        for (const event of page.events) await sink.send({ id: event.id, event: event.type, data: event });
+        after = page.last;
+      }
+      const feed = await followFeed(c.env, route, conversation, after, sink.gone);
+      try {
+        const until = Date.now() + STREAM_MS;
+        for (let events = await feed.next(until); events; events = await feed.next(until)) {
+          for (const event of events) await sink.send({ id: event.id, event: event.type, data: event });
+        }
+      } finally {
+        feed.close();
+      }
     });
   });
   return app;

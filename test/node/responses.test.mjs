@@ -15,6 +15,7 @@ import OpenAI from "openai";
 import { FAKE_PROVIDER_KEY, startModelProvider } from "../fakes/model-provider.mjs";
 import { FAKE_SLACK_BOT_TOKEN, FAKE_SLACK_SIGNING_SECRET, startSlack } from "../fakes/slack.mjs";
 import { readmeBlocks, startWorker, uncaughtLines, until } from "./wrangler-dev.mjs";
+import { objectCounters } from "../../bench/counters.mjs";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
 const ADMIN = "node-test-responses-admin";
@@ -305,6 +306,68 @@ test("a client that goes away mid-turn (a stream: true response, a follow of the
   // Whatever was still to be written to them was written after they left; workerd has had time to say so.
   await new Promise((resolve) => setTimeout(resolve, 1000));
   assert.deepEqual(uncaughtSince(from), []);
+});
+
+// ---- followers are told, not asking ------------------------------------------------
+
+/** How long ten followers wait with nothing happening (issue 40, acceptance 5). */
+const FOLLOWERS_IDLE_MS = 60_000;
+
+test("ten followers of a conversation, a minute with nothing happening: no call into any agent object and no alarm; what is written next reaches all ten within 200 ms, and one that reconnects with Last-Event-ID misses nothing", async (t) => {
+  await script("followed", [{ text: "First answer." }, { hold: true, text: "Second answer." }]);
+  const first = await client.responses.create({ model: MODEL, input: "[s:followed] hello" });
+  const conversation = first.conversation.id;
+  const url = `${worker.url}/v1/tenants/acme/agents/helper/conversations/${encodeURIComponent(conversation)}/events`;
+  // Each follower reads from the start: its events and when each came.
+  const followers = Array.from({ length: 10 }, () => ({ events: [], at: [], stop: false }));
+  const runs = followers.map((f) =>
+    follow(url, null, f.events, (events) => {
+      f.at.push(Date.now());
+      return f.stop || events.some((e) => e.type === "done" && e.data.turn === 2);
+    }),
+  );
+  await until("every follower to have read the first turn", async () => followers.every((f) => f.events.some((e) => e.type === "done")));
+  // Nothing happening: every agent object's own counters (busy_hours, written at each handler's end) stay still a while first.
+  let counters = objectCounters(worker.persistDir);
+  await until("the agent objects to be still", async () => {
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const now = objectCounters(worker.persistDir);
+    const still = now.handlers === counters.handlers && now.passes === counters.passes;
+    counters = now;
+    return still;
+  });
+  const callsBefore = await agentObjectCalls();
+  await new Promise((resolve) => setTimeout(resolve, FOLLOWERS_IDLE_MS));
+  const idle = objectCounters(worker.persistDir);
+  assert.equal(idle.handlers - counters.handlers, 0, "handler calls into agent objects while ten followers waited");
+  assert.equal(idle.passes - counters.passes, 0, "alarms (passes) run while ten followers waited");
+  // The Worker's own tally of its calls into agent objects agrees.
+  assert.equal((await agentObjectCalls()) - callsBefore, 0, "calls the Worker made into agent objects while ten followers waited");
+
+  // Something is written: the next message. Each follower hears it within 200 ms of its being accepted.
+  const heard = followers.map((f) => f.events.length);
+  const next = await client.responses.create({ model: MODEL, input: "and now?", conversation, background: true });
+  const accepted = Date.now();
+  await until("every follower to hear the message", async () => followers.every((f, i) => f.events.length > heard[i]));
+  const delays = followers.map((f, i) => Math.max(0, f.at[heard[i]] - accepted));
+  t.diagnostic(`the ten followers heard the message ${delays.join(", ")} ms after it was accepted`);
+  assert.ok(Math.max(...delays) <= 200, `each follower heard the message ${delays.join(", ")} ms after it was accepted`);
+
+  // One follower goes away mid-turn and comes back with Last-Event-ID: it misses nothing and repeats nothing.
+  await until("the model to be asked again", async () => (await requestsOf("followed")).length === 2);
+  followers[9].stop = true;
+  await release("followed");
+  await until("the turn to end", async () => (await client.responses.retrieve(next.id)).status === "completed");
+  assert.equal(await runs[9], "enough");
+  const leaving = followers[9].events.length;
+  const resumed = [];
+  await follow(url, String(followers[9].events[leaving - 1].id), resumed, (events) => events.some((e) => e.type === "done"));
+  await Promise.all(runs.slice(0, 9));
+  const whole = (events) => events.map((e) => [e.id, e.type]);
+  assert.deepEqual(whole([...followers[9].events.slice(0, leaving), ...resumed]), whole(followers[0].events));
+  for (const f of followers.slice(1, 9)) assert.deepEqual(whole(f.events), whole(followers[0].events));
+  const said = followers[0].events.filter((e) => e.type === "message").map((e) => `${e.data.entry.role}: ${e.data.entry.text}`);
+  assert.deepEqual(said, ["user: [s:followed] hello", "assistant: First answer.", "user: and now?", "assistant: Second answer."]);
 });
 
 // ---- following a Slack conversation across a kill ---------------------------------
