@@ -3,9 +3,13 @@
 // event as it is written (runtime/feed/followers.ts). Nothing is asked while
 // nothing happens, so an object whose followers wait sleeps; a socket cut
 // under the follow (a deploy restarts the object) is opened again from the
-// last event heard, so the follower misses nothing.
+// last event heard, so the follower misses nothing. A model call's text as it
+// is written comes from the courier reading the provider's stream, not from
+// the object (listenToText).
 import * as z from "zod";
 import type { Route } from "../chat.ts";
+import { courierStub, partialText, type PartialText } from "../courier/index.ts";
+import { modelLane } from "../effects/index.ts";
 import { type FeedEvent, FOLLOW_GONE, followRequest } from "../feed/index.ts";
 import { agentStub } from "../object/index.ts";
 
@@ -115,5 +119,42 @@ export async function followFeed(env: Env, route: Route, conversation: string, a
       return events;
     },
     close,
+  };
+}
+
+/**
+ * Hears the text the conversation's model calls write, from the courier of
+ * their lane, until stopped; each piece is handled before the next is read,
+ * so a slow stream gets fewer, larger pieces. A courier that cannot be heard
+ * leaves the text to the feed (whole messages).
+ */
+export function listenToText(env: Env, route: Route, conversation: string, heard: (piece: PartialText) => Promise<void>): { stop(): void } {
+  const lane = modelLane(conversation);
+  let stopped = false;
+  let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+  const cancel = () => void reader?.cancel().catch(() => undefined);
+  void (async () => {
+    reader = (await courierStub(env, { ...route, lane }).listen(lane)).getReader();
+    if (stopped) return cancel();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done || stopped) return;
+      buffer += decoder.decode(value, { stream: true });
+      for (let end = buffer.indexOf("\n"); end >= 0; end = buffer.indexOf("\n")) {
+        const line = buffer.slice(0, end);
+        buffer = buffer.slice(end + 1);
+        await heard(partialText.parse(JSON.parse(line)));
+      }
+    }
+  })().catch((err: unknown) => {
+    if (!stopped) console.warn(`a follow hears no text as it is written: ${err instanceof Error ? err.message : String(err)}`);
+  });
+  return {
+    stop: () => {
+      stopped = true;
+      cancel();
+    },
   };
 }

@@ -8,8 +8,7 @@
 // the finished message closes its streamed item with the whole text (sending
 // what the pieces missed), and a message whose pieces never came is sent whole.
 import type { Route } from "../chat.ts";
-import { courierStub, partialText, type PartialText } from "../courier/index.ts";
-import { modelLane } from "../effects/index.ts";
+import type { PartialText } from "../courier/index.ts";
 import type { ResponseState } from "../feed/index.ts";
 import {
   endEvent,
@@ -26,7 +25,7 @@ import {
   type StreamEvent,
   textDelta,
 } from "./openai.ts";
-import { type EventSink, followFeed, sseResponse } from "./follow.ts";
+import { type EventSink, followFeed, listenToText, sseResponse } from "./follow.ts";
 
 /** The stream of a response: `read` asks the agent's object for it as it stands. */
 export function streamResponse(env: Env, route: Route, first: ResponseState, read: () => Promise<ResponseState>, streamMs: number): Response {
@@ -170,41 +169,4 @@ class ResponseEvents {
     await this.abandon();
     await this.send(endEvent(this.state, outputItems(this.state.events)));
   }
-}
-
-/**
- * Hears the text the conversation's model calls write, from the courier of
- * their lane, until stopped; each piece is handled before the next is read,
- * so a slow stream gets fewer, larger pieces. A courier that cannot be heard
- * leaves the text to the feed (whole messages).
- */
-function listenToText(env: Env, route: Route, conversation: string, heard: (piece: PartialText) => Promise<void>): { stop(): void } {
-  const lane = modelLane(conversation);
-  let stopped = false;
-  let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
-  const cancel = () => void reader?.cancel().catch(() => undefined);
-  void (async () => {
-    reader = (await courierStub(env, { ...route, lane }).listen(lane)).getReader();
-    if (stopped) return cancel();
-    const decoder = new TextDecoder();
-    let buffer = "";
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done || stopped) return;
-      buffer += decoder.decode(value, { stream: true });
-      for (let end = buffer.indexOf("\n"); end >= 0; end = buffer.indexOf("\n")) {
-        const line = buffer.slice(0, end);
-        buffer = buffer.slice(end + 1);
-        await heard(partialText.parse(JSON.parse(line)));
-      }
-    }
-  })().catch((err: unknown) => {
-    if (!stopped) console.warn(`a response stream hears no text as it is written: ${err instanceof Error ? err.message : String(err)}`);
-  });
-  return {
-    stop: () => {
-      stopped = true;
-      cancel();
-    },
-  };
 }

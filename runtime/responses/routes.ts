@@ -14,12 +14,12 @@ import { HttpError } from "../../lib/http.ts";
 import { readJsonBody } from "../../lib/serve-route.ts";
 import type { ChatUser, Route } from "../chat.ts";
 import { CONVERSATION_ID, conversationId, restoredError, parseRoute } from "../edge/index.ts";
-import type { ResponseState } from "../feed/index.ts";
+import type { FeedEvent, ResponseState } from "../feed/index.ts";
 import { callerOf, requireTenant } from "../access/index.ts";
 import { agentStub } from "../object/index.ts";
 import { responseObject } from "./openai.ts";
 import { settledResponse, streamResponse } from "./response-stream.ts";
-import { followFeed, sseResponse } from "./follow.ts";
+import { followFeed, listenToText, sseResponse } from "./follow.ts";
 
 /** How long a plain create waits for its turn before answering it in progress (the caller polls then). */
 const PLAIN_WAIT_MS = 5 * 60_000;
@@ -188,19 +188,34 @@ export function responsesRoutes(): Hono<{ Bindings: Env }> {
     let page = await stub.feed(route, conversation, Number(cursor));
     if (!page) throw new HttpError(404, `no conversation "${conversation}" for agent ${route.agent} of tenant ${route.tenant}`);
     return sseResponse(async (sink) => {
+      // A model call's text as it is written, between the events, while a turn runs (its events say so): a
+      // text_delta has no id (it is not kept); the message of the same calledAt is the whole text.
+      let listening = null as { stop(): void } | null;
+      const send = async (event: FeedEvent) => {
+        await sink.send({ id: event.id, event: event.type, data: event });
+        if (event.type === "done") {
+          listening?.stop();
+          listening = null;
+        } else if (event.type !== "hold" && !listening) {
+          listening = listenToText(c.env, route, conversation, (piece) => sink.send({ event: "text_delta", data: piece }));
+        }
+      };
       // What the feed holds now (an archived conversation's from its archive), a page at a time; then what is written next, as it is.
       let after = Number(cursor);
-      for (; page; page = page.more ? await stub.feed(route, conversation, after) : null) {
-        for (const event of page.events) await sink.send({ id: event.id, event: event.type, data: event });
-        after = page.last;
-      }
-      const feed = await followFeed(c.env, route, conversation, after, sink.gone);
+      const feed = await (async () => {
+        for (; page; page = page.more ? await stub.feed(route, conversation, after) : null) {
+          for (const event of page.events) await send(event);
+          after = page.last;
+        }
+        return followFeed(c.env, route, conversation, after, sink.gone);
+      })();
       try {
         const until = Date.now() + STREAM_MS;
         for (let events = await feed.next(until); events; events = await feed.next(until)) {
-          for (const event of events) await sink.send({ id: event.id, event: event.type, data: event });
+          for (const event of events) await send(event);
         }
       } finally {
+        listening?.stop();
         feed.close();
       }
     });

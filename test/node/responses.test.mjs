@@ -162,6 +162,24 @@ test("stream: true sends a reply the provider streams in 20 pieces as text delta
   assert.equal((await client.responses.retrieve(completed.response.id)).output_text, `Let me check the clock.\n\n${reply}`);
 });
 
+test("a follower of the conversation hears a reply the provider streams in 20 pieces as text_delta events while it is written, then the whole message", async () => {
+  const reply = "The clock answered: it is a quarter past nine and the sun is up, so we may go out and enjoy the day.";
+  await script("followed-pieces", [{ text: reply, argumentChunk: 5, chunkDelayMs: 80 }]);
+  const started = await client.responses.create({ model: MODEL, input: "[s:followed-pieces] what time is it?", background: true });
+  const url = `${worker.url}/v1/tenants/acme/agents/helper/conversations/${encodeURIComponent(started.conversation.id)}/events`;
+  const events = [];
+  const deltas = [];
+  await follow(url, null, events, (seen) => seen.some((e) => e.type === "done"), deltas);
+  const message = events.find((e) => e.type === "message" && e.data.entry.role === "assistant");
+  assert.equal(message.data.entry.text, reply);
+  // The pieces of that call, in order and whole: each starts where the last ended.
+  const pieces = deltas.filter((d) => d.calledAt === message.data.entry.calledAt);
+  assert.ok(pieces.length >= 10, `${pieces.length} text_delta events for a reply written in 20 pieces`);
+  assert.deepEqual(pieces.map((d) => d.at), pieces.map((_, i) => pieces.slice(0, i).reduce((n, d) => n + d.delta.length, 0)));
+  assert.equal(pieces.map((d) => d.delta).join(""), reply);
+  assert.ok(pieces.at(-1).heardAt - pieces[0].heardAt >= 800, "the pieces came while the reply was written, not at its end");
+});
+
 /** Calls into agent objects this dev server has made so far. */
 const agentObjectCalls = async () => {
   const { objects } = await api("/object-calls");
@@ -378,8 +396,8 @@ function signed(body) {
   return { method: "POST", headers: { "content-type": "application/json", "x-slack-request-timestamp": timestamp, "x-slack-signature": signature }, body };
 }
 
-/** Reads a follow stream's events into `into` until `enough(into)` or the stream breaks (a kill); resolves with how it ended. */
-async function follow(url, lastEventId, into, enough) {
+/** Reads a follow stream's events into `into` (its text_delta events, which have no id, into `deltas`) until `enough(into)` or the stream breaks (a kill); resolves with how it ended. */
+async function follow(url, lastEventId, into, enough, deltas = []) {
   const controller = new AbortController();
   const res = await fetch(url, { headers: { authorization: `Bearer ${ADMIN}`, ...(lastEventId ? { "last-event-id": lastEventId } : {}) }, signal: controller.signal });
   assert.equal(res.status, 200);
@@ -394,7 +412,8 @@ async function follow(url, lastEventId, into, enough) {
         const block = buffer.slice(0, end);
         buffer = buffer.slice(end + 2);
         const field = (name) => block.split("\n").find((line) => line.startsWith(`${name}: `))?.slice(name.length + 2);
-        if (field("id") === undefined) continue; // a keep-alive comment
+        if (field("event") === "text_delta") deltas.push({ ...JSON.parse(field("data")), heardAt: Date.now() });
+        if (field("id") === undefined) continue; // a keep-alive comment, a text_delta
         into.push({ id: Number(field("id")), type: field("event"), data: JSON.parse(field("data")) });
         if (enough(into)) {
           controller.abort();
