@@ -248,9 +248,13 @@ export interface ChatOutbound {
    * Shows `text` (the first part of the reply so far) in the streamed message:
    * opens it when the target has no ref yet, else brings it from what it shows
    * to `text`. The answer's ref names the message from then on (it may change).
-   * Finishing it is `deliver`'s, for a reply row with that ref.
+   * Finishing it is `deliver`'s, for a reply row with that ref. `record`
+   * tells the agent's object a new ref before a platform call whose answer
+   * may be lost (the rest of the reply going on a new message, once the
+   * platform ended the one it was in), so a later attempt looks for what that
+   * call made instead of making it again.
    */
-  stream?(env: Env, route: Route, target: StreamTarget, text: string): Promise<DeliveryResult>;
+  stream?(env: Env, route: Route, target: StreamTarget, text: string, record: (ref: string) => Promise<void>): Promise<DeliveryResult>;
   /**
    * Whether a turn's answer takes the place of its status message at this
    * address: a reply that fits one message is delivered as the status's last
