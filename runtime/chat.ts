@@ -199,6 +199,12 @@ export function openingSince(ref: string | undefined): number | undefined {
   return Number.isFinite(at) ? at : undefined;
 }
 
+/** When a platform's typing indicator is shown during a turn (ChatOutbound.typingSchedule). */
+export interface TypingSchedule {
+  firstMs: number;
+  everyMs: number;
+}
+
 /** What a streamed message is and shows, as a courier reports it to the object. */
 export interface StreamShown {
   ref: string;
@@ -225,17 +231,30 @@ export interface ChatOutbound {
   paceOf?(delivery: OutboxDelivery): PaceRule[];
   /**
    * Shows that the agent is at work in the conversation (Discord's typing
-   * indicator), where the platform has such a thing; it fades by itself, and
-   * the runtime renews it while the turn works (runtime/effects/typing.ts).
+   * indicator, a Slack assistant thread's status), where the platform has
+   * such a thing; it fades by itself, and the runtime renews it while the
+   * turn works (runtime/effects/typing.ts), as `typingSchedule` says.
    */
-  typing?(env: Env, address: ReplyAddress): Promise<DeliveryResult>;
+  typing?(env: Env, route: Route, address: ReplyAddress): Promise<DeliveryResult>;
+  /**
+   * When `typing` is called at an address, counted from the turn's first
+   * model call: first after `firstMs` (0: at once; more where the turn's
+   * status already shows it, so a short turn makes no such call), then every
+   * `everyMs` while the turn works; null: never at this address. None: at
+   * once, then every TYPING_REFRESH_MS.
+   */
+  typingSchedule?(env: Env, address: ReplyAddress): TypingSchedule | null;
   /**
    * Shows `text` (the first part of the reply so far) in the streamed message:
    * opens it when the target has no ref yet, else brings it from what it shows
    * to `text`. The answer's ref names the message from then on (it may change).
-   * Finishing it is `deliver`'s, for a reply row with that ref.
+   * Finishing it is `deliver`'s, for a reply row with that ref. `record`
+   * tells the agent's object a new ref before a platform call whose answer
+   * may be lost (the rest of the reply going on a new message, once the
+   * platform ended the one it was in), so a later attempt looks for what that
+   * call made instead of making it again.
    */
-  stream?(env: Env, route: Route, target: StreamTarget, text: string): Promise<DeliveryResult>;
+  stream?(env: Env, route: Route, target: StreamTarget, text: string, record: (ref: string) => Promise<void>): Promise<DeliveryResult>;
   /**
    * Whether a turn's answer takes the place of its status message at this
    * address: a reply that fits one message is delivered as the status's last

@@ -18,6 +18,7 @@ export type {
   RuntimeDeps,
   StreamTarget,
   SubmitResult,
+  TypingSchedule,
 } from "./chat.ts";
 export { openingSince } from "./chat.ts";
 export { AgentObject, agentStub, conversationState, type ConversationPage, type ConversationQuery, type ConversationState, type ConversationSummary, type ConversationView, type PageCursor, type PendingApproval } from "./object/index.ts";

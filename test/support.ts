@@ -105,6 +105,8 @@ export interface ScriptStep {
   interleave?: boolean;
   /** Chat Completions: each piece of text (argumentChunk characters) this long after the one before. */
   chunkDelayMs?: number;
+  /** Chat Completions: the text stops after this many pieces until the scenario is released (releaseProvider). */
+  holdAfter?: number;
   /** Anthropic Messages: the stream is cut off once the answer has begun (its usage so far reported). */
   cut?: boolean;
 }

@@ -189,7 +189,7 @@ async function edit(env: Env, channelId: string, ref: string, text: string): Pro
 
 
 /** The bot's typing indicator in the conversation's channel: it lasts 10 seconds, or until the bot posts. */
-async function typing(env: Env, address: ReplyAddress): Promise<DeliveryResult> {
+async function typing(env: Env, _route: Route, address: ReplyAddress): Promise<DeliveryResult> {
   const target = targetSchema.safeParse(address.target);
   if (!target.success) return { ok: false, error: "reply address is not a Discord channel", permanent: true };
   const res = await send(env, { method: "POST", path: `/channels/${target.data.channelId}/typing`, bot: true });

@@ -76,3 +76,14 @@ export function suggestedPrompts(env: Env): SuggestedPrompt[] {
 export function homeDescription(env: Env): string | undefined {
   return env.SLACK_HOME_DESCRIPTION?.trim() || undefined;
 }
+
+/**
+ * How long Slack shows an assistant thread's status with no message sent
+ * (SLACK_STATUS_EXPIRY_SECONDS, Slack's two minutes): a turn still working
+ * sets it again after three quarters of it, so it never fades mid-turn, and a
+ * shorter turn makes no such call.
+ */
+export function statusRenewalMs(env: Env): number {
+  const seconds = parseJsonVar("SLACK_STATUS_EXPIRY_SECONDS", env.SLACK_STATUS_EXPIRY_SECONDS, z.number().positive().max(3600), "120");
+  return seconds * 750;
+}

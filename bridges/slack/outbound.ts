@@ -4,10 +4,11 @@
 // so a plain turn is one post and one update. Every post carries its row's idempotency key in its metadata, and a
 // row whose earlier answer was lost is looked for before it is posted again.
 import type { KnownBlock, MessageMetadata } from "@slack/types";
-import type { ChatOutbound, DeliveryResult, OutboundMessage, OutboxDelivery, PaceRule, ReplyAddress } from "../../runtime/index.ts";
+import type { ChatOutbound, DeliveryResult, OutboundMessage, OutboxDelivery, PaceRule, ReplyAddress, Route, TypingSchedule } from "../../runtime/index.ts";
 import { clip } from "../../lib/text.ts";
 import { isAssistantThread, setStatus } from "./assistant.ts";
 import { cardBlocks, cardFallback } from "./card.ts";
+import { statusRenewalMs } from "./config.ts";
 import { botTokenFor } from "./installations.ts";
 import { SLACK_MARKDOWN_LIMIT, slackMarkdown, splitForSlack, toMrkdwn } from "./mrkdwn.ts";
 import { finishStream, streamReply } from "./stream.ts";
@@ -103,10 +104,36 @@ function statusIsMessage(address: ReplyAddress): boolean {
   return address.target.thread_ts === undefined || !isAssistantThread(address.target);
 }
 
+/** The line under an assistant thread's input while a turn works. */
+const THINKING = "is thinking…";
+
 /** The line under an assistant thread's input: thinking while the turn works, then what it waits for, or nothing. */
 function assistantStatus(message: Extract<OutboundMessage, { kind: "status" }>): string {
-  if (message.state === "working") return "is thinking…";
+  if (message.state === "working") return THINKING;
   return message.waitingFor ? `is waiting for approval of ${message.waitingFor.join(", ")}…` : "";
+}
+
+/**
+ * Slack removes an assistant thread's status two minutes after it was set
+ * if no message came: while a turn works it is set again before then
+ * (runtime/effects/typing.ts), first only then, since the turn's working
+ * status set it as it began. A thread whose status is a message has nothing
+ * that fades.
+ */
+function typingSchedule(env: Env, address: ReplyAddress): TypingSchedule | null {
+  if (statusIsMessage(address)) return null;
+  const every = statusRenewalMs(env);
+  return { firstMs: every, everyMs: every };
+}
+
+/** The working status of an assistant thread, set again. */
+async function typing(env: Env, route: Route, address: ReplyAddress): Promise<DeliveryResult> {
+  const { channel, thread_ts } = address.target;
+  if (typeof channel !== "string" || typeof thread_ts !== "string") return { ok: false, error: "reply address is no Slack assistant thread", permanent: true };
+  const token = await botTokenFor(env, route.tenant);
+  if (!token) return { ok: false, error: `no bot token for workspace ${route.tenant}`, permanent: true };
+  const set = await setStatus(env, token, channel, thread_ts, THINKING);
+  return set.ok ? { ok: true } : set;
 }
 
 /** Posts a message meant to change in place, or updates it once it has a ref (chat.update takes no thread_ts; it is idempotent). */
@@ -166,6 +193,8 @@ export const slackOutbound: ChatOutbound = {
   paceOf,
   updateSpacingMs: UPDATE_SPACING_MS,
   stream: streamReply,
+  typing,
+  typingSchedule,
   // The status message (and its Stop button) becomes the answer: chat.update with markdown_text replaces its blocks.
   answersInStatus: statusIsMessage,
   // A DM is an `im` channel, whose id starts with D.

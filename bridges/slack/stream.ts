@@ -1,27 +1,49 @@
 // A reply streamed into a Slack thread while the model writes it: Slack's own
 // stream (chat.startStream, chat.appendStream, chat.stopStream) where the
 // workspace has it, else one message posted and edited (chat.update), the
-// courier pacing the edits (runtime/courier/reply-stream.ts). The ref says which:
-// "stream:<ts>" for a stream still open, "<ts>" for a plain message. The
-// outbox's reply row finishes the message (finishStream): it stops the stream,
-// or edits the message to the whole first part of the reply, or does nothing
-// when the message already shows it. Every way sends the reply as Slack's own
-// Markdown (slackMarkdown), so it renders the same whichever way it went.
+// courier pacing the edits (runtime/courier/reply-stream.ts). Slack ends a
+// stream that goes about five minutes without an append (a model thinking,
+// or writing a long tool call): the message keeps what it shows and the rest
+// of the reply rolls onto a new stream in the thread, so the person keeps
+// reading it as it is written. The ref names the messages (Chain below). The
+// outbox's reply row finishes the last one (finishStream): it stops the
+// stream, or edits the message to its part of the reply, or does nothing when
+// it already shows it. Every way sends the reply as Slack's own Markdown
+// (slackMarkdown), so it renders the same whichever way it went.
 import * as z from "zod";
 import { openingSince, putTenantRecord, tenantRecord, type DeliveryResult, type Route, type StreamTarget } from "../../runtime/index.ts";
 import { botTokenFor } from "./installations.ts";
 import { slackMarkdown } from "./mrkdwn.ts";
 import { callSlack, type SlackResult } from "./web-api.ts";
 
-const STREAM_REF = "stream:";
 /** Where a workspace's refusal of chat.startStream is remembered: the kind of its tenant object's record (and the control plane's namespace a release before kept it under). */
 const REFUSALS = "slack-stream-refusals";
 const refusal = z.object({ until: z.number(), error: z.string() });
 /** How long a refusal is believed: streaming is then tried again (the workspace may have it by then). */
 export const STREAM_REFUSAL_MEMORY_MS = 60 * 60_000;
 
-/** The ts of a message whose Slack stream is still open, or undefined for a plain message. */
-const openStream = (ref: string) => (ref.startsWith(STREAM_REF) ? ref.slice(STREAM_REF.length) : undefined);
+/**
+ * One message of a streamed reply: its ts, the character of the reply it
+ * shows it from (`from`: those before are in the messages before it), and
+ * whether its stream is open, it is a plain message, or it is being opened
+ * (`rolling`: asked for at `ts`, in ms, its answer not in yet).
+ */
+type Part = { ts: string; from: number; state: "stream" | "plain" | "rolling" };
+/** A reply's messages, oldest first. */
+type Chain = Part[];
+
+const PART = /^(stream:|rolling:)?(\d+(?:\.\d+)?)(?:\+(\d+))?$/;
+
+/** A ref: its parts `|` apart, each `[stream:|rolling:]<ts>[+<from>]` (`stream:<ts>` and `<ts>`, a single message, as before chains). */
+function chainOf(ref: string): Chain | null {
+  const parts = ref.split("|").map((text) => PART.exec(text));
+  if (parts.some((m) => m === null)) return null;
+  return parts.map((m) => ({ ts: m![2]!, from: Number(m![3] ?? 0), state: m![1] === "stream:" ? "stream" : m![1] === "rolling:" ? "rolling" : "plain" }));
+}
+
+function refOf(chain: Chain): string {
+  return chain.map(({ ts, from, state }) => `${state === "plain" ? "" : `${state}:`}${ts}${from > 0 ? `+${from}` : ""}`).join("|");
+}
 
 /** A thread, or a DM's own view (no thread_ts) as a DM's running conversation is answered. */
 export type Thread = { channel: string; thread_ts?: string };
@@ -35,38 +57,61 @@ function threadOf(target: StreamTarget["address"]["target"]): Thread | null {
 
 /** What Slack is sent to bring a message showing `shown` to `text` (the rendering of a start is the start of the rendering). */
 const added = (shown: string, text: string) => slackMarkdown(text).slice(slackMarkdown(shown).length);
+/** What a message showing the reply from its `from`-th character shows of `text`. */
+const partOf = (text: string, from: number) => added(text.slice(0, from), text);
 
-/** The courier's update: opens the message, appends to its stream, or edits it to show `text`. */
-export async function streamReply(env: Env, route: Route, target: StreamTarget, text: string): Promise<DeliveryResult> {
+const notStreaming = (result: SlackResult) => !result.ok && result.error.endsWith("message_not_in_streaming_state");
+
+/** The courier's update: opens the message, appends to its stream (rolling onto a new one once Slack ended it), or edits it to show `text`. */
+export async function streamReply(env: Env, route: Route, target: StreamTarget, text: string, record: (ref: string) => Promise<void>): Promise<DeliveryResult> {
   const thread = threadOf(target.address.target);
   if (!thread) return { ok: false, error: "reply address has no Slack channel (and thread)", permanent: true };
   const token = await botTokenFor(env, route.tenant);
   if (!token) return { ok: false, error: `no bot token for workspace ${route.tenant}`, permanent: true };
-  if (!target.ref) return open(env, token, route, thread, target, text);
+  const opener = (before: Chain, from: number) => (markdown: string) => open(env, token, route, thread, target, before, from, markdown);
+  if (!target.ref) return opener([], 0)(slackMarkdown(text));
   const since = openingSince(target.ref);
   if (since !== undefined) {
     // An earlier run asked for the message and its answer was lost: the message it made (if any) is taken over.
     const found = await findOpened(env, token, thread, since);
     if (!found.ok) return found;
-    return found.ts === undefined ? open(env, token, route, thread, target, text) : edit(env, token, thread.channel, `${STREAM_REF}${found.ts}`, text);
+    return found.ts === undefined ? opener([], 0)(slackMarkdown(text)) : edit(env, token, thread.channel, [], { ts: found.ts, from: 0, state: "stream" }, text);
   }
-  const streaming = openStream(target.ref);
-  if (streaming && target.shown !== undefined && text.startsWith(target.shown)) {
-    // A stream Slack ended (it expires) answers message_not_in_streaming_state, permanent: the courier stops
-    // updating, the message keeps what it shows, and the outbox's finish posts the rest.
-    const appended = await callSlack(env, "chat.appendStream", token, { channel: thread.channel, ts: streaming, markdown_text: added(target.shown, text) });
-    return appended.ok ? { ok: true, ref: target.ref } : appended;
-  }
-  // What the stream shows is not a start of `text` (a run after a crash): it is stopped and the message edited.
-  return edit(env, token, thread.channel, target.ref, text);
+  const chain = chainOf(target.ref);
+  if (!chain) return { ok: false, error: `not a Slack message: ${target.ref}`, permanent: true };
+  const { shown } = target;
+  // What the messages show is not a start of `text` (a run after a crash): the reply starts again in the first.
+  if (shown === undefined || !text.startsWith(shown)) return restart(env, token, thread, chain, text);
+  const before = chain.slice(0, -1);
+  const last = chain.at(-1)!;
+  if (last.state === "rolling") return rollOn(env, token, thread, before, last, text, opener(before, last.from));
+  if (last.state === "plain") return edit(env, token, thread.channel, before, last, text);
+  const appended = await callSlack(env, "chat.appendStream", token, { channel: thread.channel, ts: last.ts, markdown_text: added(shown, text) });
+  if (appended.ok) return { ok: true, ref: target.ref };
+  if (!notStreaming(appended)) return appended;
+  // Slack ended the stream (it idled past its limit): the message keeps what it shows, and the rest goes on a new
+  // one. The object hears of it first: should the answer be lost, the next attempt looks for that message.
+  const kept = [...before, { ...last, state: "plain" as const }];
+  await record(refOf([...kept, { ts: String(Date.now()), from: shown.length, state: "rolling" }]));
+  console.warn(`slack: the stream of message ${last.ts} ended (${appended.error}); the rest of the reply goes on a new message`);
+  return opener(kept, shown.length)(added(shown, text));
+}
+
+/** A new message for the rest was asked for and its answer lost: it is taken over if Slack made it, else asked for again. */
+async function rollOn(env: Env, token: string, thread: Thread, before: Chain, rolling: Part, text: string, open: (markdown: string) => Promise<DeliveryResult>): Promise<DeliveryResult> {
+  const found = await findOpened(env, token, thread, Number(rolling.ts), before.at(-1)?.ts);
+  if (!found.ok) return found;
+  if (found.ts === undefined) return open(partOf(text, rolling.from));
+  return edit(env, token, thread.channel, before, { ts: found.ts, from: rolling.from, state: "stream" }, text);
 }
 
 /**
- * The outbox's finish of a streamed message with the reply's first part. A
- * stream Slack will not stop (it expired, or it refuses) keeps what it shows,
- * and the rest is posted as a new message in the thread (`postRest`, with the
- * outbox row's own read-back), never dropped. `uncertain`: an earlier attempt
- * may have stopped it already, so the message is read back first.
+ * The outbox's finish of a streamed reply's last message with the reply's
+ * first part. A stream Slack will not stop (it expired, or it refuses) keeps
+ * what it shows, and the rest is posted as a new message in the thread
+ * (`postRest`, with the outbox row's own read-back), never dropped.
+ * `uncertain`: an earlier attempt may have stopped it already, so the message
+ * is read back first.
  */
 export async function finishStream(
   env: Env,
@@ -76,30 +121,55 @@ export async function finishStream(
   postRest: (markdown: string) => Promise<DeliveryResult>,
 ): Promise<DeliveryResult> {
   const { ref, shown, text } = finish;
+  const done = (result: DeliveryResult): DeliveryResult => (result.ok ? { ok: true } : result);
   const since = openingSince(ref);
   if (since !== undefined) {
     const found = await findOpened(env, token, thread, since);
     if (!found.ok) return found;
     if (found.ts === undefined) return postRest(slackMarkdown(text));
-    const edited = await edit(env, token, thread.channel, `${STREAM_REF}${found.ts}`, text);
-    return edited.ok ? { ok: true } : edited;
+    return done(await edit(env, token, thread.channel, [], { ts: found.ts, from: 0, state: "stream" }, text));
   }
-  const streaming = openStream(ref);
-  if (streaming && shown !== undefined && text.startsWith(shown)) {
-    const rest = added(shown, text);
-    const stopped = await callSlack(env, "chat.stopStream", token, { channel: thread.channel, ts: streaming, ...(rest ? { markdown_text: rest } : {}) });
-    if (stopped.ok || !stopped.permanent) return stopped.ok ? { ok: true } : stopped;
-    if (finish.uncertain) {
-      const showing = await messageText(env, token, thread, streaming);
-      if (!showing.ok) return showing;
-      if (showing.text === slackMarkdown(text)) return { ok: true }; // the earlier stop went through
+  const chain = chainOf(ref);
+  if (!chain) return { ok: false, error: `not a Slack message: ${ref}`, permanent: true };
+  if (shown === undefined || !text.startsWith(shown)) return done(await restart(env, token, thread, chain, text));
+  const before = chain.slice(0, -1);
+  const last = chain.at(-1)!;
+  if (last.state === "rolling") return done(await rollOn(env, token, thread, before, last, text, postRest));
+  if (last.state === "plain") return shown === text ? { ok: true } : done(await edit(env, token, thread.channel, before, last, text));
+  const rest = added(shown, text);
+  const stopped = await callSlack(env, "chat.stopStream", token, { channel: thread.channel, ts: last.ts, ...(rest ? { markdown_text: rest } : {}) });
+  if (stopped.ok || !stopped.permanent) return done(stopped);
+  if (finish.uncertain) {
+    const showing = await messageText(env, token, thread, last.ts);
+    if (!showing.ok) return showing;
+    if (showing.text === partOf(text, last.from)) return { ok: true }; // the earlier stop went through
+  }
+  console.warn(`slack: the stream of message ${last.ts} could not be stopped (${stopped.error}); the rest of the reply is posted as a new message`);
+  return rest.trim() === "" ? { ok: true } : postRest(rest);
+}
+
+/**
+ * The reply starts again (a model call run again after a crash wrote another):
+ * the first message is edited to the whole of it, and the messages a roll
+ * made after it are deleted, so the thread shows the new reply once.
+ */
+async function restart(env: Env, token: string, thread: Thread, chain: Chain, text: string): Promise<DeliveryResult> {
+  for (const part of chain.slice(1).reverse()) {
+    let ts: string | undefined = part.ts;
+    if (part.state === "rolling") {
+      const found = await findOpened(env, token, thread, Number(part.ts), chain[chain.indexOf(part) - 1]!.ts);
+      if (!found.ok) return found;
+      ts = found.ts;
     }
-    console.warn(`slack: the stream of message ${streaming} could not be stopped (${stopped.error}); the rest of the reply is posted as a new message`);
-    return rest.trim() === "" ? { ok: true } : postRest(rest);
+    if (ts === undefined) continue;
+    if (part.state !== "plain") {
+      const stopped = await callSlack(env, "chat.stopStream", token, { channel: thread.channel, ts });
+      if (!stopped.ok && !notStreaming(stopped) && !stopped.error.endsWith("message_not_found")) return stopped;
+    }
+    const deleted = await callSlack(env, "chat.delete", token, { channel: thread.channel, ts });
+    if (!deleted.ok && !deleted.error.endsWith("message_not_found")) return deleted;
   }
-  if (!streaming && shown === text) return { ok: true };
-  const edited = await edit(env, token, thread.channel, ref, text);
-  return edited.ok ? { ok: true } : edited;
+  return edit(env, token, thread.channel, [], chain[0]!, text);
 }
 
 /** Slack's clock is not the Worker's: the thread is read from a minute before the opening was asked for. */
@@ -110,7 +180,7 @@ const CLOCK_SKEW_MS = 60_000;
  * bot's newest message in the thread since then that carries no outbox row's
  * metadata (every post does; a stream cannot). Undefined ts: none was made.
  */
-async function findOpened(env: Env, token: string, thread: Thread, since: number): Promise<{ ok: true; ts?: string } | Extract<SlackResult, { ok: false }>> {
+async function findOpened(env: Env, token: string, thread: Thread, since: number, after?: string): Promise<{ ok: true; ts?: string } | Extract<SlackResult, { ok: false }>> {
   const me = await callSlack(env, "auth.test", token, {});
   if (!me.ok) return me;
   const query = new URLSearchParams({
@@ -126,7 +196,8 @@ async function findOpened(env: Env, token: string, thread: Thread, since: number
   const messages = Array.isArray(read.data.messages) ? (read.data.messages as Read[]) : [];
   const mine = (m: Read) => m !== null && ((me.data.bot_id !== undefined && m.bot_id === me.data.bot_id) || m.user === me.data.user_id);
   // The newest such message: an earlier job's stream may be there too, but none is made after the lost one before it is found.
-  const candidates = messages.filter((m) => mine(m) && typeof m?.ts === "string" && m.ts !== thread.thread_ts && m.metadata === undefined);
+  // `after`: the message a roll went on from, itself no candidate (nor anything before it).
+  const candidates = messages.filter((m) => mine(m) && typeof m?.ts === "string" && m.ts !== thread.thread_ts && m.metadata === undefined && (after === undefined || m.ts > after));
   const opened = candidates.sort((a, b) => (String(a!.ts) < String(b!.ts) ? 1 : -1))[0];
   return typeof opened?.ts === "string" ? { ok: true, ts: opened.ts } : { ok: true };
 }
@@ -141,19 +212,21 @@ async function messageText(env: Env, token: string, thread: Thread, ts: string):
   return { ok: true, text: typeof text === "string" ? text : "" };
 }
 
-async function open(env: Env, token: string, route: Route, thread: Thread, target: StreamTarget, text: string): Promise<DeliveryResult> {
+/** A new message in the thread showing `markdown`, the reply from its `from`-th character on, after the messages `before`. */
+async function open(env: Env, token: string, route: Route, thread: Thread, target: StreamTarget, before: Chain, from: number, markdown: string): Promise<DeliveryResult> {
+  const made = (ts: unknown, state: Part["state"]): DeliveryResult => ({ ok: true, ref: refOf([...before, { ts: String(ts), from, state }]) });
   if (!(await refusesStreaming(env, route.tenant))) {
     // Outside a DM Slack wants the person the stream is for, and their own workspace.
     const team = target.recipient?.team ?? (route.tenant.startsWith("T") ? route.tenant : undefined);
     const recipient = target.recipient?.platform === "slack" && team ? { recipient_team_id: team, recipient_user_id: target.recipient.id } : {};
-    const started = await callSlack(env, "chat.startStream", token, { ...thread, markdown_text: slackMarkdown(text), ...recipient });
-    if (started.ok) return { ok: true, ref: `${STREAM_REF}${String(started.data.ts)}` };
+    const started = await callSlack(env, "chat.startStream", token, { ...thread, markdown_text: markdown, ...recipient });
+    if (started.ok) return made(started.data.ts, "stream");
     if (!started.permanent) return started;
     await rememberRefusal(env, route.tenant, started.error);
   }
   // The workspace has no streaming (or refuses it here): one message, edited as the reply grows.
-  const posted = await callSlack(env, "chat.postMessage", token, { ...thread, markdown_text: slackMarkdown(text), unfurl_links: false });
-  return posted.ok ? { ok: true, ref: String(posted.data.ts) } : posted;
+  const posted = await callSlack(env, "chat.postMessage", token, { ...thread, markdown_text: markdown, unfurl_links: false });
+  return posted.ok ? made(posted.data.ts, "plain") : posted;
 }
 
 async function refusesStreaming(env: Env, tenant: string): Promise<boolean> {
@@ -167,15 +240,13 @@ async function rememberRefusal(env: Env, tenant: string, error: string): Promise
   console.warn(`slack: workspace ${tenant} refused streaming (${error}); replies are posted and edited until ${new Date(until).toISOString()}`);
 }
 
-/** Stops the stream first if it is open; the message is then a plain one, edited to show `text`. */
-async function edit(env: Env, token: string, channel: string, ref: string, text: string): Promise<DeliveryResult> {
-  const streaming = openStream(ref);
-  if (streaming) {
-    const stopped = await callSlack(env, "chat.stopStream", token, { channel, ts: streaming });
+/** Stops the message's stream first if it is open; it is then a plain one, edited to show its part of `text`. */
+async function edit(env: Env, token: string, channel: string, before: Chain, part: Part, text: string): Promise<DeliveryResult> {
+  if (part.state === "stream") {
+    const stopped = await callSlack(env, "chat.stopStream", token, { channel, ts: part.ts });
     // A stream already stopped (an earlier attempt's answer was lost, or Slack expired it) is a plain message to edit.
-    if (!stopped.ok && !stopped.error.endsWith("message_not_in_streaming_state")) return stopped;
+    if (!stopped.ok && !notStreaming(stopped)) return stopped;
   }
-  const ts = streaming ?? ref;
-  const updated = await callSlack(env, "chat.update", token, { channel, ts, markdown_text: slackMarkdown(text) });
-  return updated.ok ? { ok: true, ref: ts } : updated;
+  const updated = await callSlack(env, "chat.update", token, { channel, ts: part.ts, markdown_text: partOf(text, part.from) });
+  return updated.ok ? { ok: true, ref: refOf([...before, { ...part, state: "plain" }]) } : updated;
 }

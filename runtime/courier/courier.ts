@@ -235,7 +235,7 @@ export class Courier extends DurableObject<Env> {
         if (!address) return null;
         const typing = outboundFor(this.deps, address.platform)?.typing;
         const result: DeliveryResult = typing
-          ? await this.sends.platformCall(() => typing(this.env, address))
+          ? await this.sends.platformCall(() => typing(this.env, { tenant: effect.tenant, agent: effect.agent }, address))
           : { ok: false, error: `no typing indicator for platform ${address.platform}` };
         if (!result.ok) console.warn(`typing in ${address.platform} failed: ${result.error}`);
         return { kind: "typing", report: null };

@@ -4,8 +4,9 @@
 // after the text starts, so a quick reply is never streamed at all), each time
 // with the reply so far; the last time, before the courier reports, with the
 // whole reply. Its ref goes to the object as soon as the message exists (one
-// call per job), so a re-run after a crash, and the outbox row that finishes
-// the message, find it.
+// call per job, and one more each time the platform's answer names a new
+// one), so a re-run after a crash, and the outbox row that finishes the
+// message, find it.
 import { type ChatOutbound, openingRef, type Route, type StreamShown, type StreamTarget } from "../chat.ts";
 import { sleep } from "../../lib/timeout.ts";
 
@@ -87,6 +88,12 @@ export class ReplyStream {
     return this.finished ? part : part.replace(UNFINISHED_TAG, "");
   }
 
+  /** A ref the bridge names before a call whose answer may be lost (the rest of the reply going on a new message): the object hears it first. */
+  private async record(ref: string): Promise<void> {
+    this.target.ref = ref;
+    await this.opened({ ref, shown: this.target.shown ?? "" });
+  }
+
   /** One update (or the opening): best effort, the object's outbox finishes the message whatever happens here. */
   private async update(): Promise<void> {
     const text = this.firstPart();
@@ -94,7 +101,7 @@ export class ReplyStream {
     try {
       // Before the platform is asked to make the message, the object hears that it may exist: its answer can be lost.
       if (!this.target.ref) await this.opened({ ref: openingRef(Date.now()), shown: "" });
-      const result = await this.outbound.stream(this.env, this.route, this.target, text);
+      const result = await this.outbound.stream(this.env, this.route, this.target, text, (ref) => this.record(ref));
       if (!result.ok) {
         // A refusal that will not change (the platform ended the stream): no more updates; the outbox finishes the reply.
         if (result.permanent) this.refused = true;

@@ -106,7 +106,7 @@ export class AgentObject extends DurableObject<Env> {
     this.toolLists = new ToolLists(this.store, this.effects, this.sessions);
     this.outbox = new Outbox(ctx.storage, id, deps, this.effects, (conversation, error) => this.store.noteError(conversation, error));
     const holds = new Holds(this.sql);
-    this.typing = new Typing(this.effects, this.store, holds, deps);
+    this.typing = new Typing(env, this.effects, this.store, holds, deps);
     this.approvals = new ApprovalFlow(ctx.storage, env, holds, this.store, this.tools, this.effects, this.sessions, {
       notify: (conversation, text) => this.turns.notify(conversation, text),
       post: (conversation, message, refKey) => this.turns.post(conversation, message, refKey),

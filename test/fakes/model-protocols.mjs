@@ -65,14 +65,16 @@ const completions = {
   matches: (path) => path === "/v1/chat/completions",
   lastUserText: (body) => textOf((body.messages ?? []).filter((m) => m.role === "user").at(-1)?.content),
   toolResultsText: (body) => (body.messages ?? []).filter((m) => m.role === "tool").map((m) => textOf(m.content)).join("\n---\n"),
-  // `chunkDelayMs`: each piece of text comes that long after the one before, as a model writes.
+  // `chunkDelayMs`: each piece of text comes that long after the one before, as a model writes;
+  // `holdAfter`: after that many pieces, the rest waits for the scenario's release (`held`).
   async stream(res, body, reply, usage) {
     sse(res);
     const id = rid("chatcmpl-");
     const chunk = (delta, finish = null) =>
       res.write(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created: 0, model: body.model, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`);
     chunk({ role: "assistant", content: "" });
-    for (const piece of pieces(reply.text ?? "", reply.argumentChunk)) {
+    for (const [i, piece] of pieces(reply.text ?? "", reply.argumentChunk).entries()) {
+      if (i === reply.holdAfter) await reply.held();
       if (reply.chunkDelayMs) await new Promise((resolve) => setTimeout(resolve, reply.chunkDelayMs));
       // The caller went away mid-stream (a courier cut short).
       if (res.destroyed) return {};

@@ -13,6 +13,8 @@
 // A Gemini step may ask for `errorInStream: <code>`: a 200 whose body is an error object.
 // An Anthropic Messages step may ask for `cut: true`: its stream is cut off
 // right after message_start (which reports the usage billed so far).
+// A Chat Completions step may ask for `holdAfter: n`: its text stops after n
+// pieces until the scenario is released, as a model that thinks mid-answer.
 // Any step may take `delayMs` before it answers, as a slow model does (and,
 // on Chat Completions, `chunkDelayMs` between pieces of its text); an
 // unscripted request gets `PUT /_control/unscripted {delayMs}`'s delay. The
@@ -121,16 +123,17 @@ export async function startModelProvider({ gates } = {}) {
     try {
       await gates?.pass("provider", { scenario: id, position });
       if (step.delayMs) await new Promise((resolve) => setTimeout(resolve, step.delayMs));
-      if (step.hold) {
+      const held = async () => {
         if (s.credits > 0) s.credits--;
         else await new Promise((resolve) => s.waiting.push(resolve));
-      }
+      };
+      if (step.hold) await held();
       if (step.status) {
         record.responded = true;
         return protocol.error(res, step.status, step.error ?? `status ${step.status}`, step.headers ?? {}, step);
       }
       // A careless model: it repeats what its tools returned, so a leak in a tool result reaches the chat.
-      const reply = step.echoToolResults ? { text: protocol.toolResultsText(body) } : step;
+      const reply = step.echoToolResults ? { text: protocol.toolResultsText(body) } : { ...step, held };
       record.usage = await protocol.stream(res, body, reply, usageOf(step), url);
       record.responded = true;
       record.endedAt = Date.now();

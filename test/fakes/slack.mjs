@@ -1,4 +1,4 @@
-// A fake Slack Web API on loopback: chat.postMessage, chat.update,
+// A fake Slack Web API on loopback: chat.postMessage, chat.update, chat.delete, the stream methods,
 // conversations.replies, conversations.history, conversations.info, users.info, views.publish,
 // auth.test, oauth.v2.access, plus response_url targets. It checks bearer
 // tokens and Slack's text limit like Slack does, keeps posted messages with
@@ -23,12 +23,19 @@
 //                                          bursts >1 allowed") back to back after a quiet spell; 429 + Retry-After (whole seconds) otherwise
 //   POST /_control/expire-streams           {channel, afterAppends}: a stream there ends after that many appends, as
 //                                          Slack's expire: later appends and stops answer message_not_in_streaming_state
+//   POST /_control/limits                   {channel, streamIdleMs?, statusExpiryMs?}: Slack's clocks, shortened there for a test
+//                                          (Slack's own by default: a stream ends 5 minutes after its last append, a status
+//                                          goes 2 minutes after it was set)
+//   GET  /_control/status?channel=&thread_ts=  an assistant thread's status as it stands now: {status, at} (when it was set),
+//                                          status "" once it expired or a message of the bot's came into the thread
 // A message's text is its markdown_text when it was sent so (chat.postMessage, chat.update and the stream
 // methods take it; never with text or blocks; at most 12,000 characters). A broadcast (<!channel>, <!here>,
 // <!everyone>) in a message's text pings the channel, as Slack's would: the message is kept with `pinged: true`.
 // A response_url takes 5 posts, as Slack's does; the 6th is answered 404 expired_url.
 // chat.startStream / appendStream / stopStream: a message that grows while its
-// stream is open; chat.update refuses it until the stream is stopped.
+// stream is open; chat.update refuses it until the stream is stopped, and a
+// stream with no append for longer than its idle limit is ended, as Slack's
+// are. chat.delete removes a message.
 import { Gates } from "./gates.mjs";
 import { listen, readBody, sendJson } from "./http.mjs";
 
@@ -45,6 +52,10 @@ const BOT_ID = "BFAKEBOT";
 const BROADCAST = /<!(channel|here|everyone)[>|]/;
 /** Slack's response_url can be used 5 times. */
 const RESPONSE_URL_USES = 5;
+/** Slack ends a stream that goes this long without an append (vercel/chat#607: about five minutes)... */
+const STREAM_IDLE_MS = 5 * 60_000;
+/** ...and removes an assistant thread's status this long after it was set, if no message came (assistant.threads.setStatus). */
+const STATUS_EXPIRY_MS = 2 * 60_000;
 
 export async function startSlack({ gates = new Gates() } = {}) {
   const calls = [];
@@ -56,6 +67,11 @@ export async function startSlack({ gates = new Gates() } = {}) {
   const responses = new Map();
   const refuseStreaming = new Set();
   const expireStreams = new Map(); // channel → appends a stream there takes before it expires
+  const limits = new Map(); // channel → {streamIdleMs?, statusExpiryMs?}
+  const statuses = new Map(); // `${channel}:${thread_ts}` → {status, at}
+  const limitOf = (channel, name, fallback) => limits.get(channel)?.[name] ?? fallback;
+  /** A message of the bot's in a thread ends the thread's status, as Slack's does. */
+  const clearStatus = (channel, threadTs) => statuses.delete(`${channel}:${threadTs}`);
   const files = new Map(); // "/files-pri/<id>/<name>" → {bytes, mimetype}
   const fileFetches = [];
   const revoked = new Set();
@@ -109,6 +125,17 @@ export async function startSlack({ gates = new Gates() } = {}) {
       const { channel, afterAppends } = JSON.parse(raw);
       expireStreams.set(channel, afterAppends);
       return sendJson(res, 200, { ok: true });
+    }
+    if (url.pathname === "/_control/limits") {
+      const { channel, ...set } = JSON.parse(raw);
+      limits.set(channel, { ...limits.get(channel), ...set });
+      return sendJson(res, 200, { ok: true });
+    }
+    if (url.pathname === "/_control/status") {
+      const channel = url.searchParams.get("channel");
+      const set = statuses.get(`${channel}:${url.searchParams.get("thread_ts")}`);
+      const shown = set && Date.now() - set.at <= limitOf(channel, "statusExpiryMs", STATUS_EXPIRY_MS);
+      return sendJson(res, 200, shown ? set : { status: "", at: set?.at ?? null });
     }
     if (url.pathname === "/_control/directory" && req.method === "PUT") {
       const { channels = {}, users = {} } = JSON.parse(raw);
@@ -200,7 +227,10 @@ export async function startSlack({ gates = new Gates() } = {}) {
       const where = typeof body.channel_id === "string" && body.channel_id.startsWith("D") && typeof body.thread_ts === "string";
       const prompts = method !== "assistant.threads.setSuggestedPrompts" || (Array.isArray(body.prompts) && body.prompts.length <= 4 && body.prompts.every((p) => p.title && p.message));
       const known = ["assistant.threads.setStatus", "assistant.threads.setTitle", "assistant.threads.setSuggestedPrompts"].includes(method);
-      return sendJson(res, 200, !known ? { ok: false, error: "unknown_method" } : where && prompts ? { ok: true } : { ok: false, error: "invalid_arguments" });
+      if (!known) return sendJson(res, 200, { ok: false, error: "unknown_method" });
+      if (!where || !prompts) return sendJson(res, 200, { ok: false, error: "invalid_arguments" });
+      if (method === "assistant.threads.setStatus") statuses.set(`${body.channel_id}:${body.thread_ts}`, { status: String(body.status ?? ""), at: Date.now() });
+      return sendJson(res, 200, { ok: true });
     }
     if (method === "views.publish") {
       const valid = typeof body.user_id === "string" && body.view?.type === "home" && Array.isArray(body.view.blocks) && body.view.blocks.length <= 100;
@@ -243,6 +273,7 @@ export async function startSlack({ gates = new Gates() } = {}) {
       }
       const ts = nextTs();
       messages.set(`${body.channel}:${ts}`, { ...written(body), ts });
+      if (body.thread_ts) clearStatus(body.channel, body.thread_ts);
       call.ts = ts;
       // Posted: a harness may hold the answer, as a crash of the sender would lose it.
       await gates.pass("slack", call);
@@ -253,8 +284,9 @@ export async function startSlack({ gates = new Gates() } = {}) {
       // Outside a DM, Slack wants to know whom the stream is for.
       if (!body.channel.startsWith("D") && (!body.recipient_team_id || !body.recipient_user_id)) return sendJson(res, 200, { ok: false, error: "invalid_arguments" });
       const ts = nextTs();
-      const message = { channel: body.channel, thread_ts: body.thread_ts, ts, ...written({ markdown_text: body.markdown_text ?? "" }), streaming: true, appends: 0 };
+      const message = { channel: body.channel, thread_ts: body.thread_ts, ts, ...written({ markdown_text: body.markdown_text ?? "" }), streaming: true, appends: 0, appendedAt: Date.now() };
       messages.set(`${body.channel}:${ts}`, message);
+      if (body.thread_ts) clearStatus(body.channel, body.thread_ts);
       call.ts = ts;
       // Sent: a harness may hold the answer, as a crash of the sender would lose it.
       await gates.pass("slack", call);
@@ -264,7 +296,13 @@ export async function startSlack({ gates = new Gates() } = {}) {
       const message = messages.get(`${body.channel}:${body.ts}`);
       if (!message) return sendJson(res, 200, { ok: false, error: "message_not_found" });
       if (method === "chat.appendStream" && message.streaming && ++message.appends > (expireStreams.get(body.channel) ?? Infinity)) message.streaming = false;
+      // Idle past Slack's limit: the stream has ended, and the message keeps what it showed.
+      if (message.streaming && Date.now() - message.appendedAt > limitOf(body.channel, "streamIdleMs", STREAM_IDLE_MS)) {
+        message.streaming = false;
+        message.expired = true;
+      }
       if (!message.streaming) return sendJson(res, 200, { ok: false, error: "message_not_in_streaming_state" });
+      message.appendedAt = Date.now();
       Object.assign(message, written({ markdown_text: message.text + (body.markdown_text ?? "") }));
       if (method === "chat.stopStream") message.streaming = false;
       await gates?.pass("slack", call);
@@ -279,6 +317,12 @@ export async function startSlack({ gates = new Gates() } = {}) {
       messages.set(key, { ...before, ...(body.blocks === undefined && body.text === undefined && body.markdown_text === undefined ? { blocks } : {}), ...written(body) });
       await gates.pass("slack", call);
       return sendJson(res, 200, { ok: true, channel: body.channel, ts: body.ts, text: body.text });
+    }
+    if (method === "chat.delete") {
+      const key = `${body.channel}:${body.ts}`;
+      if (!messages.has(key)) return sendJson(res, 200, { ok: false, error: "message_not_found" });
+      messages.delete(key);
+      return sendJson(res, 200, { ok: true, channel: body.channel, ts: body.ts });
     }
     if (method === "conversations.replies" || method === "conversations.history") {
       // The thread's messages (replies, oldest first) or the channel's top-level ones (history,

@@ -1,10 +1,11 @@
 // Slack's assistant surface without streaming: a started thread gets the
 // agent's suggested prompts; the channel the person looks at reaches the model
 // as a note; the working state shows with assistant.threads.setStatus instead
-// of a status message; the thread is titled after its first message.
+// of a status message, set again before Slack lets it fade while a long turn
+// works; the thread is titled after its first message.
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { providerRequests, script, settled, unique, waitFor, withVars } from "../../support.ts";
+import { providerRequests, releaseProvider, script, settled, unique, waitFor, withVars } from "../../support.ts";
 import { AGENT, messageEnvelope, newTs, postEvent, slackCalls, slackId, threadMessages } from "./helpers.ts";
 
 const FAKE_SLACK_URL = (env as unknown as Record<string, string>).FAKE_SLACK_URL!;
@@ -150,6 +151,37 @@ describe("Slack assistant threads, a held call", () => {
       });
       expect(statuses.at(-1)!.body).toMatchObject({ thread_ts: threadTs, status: "is waiting for approval of vault__append…" });
       expect(new Set(statuses.slice(0, -1).map((c) => c.body.status))).toEqual(new Set(["is thinking…"]));
+    });
+  });
+});
+
+describe("Slack assistant threads, a long turn", () => {
+  it("sets 'is thinking…' again before Slack's expiry while the model works, and never after the turn ends", { timeout: 40_000 }, async () => {
+    // Slack's two minutes, shortened: renewed every 3 s, where the fake lets a status go after 4 s.
+    await withVars({ SLACK_ASSISTANT: "true", SLACK_STATUS_EXPIRY_SECONDS: "4" }, async () => {
+      const [team, user, dm, threadTs] = [slackId("T"), slackId("U"), slackId("D"), newTs()];
+      await fetch(`${FAKE_SLACK_URL}/_control/limits`, { method: "POST", body: JSON.stringify({ channel: dm, statusExpiryMs: 4_000 }) });
+      const shown = async () => (await (await fetch(`${FAKE_SLACK_URL}/_control/status?${new URLSearchParams({ channel: dm, thread_ts: threadTs })}`)).json()) as { status: string; at: number | null };
+      const s = unique("assist-long");
+      await script(s, [{ hold: true, text: "Thought it through." }]);
+      await postEvent(messageEnvelope({ team, channel: dm, ts: newTs(), thread_ts: threadTs, text: `[s:${s}] think hard`, user, mention: false, event: { channel_type: "im" } }));
+      await waitFor("the status set", async () => (await shown()).status === "is thinking…");
+      // The model is held two and a half times the status's life: the person sees it thinking all along.
+      const until = Date.now() + 10_000;
+      while (Date.now() < until) {
+        expect((await shown()).status).toBe("is thinking…");
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+      const during = await assistantCalls(dm, "assistant.threads.setStatus");
+      expect(during.length).toBeGreaterThanOrEqual(4);
+      expect(new Set(during.map((c) => c.body.status))).toEqual(new Set(["is thinking…"]));
+      await releaseProvider(s);
+      await settled(team, AGENT, `${team}:${dm}:${threadTs}`);
+      await waitFor("the status cleared", async () => (await assistantCalls(dm, "assistant.threads.setStatus")).at(-1)?.body.status === "");
+      const ended = (await assistantCalls(dm, "assistant.threads.setStatus")).length;
+      await new Promise((resolve) => setTimeout(resolve, 4_000));
+      expect(await assistantCalls(dm, "assistant.threads.setStatus")).toHaveLength(ended);
+      expect((await shown()).status).toBe("");
     });
   });
 });

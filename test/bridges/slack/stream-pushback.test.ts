@@ -1,5 +1,7 @@
 // Streamed Slack replies when Slack pushes back (issue 23): a stream Slack
-// expired is finished by posting the rest, never dropped; a workspace's refusal
+// ended (after some appends, or idle past its limit while the model thinks)
+// rolls the rest onto a new stream as it is written, never dropped, also when
+// the roll's answer was lost (issue 40); a workspace's refusal
 // of streaming is remembered for a while; a broadcast the model writes pings
 // nobody whether the reply was streamed or posted whole; an organisation's
 // install streams in channels too (the recipient's own workspace named); a
@@ -11,7 +13,7 @@ import { describe, expect, it } from "vitest";
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { putTenantRecord, tenantRecord } from "../../../runtime/index.ts";
 import { courier, evictCourier } from "../../agents.ts";
-import { script, unique, waitFor } from "../../support.ts";
+import { releaseProvider, script, unique, waitFor } from "../../support.ts";
 import { AGENT, conversationOf, messageEnvelope, newTs, postEvent, slackCalls, slackId, statusFinal } from "./helpers.ts";
 
 const FAKE_SLACK_URL = (env as unknown as Record<string, string>).FAKE_SLACK_URL!;
@@ -47,7 +49,7 @@ async function ask(s: string, o: { team?: string; channel?: string; envelope?: (
 const REPLY = "Streaming works: this answer arrives a few words at a time, and it goes on for a while longer, and ends here.";
 
 describe("a streamed Slack reply when Slack pushes back", () => {
-  it("whose stream Slack expires after 2 appends is whole in the thread: the rest posted as a new message", async () => {
+  it("whose stream Slack expires after 2 appends is whole in the thread, once: the rest rolled onto new streams as it is written", async () => {
     const s = unique("expire");
     await script(s, [slowly(REPLY, 3, 150)]);
     const channel = slackId("C");
@@ -55,12 +57,55 @@ describe("a streamed Slack reply when Slack pushes back", () => {
     const { ts } = await ask(s, { channel });
     await statusFinal(channel, "Done.");
     const messages = await replies(channel);
-    expect(messages.length).toBe(2);
+    expect(messages.length).toBeGreaterThanOrEqual(2);
     expect(messages.every((m) => m.thread_ts === ts && !m.streaming)).toBe(true);
     expect(messages.map((m) => m.text).join("")).toBe(REPLY);
-    // The stream showed its start; the rest came as a post.
-    const [rest] = await slackCalls(channel, "chat.postMessage").then((calls) => calls.filter((c) => !c.body.blocks));
-    expect(REPLY.endsWith((rest!.body as { markdown_text: string }).markdown_text)).toBe(true);
+    // Each message after the first is a stream of its own, opened while the model still wrote: nothing waited for the end.
+    expect(await slackCalls(channel, "chat.startStream")).toHaveLength(messages.length);
+    expect((await slackCalls(channel, "chat.postMessage")).filter((c) => !c.body.blocks)).toEqual([]);
+  });
+
+  it("whose model stops writing for longer than Slack's stream idle limit rolls the rest onto a new stream: the whole reply in the thread, once", async () => {
+    const s = unique("idle");
+    // Six pieces, then the model thinks (held) past the stream's idle limit, then writes the rest.
+    await script(s, [{ ...slowly(REPLY, 6, 150), holdAfter: 6 }]);
+    const channel = slackId("C");
+    await control("limits", { channel, streamIdleMs: 1_500 });
+    const { ts } = await ask(s, { channel });
+    await waitFor("the stream to be opened", async () => (await slackCalls(channel, "chat.startStream")).length > 0);
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    await releaseProvider(s);
+    await statusFinal(channel, "Done.");
+    const messages = await replies(channel);
+    expect(messages.map((m) => m.text)).toEqual([REPLY.slice(0, 36), REPLY.slice(36)]);
+    expect(messages.every((m) => m.thread_ts === ts && !m.streaming)).toBe(true);
+    // The first stream idled out in the fake as in Slack; the rest came as a second stream, and nothing was posted whole.
+    expect((messages[0] as FakeMessage & { expired?: boolean }).expired).toBe(true);
+    expect(await slackCalls(channel, "chat.startStream")).toHaveLength(2);
+    expect((await slackCalls(channel, "chat.postMessage")).filter((c) => !c.body.blocks)).toEqual([]);
+  });
+
+  it("whose roll onto a new stream lost its answer (the courier died waiting) shows the reply once: the re-run finds that message", async () => {
+    const s = unique("lost-roll");
+    await script(s, [{ ...slowly(REPLY, 6, 150), holdAfter: 6 }]);
+    const channel = slackId("C");
+    await control("limits", { channel, streamIdleMs: 1_500 });
+    // The second stream (the roll's) is made, and its answer never comes.
+    expect(REPLY.indexOf(REPLY.slice(36, 42))).toBe(36);
+    await control("hold", { method: "chat.startStream", channel, textIncludes: REPLY.slice(36, 42) });
+    const { team, conversation } = await ask(s, { channel });
+    await waitFor("the stream to be opened", async () => (await slackCalls(channel, "chat.startStream")).length > 0);
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    await releaseProvider(s);
+    await waitFor("the roll to be asked for", async () => (await slackCalls(channel, "chat.startStream")).length === 2);
+    await evictCourier(courier(team, AGENT, "model", conversation));
+    // Its watchdog alarm resumes the job: the model is asked again (and held again, then let go).
+    await releaseProvider(s);
+    expect(await runDurableObjectAlarm(courier(team, AGENT, "model", conversation))).toBe(true);
+    await statusFinal(channel, "Done.");
+    // The re-run's reply starts again in the first message; the message the lost roll made is found and removed, not left beside it.
+    expect(await slackCalls(channel, "chat.delete")).toHaveLength(1);
+    expect((await replies(channel)).map((m) => m.text)).toEqual([REPLY]);
   });
 
   it("in a workspace that refused streaming is posted without asking again, until the refusal is old", async () => {

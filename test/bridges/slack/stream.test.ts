@@ -197,7 +197,7 @@ describe("a reply streamed into a Slack thread", () => {
     const channel = slackId("C");
     const route = { tenant: slackId("T"), agent: AGENT };
     const address = { platform: "slack" as const, target: { channel, thread_ts: newTs() } };
-    const opened = await slackOutbound.stream!(env as unknown as Env, route, { address, recipient: { platform: "slack", id: "UPERSON1" } }, "Half of");
+    const opened = await slackOutbound.stream!(env as unknown as Env, route, { address, recipient: { platform: "slack", id: "UPERSON1" } }, "Half of", async () => {});
     expect(opened).toMatchObject({ ok: true, ref: expect.stringMatching(/^stream:/) });
     const finish = { route, conversation: "c", address, message: { kind: "reply" as const, text: "Half of it, then all." }, idempotencyKey: "k", createdAt: Date.now(), ref: (opened as { ref: string }).ref, shown: "Half of" };
     expect(await slackOutbound.deliver(env as unknown as Env, finish)).toEqual({ ok: true });

@@ -200,7 +200,7 @@ describe("Typing", () => {
       const effects = new Effects(storage.sql, 30_000, 3_600_000);
       const conversations = new Conversations(storage.sql);
       const holds = new Holds(storage.sql);
-      const typing = new Typing(effects, conversations, holds, deps);
+      const typing = new Typing(env as unknown as Env, effects, conversations, holds, deps);
       const running = (id: string, address: typeof here | { platform: "slack"; target: { channel: string } }) => {
         conversations.setReplyTo(conversations.create(id, USER, Date.now()).id, address);
         conversations.beginTurn(conversations.get(id)!, { by: USER });
@@ -394,7 +394,7 @@ describe("Inbound", () => {
     const effects = new Effects(storage.sql, 30_000, 3_600_000);
     const jobs = new ModelJobs(storage, "obj", undefined as unknown as R2Bucket, effects);
     const outbox = new Outbox(storage, "obj", { outbounds: [], plugins: [] }, effects, untold);
-    const typing = new Typing(effects, store, new Holds(storage.sql), { outbounds: [], plugins: [] });
+    const typing = new Typing(env as unknown as Env, effects, store, new Holds(storage.sql), { outbounds: [], plugins: [] });
     const tools: ToolCalls = new ToolCalls(storage, store, effects, new MountSessions(storage.sql), () => { throw new Error("no holds here"); }, {
       answersLater: (name) => delegation.answersLater(name),
       take: (pass, conv, key, call) => delegation.take(pass, conv, key, call),
