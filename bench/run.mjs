@@ -591,7 +591,7 @@ async function peerSection() {
   await putScenario(toolSid, [{ delayMs: PEER_MODEL_MS, toolCalls: [{ name: "clock__now", arguments: {} }] }, { delayMs: PEER_MODEL_MS, text: PEER_REPLY }], "position");
   // Both know the people in the events, as a workspace's Slack does (the Chat SDK looks up each author once).
   await fetch(`${slack.url}/_control/directory`, { method: "PUT", body: JSON.stringify({ users: { UBENCH: { name: "bench" }, [BOT]: { name: "benchbot" } } }) });
-  const app = await startApp("chat-sdk-app.mjs", [SLACK_SECRET, FAKE_SLACK_BOT_TOKEN, `${slack.url}/api/`, `${provider.url}/v1`, FAKE_PROVIDER_KEY]);
+  const app = await startApp("chat-sdk-app.mjs", [`${provider.url}/v1`, FAKE_PROVIDER_KEY, "slack", SLACK_SECRET, FAKE_SLACK_BOT_TOKEN, `${slack.url}/api/`]);
   const R = run.toUpperCase();
   const team = `TPEER${R}`;
   const workerd = workerdOf(worker.port);
