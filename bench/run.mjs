@@ -15,6 +15,9 @@
 //          and 16 at once (each in a channel of its own, then every thread in one channel);
 //          calls into the agent object per turn; with BENCH_BURST, a burst
 //          of app_mentions over BENCH_BURST_TEAMS workspaces sent all at once
+//   discord our Discord turn vs the Chat SDK's Discord adapter (bench/discord.mjs), interleaved:
+//          16 conversations at once, each a thread of ONE channel (issue 40), and ours over 16 channels;
+//          event → reply beyond the floor, Discord calls and CPU per turn
 //   ack    Slack event ack vs a minimal @slack/bolt app, and a bare Worker request
 //   stream a 2,000-word answer streamed into Slack vs a short one: the object's
 //          busy time per turn does not grow with the chunks
@@ -40,11 +43,13 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { listen, sendJson } from "../test/fakes/http.mjs";
 import { FAKE_PROVIDER_KEY, startModelProvider } from "../test/fakes/model-provider.mjs";
 import { FAKE_SLACK_BOT_TOKEN, startSlack } from "../test/fakes/slack.mjs";
+import { DISCORD_APPLICATION_ID, DISCORD_BOT_TOKEN, DISCORD_PUBLIC_KEY, startDiscord } from "../test/fakes/discord.mjs";
 import { startWorker, until } from "../test/node/wrangler-dev.mjs";
 import { amplifyHistory } from "./amplify.mjs";
 import { bundleSection } from "./bundle.mjs";
 import { armedAlarms, objectCounters } from "./counters.mjs";
 import { countdownRatios } from "./countdown.mjs";
+import { discordSection } from "./discord.mjs";
 import { objectBusy } from "./object-busy.mjs";
 import { cpuMs, cpuOf, listeningPorts, workerdOf } from "./proc.mjs";
 import { profiler, untrace } from "./devtools.mjs";
@@ -54,13 +59,14 @@ import { TAIL_MODEL, TAIL_WINDOW, tailSection } from "./tail.mjs";
 
 const num = (name, fallback) => Number(process.env[name] ?? fallback);
 // ack leaves a backlog of turns (one per event) behind it: it runs after idle and peer, and load and scale start their own wrangler dev.
-const SECTIONS = ["bundle", "busy", "stream", "tail", "fleet", "idle", "peer", "ack", "script", "load", "scale"];
+const SECTIONS = ["bundle", "busy", "stream", "tail", "fleet", "idle", "peer", "discord", "ack", "script", "load", "scale"];
 const ONLY = process.env.BENCH_ONLY ? process.env.BENCH_ONLY.split(",").map((s) => s.trim()) : SECTIONS;
 for (const s of ONLY) if (!SECTIONS.includes(s)) throw new Error(`BENCH_ONLY: unknown section ${s} (known: ${SECTIONS.join(", ")})`);
 
 const MODEL_MS = num("BENCH_MODEL_MS", 2000);
 const TOOL_MS = num("BENCH_TOOL_MS", 500);
 const SLACK_MS = num("BENCH_SLACK_MS", 150);
+const DISCORD_MS = num("BENCH_DISCORD_MS", 150);
 const BUSY_TURNS = num("BENCH_BUSY_TURNS", 10);
 const ACK_N = num("BENCH_ACK", 200);
 const ACK_CONCURRENCY = 16;
@@ -90,6 +96,7 @@ const SCRIPT_CPU_MS = 3_000;
 
 const ADMIN = "bench-admin-token";
 const SLACK_SECRET = "bench-slack-signing-secret";
+const DISCORD_GATEWAY_SECRET = "bench-discord-gateway-secret";
 const TEAM = "TBENCH";
 const BOT = "UBENCHBOT";
 const run = Date.now().toString(36);
@@ -110,6 +117,16 @@ const slack = await startSlack({
       for (const told of slackAnswers) told(call, at);
     },
     tell() {},
+  },
+});
+/** Told of each call the fake Discord answers: (call, answeredAt). */
+const discordAnswers = new Set();
+// The fake Discord answers every call after DISCORD_MS.
+const discord = await startDiscord({
+  async answering(call) {
+    await sleep(DISCORD_MS);
+    const at = Date.now();
+    for (const told of discordAnswers) told(call, at);
   },
 });
 // The http tool's target: answers after TOOL_MS and records when each call was in hand.
@@ -141,6 +158,11 @@ const startBenchWorker = async (extra = {}, persistDir = undefined) => {
       SLACK_SIGNING_SECRET: SLACK_SECRET,
       SLACK_BOT_TOKEN: FAKE_SLACK_BOT_TOKEN,
       SLACK_API_BASE_URL: `${slack.url}/api`,
+      DISCORD_PUBLIC_KEY,
+      DISCORD_APPLICATION_ID,
+      DISCORD_BOT_TOKEN,
+      DISCORD_GATEWAY_SECRET,
+      DISCORD_API_BASE_URL: `${discord.url}/api/v10`,
       ...extra,
     },
   });
@@ -584,6 +606,21 @@ async function whereItGoes(tallies, sid) {
   }
 }
 
+/** Our runtime as a system a section charges: its workerd's CPU time (the same process throughout), at rest when nothing is armed. */
+function ourSystem(section) {
+  const workerd = workerdOf(worker.port);
+  return {
+    name: "ours",
+    url: worker.url,
+    cpu: () => {
+      const now = workerdOf(worker.port);
+      if (now.runtime.join() !== workerd.runtime.join()) throw new Error(`workerd restarted during the ${section} section (${workerd.runtime} → ${now.runtime}): its CPU time cannot be compared`);
+      return { runtime: cpuOf(now.runtime), proxy: cpuOf(now.proxy) };
+    },
+    idle: async () => (await armedAlarms(worker.persistDir)) === 0,
+  };
+}
+
 async function peerSection() {
   const sid = `peer${run}`;
   await putScenario(sid, [{ delayMs: PEER_MODEL_MS, text: PEER_REPLY }]);
@@ -591,21 +628,11 @@ async function peerSection() {
   await putScenario(toolSid, [{ delayMs: PEER_MODEL_MS, toolCalls: [{ name: "clock__now", arguments: {} }] }, { delayMs: PEER_MODEL_MS, text: PEER_REPLY }], "position");
   // Both know the people in the events, as a workspace's Slack does (the Chat SDK looks up each author once).
   await fetch(`${slack.url}/_control/directory`, { method: "PUT", body: JSON.stringify({ users: { UBENCH: { name: "bench" }, [BOT]: { name: "benchbot" } } }) });
-  const app = await startApp("chat-sdk-app.mjs", [SLACK_SECRET, FAKE_SLACK_BOT_TOKEN, `${slack.url}/api/`, `${provider.url}/v1`, FAKE_PROVIDER_KEY]);
+  const app = await startApp("chat-sdk-app.mjs", [`${provider.url}/v1`, FAKE_PROVIDER_KEY, "slack", SLACK_SECRET, FAKE_SLACK_BOT_TOKEN, `${slack.url}/api/`]);
   const R = run.toUpperCase();
   const team = `TPEER${R}`;
   const workerd = workerdOf(worker.port);
-  const ours = {
-    name: "ours",
-    tag: "O",
-    url: worker.url,
-    cpu: () => {
-      const now = workerdOf(worker.port);
-      if (now.runtime.join() !== workerd.runtime.join()) throw new Error(`workerd restarted during the peer section (${workerd.runtime} → ${now.runtime}): its CPU time cannot be compared`);
-      return { runtime: cpuOf(now.runtime), proxy: cpuOf(now.proxy) };
-    },
-    idle: async () => (await armedAlarms(worker.persistDir)) === 0,
-  };
+  const ours = { ...ourSystem("peer"), tag: "O" };
   const peer = { name: "Chat SDK", tag: "P", url: app.url, cpu: () => ({ runtime: cpuMs(app.pid), proxy: 0 }), idle: async () => true };
   const systems = [ours, peer];
   const watches = new Map(systems.map((s) => [s, replyWatch(s)]));
@@ -1039,9 +1066,35 @@ const sectionRetries = () => {
   return n;
 };
 
+const load = () => loadavg().map((l) => l.toFixed(1)).join(" ");
+const discordBench = () =>
+  discordSection({
+    discord,
+    answers: discordAnswers,
+    gatewaySecret: DISCORD_GATEWAY_SECRET,
+    providerUrl: `${provider.url}/v1`,
+    providerKey: FAKE_PROVIDER_KEY,
+    ours: ourSystem("discord"),
+    putScenario,
+    modelRequests: (sid) => control(`/scenarios/${sid}/requests`),
+    startApp,
+    atRest,
+    restsNow,
+    resending,
+    cpuMs,
+    loadavg: load,
+    print,
+    row,
+    summary,
+    pool,
+    run,
+    reply: PEER_REPLY,
+    modelMs: PEER_MODEL_MS,
+    discordMs: DISCORD_MS,
+  });
 const tail = () => tailSection({ api, post, view, putScenario, print, row, summary, run });
 const bundle = () => bundleSection({ print, row, summary });
-const sections = { bundle, busy: busySection, stream: streamSection, tail, peer: peerSection, ack: ackSection, fleet: fleetSection, idle: idleSection, script: scriptSection, load: loadSection, scale };
+const sections = { bundle, busy: busySection, stream: streamSection, tail, peer: peerSection, discord: discordBench, ack: ackSection, fleet: fleetSection, idle: idleSection, script: scriptSection, load: loadSection, scale };
 const began = Date.now();
 try {
   print(`antiproton bench — wrangler dev on loopback, fakes for Slack and the provider; ${new Date().toISOString()}; sections: ${ONLY.join(", ")}`);
@@ -1064,5 +1117,5 @@ try {
     await worker.stop();
   }
   if (stateToRemove) rmSync(stateToRemove, { recursive: true, force: true });
-  await Promise.all([provider.close(), slack.close(), tool.close()]);
+  await Promise.all([provider.close(), slack.close(), discord.close(), tool.close()]);
 }

@@ -23,6 +23,12 @@
 // `parse`, as Discord's does: it is kept with `mention_everyone: true`.
 // As its CDN: PUT /_control/attachments/<path> {base64, contentType} serves a
 // file at GET /attachments/<path>, with no token (Discord's links are signed).
+// POST /_control/channels {channels: [{id, type, parent_id?}]}: channels the
+// bot can look up (GET /channels/{id}; a thread is type 11 with its parent),
+// as the Chat SDK's adapter does to find a thread's parent.
+// `answering(call)`, if given, is awaited before every answer of the REST API
+// (the typing indicator's and a channel's look-up too): the benchmark delays
+// Discord's answers there and times them.
 import { Gates } from "./gates.mjs";
 import { listen, readBody, sendJson } from "./http.mjs";
 
@@ -40,7 +46,7 @@ const NONCE_WINDOW_MS = 5 * 60_000;
 /** Whether a message's body pings everyone: @everyone or @here in it, and allowed_mentions not ruling it out (absent: all parsed). */
 const pings = (body) => /@(everyone|here)\b/.test(String(body?.content ?? "")) && (body?.allowed_mentions?.parse ?? ["everyone"]).includes("everyone");
 
-export async function startDiscord({ gates = new Gates() } = {}) {
+export async function startDiscord({ gates = new Gates(), answering = async () => {} } = {}) {
   /** { method, path, kind: "channel"|"webhook", channelId?, token?, messageId?, status, body } */
   const calls = [];
   const messages = new Map(); // id → message
@@ -49,6 +55,7 @@ export async function startDiscord({ gates = new Gates() } = {}) {
   const expiredTokens = new Set();
   const nonces = new Map(); // nonce → { id, at } of the bot's message created with it
   const typings = []; // { channelId, authorized, at }
+  const channels = new Map(); // id → { id, type, parent_id? }, the channels a bot may look up
   const limited = { channels: new Set(), limit: 5, resetAfterMs: 5000, global: 50, routes: new Map(), globalHits: [] };
   let nextId = 1473200000000000000n;
   const newMessage = (channelId, content) => {
@@ -89,9 +96,24 @@ export async function startDiscord({ gates = new Gates() } = {}) {
     if (typingRoute && req.method === "POST") {
       const authorized = req.headers.authorization === `Bot ${DISCORD_BOT_TOKEN}`;
       typings.push({ channelId: typingRoute[1], authorized, at: Date.now() });
+      await answering({ method: "POST", path: url.pathname, kind: "typing", channelId: typingRoute[1] });
       if (!authorized) return sendJson(res, 401, { message: "401: Unauthorized", code: 0 });
       res.writeHead(204).end();
       return;
+    }
+    if (url.pathname === "/_control/channels" && req.method === "POST") {
+      for (const channel of JSON.parse(raw).channels) channels.set(channel.id, channel);
+      return sendJson(res, 200, { ok: true });
+    }
+    const channelLookup = /^\/api\/v10\/channels\/(\d+)$/.exec(url.pathname);
+    if (channelLookup && req.method === "GET") {
+      const call = { method: "GET", path: url.pathname, kind: "lookup", channelId: channelLookup[1], at: Date.now() };
+      calls.push(call);
+      await answering(call);
+      const channel = channels.get(call.channelId);
+      call.status = req.headers.authorization !== `Bot ${DISCORD_BOT_TOKEN}` ? 401 : channel ? 200 : 404;
+      if (call.status === 401) return sendJson(res, 401, { message: "401: Unauthorized", code: 0 });
+      return channel ? sendJson(res, 200, { guild_id: null, ...channel }) : sendJson(res, 404, { message: "Unknown Channel", code: 10003 });
     }
     if (url.pathname === "/_control/rate-limit" && req.method === "POST") {
       const { match, times = 1, retryAfter = 0.5 } = JSON.parse(raw);
@@ -137,9 +159,10 @@ export async function startDiscord({ gates = new Gates() } = {}) {
     call.at = Date.now();
     calls.push(call);
     let bucketHeaders = {};
-    const answer = (status, body, headers) => {
+    const answer = async (status, body, headers) => {
       call.status = status;
       call.responseId = body.id;
+      await answering(call);
       sendJson(res, status, body, { ...bucketHeaders, ...headers });
     };
 
