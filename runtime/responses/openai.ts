@@ -118,9 +118,31 @@ export function messageOpening(output_index: number, item: OutputItem["item"]): 
   ];
 }
 
-/** A piece of a message item's text. */
-export function textDelta(output_index: number, item_id: string, delta: string): StreamEvent {
-  return { type: "response.output_text.delta", item_id, output_index, content_index: 0, delta, logprobs: [] };
+/**
+ * How many characters a text delta carries (a message's last, up to as many):
+ * a message's deltas are cut from its text alone, never from how its pieces
+ * came, so a stream sent again from its start (a resume after a sequence
+ * number) is the same events, numbered the same.
+ */
+export const DELTA_CHARS = 8;
+
+/**
+ * The text deltas of `text` from character `from` (where the last one ended):
+ * those whose end is known before the text is (one character is looked past,
+ * so a surrogate pair is never cut), or every one to its end once `whole`.
+ * Answers the events and where they end.
+ */
+export function textDeltas(output_index: number, item_id: string, text: string, from: number, whole: boolean): { events: StreamEvent[]; to: number } {
+  const events: StreamEvent[] = [];
+  let at = from;
+  while (whole ? at < text.length : text.length > at + DELTA_CHARS) {
+    let end = Math.min(at + DELTA_CHARS, text.length);
+    const last = text.charCodeAt(end - 1);
+    if (end < text.length && last >= 0xd800 && last <= 0xdbff) end++;
+    events.push({ type: "response.output_text.delta", item_id, output_index, content_index: 0, delta: text.slice(at, end), logprobs: [] });
+    at = end;
+  }
+  return { events, to: at };
 }
 
 /** The events that close a message item, with its whole text. */
@@ -137,7 +159,7 @@ export function messageClosing(output_index: number, item: OutputItem["item"]): 
 /** The events that send one output item: added, its content or arguments, done. */
 export function itemEvents(output_index: number, item: OutputItem["item"]): StreamEvent[] {
   const done = { type: "response.output_item.done", output_index, item };
-  if (item.type === "message") return [...messageOpening(output_index, item), textDelta(output_index, item.id, messageText(item)), ...messageClosing(output_index, item)];
+  if (item.type === "message") return [...messageOpening(output_index, item), ...textDeltas(output_index, item.id, messageText(item), 0, true).events, ...messageClosing(output_index, item)];
   if (item.type === "function_call") {
     const args = item.arguments as string;
     return [

@@ -23,14 +23,19 @@ import {
   outputItems,
   responseObject,
   type StreamEvent,
-  textDelta,
+  textDeltas,
 } from "./openai.ts";
 import { type EventSink, followFeed, listenToText, sseResponse } from "./follow.ts";
 
-/** The stream of a response: `read` asks the agent's object for it as it stands. */
-export function streamResponse(env: Env, route: Route, first: ResponseState, read: () => Promise<ResponseState>, streamMs: number): Response {
+/**
+ * The stream of a response: `read` asks the agent's object for it as it
+ * stands. A stream asked for again (GET /v1/responses/{id}?stream=true) is
+ * made from the start, numbered the same, and sends the events after
+ * `startingAfter` (the last sequence number its client had).
+ */
+export function streamResponse(env: Env, route: Route, first: ResponseState, read: () => Promise<ResponseState>, streamMs: number, startingAfter = -1): Response {
   return sseResponse(async (sink) => {
-    const events = new ResponseEvents(sink, first);
+    const events = new ResponseEvents(sink, first, startingAfter);
     await events.start();
     // The feed's looks and the text's pieces take turns: each sends its events whole.
     let turn: Promise<unknown> = Promise.resolve();
@@ -79,8 +84,12 @@ class ResponseEvents {
   private index = 0;
   /** How many of the response's output items (outputItems) have been sent. */
   private sent = 0;
-  /** The message whose text is coming in pieces: its call, its output_index, the text sent so far, and how much of the call's text that is. */
-  private open: { calledAt: number; index: number; id: string; text: string; heard: number } | null = null;
+  /**
+   * The message whose text is coming in pieces: its call, its output_index,
+   * its text heard so far, how much of the call's text that is, and how much
+   * of it its deltas have carried (textDeltas cuts them from the text alone).
+   */
+  private open: { calledAt: number; index: number; id: string; text: string; heard: number; sent: number } | null = null;
   /** The calls whose message has been sent: a late piece of one opens nothing. */
   private readonly finished = new Set<number>();
   /** A message has been sent or opened: the next starts with the separator (outputItems). */
@@ -89,10 +98,13 @@ class ResponseEvents {
   constructor(
     private readonly sink: EventSink,
     public state: ResponseState,
+    /** The sequence number a resumed stream starts after: the events up to it are made again, numbered the same, and not sent. */
+    private readonly startingAfter = -1,
   ) {}
 
   private async send(event: StreamEvent): Promise<void> {
-    await this.sink.send({ event: event.type, data: { ...event, sequence_number: this.sequence++ } });
+    const sequence_number = this.sequence++;
+    if (sequence_number > this.startingAfter) await this.sink.send({ event: event.type, data: { ...event, sequence_number } });
   }
 
   private async sendAll(events: StreamEvent[]): Promise<void> {
@@ -134,7 +146,7 @@ class ResponseEvents {
       if (piece.at !== this.open.heard || piece.delta === "") return;
       this.open.text += piece.delta;
       this.open.heard += piece.delta.length;
-      return this.send(textDelta(this.open.index, this.open.id, piece.delta));
+      return this.deltas(this.open.text, false);
     }
     if (piece.at !== 0) return;
     await refresh();
@@ -142,17 +154,25 @@ class ResponseEvents {
     if (this.finished.has(piece.calledAt) || this.state.status !== "in_progress") return;
     const text = `${this.said ? MESSAGE_SEPARATOR : ""}${piece.delta}`;
     this.said = true;
-    this.open = { calledAt: piece.calledAt, index: this.index++, id: messageId(piece.calledAt), text, heard: piece.delta.length };
+    this.open = { calledAt: piece.calledAt, index: this.index++, id: messageId(piece.calledAt), text, heard: piece.delta.length, sent: 0 };
     await this.sendAll(messageOpening(this.open.index, messageItem(this.open.id, "")));
-    await this.send(textDelta(this.open.index, this.open.id, text));
+    await this.deltas(text, false);
   }
 
-  /** The streamed message's call has ended: the rest of its text (if the pieces were its start), and its item closed. */
+  /** The open message's deltas of `text` not sent yet: those cut so far, or (`whole`) all. */
+  private async deltas(text: string, whole: boolean): Promise<void> {
+    const open = this.open!;
+    const { events, to } = textDeltas(open.index, open.id, text, open.sent, whole);
+    open.sent = to;
+    await this.sendAll(events);
+  }
+
+  /** The streamed message's call has ended: the rest of its text (if what was sent is its start), and its item closed. */
   private async close(item: OutputItem["item"]): Promise<void> {
-    const { index, text: sent } = this.open!;
-    this.open = null;
     const text = messageText(item);
-    if (text.length > sent.length && text.startsWith(sent)) await this.send(textDelta(index, item.id, text.slice(sent.length)));
+    if (text.startsWith(this.open!.text.slice(0, this.open!.sent))) await this.deltas(text, true);
+    const { index } = this.open!;
+    this.open = null;
     await this.sendAll(messageClosing(index, item));
   }
 
@@ -160,6 +180,7 @@ class ResponseEvents {
   private async abandon(): Promise<void> {
     if (!this.open) return;
     const { index, id, text } = this.open;
+    await this.deltas(text, true);
     this.open = null;
     await this.sendAll(messageClosing(index, { ...messageItem(id, text), status: "incomplete" }));
   }

@@ -77,6 +77,13 @@ const errorSchema = z.object({ error: z.object({ message: z.string(), type: z.st
 const idParams = z.object({ id: z.string() });
 const followParams = z.object({ tenant: z.string(), agent: z.string(), id: z.string() });
 const followQuery = z.object({ after: z.string().regex(/^\d+$/).optional() });
+/** GET /responses/{id}: `stream=true` sends its events again, those after `starting_after` (a sequence number its client had). */
+const retrieveQuery = z
+  .object({
+    stream: z.enum(["true", "false"], "stream: true or false").optional(),
+    starting_after: z.string().regex(/^\d{1,9}$/, "starting_after: the sequence number of the last event the client had").optional(),
+  })
+  .loose();
 const oaiError = (description: string) => ({ description, schema: errorSchema });
 
 export const responsesRouteDocs: RouteDoc[] = [
@@ -87,7 +94,18 @@ export const responsesRouteDocs: RouteDoc[] = [
     body: createResponseBody,
     responses: { 200: { description: "the response (or, with stream, its events)", schema: responseSchema }, 400: oaiError("bad request"), 404: oaiError("no such previous response") },
   },
-  { method: "get", path: "/responses/{id}", summary: "A response as it stands (poll a background one)", params: idParams, responses: { 200: { description: "the response", schema: responseSchema }, 404: oaiError("no such response") } },
+  {
+    method: "get",
+    path: "/responses/{id}",
+    summary: "A response as it stands (poll a background one); with stream=true, its event stream again, after starting_after",
+    params: idParams,
+    query: retrieveQuery,
+    responses: {
+      200: { description: "the response (or, with stream, its events)", schema: responseSchema },
+      400: oaiError("bad stream or starting_after"),
+      404: oaiError("no such response"),
+    },
+  },
   {
     method: "post",
     path: "/responses/{id}/cancel",
@@ -165,7 +183,12 @@ export function responsesRoutes(): Hono<{ Bindings: Env }> {
     const id = c.req.param("id");
     const route = routeOfResponse(id);
     requireTenant(c, route.tenant, { write: false, agent: route.agent });
-    return c.json(responseObject(await readResponse(c.env, route, id)));
+    const query = retrieveQuery.safeParse(c.req.query());
+    if (!query.success) throw new HttpError(400, query.error.issues.map((issue) => issue.message).join("; "));
+    const state = await readResponse(c.env, route, id);
+    if (query.data.stream !== "true") return c.json(responseObject(state));
+    const startingAfter = query.data.starting_after === undefined ? -1 : Number(query.data.starting_after);
+    return streamResponse(c.env, route, state, () => readResponse(c.env, route, id), STREAM_MS, startingAfter);
   });
 
   app.post("/responses/:id/cancel", async (c) => {

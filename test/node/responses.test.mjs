@@ -162,6 +162,35 @@ test("stream: true sends a reply the provider streams in 20 pieces as text delta
   assert.equal((await client.responses.retrieve(completed.response.id)).output_text, `Let me check the clock.\n\n${reply}`);
 });
 
+test("a stream: true response's stream, dropped mid-way, is resumed by id from the last sequence number, missing nothing and repeating nothing; asked again whole, it is the same events", async () => {
+  const reply = "The clock answered: it is a quarter past nine and the sun is up, so we may go out and enjoy the day.";
+  await script("resumed", [{ text: "Let me check the clock.", toolCalls: [{ name: "clock__now", arguments: {} }] }, { text: reply, argumentChunk: 5, chunkDelayMs: 80 }]);
+  const stream = await client.responses.create({ model: MODEL, input: "[s:resumed] what time is it?", stream: true });
+  // Dropped once three deltas of the streamed reply (the second message) have come: leaving the loop aborts the request.
+  const before = [];
+  for await (const event of stream) {
+    before.push(event);
+    const messages = before.filter((e) => e.type === "response.output_item.added" && e.item.type === "message").map((e) => e.item.id);
+    if (messages.length === 2 && before.filter((e) => e.type === "response.output_text.delta" && e.item_id === messages[1]).length >= 3) break;
+  }
+  const id = before[0].response.id;
+  assert.equal((await client.responses.retrieve(id)).status, "in_progress", "dropped while the reply was written");
+  const after = [];
+  for await (const event of await client.responses.retrieve(id, { stream: true, starting_after: before.at(-1).sequence_number })) after.push(event);
+  const resumed = [...before, ...after];
+  assert.deepEqual(resumed.map((e) => e.sequence_number), resumed.map((_, i) => i), "numbered on from the drop, nothing missed, nothing twice");
+  assert.equal(resumed.at(-1).type, "response.completed");
+  assert.equal(resumed.filter((e) => e.type === "response.output_text.delta").map((e) => e.delta).join(""), `Let me check the clock.\n\n${reply}`);
+  assert.equal(resumed.at(-1).response.output_text, `Let me check the clock.\n\n${reply}`);
+
+  // The whole stream asked again after the end: the same events, numbered the same.
+  const again = [];
+  for await (const event of await client.responses.retrieve(id, { stream: true })) again.push(event);
+  const shape = (e) => [e.sequence_number, e.type, e.output_index, e.item_id ?? e.item?.id, e.delta];
+  assert.deepEqual(again.map(shape), resumed.map(shape));
+  await assert.rejects(client.responses.retrieve(id, { stream: true, starting_after: "x" }), (err) => err.status === 400 && /starting_after/.test(err.error.message));
+});
+
 test("a follower of the conversation hears a reply the provider streams in 20 pieces as text_delta events while it is written, then the whole message", async () => {
   const reply = "The clock answered: it is a quarter past nine and the sun is up, so we may go out and enjoy the day.";
   await script("followed-pieces", [{ text: reply, argumentChunk: 5, chunkDelayMs: 80 }]);
