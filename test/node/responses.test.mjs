@@ -15,7 +15,7 @@ import OpenAI from "openai";
 import { FAKE_PROVIDER_KEY, startModelProvider } from "../fakes/model-provider.mjs";
 import { FAKE_SLACK_BOT_TOKEN, FAKE_SLACK_SIGNING_SECRET, startSlack } from "../fakes/slack.mjs";
 import { readmeBlocks, startWorker, uncaughtLines, until } from "./wrangler-dev.mjs";
-import { objectCounters } from "../../bench/counters.mjs";
+import { follower } from "./follow-stream.mjs";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
 const ADMIN = "node-test-responses-admin";
@@ -26,6 +26,7 @@ let slack;
 let provider;
 let worker;
 let client;
+const follow = follower(ADMIN);
 let vars;
 /** A response made before the kill: it is read back after the restart. */
 let earlier;
@@ -355,68 +356,6 @@ test("a client that goes away mid-turn (a stream: true response, a follow of the
   assert.deepEqual(uncaughtSince(from), []);
 });
 
-// ---- followers are told, not asking ------------------------------------------------
-
-/** How long ten followers wait with nothing happening (issue 40, acceptance 5). */
-const FOLLOWERS_IDLE_MS = 60_000;
-
-test("ten followers of a conversation, a minute with nothing happening: no call into any agent object and no alarm; what is written next reaches all ten within 200 ms, and one that reconnects with Last-Event-ID misses nothing", async (t) => {
-  await script("followed", [{ text: "First answer." }, { hold: true, text: "Second answer." }]);
-  const first = await client.responses.create({ model: MODEL, input: "[s:followed] hello" });
-  const conversation = first.conversation.id;
-  const url = `${worker.url}/v1/tenants/acme/agents/helper/conversations/${encodeURIComponent(conversation)}/events`;
-  // Each follower reads from the start: its events and when each came.
-  const followers = Array.from({ length: 10 }, () => ({ events: [], at: [], stop: false }));
-  const runs = followers.map((f) =>
-    follow(url, null, f.events, (events) => {
-      f.at.push(Date.now());
-      return f.stop || events.some((e) => e.type === "done" && e.data.turn === 2);
-    }),
-  );
-  await until("every follower to have read the first turn", async () => followers.every((f) => f.events.some((e) => e.type === "done")));
-  // Nothing happening: every agent object's own counters (busy_hours, written at each handler's end) stay still a while first.
-  let counters = objectCounters(worker.persistDir);
-  await until("the agent objects to be still", async () => {
-    await new Promise((resolve) => setTimeout(resolve, 1000));
-    const now = objectCounters(worker.persistDir);
-    const still = now.handlers === counters.handlers && now.passes === counters.passes;
-    counters = now;
-    return still;
-  });
-  const callsBefore = await agentObjectCalls();
-  await new Promise((resolve) => setTimeout(resolve, FOLLOWERS_IDLE_MS));
-  const idle = objectCounters(worker.persistDir);
-  assert.equal(idle.handlers - counters.handlers, 0, "handler calls into agent objects while ten followers waited");
-  assert.equal(idle.passes - counters.passes, 0, "alarms (passes) run while ten followers waited");
-  // The Worker's own tally of its calls into agent objects agrees.
-  assert.equal((await agentObjectCalls()) - callsBefore, 0, "calls the Worker made into agent objects while ten followers waited");
-
-  // Something is written: the next message. Each follower hears it within 200 ms of its being accepted.
-  const heard = followers.map((f) => f.events.length);
-  const next = await client.responses.create({ model: MODEL, input: "and now?", conversation, background: true });
-  const accepted = Date.now();
-  await until("every follower to hear the message", async () => followers.every((f, i) => f.events.length > heard[i]));
-  const delays = followers.map((f, i) => Math.max(0, f.at[heard[i]] - accepted));
-  t.diagnostic(`the ten followers heard the message ${delays.join(", ")} ms after it was accepted`);
-  assert.ok(Math.max(...delays) <= 200, `each follower heard the message ${delays.join(", ")} ms after it was accepted`);
-
-  // One follower goes away mid-turn and comes back with Last-Event-ID: it misses nothing and repeats nothing.
-  await until("the model to be asked again", async () => (await requestsOf("followed")).length === 2);
-  followers[9].stop = true;
-  await release("followed");
-  await until("the turn to end", async () => (await client.responses.retrieve(next.id)).status === "completed");
-  assert.equal(await runs[9], "enough");
-  const leaving = followers[9].events.length;
-  const resumed = [];
-  await follow(url, String(followers[9].events[leaving - 1].id), resumed, (events) => events.some((e) => e.type === "done"));
-  await Promise.all(runs.slice(0, 9));
-  const whole = (events) => events.map((e) => [e.id, e.type]);
-  assert.deepEqual(whole([...followers[9].events.slice(0, leaving), ...resumed]), whole(followers[0].events));
-  for (const f of followers.slice(1, 9)) assert.deepEqual(whole(f.events), whole(followers[0].events));
-  const said = followers[0].events.filter((e) => e.type === "message").map((e) => `${e.data.entry.role}: ${e.data.entry.text}`);
-  assert.deepEqual(said, ["user: [s:followed] hello", "assistant: First answer.", "user: and now?", "assistant: Second answer."]);
-});
-
 // ---- following a Slack conversation across a kill ---------------------------------
 
 function signed(body) {
@@ -425,37 +364,6 @@ function signed(body) {
   return { method: "POST", headers: { "content-type": "application/json", "x-slack-request-timestamp": timestamp, "x-slack-signature": signature }, body };
 }
 
-/** Reads a follow stream's events into `into` (its text_delta events, which have no id, into `deltas`) until `enough(into)` or the stream breaks (a kill); resolves with how it ended. */
-async function follow(url, lastEventId, into, enough, deltas = []) {
-  const controller = new AbortController();
-  const res = await fetch(url, { headers: { authorization: `Bearer ${ADMIN}`, ...(lastEventId ? { "last-event-id": lastEventId } : {}) }, signal: controller.signal });
-  assert.equal(res.status, 200);
-  assert.match(res.headers.get("content-type"), /text\/event-stream/);
-  const decoder = new TextDecoder();
-  let buffer = "";
-  try {
-    for await (const chunk of res.body) {
-      buffer += decoder.decode(chunk, { stream: true });
-      let end;
-      while ((end = buffer.indexOf("\n\n")) >= 0) {
-        const block = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        const field = (name) => block.split("\n").find((line) => line.startsWith(`${name}: `))?.slice(name.length + 2);
-        if (field("event") === "text_delta") deltas.push({ ...JSON.parse(field("data")), heardAt: Date.now() });
-        if (field("id") === undefined) continue; // a keep-alive comment, a text_delta
-        into.push({ id: Number(field("id")), type: field("event"), data: JSON.parse(field("data")) });
-        if (enough(into)) {
-          controller.abort();
-          return "enough";
-        }
-      }
-    }
-    return "ended";
-  } catch (err) {
-    if (controller.signal.aborted) return "enough";
-    return "broken";
-  }
-}
 
 test("a follower of a Slack conversation sees each event once and in order, and after a kill of the dev server resumes with Last-Event-ID missing nothing", async () => {
   const channel = `CFOLLOW${Date.now()}`;
