@@ -1,5 +1,5 @@
 // The feed room: a conversation's events in order with durable ids (what a
 // follower reads, "events after N"), and the Responses API's calls the object keeps.
 export { feedAfter, type FeedEvent, feedRows, type FeedPage } from "./feed.ts";
-export { type ResponseRequest, responseMessage, Responses, type ResponseState, type ResponseStatus } from "./responses.ts";
+export { type ResponseEvents, type ResponseRefusal, type ResponseRequest, responseMessage, Responses, type ResponseState, type ResponseStatus } from "./responses.ts";
 export { FEED_AND_RESPONSES_TABLES } from "./schema.ts";
