@@ -6,10 +6,10 @@
 // keeps a conversation across calls; then a follower of a Slack conversation is cut off by a kill of the
 // dev server mid-turn and resumes with Last-Event-ID, missing nothing.
 import assert from "node:assert/strict";
-import { exec } from "node:child_process";
+import { exec, execFileSync } from "node:child_process";
 import { promisify } from "node:util";
 import { rmSync } from "node:fs";
-import { createHmac } from "node:crypto";
+import { createHash, createHmac } from "node:crypto";
 import { after, before, test } from "node:test";
 import OpenAI from "openai";
 import { FAKE_PROVIDER_KEY, startModelProvider } from "../fakes/model-provider.mjs";
@@ -298,7 +298,32 @@ test("input_image and input_file reach the model as a chat's files do: a picture
   assert.ok(body.includes("the answer is 42") && body.includes("- water the plants"), "both text files as text");
   const view = await api(`/tenants/acme/agents/seer/conversations/${first.conversation.id}`);
   assert.equal(view.transcript.filter((e) => e.role === "user").length, 1, "the retry wrote no second message");
+  // In R2 under the agent, each picture once, named by its sha256: what the model was sent was read back from there.
+  const sha = (bytes) => createHash("sha256").update(bytes).digest("hex");
+  assert.deepEqual(storedImages("acme", "seer").sort(), [Buffer.from(PNG, "base64"), SERVED_PNG].map((bytes) => `images/acme/seer/${sha(bytes)}`).sort());
 });
+
+/**
+ * The keys of an agent's pictures in the dev server's R2, read
+ * from its state on disk (read-only; Node 20 has no SQLite module, so
+ * python3 reads it, as bench/counters.mjs does). Each put writes a blob, so
+ * more blobs than objects is a picture stored twice.
+ */
+function storedImages(tenant, agent) {
+  const reader = `
+import glob, json, os, sqlite3, sys
+keys = []
+for f in glob.glob(os.path.join(sys.argv[1], "v3", "r2", "miniflare-R2BucketObject", "*.sqlite")):
+    if f.endswith("metadata.sqlite"): continue
+    db = sqlite3.connect("file:" + f + "?mode=ro", uri=True, timeout=10)
+    keys += [key for (key,) in db.execute("SELECT key FROM _mf_objects")]
+    db.close()
+blobs = os.listdir(os.path.join(sys.argv[1], "v3", "r2", "antiproton-large-values", "blobs"))
+print(json.dumps({"keys": keys, "blobs": len(blobs)}))`;
+  const { keys, blobs } = JSON.parse(execFileSync("python3", ["-c", reader, worker.persistDir]).toString());
+  assert.equal(blobs, keys.length, `${blobs} blobs for ${keys.length} objects: one was stored twice`);
+  return keys.filter((key) => key.startsWith(`images/${tenant}/${agent}/`));
+}
 
 test("a picture to a model that does not take images reaches it as a notice saying so", async () => {
   await script("blind", [{ text: "I cannot see it." }]);
