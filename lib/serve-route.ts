@@ -39,8 +39,8 @@ export function parseOr400<S extends z.ZodType>(schema: S, value: unknown, where
 }
 
 /** A JSON body parsed with `schema`: too large 413, not JSON 415, a misfit 400 naming the field. */
-export async function readJsonBody<S extends z.ZodType>(c: Context, schema: S): Promise<z.output<S>> {
-  const raw = await readBody(c, { contentTypes: ["application/json"], maxBytes: API_MAX_BODY_BYTES });
+export async function readJsonBody<S extends z.ZodType>(c: Context, schema: S, maxBytes = API_MAX_BODY_BYTES): Promise<z.output<S>> {
+  const raw = await readBody(c, { contentTypes: ["application/json"], maxBytes });
   return parseOr400(schema, parseJson(raw), "bad body");
 }
 

@@ -69,9 +69,10 @@ export type ChatEvent =
   /**
    * A click on an approval card. `boundTo` is the (tenant, agent) the button
    * value was made for (see approvals' parseDecisionValue); the object refuses
-   * a value bound elsewhere.
+   * a value bound elsewhere. `reason`: why, where the decider said (the
+   * Responses API's mcp_approval_response); the agent is told it.
    */
-  | (ChatEventBase & { kind: "decision"; holdId: string; approve: boolean; boundTo: Route });
+  | (ChatEventBase & { kind: "decision"; holdId: string; approve: boolean; boundTo: Route; reason?: string });
 
 export type ConversationStatus = "idle" | "running" | "waiting_model" | "failed";
 

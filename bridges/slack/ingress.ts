@@ -5,11 +5,10 @@
 import * as z from "zod";
 import { parseDecisionValue } from "../../approvals/index.ts";
 import { HttpError, isHttpsOrLoopback } from "../../lib/http.ts";
-import { agentStub, rememberPerson, submitEvent, type ChatUser, type ReplyAddress, type Route } from "../../runtime/index.ts";
+import { agentStub, fetchFiles, rememberPerson, submitEvent, trustedUrl, type ChatUser, type ReplyAddress, type Route, type SharedFile } from "../../runtime/index.ts";
 import { conversationId } from "../shared/ids.ts";
 import { isAssistantThread, setSuggestedPrompts, setTitle } from "./assistant.ts";
 import { apiBaseUrl, assistantEnabled, routeFor } from "./config.ts";
-import { fetchFiles, type SharedFile, trustedUrl } from "../shared/files.ts";
 import { botTokenFor, withdrawInstallation } from "./installations.ts";
 import { publishHome } from "./home.ts";
 import { withNames } from "./names.ts";

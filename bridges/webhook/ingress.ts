@@ -6,8 +6,7 @@ import * as z from "zod";
 import { parseDecisionValue } from "../../approvals/index.ts";
 import { httpsOrLoopbackUrl } from "../../lib/config.ts";
 import { HttpError, parseJson } from "../../lib/http.ts";
-import { CONVERSATION_ID, parseRoute, submitEvent, type ChatEvent } from "../../runtime/index.ts";
-import { fetchFiles } from "../shared/files.ts";
+import { CONVERSATION_ID, fetchFiles, parseRoute, submitEvent, type ChatEvent } from "../../runtime/index.ts";
 import { textId } from "../shared/ids.ts";
 import { callbackFor } from "./callbacks.ts";
 import { cardJson } from "./card.ts";
@@ -27,7 +26,7 @@ const base = {
   agent: z.string().optional(),
 };
 const text = z.string().trim().min(1, "text must not be empty").max(WEBHOOK_TEXT_LIMIT);
-/** Files the peer shares with a message, fetched from their URLs before the event is accepted (bridges/shared/files.ts). */
+/** Files the peer shares with a message, fetched from their URLs before the event is accepted (runtime/edge/files.ts). */
 const files = z
   .array(
     z.object({

@@ -5,10 +5,11 @@
 import { Hono } from "hono";
 import * as z from "zod";
 import { readConversation, submitEvent } from "./ingress.ts";
+import { IMAGE_TYPES, readGivenFiles, readsType } from "./files.ts";
 import { errors, serve } from "../../lib/serve-route.ts";
 import type { RouteDoc } from "../../lib/route-doc.ts";
 import { accessGate, accessRoutes, accessRouteDocs, callerOf, markAudited } from "../access/index.ts";
-import type { Attachment, RuntimeDeps } from "../chat.ts";
+import type { RuntimeDeps } from "../chat.ts";
 import { fromBase64 } from "../../lib/base64.ts";
 import { agentParams, conversationId, conversationReadParams, conversationView, submitResult } from "./schemas.ts";
 import { agentRouteDocs, agentRoutes } from "./agent-routes.ts";
@@ -17,21 +18,12 @@ import { settingRouteDocs, settingRoutes } from "./setting-routes.ts";
 import { usageRouteDocs, usageRoutes } from "./usage-routes.ts";
 import { objectCallRouteDocs, objectCallRoutes } from "./object-call-routes.ts";
 
-/** What providers take as image input; any `text/*` is read as text. */
-const IMAGE_TYPES = ["image/png", "image/jpeg", "image/gif", "image/webp"];
-
 /** A file sent with a message, inline (the whole body is at most 64 KiB): a picture for a model that takes images, or a text file. */
 const attachment = z.object({
   name: z.string().min(1).max(200),
-  type: z.string().refine((type) => IMAGE_TYPES.includes(type) || /^text\/[\w.+-]+$/.test(type), `type is one of ${IMAGE_TYPES.join(", ")} or text/*`),
+  type: z.string().refine(readsType, `type is one of ${IMAGE_TYPES.join(", ")} or a text type (text/*, JSON, XML, YAML, code)`),
   data: z.base64("data is the file's bytes in base64"),
 });
-
-function asAttachment(file: z.infer<typeof attachment>): Attachment {
-  const bytes = fromBase64(file.data);
-  const common = { name: file.name, mimeType: file.type, bytes: bytes.length };
-  return file.type.startsWith("text/") ? { ...common, kind: "text", text: new TextDecoder().decode(bytes) } : { ...common, kind: "image", data: file.data };
-}
 
 /** A message or a steer carries text (`kind` may be left out: a message); an interrupt or a command (stop, compact, status) carries none but must name its conversation. */
 const messageBody = z.discriminatedUnion("kind", [
@@ -82,7 +74,7 @@ export function agentsApi(deps: RuntimeDeps): Hono<{ Bindings: Env }> {
         ? { ...base, kind: body.kind }
         : body.kind === "command"
           ? { ...base, kind: body.kind, command: body.command }
-          : { ...base, kind: body.kind, text: body.text, ...(body.attachments?.length ? { attachments: body.attachments.map(asAttachment) } : {}) };
+          : { ...base, kind: body.kind, text: body.text, ...(body.attachments?.length ? { attachments: await readGivenFiles(body.attachments.map((file, i) => ({ at: `attachments[${i}]`, name: file.name, mimeType: file.type, data: fromBase64(file.data) }))) } : {}) };
     // A stop or a command is in the trail by the agent, with the change (runtime/object/audit-outbox.ts).
     markAudited(c);
     return c.json(await submitEvent(c.env, params, event, callerOf(c).actor), 202);

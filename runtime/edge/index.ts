@@ -1,7 +1,9 @@
 // The edge room: how requests reach an agent (route checks, submitting an
-// event, reading a conversation), the Agents API routes and the ledgers' daily fold.
+// event, reading a conversation, the files a message brings), the Agents API
+// routes and the ledgers' daily fold.
 export { agentsApi, agentsApiDocs } from "./api.ts";
 export { conversationId, tenantParams } from "./schemas.ts";
 export { foldLedgers } from "./ledger-cron.ts";
 export { changeSetting, secondMessageOf, setTenantLimit } from "./settings.ts";
-export { CONVERSATION_ID, restoredError, parseRoute, readConversation, submitEvent } from "./ingress.ts";
+export { CONVERSATION_ID, restoredError, parseRoute, readConversation, submitEvent, withStoredImages } from "./ingress.ts";
+export { FILES_MAX_CHARS, fetchFiles, type GivenFile, readGivenFiles, type SharedFile, trustedUrl } from "./files.ts";

@@ -51,7 +51,7 @@ export async function submitEvent(env: Env, route: Route, event: ChatEvent, call
  * row, its job rows and its queue messages carry only their sha256. A
  * platform's retry stores nothing again.
  */
-async function withStoredImages(env: Env, route: Route, event: ChatEvent): Promise<ChatEvent> {
+export async function withStoredImages(env: Env, route: Route, event: ChatEvent): Promise<ChatEvent> {
   if ((event.kind !== "message" && event.kind !== "steer") || !event.attachments?.some((file) => file.kind === "image" && file.data !== undefined)) return event;
   const attachments = await Promise.all(
     event.attachments.map(async (file): Promise<Attachment> => {

@@ -16,6 +16,17 @@ export interface ResponseRequest {
   metadata: Record<string, string>;
 }
 
+/** What one create brings the agent: answers to held calls (decided first), then the person's message, if any. */
+export interface ResponseEvents {
+  decisions: Extract<ChatEvent, { kind: "decision" }>[];
+  message?: Extract<ChatEvent, { kind: "message" }>;
+}
+
+/** A create the object refused, with nothing written: an answer to a held call that cannot decide it. */
+export interface ResponseRefusal {
+  refused: { status: 403 | 404 | 409; message: string };
+}
+
 export type ResponseStatus = "in_progress" | "completed" | "failed" | "cancelled";
 
 export interface ResponseState {
@@ -49,13 +60,19 @@ export class Responses {
     return feedEnd(this.sql, conversation);
   }
 
-  /** After the message was accepted, in its transaction: the turn it went to is the conversation's turn now. */
-  record(id: string, conv: ConversationRow, afterSeq: number, request: ResponseRequest): void {
+  /**
+   * After its events were accepted, in their transaction: the turn it waits
+   * for. A message's is the conversation's turn now (the one it started or
+   * steers); answers to held calls alone wait for the turn that carries their
+   * outcome on: the running one, else the next (a deny starts it at once, an
+   * approval once the call was performed).
+   */
+  record(id: string, conv: ConversationRow, afterSeq: number, request: ResponseRequest, message: boolean): void {
     this.sql.exec(
       "INSERT INTO responses (id, conversation, turn, after_seq, request, created_at) VALUES (?, ?, ?, ?, ?, ?)",
       id,
       conv.id,
-      conv.turn,
+      message || conv.status === "running" ? conv.turn : conv.turn + 1,
       afterSeq,
       JSON.stringify(request),
       Date.now(),

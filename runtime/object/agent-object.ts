@@ -16,7 +16,7 @@ import { modelFrom, mountsFrom, NO_SETTINGS, platformSecret, registerAgent, seco
 import { Conversations, Identity, logRows, transcript, type TranscriptEntry } from "../store/index.ts";
 import { Retention, retentionMs } from "../store/index.ts";
 import { Delegation, type Family } from "../turns/index.ts";
-import { feedAfter, type FeedPage, feedRows, followAsk, Followers, type ResponseRequest, tellFollowersAfterEachCall, responseMessage, Responses, type ResponseState } from "../feed/index.ts";
+import { feedAfter, type FeedPage, feedRows, followAsk, Followers, type ResponseEvents, type ResponseRefusal, type ResponseRequest, responseMessage, Responses, type ResponseState, tellFollowersAfterEachCall } from "../feed/index.ts";
 import { AgentDeletion, type DeletionReport } from "./deletion.ts";
 import { AuditOutbox } from "./audit-outbox.ts";
 import { Inbound } from "./inbound.ts";
@@ -246,14 +246,38 @@ export class AgentObject extends DurableObject<Env> {
   override async webSocketClose(): Promise<void> {}
   override async webSocketError(): Promise<void> {}
 
-  /** A Responses API call: its message and the response waiting for the turn it goes to, written together. */
-  async respond(route: Route, id: string, message: Extract<ChatEvent, { kind: "message" }>, request: ResponseRequest): Promise<ResponseState | null> {
-    await this.#accept(route, message, () => {
-      const after = this.responses.mark(message.conversation);
-      const result = this.inbound.accept(route, responseMessage(this.store.get(message.conversation), message));
-      if (result.accepted) this.responses.record(id, this.store.get(message.conversation)!, after, request);
-      return result;
-    });
+  /**
+   * A Responses API call: its answers to held calls (each decided as a click
+   * on its card, by `caller` in the trail), its message, and the response
+   * waiting for the turn they go to, written together; an answer that cannot
+   * decide its hold refuses the whole call, nothing written. A retry of the
+   * call (its id) writes nothing and reads the response.
+   */
+  async respond(route: Route, id: string, events: ResponseEvents, request: ResponseRequest, caller: string): Promise<ResponseState | ResponseRefusal | null> {
+    if (this.#answers(route) && this.responses.find(id)) return this.response(route, id);
+    const first = events.decisions[0] ?? events.message!;
+    const conversation = first.conversation;
+    try {
+      await this.#accept(route, first, () => {
+        const after = this.responses.mark(conversation);
+        let decided = false;
+        for (const decision of events.decisions) {
+          const hold = this.approvals.holds.get(decision.holdId);
+          if (hold?.conversation !== conversation) throw new Refused(404, `no approval request "${decision.holdId}" in conversation "${conversation}"`);
+          const result = this.inbound.accept(route, decision);
+          if (!result.accepted) continue; // the same call sent twice at once: its first copy decides
+          if (!result.decided) throw new Refused(hold.status === "pending" ? 403 : 409, `approval request "${decision.holdId}": ${result.notice}`);
+          this.audits.record(route, decision, result, caller);
+          decided = true;
+        }
+        const result = events.message ? this.inbound.accept(route, responseMessage(this.store.get(conversation), events.message)) : { accepted: decided, conversation, status: "idle" as const };
+        if (result.accepted) this.responses.record(id, this.store.get(conversation)!, after, request, events.message !== undefined);
+        return result;
+      });
+    } catch (err) {
+      if (err instanceof Refused) return { refused: { status: err.status, message: err.message } };
+      throw err;
+    }
     return this.response(route, id);
   }
 
@@ -432,3 +456,13 @@ export class AgentObject extends DurableObject<Env> {
 // each ends by telling followers what it wrote, and is measured with that telling.
 tellFollowersAfterEachCall(AgentObject.prototype);
 measureHandlers(AgentObject.prototype, AGENT_HANDLERS);
+
+/** An answer to a held call that cannot decide it: thrown inside the transaction, so nothing of the call is written. */
+class Refused extends Error {
+  constructor(
+    readonly status: ResponseRefusal["refused"]["status"],
+    message: string,
+  ) {
+    super(message);
+  }
+}

@@ -43,6 +43,7 @@ export function outputItems(events: FeedEvent[]): OutputItem[] {
       return [{ from, item: { type: "function_call_output", id: `fco_${from}`, call_id: toolCallId, output: text, status: "completed" } }];
     }
     if (event.type === "hold" && event.card.state === "pending") return [{ from, item: heldItem(event.card) }];
+    if (event.type === "hold" && SETTLED.has(event.card.state)) return [{ from, item: performedItem(event.card) }];
     return [];
   });
 }
@@ -51,16 +52,34 @@ export function messageItem(id: string, text: string): OutputItem["item"] {
   return { type: "message", id, role: "assistant", status: "completed", content: [{ type: "output_text", text, annotations: [], logprobs: [] }] };
 }
 
+/** A tool as the Responses API names an MCP server's: the mount's alias (server_label) and the tool's name on it. */
+function toolOf(card: Card): { server_label: string; name: string } {
+  const [alias, ...name] = card.tool.split("__");
+  return { server_label: alias!, name: name.join("__") || card.tool };
+}
+
 /**
- * A held call: the Responses API's approval request item (its server_label is
- * the mount's alias), with a sentence saying it is held and how it is decided.
+ * A held call: the Responses API's approval request item, with a sentence
+ * saying it is held and how it is decided (an mcp_approval_response input item
+ * answers it too).
  */
 function heldItem(card: Card): OutputItem["item"] {
-  const [alias, ...name] = card.tool.split("__");
   const how =
     `${card.title}: held for approval until ${new Date(card.expiresAt).toISOString()}. ` +
-    "A person allowed to decide approves or denies it on its card in the conversation's chat, in the console, or through the Agents API's holds; the agent is told the outcome at its next step.";
-  return { type: "mcp_approval_request", id: card.holdId, server_label: alias, name: name.join("__") || card.tool, arguments: card.arguments, held: { text: how, expires_at: Math.floor(card.expiresAt / 1000) } };
+    "A person allowed to decide approves or denies it: an mcp_approval_response input item in a following create (with previous_response_id), its card in the conversation's chat, the console, or the Agents API's holds; the agent is told the outcome at its next step.";
+  return { type: "mcp_approval_request", id: card.holdId, ...toolOf(card), arguments: card.arguments, held: { text: how, expires_at: Math.floor(card.expiresAt / 1000) } };
+}
+
+/** The states of a held call that was approved and whose performance ended. */
+const SETTLED = new Set(["performed", "failed", "refused", "unknown"]);
+
+/** An approved call, once performed (or given up): the Responses API's MCP call item, answering its approval request. */
+function performedItem(card: Card): OutputItem["item"] {
+  const failed = card.state !== "performed";
+  return {
+    type: "mcp_call", id: `mcp_${card.holdId}`, approval_request_id: card.holdId, ...toolOf(card), arguments: card.arguments,
+    output: failed ? null : (card.outcome ?? ""), error: failed ? (card.outcome ?? card.state) : null, status: failed ? "failed" : "completed",
+  };
 }
 
 /** The Response object as OpenAI's clients read it (`output_text` too, for those that do not add it). */

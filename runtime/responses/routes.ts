@@ -10,13 +10,14 @@ import { type Context, Hono } from "hono";
 import * as z from "zod";
 import type { RouteDoc } from "../../lib/route-doc.ts";
 import { fromBase64Url, toBase64Url } from "../../lib/base64.ts";
-import { HttpError } from "../../lib/http.ts";
-import { readJsonBody } from "../../lib/serve-route.ts";
+import { HttpError, sha256Hex } from "../../lib/http.ts";
+import { API_MAX_BODY_BYTES, readJsonBody } from "../../lib/serve-route.ts";
 import type { ChatUser, Route } from "../chat.ts";
-import { CONVERSATION_ID, conversationId, restoredError, parseRoute } from "../edge/index.ts";
-import type { FeedEvent, ResponseState } from "../feed/index.ts";
-import { callerOf, requireTenant } from "../access/index.ts";
+import { CONVERSATION_ID, conversationId, FILES_MAX_CHARS, restoredError, parseRoute } from "../edge/index.ts";
+import type { FeedEvent, ResponseRefusal, ResponseState } from "../feed/index.ts";
+import { type Caller, callerOf, requireTenant } from "../access/index.ts";
 import { agentStub } from "../object/index.ts";
+import { responseEvents, responseInput } from "./input.ts";
 import { responseObject } from "./openai.ts";
 import { settledResponse, streamResponse } from "./response-stream.ts";
 import { followFeed, listenToText, sseResponse } from "./follow.ts";
@@ -26,15 +27,22 @@ const PLAIN_WAIT_MS = 5 * 60_000;
 /** How long one stream stays open: a response's stream, a follower's (who reconnects with Last-Event-ID). */
 const STREAM_MS = 15 * 60_000;
 
+/** A create's body: its text as any /v1 body, and the files of its input inline (a picture as a data: URL), as many as one message may bring. */
+const RESPONSE_MAX_BODY_BYTES = API_MAX_BODY_BYTES + FILES_MAX_CHARS;
+
 /** A response id names its agent, so any Worker finds the object that keeps it: resp_<base64url "tenant/agent">_<32 hex>. */
 const RESPONSE_ID = /^resp_([A-Za-z0-9_-]+)_([0-9a-f]{32})$/;
 
-/** Whoever calls through the API (the Agents API's caller: its key decides what it may reach). */
-const API_USER: ChatUser = { platform: "api", id: "admin" };
+/** Who calls through the API, as the agent sees them: `api:admin` for the platform's token, `api:key:<id>` for a key (who asked, for a held call; an approver in APPROVERS). */
+function userOf(caller: Caller): ChatUser {
+  return { platform: "api", id: caller.kind === "key" ? caller.actor : "admin" };
+}
 
-function newResponseId(route: Route): string {
+/** A new response's id; with an Idempotency-Key, the same one each time it is sent (a retry is the same response). */
+async function newResponseId(route: Route, idempotencyKey: string | undefined): Promise<string> {
   const name = toBase64Url(new TextEncoder().encode(`${route.tenant}/${route.agent}`));
-  return `resp_${name}_${crypto.randomUUID().replaceAll("-", "")}`;
+  const hex = idempotencyKey ? (await sha256Hex(`${route.tenant}/${route.agent}\n${idempotencyKey}`)).slice(0, 32) : crypto.randomUUID().replaceAll("-", "");
+  return `resp_${name}_${hex}`;
 }
 
 function routeOfResponse(id: string): Route {
@@ -44,23 +52,10 @@ function routeOfResponse(id: string): Route {
   return parseRoute(tenant, agent);
 }
 
-const inputText = z.string().trim().min(1, "input must not be empty").max(32_000);
-const inputMessage = z.object({
-  type: z.literal("message").optional(),
-  role: z.literal("user", { error: "input items are the person's messages (role: user); the agent's instructions are its own" }),
-  content: z.union([inputText, z.array(z.object({ type: z.enum(["input_text", "text"]), text: z.string() }))]),
-});
-
 export const createResponseBody = z
   .object({
     model: z.string({ error: 'model is required: "<tenant>/<agent>"' }).min(1).meta({ description: "<tenant>/<agent>; with a key scoped to one agent, any model name means that agent." }),
-    input: z.union([inputText, z.array(inputMessage).min(1, "input has no message")], {
-      // Said from the branch the input's kind chose (a string, or a list of messages), not as a bare "Invalid input".
-      error: (iss) => {
-        const issue = (iss as { errors?: { message: string; path: PropertyKey[] }[][] }).errors?.[Array.isArray(iss.input) ? 1 : 0]?.[0];
-        return issue ? `${issue.path.length > 0 ? `[${issue.path.join(".")}] ` : ""}${issue.message}` : "input: a string, or a list of the person's messages";
-      },
-    }),
+    input: responseInput,
     conversation: z.union([conversationId(), z.object({ id: conversationId() })]).optional(),
     previous_response_id: z.string().regex(RESPONSE_ID, "previous_response_id: an id this API answered (resp_…)").optional(),
     background: z.boolean().default(false),
@@ -70,6 +65,10 @@ export const createResponseBody = z
   // Sampling and tool parameters are the agent's own settings: given ones are ignored, as the README says.
   .loose()
   .refine((body) => !(body.conversation && body.previous_response_id), "give conversation or previous_response_id, not both")
+  .refine(
+    (body) => typeof body.input === "string" || !body.input.some((item) => item.type === "mcp_approval_response") || body.conversation || body.previous_response_id,
+    "an mcp_approval_response answers a request of one conversation: give previous_response_id (or conversation) with it",
+  )
   .meta({ examples: [{ model: "demo/helper", input: "What time is it?", background: true }] });
 
 const responseSchema = z.object({ id: z.string(), object: z.literal("response"), status: z.string(), output: z.array(z.looseObject({ type: z.string() })), output_text: z.string() }).loose();
@@ -129,12 +128,6 @@ async function readResponse(env: Env, route: Route, id: string): Promise<Respons
   return state;
 }
 
-/** The Responses API's text: a string, or the text of the person's messages. */
-function messageText(input: z.infer<typeof createResponseBody>["input"]): string {
-  if (typeof input === "string") return input;
-  return input.map((m) => (typeof m.content === "string" ? m.content : m.content.map((part) => part.text).join(""))).join("\n\n");
-}
-
 /** The agent `model` names ("<tenant>/<agent>"), or the one the caller's key is scoped to; the caller must reach it. */
 function routeOfModel(c: Context<{ Bindings: Env }>, model: string): Route {
   const named = /^([^/]+)\/([^/]+)$/.exec(model);
@@ -156,7 +149,7 @@ export function responsesRoutes(): Hono<{ Bindings: Env }> {
   const app = new Hono<{ Bindings: Env }>();
 
   app.post("/responses", async (c) => {
-    const body = await readJsonBody(c, createResponseBody);
+    const body = await readJsonBody(c, createResponseBody, RESPONSE_MAX_BODY_BYTES);
     const route = routeOfModel(c, body.model);
     let conversation = typeof body.conversation === "string" ? body.conversation : body.conversation?.id;
     if (body.previous_response_id) {
@@ -164,16 +157,19 @@ export function responsesRoutes(): Hono<{ Bindings: Env }> {
       if (previous.tenant !== route.tenant || previous.agent !== route.agent) throw new HttpError(400, `previous_response_id belongs to ${previous.tenant}/${previous.agent}, not to model ${body.model}`);
       conversation = (await readResponse(c.env, route, body.previous_response_id)).conversation;
     }
-    const id = newResponseId(route);
+    const id = await newResponseId(route, c.req.header("idempotency-key"));
     const request = { model: body.model, background: body.background, previousResponseId: body.previous_response_id ?? null, metadata: body.metadata };
-    const message = { id: `resp:${id}`, kind: "message" as const, conversation: conversation ?? `api-${crypto.randomUUID()}`, user: API_USER, text: messageText(body.input) };
-    let state: ResponseState | null;
+    const caller = callerOf(c);
+    const events = await responseEvents(c.env, route, id, conversation ?? `api-${crypto.randomUUID()}`, userOf(caller), body.input);
+    let answer: ResponseState | ResponseRefusal | null;
     try {
-      state = await agentStub(c.env, route).respond(route, id, message, request);
+      answer = await agentStub(c.env, route).respond(route, id, events, request, caller.actor);
     } catch (err) {
       throw restoredError(err);
     }
-    if (!state) throw new HttpError(409, "the message was not accepted; send it again");
+    if (!answer) throw new HttpError(409, "the message was not accepted; send it again");
+    if ("refused" in answer) throw new HttpError(answer.refused.status, answer.refused.message);
+    let state = answer;
     if (body.stream) return streamResponse(c.env, route, state, () => readResponse(c.env, route, id), STREAM_MS);
     if (!body.background) state = await settledResponse(c.env, route, state, () => readResponse(c.env, route, id), PLAIN_WAIT_MS);
     return c.json(responseObject(state));
@@ -195,7 +191,7 @@ export function responsesRoutes(): Hono<{ Bindings: Env }> {
     const id = c.req.param("id");
     const route = routeOfResponse(id);
     requireTenant(c, route.tenant, { write: true, agent: route.agent });
-    const state = await agentStub(c.env, route).cancelResponse(route, id, API_USER);
+    const state = await agentStub(c.env, route).cancelResponse(route, id, userOf(callerOf(c)));
     if (!state) throw new HttpError(404, `no response "${id}"`);
     return c.json(responseObject(state));
   });

@@ -103,11 +103,12 @@ export class ApprovalFlow {
       return { notice: "This approval has expired; nothing was performed.", card: card(), decided: true };
     }
     const who = event.user.name ?? event.user.id;
+    const why = event.reason ? ` (${clip(event.reason, 500)})` : "";
     if (event.approve) {
-      this.holds.decide(hold.id, "approved", who, now, `Approved by ${who}; performing.`);
+      this.holds.decide(hold.id, "approved", who, now, `Approved by ${who}${why}; performing.`);
     } else {
-      this.holds.decide(hold.id, "denied", who, now, `Denied by ${who}; not performed.`);
-      this.turns.notify(hold.conversation, `The held call ${hold.tool} (hold ${hold.id}) was denied by ${who}. It was not performed.`);
+      this.holds.decide(hold.id, "denied", who, now, `Denied by ${who}${why}; not performed.`);
+      this.turns.notify(hold.conversation, `The held call ${hold.tool} (hold ${hold.id}) was denied by ${who}${why}. It was not performed.`);
     }
     this.postCard(route, hold.id);
     return { notice: event.approve ? "Approved. Performing it now." : "Denied. It will not be performed.", card: card(), decided: true };

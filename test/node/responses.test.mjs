@@ -6,14 +6,15 @@
 // keeps a conversation across calls; then a follower of a Slack conversation is cut off by a kill of the
 // dev server mid-turn and resumes with Last-Event-ID, missing nothing.
 import assert from "node:assert/strict";
-import { exec } from "node:child_process";
+import { exec, execFileSync } from "node:child_process";
 import { promisify } from "node:util";
 import { rmSync } from "node:fs";
-import { createHmac } from "node:crypto";
+import { createHash, createHmac } from "node:crypto";
 import { after, before, test } from "node:test";
 import OpenAI from "openai";
 import { FAKE_PROVIDER_KEY, startModelProvider } from "../fakes/model-provider.mjs";
 import { FAKE_SLACK_BOT_TOKEN, FAKE_SLACK_SIGNING_SECRET, startSlack } from "../fakes/slack.mjs";
+import { listen, readBody } from "../fakes/http.mjs";
 import { readmeBlocks, startWorker, uncaughtLines, until } from "./wrangler-dev.mjs";
 import { follower } from "./follow-stream.mjs";
 
@@ -24,6 +25,9 @@ const TEAM = "TRESPONSES";
 
 let slack;
 let provider;
+/** Serves files by URL (pictures, texts) and counts what a gated tool posts to its inbox, on loopback. */
+let files;
+const posted = [];
 let worker;
 let client;
 const follow = follower(ADMIN);
@@ -31,19 +35,42 @@ let vars;
 /** A response made before the kill: it is read back after the restart. */
 let earlier;
 
+/** A 1×1 PNG, and a picture served by URL (other bytes, so stored apart). */
+const PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+const SERVED_PNG = Buffer.concat([Buffer.from(PNG, "base64"), Buffer.from("served by URL")]);
+const SERVED = {
+  "/photo.png": ["image/png", SERVED_PNG],
+  "/todo.md": ["application/octet-stream", Buffer.from("- water the plants")],
+  "/big.png": ["image/png", Buffer.alloc(1200 * 1024, 1)],
+};
+
 before(async () => {
   slack = await startSlack();
   provider = await startModelProvider();
+  files = await listen(async (req, res) => {
+    if (req.method === "POST") {
+      posted.push(await readBody(req));
+      return void res.writeHead(200, { "content-type": "text/plain" }).end("Delivered.");
+    }
+    const [type, body] = SERVED[req.url] ?? [];
+    if (!body) return void res.writeHead(404).end();
+    res.writeHead(200, { "content-type": type }).end(body);
+  });
   vars = {
     ADMIN_TOKEN: ADMIN,
     SLACK_API_BASE_URL: `${slack.url}/api`,
     SLACK_BOT_TOKEN: FAKE_SLACK_BOT_TOKEN,
     SLACK_SIGNING_SECRET: FAKE_SLACK_SIGNING_SECRET,
-    MODEL_PROVIDERS: JSON.stringify([{ id: "fake", baseUrl: `${provider.url}/v1`, auth: { secret: "FAKE_PROVIDER_KEY" }, models: { "test-model": {} } }]),
+    MODEL_PROVIDERS: JSON.stringify([{ id: "fake", baseUrl: `${provider.url}/v1`, auth: { secret: "FAKE_PROVIDER_KEY" }, models: { "test-model": {}, "vision-model": { images: true } } }]),
     HARNESS_MODEL: "fake/test-model",
     FAKE_PROVIDER_KEY,
     // A clock every call of which a person must approve, beside the open one.
-    MOUNTS: JSON.stringify([{ alias: "clock", plugin: "clock" }, { alias: "guarded", plugin: "clock", policy: { read: "approval" } }]),
+    // An inbox whose posts wait for approval, as the demo's (docs/approvals.md).
+    MOUNTS: JSON.stringify([
+      { alias: "clock", plugin: "clock" },
+      { alias: "guarded", plugin: "clock", policy: { read: "approval" } },
+      { alias: "inbox", plugin: "http", config: { allowedHosts: [new URL(files.url).host] }, policy: { tools: { post: "approval" } } },
+    ]),
     // A model call cut off by the kill is sent again soon after the restart.
     EFFECT_LEASE_SECONDS: "2",
     // GET /v1/object-calls: a streamed reply's pieces make no call into the agent's object.
@@ -59,6 +86,7 @@ after(async () => {
   if (worker) rmSync(worker.persistDir, { recursive: true, force: true });
   await slack?.close();
   await provider?.close();
+  await files?.close();
 });
 
 const script = (id, steps) => fetch(`${provider.url}/_control/scenarios/${id}`, { method: "PUT", body: JSON.stringify({ steps, by: "position" }) });
@@ -108,7 +136,7 @@ test("a tool-calling turn shows its function call and its output; a held call is
   assert.ok(request, JSON.stringify(held.output));
   assert.equal(request.server_label, "guarded");
   assert.equal(request.name, "now");
-  assert.match(request.held.text, /held for approval until .*approves or denies it on its card/);
+  assert.match(request.held.text, /held for approval until .*approves or denies it: an mcp_approval_response input item .*its card/);
   const pending = (await api(`/tenants/acme/agents/helper/conversations/${held.conversation.id}`)).holds;
   assert.equal(pending[0].holdId, request.id);
 });
@@ -281,6 +309,185 @@ test("a response to a conversation whose turn runs steers that turn, and ends wi
   assert.ok(JSON.stringify((await requestsOf("steer")).at(-1).body).includes("also this"), "the model saw the steer");
 });
 
+// ---- pictures and files in the input ---------------------------------------------
+
+const asAdmin = (method, path, body) =>
+  fetch(`${worker.url}/v1${path}`, { method, headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" }, body: body && JSON.stringify(body) });
+/** How many times `part` is in `text`. */
+const count = (text, part) => text.split(part).length - 1;
+
+test("input_image and input_file reach the model as a chat's files do: a picture (data: URL or by URL) as image input, once; a text file as text; a retry with the same Idempotency-Key is the same response", async () => {
+  assert.equal((await asAdmin("PUT", "/tenants/acme/agents/seer/model", { model: "fake/vision-model" })).status, 200);
+  await script("pictures", [{ text: "A dot, a photo, and your notes." }]);
+  const input = [
+    {
+      role: "user",
+      content: [
+        { type: "input_text", text: "[s:pictures] look at these" },
+        { type: "input_image", image_url: `data:image/png;base64,${PNG}` },
+        { type: "input_image", image_url: `${files.url}/photo.png` },
+        { type: "input_file", filename: "notes.txt", file_data: Buffer.from("the answer is 42").toString("base64") },
+        { type: "input_file", file_url: `${files.url}/todo.md` },
+      ],
+    },
+  ];
+  const idempotencyKey = `pictures-${Date.now()}`;
+  const first = await client.responses.create({ model: "acme/seer", input }, { headers: { "Idempotency-Key": idempotencyKey } });
+  assert.equal(first.status, "completed");
+  assert.equal(first.output_text, "A dot, a photo, and your notes.");
+  const stored = storedImages("acme", "seer");
+  const again = await client.responses.create({ model: "acme/seer", input }, { headers: { "Idempotency-Key": idempotencyKey } });
+  assert.equal(again.id, first.id, "the retry is the same response");
+  assert.deepEqual(again.output, first.output);
+
+  const requests = await requestsOf("pictures");
+  assert.equal(requests.length, 1, "one message, one model call");
+  const body = JSON.stringify(requests[0].body);
+  assert.equal(count(body, PNG), 1, "the inline picture's bytes, once");
+  assert.equal(count(body, SERVED_PNG.toString("base64")), 1, "the fetched picture's bytes, once");
+  assert.ok(body.includes("the answer is 42") && body.includes("- water the plants"), "both text files as text");
+  const view = await api(`/tenants/acme/agents/seer/conversations/${first.conversation.id}`);
+  assert.equal(view.transcript.filter((e) => e.role === "user").length, 1, "the retry wrote no second message");
+  // In R2 under the agent, named by their sha256 (what the model was sent was read back from there), and not put again by the retry.
+  const sha = (bytes) => createHash("sha256").update(bytes).digest("hex");
+  assert.deepEqual(Object.keys(stored).sort(), [Buffer.from(PNG, "base64"), SERVED_PNG].map((bytes) => `images/acme/seer/${sha(bytes)}`).sort());
+  assert.deepEqual(storedImages("acme", "seer"), stored, "the retry stored nothing again");
+});
+
+/**
+ * An agent's pictures in the dev server's R2, each key with the blob its last
+ * put wrote (a put writes a new one), read from its state on disk
+ * (read-only; Node 20 has no SQLite module, so python3 reads it, as
+ * bench/counters.mjs does).
+ */
+function storedImages(tenant, agent) {
+  const reader = `
+import glob, json, os, sqlite3, sys
+found = {}
+for f in glob.glob(os.path.join(sys.argv[1], "v3", "r2", "miniflare-R2BucketObject", "*.sqlite")):
+    if f.endswith("metadata.sqlite"): continue
+    db = sqlite3.connect("file:" + f + "?mode=ro", uri=True, timeout=10)
+    found.update(db.execute("SELECT key, blob_id FROM _mf_objects WHERE key LIKE ?", (sys.argv[2] + "%",)).fetchall())
+    db.close()
+print(json.dumps(found))`;
+  return JSON.parse(execFileSync("python3", ["-c", reader, worker.persistDir, `images/${tenant}/${agent}/`]).toString());
+}
+
+test("a picture to a model that does not take images reaches it as a notice saying so", async () => {
+  await script("blind", [{ text: "I cannot see it." }]);
+  const response = await client.responses.create({ model: MODEL, input: [{ role: "user", content: [{ type: "input_text", text: "[s:blind] what is this?" }, { type: "input_image", image_url: `data:image/png;base64,${PNG}` }] }] });
+  assert.equal(response.output_text, "I cannot see it.");
+  const body = JSON.stringify((await requestsOf("blind"))[0].body);
+  assert.equal(count(body, PNG), 0);
+  assert.match(body, /image not shown: this model cannot see images/);
+});
+
+test("a file past its cap, of a kind not read, by file_id or from a link that is not https is a 400 naming why (the cap too); a body past the limit is a 413 naming it; nothing is written", async () => {
+  const refused = async (content, status, says) => {
+    await assert.rejects(client.responses.create({ model: MODEL, input: [{ role: "user", content: [{ type: "input_text", text: "look" }, content] }], conversation: "refused-files" }), (err) => {
+      assert.equal(err.status, status, err.message);
+      assert.equal(err.error.type, "invalid_request_error");
+      assert.match(err.error.message, says);
+      return true;
+    });
+  };
+  const big = (bytes) => Buffer.alloc(bytes, 7).toString("base64");
+  await refused({ type: "input_image", image_url: `data:image/png;base64,${big(1100 * 1024)}` }, 400, /input\[0\]\.content\[1\] \(image\): 1126400 bytes, larger than the 1024 KiB the agent reads of an image/);
+  await refused({ type: "input_file", filename: "long.txt", file_data: big(300 * 1024) }, 400, /larger than the 256 KiB the agent reads of a text file/);
+  await refused({ type: "input_image", image_url: `${files.url}/big.png` }, 400, /big\.png\): .*could not be fetched \(larger than 1024 KiB\)/);
+  await refused({ type: "input_image", image_url: `${files.url}/missing.png` }, 400, /could not be fetched \(HTTP 404\)/);
+  await refused({ type: "input_file", file_data: `data:application/pdf;base64,${big(10)}` }, 400, /application\/pdf: the agent reads text .* or a picture/);
+  await refused({ type: "input_image", file_id: "file-abc" }, 400, /input_image's file_id is not supported/);
+  await refused({ type: "input_image", image_url: "http://example.com/dot.png" }, 400, /image_url: an https URL \(http only on loopback\) or a data: URL/);
+  await refused({ type: "input_image", image_url: `data:image/png;base64,${big(1000 * 1024)}x` }, 400, /not base64/);
+  // Two pictures of 560 KiB: each within its cap, together past what one message brings (and within the body's limit).
+  const two = Array.from({ length: 2 }, () => ({ type: "input_image", image_url: `data:image/png;base64,${big(560 * 1024)}` }));
+  await assert.rejects(client.responses.create({ model: MODEL, input: [{ role: "user", content: [{ type: "input_text", text: "look" }, ...two] }], conversation: "refused-files" }), (err) => {
+    assert.equal(err.status, 400);
+    assert.match(err.error.message, /more than the 1500000 the agent reads of one message/);
+    return true;
+  });
+  await refused({ type: "input_image", image_url: `data:image/png;base64,${big(1200 * 1024)}` }, 413, /the limit is 1565536/);
+  assert.equal((await asAdmin("GET", "/tenants/acme/agents/helper/conversations/refused-files")).status, 404, "nothing was written");
+});
+
+// ---- answering held calls with mcp_approval_response --------------------------------
+
+/** A turn that asks to post `body` to the inbox (held), then says so; the next turn reports the outcome. */
+async function heldPost(scenario, body, via = client) {
+  await script(scenario, [{ toolCalls: [{ name: "inbox__post", arguments: { url: `${files.url}/inbox`, body } }] }, { text: "I asked for approval." }, { text: "Reported the outcome." }]);
+  const held = await via.responses.create({ model: MODEL, input: `[s:${scenario}] please post ${body}` });
+  const request = held.output.find((item) => item.type === "mcp_approval_request");
+  assert.ok(request, JSON.stringify(held.output));
+  assert.equal(request.server_label, "inbox");
+  assert.equal(request.name, "post");
+  return { held, request };
+}
+const answer = (via, previous, request, approve, reason) =>
+  via.responses.create({ model: MODEL, previous_response_id: previous.id, input: [{ type: "mcp_approval_response", approval_request_id: request.id, approve, ...(reason ? { reason } : {}) }] });
+
+test("an mcp_approval_response approving a held call performs it once and the response waits for the turn that carries it on; sent again, it is a 409 saying it was decided, and nothing is performed again", async () => {
+  const before = posted.length;
+  const { held, request } = await heldPost("approve", "approved hello");
+  assert.equal(posted.length, before, "nothing posted while it is held");
+
+  const approved = await answer(client, held, request, true);
+  assert.equal(approved.status, "completed");
+  assert.equal(approved.conversation.id, held.conversation.id);
+  assert.equal(approved.output_text, "Reported the outcome.");
+  const call = approved.output.find((item) => item.type === "mcp_call");
+  assert.ok(call, JSON.stringify(approved.output));
+  assert.deepEqual([call.approval_request_id, call.status, call.server_label, call.name], [request.id, "completed", "inbox", "post"]);
+  assert.match(call.output, /Delivered/);
+  assert.deepEqual(posted.slice(before), ["approved hello"], "performed once");
+  assert.match(JSON.stringify((await requestsOf("approve")).at(-1).body), /was approved by admin\. Performed: /, "the model was told the outcome");
+
+  await assert.rejects(answer(client, approved, request, true), (err) => {
+    assert.equal(err.status, 409);
+    assert.equal(err.error.type, "invalid_request_error");
+    assert.match(err.error.message, new RegExp(`approval request "${request.id}": Already decided: performed by admin`));
+    return true;
+  });
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  assert.deepEqual(posted.slice(before), ["approved hello"], "not performed again");
+  assert.equal((await requestsOf("approve")).length, 3, "no turn started for the second answer");
+});
+
+test("an mcp_approval_response denying a held call tells the model, with its reason; nothing is performed", async () => {
+  const before = posted.length;
+  const { held, request } = await heldPost("deny", "denied hello");
+  const denied = await answer(client, held, request, false, "not on a Friday");
+  assert.equal(denied.status, "completed");
+  assert.equal(denied.output_text, "Reported the outcome.");
+  assert.match(JSON.stringify((await requestsOf("deny")).at(-1).body), /was denied by admin \(not on a Friday\)\. It was not performed\./);
+  const card = (await api(`/tenants/acme/agents/helper/conversations/${held.conversation.id}`)).holds.find((h) => h.holdId === request.id);
+  assert.equal(card.state, "denied");
+  assert.equal(posted.length, before, "nothing posted");
+});
+
+test("an mcp_approval_response decides as the caller's key: another key, neither who asked nor an approver, is a 403 and the call still waits; the key that asked decides it, in the audit trail by that key", async () => {
+  const key = async (name) => (await (await asAdmin("POST", "/tenants/acme/keys", { name })).json()).key;
+  const asker = new OpenAI({ apiKey: await key("asker"), baseURL: `${worker.url}/v1`, maxRetries: 0 });
+  const stranger = new OpenAI({ apiKey: await key("stranger"), baseURL: `${worker.url}/v1`, maxRetries: 0 });
+  const before = posted.length;
+  const { held, request } = await heldPost("keys", "asked by a key", asker);
+  await assert.rejects(answer(stranger, held, request, true), (err) => {
+    assert.equal(err.status, 403);
+    assert.match(err.error.message, /You are not allowed to decide this approval\. It is still waiting\./);
+    return true;
+  });
+  assert.equal((await api(`/tenants/acme/agents/helper/conversations/${held.conversation.id}`)).holds[0].state, "pending");
+  await assert.rejects(asker.responses.create({ model: MODEL, input: [{ type: "mcp_approval_response", approval_request_id: "h0000000000000000", approve: true }], previous_response_id: held.id }), (err) => err.status === 404 && /no approval request "h0000000000000000"/.test(err.error.message));
+  await assert.rejects(asker.responses.create({ model: MODEL, input: [{ type: "mcp_approval_response", approval_request_id: request.id, approve: true }] }), (err) => err.status === 400 && /give previous_response_id/.test(err.error.message));
+
+  const approved = await answer(asker, held, request, true);
+  assert.equal(approved.output_text, "Reported the outcome.");
+  assert.deepEqual(posted.slice(before), ["asked by a key"]);
+  const keyId = (await (await asAdmin("GET", "/tenants/acme/keys")).json()).keys.find((k) => k.name === "asker").id;
+  const row = await until("the decision in the audit trail", async () => (await api("/tenants/acme/audit?limit=50")).entries?.find((r) => r.action === "hold.approve" && r.subject.endsWith(request.id)));
+  assert.equal(row.actor, `key:${keyId}`);
+});
+
 test("docs/openai.md's curl of the Responses API answers as it says", async () => {
   const [curl] = readmeBlocks("Try it", "docs/openai.md").filter((block) => block.includes("/v1/responses"));
   const command = curl.replaceAll("127.0.0.1:8787", `127.0.0.1:${worker.port}`).replaceAll("dev-admin-token", ADMIN);
@@ -300,6 +507,8 @@ test("errors come in OpenAI's shape", async () => {
   });
   await assert.rejects(client.responses.retrieve(`resp_${Buffer.from("acme/helper").toString("base64url")}_${"0".repeat(32)}`), (err) => err.status === 404 && err.error.type === "not_found_error");
   await assert.rejects(client.responses.create({ model: MODEL, input: [{ role: "system", content: "obey" }] }), (err) => err.status === 400 && /role: user/.test(err.error.message));
+  await assert.rejects(client.responses.create({ model: MODEL, input: [{ role: "user", content: [{ type: "input_text", text: " " }] }] }), (err) => err.status === 400 && /input has no words, picture, file or mcp_approval_response/.test(err.error.message));
+  await assert.rejects(client.responses.create({ model: MODEL, input: [{ type: "function_call_output", call_id: "c1", output: "{}" }] }), (err) => err.status === 400 && /an input item is a message \(role: user\) or an mcp_approval_response/.test(err.error.message));
   const stranger = new OpenAI({ apiKey: "not-the-key", baseURL: `${worker.url}/v1`, maxRetries: 0 });
   await assert.rejects(stranger.responses.create({ model: MODEL, input: "hi" }), (err) => err.status === 401 && err.error.type === "authentication_error");
 });
