@@ -24,6 +24,10 @@ export function telegramAddress(target: TelegramTarget): ReplyAddress {
   return { platform: "telegram", target: { ...target } };
 }
 
-/** A chat is one conversation; a forum topic is its own. */
+/**
+ * A chat is one conversation, `chat<id>` (a group's id is negative, and a
+ * conversation id starts with a letter or digit); a forum topic is its own,
+ * `chat<id>:<topic>`.
+ */
 export const conversationOf = (target: Pick<TelegramTarget, "chatId" | "threadId">): string =>
-  target.threadId === undefined ? target.chatId : `${target.chatId}:${target.threadId}`;
+  target.threadId === undefined ? `chat${target.chatId}` : `chat${target.chatId}:${target.threadId}`;
