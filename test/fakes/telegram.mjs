@@ -227,5 +227,7 @@ export async function startTelegram({ gates = new Gates() } = {}) {
     const { status, body } = await methods[method](bot, params, call);
     call.status = status;
     sendJson(res, status, body);
+    // A harness may wait until a message's answer has left (the fault harness's kill points).
+    gates.tell("telegram-answered", call);
   });
 }
