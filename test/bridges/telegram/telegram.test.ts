@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import recorded from "../../fixtures/telegram/telegram.json";
 import photoUpdate from "../../fixtures/telegram/photo-telegram.json";
 import reference from "../../fixtures/telegram/reference-telegram.json";
-import { agentExists, auditOnceAppended } from "../../agents.ts";
+import { agentExists, auditOnceAppended, rows } from "../../agents.ts";
 import { chooseModels, getConversation, ledgerAppends, PNG, providerRequests, releaseProvider, script, settled, sharedWithModel, unique, waitFor } from "../../support.ts";
 import { AGENT, calls, control, deliver, fresh, messagesIn, performAnswer, secretFor, TENANT } from "./helpers.ts";
 
@@ -286,5 +286,12 @@ describe("a send whose answer is lost", () => {
     await waitFor("the answer edited again", async () => (await calls(chat)).filter((c) => c.method === "editMessageText" && c.params.text === "said once").length >= 2, 20_000);
     await settled(TENANT, AGENT, `chat${chat}`);
     expect((await messagesIn(chat)).map((m) => m.text)).toEqual(["said once"]);
+    // Telegram's "message is not modified" to the edit made again is the edit done: every row sent, none given up.
+    const edits = (await calls(chat)).filter((c) => c.method === "editMessageText");
+    expect(edits.map((c) => [c.held ?? false, c.status])).toEqual([[true, undefined], [false, 400]]);
+    expect(await waitFor("the outbox settled", async () => {
+      const statuses = (await rows<{ status: string }>(TENANT, AGENT, "SELECT status FROM outbox WHERE conversation = ?", `chat${chat}`)).map((r) => r.status);
+      return statuses.includes("pending") ? undefined : statuses;
+    })).toEqual(["sent", "sent"]);
   });
 });
