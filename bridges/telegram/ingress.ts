@@ -19,12 +19,12 @@ import { parseCallbackData } from "./card.ts";
 import { agentName, apiBaseUrl, type TelegramBot } from "./config.ts";
 import { readUpdate } from "./verify.ts";
 
-const userSchema = z.looseObject({ id: z.number().int(), is_bot: z.boolean(), first_name: z.string(), last_name: z.string().optional(), username: z.string().optional() });
+const userSchema = z.looseObject({ id: z.int(), is_bot: z.boolean(), first_name: z.string(), last_name: z.string().optional(), username: z.string().optional() });
 type TelegramUser = z.infer<typeof userSchema>;
-const chatSchema = z.looseObject({ id: z.number().int(), type: z.enum(["private", "group", "supergroup", "channel"]) });
-const entitySchema = z.looseObject({ type: z.string(), offset: z.number().int(), length: z.number().int(), user: userSchema.optional() });
-const placeSchema = { message_id: z.number().int(), chat: chatSchema, message_thread_id: z.number().int().optional(), is_topic_message: z.boolean().optional() };
-const fileSchema = { file_id: z.string().min(1), file_unique_id: z.string(), file_size: z.number().int().nonnegative().optional() };
+const chatSchema = z.looseObject({ id: z.int(), type: z.enum(["private", "group", "supergroup", "channel"]) });
+const entitySchema = z.looseObject({ type: z.string(), offset: z.int(), length: z.int(), user: userSchema.optional() });
+const placeSchema = { message_id: z.int(), chat: chatSchema, message_thread_id: z.int().optional(), is_topic_message: z.boolean().optional() };
+const fileSchema = { file_id: z.string().min(1), file_unique_id: z.string(), file_size: z.int().nonnegative().optional() };
 
 const messageSchema = z.looseObject({
   ...placeSchema,
@@ -33,14 +33,14 @@ const messageSchema = z.looseObject({
   caption: z.string().optional(),
   entities: z.array(entitySchema).optional(),
   caption_entities: z.array(entitySchema).optional(),
-  reply_to_message: z.looseObject({ message_id: z.number().int(), from: userSchema.optional() }).optional(),
+  reply_to_message: z.looseObject({ message_id: z.int(), from: userSchema.optional() }).optional(),
   photo: z.array(z.looseObject({ ...fileSchema, width: z.number(), height: z.number() })).optional(),
   document: z.looseObject({ ...fileSchema, file_name: z.string().optional(), mime_type: z.string().optional() }).optional(),
 });
 type TelegramMessage = z.infer<typeof messageSchema>;
 
 const updateSchema = z.looseObject({
-  update_id: z.number().int().nonnegative(),
+  update_id: z.int().nonnegative(),
   message: messageSchema.optional(),
   callback_query: z.looseObject({ id: z.string().min(1), from: userSchema, message: z.looseObject(placeSchema).optional(), data: z.string().optional() }).optional(),
 });
