@@ -1,10 +1,12 @@
 // The Telegram bridge against the fake Bot API (test/fakes/telegram.mjs):
 // recorded updates replayed with new ids (test/fixtures/telegram), each
 // delivered with its bot's secret_token as Telegram sends it.
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import recorded from "../../fixtures/telegram/telegram.json";
 import photoUpdate from "../../fixtures/telegram/photo-telegram.json";
 import reference from "../../fixtures/telegram/reference-telegram.json";
+import { peopleNames } from "../../../runtime/index.ts";
 import { agentExists, auditOnceAppended, rows } from "../../agents.ts";
 import { chooseModels, getConversation, ledgerAppends, PNG, providerRequests, releaseProvider, script, settled, sharedWithModel, unique, waitFor } from "../../support.ts";
 import { AGENT, calls, control, deliver, fresh, messagesIn, performAnswer, secretFor, TENANT } from "./helpers.ts";
@@ -223,6 +225,9 @@ describe("approval cards", () => {
     expect(await ledgerAppends(entry)).toHaveLength(1);
     const rows = (await auditOnceAppended(TENANT, AGENT)).filter((row) => row.subject.startsWith(`agents/${AGENT}/conversations/chat${chat}/`));
     expect(rows.map((row) => [row.actor, row.action])).toEqual([[`telegram:${TENANT}:${chat}`, "hold.approve"]]);
+    // The console and the trail name the actor as Telegram shows them.
+    const actor = `telegram:${TENANT}:${chat}`;
+    await waitFor("the name kept", async () => (await peopleNames(env, [actor]))[actor] === "Test User");
   });
 
   it("a button that is not a card's is answered and nothing is done", async () => {
