@@ -18,6 +18,8 @@
 //   POST /_control/hold {chat, textIncludes}: the next message made or edited
 //        in the chat to that text is, and its answer never comes (a lost answer)
 //   POST /_control/callback-query {id}: Telegram issued this callback query id
+//   POST /_control/block {chat}: the person blocked the bot: every send or edit
+//        there is answered 403 "Forbidden: bot was blocked by the user"
 //   PUT  /_control/files/<file_id> {base64, path}: a file getFile finds
 import { Gates } from "./gates.mjs";
 import { listen, readBody, sendJson } from "./http.mjs";
@@ -81,6 +83,7 @@ export async function startTelegram({ gates = new Gates() } = {}) {
   const holds = [];
   const issuedQueries = new Map(); // id → answered?
   const files = new Map(); // file_id → { path, bytes }
+  const blocked = new Set();
   const messagesOf = (chat) => chats.get(String(chat)) ?? chats.set(String(chat), []).get(String(chat));
 
   const methods = {
@@ -126,7 +129,7 @@ export async function startTelegram({ gates = new Gates() } = {}) {
     sendChatAction(bot, p) {
       if (p.chat_id === undefined) return bad("chat_id is empty");
       if (!CHAT_ACTIONS.has(p.action)) return bad("wrong parameter action in request");
-      return ok(true);
+      return limitedAnswer(p.chat_id) ?? ok(true);
     },
     answerCallbackQuery(bot, p) {
       if (!issuedQueries.has(p.callback_query_id) || issuedQueries.get(p.callback_query_id)) return bad("query is too old and response timeout expired or query ID is invalid");
@@ -166,6 +169,7 @@ export async function startTelegram({ gates = new Gates() } = {}) {
   }
 
   function limitedAnswer(chat) {
+    if (blocked.has(String(chat))) return { status: 403, body: { ok: false, error_code: 403, description: "Forbidden: bot was blocked by the user" } };
     const limit = rateLimits.find((l) => l.chat === String(chat) && l.times > 0);
     if (!limit) return null;
     limit.times--;
@@ -189,6 +193,10 @@ export async function startTelegram({ gates = new Gates() } = {}) {
     if (url.pathname === "/_control/hold" && req.method === "POST") {
       const { chat, textIncludes = "" } = JSON.parse(raw);
       holds.push({ chat: String(chat), textIncludes });
+      return sendJson(res, 200, { ok: true });
+    }
+    if (url.pathname === "/_control/block" && req.method === "POST") {
+      blocked.add(String(JSON.parse(raw).chat));
       return sendJson(res, 200, { ok: true });
     }
     if (url.pathname === "/_control/callback-query" && req.method === "POST") {

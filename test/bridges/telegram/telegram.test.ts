@@ -281,6 +281,35 @@ describe("Telegram's limits", () => {
   });
 });
 
+describe("a person who blocked the bot", () => {
+  it("is not sent anything again: a 403 gives the message up at once, the console says why, and no notice is tried there", async () => {
+    const s = unique("tg-blocked");
+    await script(s, [{ text: "never seen" }]);
+    const { chat, update } = privateMessage(`[s:${s}]`);
+    await control("block", { chat });
+    expect((await deliver(update)).status).toBe(200);
+    const view = await waitFor("the conversation's error", async () => {
+      const v = await getConversation(TENANT, AGENT, `chat${chat}`);
+      return v.error ? v : undefined;
+    });
+    expect(view.error).toContain("Forbidden: bot was blocked by the user");
+    await settled(TENANT, AGENT, `chat${chat}`);
+    // A notice of the failure would follow the turn's end: the chat is read once no call has come for 1.5 s.
+    let count = -1;
+    while ((await calls(chat)).length !== count) {
+      count = (await calls(chat)).length;
+      await new Promise((r) => setTimeout(r, 1500));
+    }
+    const sends = (await calls(chat)).filter((c) => c.method !== "sendChatAction");
+    // The status and the reply, each refused once (never retried), and no notice of the failure.
+    expect(sends.map((c) => [c.method, c.status, c.params.text])).toEqual([
+      ["sendMessage", 403, "⏳ Working on it…"],
+      ["sendMessage", 403, "never seen"],
+    ]);
+    expect(await messagesIn(chat)).toEqual([]);
+  });
+});
+
 describe("a send whose answer is lost", () => {
   it("the answer, an edit of the status message, is made again and shows once", async () => {
     const s = unique("tg-lost");
