@@ -78,11 +78,13 @@ describe("recorded private messages", () => {
     expect((await getConversation(TENANT, AGENT, `chat${chat}`)).transcript.filter((t) => t.role === "user")).toHaveLength(1);
   });
 
-  it("a second message steers the running turn", async () => {
+  it("the update is written before the webhook is answered; a second message steers the running turn", async () => {
     const s = unique("tg-steer");
     await script(s, [{ hold: true, text: "first answer" }, { text: "steered answer" }]);
     const { chat, update } = privateMessage(`[s:${s}]`);
-    await deliver(update);
+    expect((await deliver(update)).status).toBe(200);
+    // Written before the webhook was answered.
+    expect((await getConversation(TENANT, AGENT, `chat${chat}`)).transcript[0]).toMatchObject({ role: "user" });
     await waitFor("the model to be asked", async () => (await providerRequests(s)).length === 1);
     expect((await deliver(followUp(chat, "and in French"))).status).toBe(200);
     await releaseProvider(s);
