@@ -69,8 +69,8 @@ export async function handleUpdate(c: Context<{ Bindings: Env }>): Promise<Respo
   if (!parsed.success) throw new HttpError(400, `not a Telegram update: ${z.prettifyError(parsed.error)}`);
   const update = parsed.data;
   const route = parseRoute(bot.tenant, agentName(c.env));
-  if (update.message) return message(c, bot, route, update.update_id, update.message);
-  if (update.callback_query) return click(c, route, update.update_id, update.callback_query, bot);
+  if (update.message) return onMessage(c, bot, route, update.update_id, update.message);
+  if (update.callback_query) return onClick(c, bot, route, update.update_id, update.callback_query);
   // Edits, reactions, membership changes: nothing the agent acts on.
   return c.json({ ignored: "an update of a kind the bridge does not handle" });
 }
@@ -95,7 +95,7 @@ function addressed(bot: TelegramBot, message: TelegramMessage, text: string, ent
   );
 }
 
-async function message(c: Context<{ Bindings: Env }>, bot: TelegramBot, route: Route, updateId: number, message: TelegramMessage): Promise<Response> {
+async function onMessage(c: Context<{ Bindings: Env }>, bot: TelegramBot, route: Route, updateId: number, message: TelegramMessage): Promise<Response> {
   const from = message.from;
   // The agent never answers a bot (itself included), nor a channel's posts.
   if (!from || from.is_bot || message.chat.type === "channel") return c.json({ ignored: "not a person's message" });
@@ -169,7 +169,7 @@ function withLinks(env: Env, bot: TelegramBot, files: TelegramFile[]): Promise<S
 type CallbackQuery = NonNullable<z.infer<typeof updateSchema>["callback_query"]>;
 
 /** A click on an inline keyboard: a card's decision, answered (answerCallbackQuery) by the webhook's answer. */
-async function click(c: Context<{ Bindings: Env }>, route: Route, updateId: number, query: CallbackQuery, bot: TelegramBot): Promise<Response> {
+async function onClick(c: Context<{ Bindings: Env }>, bot: TelegramBot, route: Route, updateId: number, query: CallbackQuery): Promise<Response> {
   const answer = (text?: string, alert = false) => c.json({ method: "answerCallbackQuery", callback_query_id: query.id, ...(text ? { text: text.slice(0, 200), show_alert: alert } : {}) });
   const decision = parseCallbackData(query.data ?? "");
   // Not a card's button (or a message too old to say where it is): acknowledged, nothing done.

@@ -99,9 +99,11 @@ export async function startTelegram({ gates = new Gates() } = {}) {
       const limited = limitedAnswer(p.chat_id);
       if (limited) return limited;
       const chat = String(p.chat_id);
-      const id = (nextIds.get(chat) ?? 100) + 1;
-      nextIds.set(chat, id);
-      const message = { message_id: id, chat_id: chat, ...(p.message_thread_id !== undefined ? { message_thread_id: p.message_thread_id } : {}), text: shown.text, html: p.text, reply_markup: p.reply_markup ?? null, reply_to: p.reply_parameters?.message_id ?? null };
+      // Each bot has its own message ids (its own copy of a private chat).
+      const counter = `${bot.username}/${chat}`;
+      const id = (nextIds.get(counter) ?? 100) + 1;
+      nextIds.set(counter, id);
+      const message = { bot: bot.username, message_id: id, chat_id: chat, ...(p.message_thread_id !== undefined ? { message_thread_id: p.message_thread_id } : {}), text: shown.text, html: p.text, reply_markup: p.reply_markup ?? null, reply_to: p.reply_parameters?.message_id ?? null };
       messagesOf(chat).push(message);
       await made(call, chat, shown.text);
       return ok({ message_id: id, date: Math.floor(Date.now() / 1000), chat: { id: Number(chat), type: Number(chat) < 0 ? "supergroup" : "private" }, text: shown.text, ...(p.message_thread_id !== undefined ? { message_thread_id: p.message_thread_id } : {}) });
@@ -109,7 +111,8 @@ export async function startTelegram({ gates = new Gates() } = {}) {
     async editMessageText(bot, p, call) {
       if (p.chat_id === undefined) return bad("chat_id is empty");
       if (typeof p.text !== "string" || p.text.trim() === "") return bad("message text is empty");
-      const message = messagesOf(p.chat_id).find((m) => m.message_id === Number(p.message_id));
+      // A bot edits only its own messages.
+      const message = messagesOf(p.chat_id).find((m) => m.bot === bot.username && m.message_id === Number(p.message_id));
       if (!message) return bad("message to edit not found");
       const shown = parsed(p.text, p.parse_mode);
       if (shown.error) return bad(shown.error);

@@ -122,6 +122,25 @@ describe("recorded private messages", () => {
   });
 });
 
+describe("several bots", () => {
+  it("each bot is its own tenant: one chat's messages to two bots are two conversations, each answered by its own bot", async () => {
+    const s1 = unique("tg-bot1");
+    const s2 = unique("tg-bot2");
+    await script(s1, [{ text: "from the first bot" }]);
+    await script(s2, [{ text: "from the second bot" }]);
+    const { chat, update } = privateMessage(`[s:${s1}]`);
+    const second = { ...update, message: { ...update.message, text: `@second_test_bot hi [s:${s2}]` } };
+    expect((await deliver(update)).status).toBe(200);
+    // The same update_id at another bot is another bot's update.
+    expect(await (await deliver(second, { tenant: "tgbot2" })).json()).toMatchObject({ accepted: true });
+    await waitFor("both replies", async () => (await shown(chat)).length === 2 && (await shown(chat)).every((t) => t.startsWith("from")));
+    const answers = (await calls(chat)).filter((c) => c.method === "editMessageText" && c.params.text?.startsWith("from"));
+    expect(answers.map((c) => [c.bot, c.params.text]).sort()).toEqual([["second_test_bot", "from the second bot"], ["vercelchatsdkbot", "from the first bot"]]);
+    expect((await settled(TENANT, AGENT, `chat${chat}`)).transcript.map((t) => t.text)).not.toContain("from the second bot");
+    expect((await settled("tgbot2", AGENT, `chat${chat}`)).transcript.at(-1)!.text).toBe("from the second bot");
+  });
+});
+
 describe("groups and forum topics", () => {
   const group = (base: { update_id: number; message: Record<string, unknown> }, chat: number, extra = "") => {
     const message = base.message as { text: string; chat: Record<string, unknown> };
