@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import recorded from "../../fixtures/telegram/telegram.json";
 import photoUpdate from "../../fixtures/telegram/photo-telegram.json";
 import reference from "../../fixtures/telegram/reference-telegram.json";
+import { markdownToHtml } from "../../../bridges/telegram/html.ts";
 import { peopleNames } from "../../../runtime/index.ts";
 import { agentExists, auditOnceAppended, rows } from "../../agents.ts";
 import { chooseModels, getConversation, ledgerAppends, PNG, providerRequests, releaseProvider, script, settled, sharedWithModel, unique, waitFor } from "../../support.ts";
@@ -32,6 +33,19 @@ function followUp(chat: number, text: string) {
 }
 
 const shown = async (chat: number) => (await messagesIn(chat)).map((m) => m.text);
+
+describe("Markdown as Telegram's HTML", () => {
+  it("escapes &, < and > everywhere, keeps code as written, and makes bold, italic, strike-through, links, headings and code blocks tags", () => {
+    expect(markdownToHtml("a < b && c > d")).toBe("a &lt; b &amp;&amp; c &gt; d");
+    expect(markdownToHtml("**bold** *it* _it_ ~~gone~~ snake_case_name")).toBe("<b>bold</b> <i>it</i> <i>it</i> <s>gone</s> snake_case_name");
+    expect(markdownToHtml("see [the docs](https://example.com/a?b=1&c=2)")).toBe('see <a href="https://example.com/a?b=1&amp;c=2">the docs</a>');
+    expect(markdownToHtml("[no](javascript:alert(1))")).toBe("[no](javascript:alert(1))");
+    expect(markdownToHtml("# Title\n`a<b>` **x**")).toBe("<b>Title</b>\n<code>a&lt;b&gt;</code> <b>x</b>");
+    expect(markdownToHtml("```ts\nif (a < b) **not bold**\n```\nafter")).toBe('<pre><code class="language-ts">if (a &lt; b) **not bold**</code></pre>\nafter');
+    // A fence left open (a reply split inside a code block) runs to the end.
+    expect(markdownToHtml("```\nx < 1")).toBe("<pre><code>x &lt; 1</code></pre>");
+  });
+});
 
 describe("the webhook: verified before anything", () => {
   it("a wrong, missing or other bot's secret_token → 401; a bot this deployment does not serve → 404; malformed JSON → 400; nothing written", async () => {
