@@ -10,12 +10,13 @@
 import type { Context } from "hono";
 import * as z from "zod";
 import { HttpError, parseJson } from "../../lib/http.ts";
+import { clip } from "../../lib/text.ts";
 import { parseRoute, rememberPerson, submitEvent, type ChatCommand, type ChatUser, type Route } from "../../runtime/index.ts";
 import { FETCH_DEADLINE_MS, fetchFiles, IMAGE_MAX_BYTES, type SharedFile } from "../shared/files.ts";
 import { conversationId } from "../shared/ids.ts";
 import { conversationOf, telegramAddress, type TelegramTarget } from "./address.ts";
 import { callBotApi } from "./api.ts";
-import { parseCallbackData } from "./card.ts";
+import { parseCallbackData, TELEGRAM_MESSAGE_LIMIT } from "./card.ts";
 import { agentName, apiBaseUrl, type TelegramBot } from "./config.ts";
 import { readUpdate } from "./verify.ts";
 
@@ -44,6 +45,9 @@ const updateSchema = z.looseObject({
   message: messageSchema.optional(),
   callback_query: z.looseObject({ id: z.string().min(1), from: userSchema, message: z.looseObject(placeSchema).optional(), data: z.string().optional() }).optional(),
 });
+
+/** answerCallbackQuery shows at most 200 characters. */
+const CALLBACK_ANSWER_LIMIT = 200;
 
 const COMMANDS = new Map<string, ChatCommand>([["stop", "stop"], ["compact", "compact"], ["status", "status"]]);
 
@@ -121,7 +125,7 @@ async function onMessage(c: Context<{ Bindings: Env }>, bot: TelegramBot, route:
       method: "sendMessage",
       chat_id: message.chat.id,
       ...(place.threadId !== undefined ? { message_thread_id: place.threadId } : {}),
-      text: result.notice.slice(0, 4096),
+      text: clip(result.notice, TELEGRAM_MESSAGE_LIMIT),
       reply_parameters: { message_id: message.message_id, allow_sending_without_reply: true },
     });
   }
@@ -170,7 +174,7 @@ type CallbackQuery = NonNullable<z.infer<typeof updateSchema>["callback_query"]>
 
 /** A click on an inline keyboard: a card's decision, answered (answerCallbackQuery) by the webhook's answer. */
 async function onClick(c: Context<{ Bindings: Env }>, bot: TelegramBot, route: Route, updateId: number, query: CallbackQuery): Promise<Response> {
-  const answer = (text?: string, alert = false) => c.json({ method: "answerCallbackQuery", callback_query_id: query.id, ...(text ? { text: text.slice(0, 200), show_alert: alert } : {}) });
+  const answer = (text?: string, alert = false) => c.json({ method: "answerCallbackQuery", callback_query_id: query.id, ...(text ? { text: clip(text, CALLBACK_ANSWER_LIMIT), show_alert: alert } : {}) });
   const decision = parseCallbackData(query.data ?? "");
   // Not a card's button (or a message too old to say where it is): acknowledged, nothing done.
   if (!decision || !query.message) return answer();
