@@ -123,6 +123,7 @@ describe("recorded private messages", () => {
     await settled(tenant, AGENT, `chat${chat}`);
     const { parts } = await sharedWithModel(s);
     expect(parts).toContainEqual(expect.objectContaining({ type: "image", source: { type: "base64", media_type: "image/jpeg", data: PNG } }));
+    await waitFor("the photo answered", async () => (await shown(chat)).includes("A dot."));
 
     const d = unique("tg-doc");
     await script(d, [{ text: "Read it." }]);
@@ -133,6 +134,7 @@ describe("recorded private messages", () => {
     expect((await deliver(docUpdate, { tenant })).status).toBe(200);
     await settled(tenant, AGENT, `chat${docChat}`);
     expect((await sharedWithModel(d)).text).toContain("the answer is 42");
+    await waitFor("the document answered", async () => (await shown(docChat)).includes("Read it."));
   });
 });
 
