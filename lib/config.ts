@@ -71,6 +71,8 @@ export const RUNTIME_SECRETS = [
   "DISCORD_GATEWAY_SECRET",
   "DISCORD_APPLICATION_ID",
   "DISCORD_CLIENT_SECRET",
+  "TELEGRAM_BOTS",
+  "TELEGRAM_WEBHOOK_SECRET",
 ] as const;
 export type RuntimeSecret = (typeof RUNTIME_SECRETS)[number];
 const runtimeSecrets: ReadonlySet<string> = new Set(RUNTIME_SECRETS);

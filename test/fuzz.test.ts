@@ -18,6 +18,7 @@ import type { AgentObject } from "../runtime/object/index.ts";
 import { tablesOf } from "./agents.ts";
 import { ed25519 } from "./bridges/discord/helpers.ts";
 import { slackSignature } from "./bridges/slack/helpers.ts";
+import { secretFor } from "./bridges/telegram/helpers.ts";
 import handler from "./worker-under-test.ts";
 
 /** Change it to explore; a failure names the seed, route and request index that reproduce it. */
@@ -192,7 +193,8 @@ type Auth =
   | { kind: "bearer" }
   | { kind: "slack" }
   | { kind: "antiproton"; secret: string }
-  | { kind: "discord" };
+  | { kind: "discord" }
+  | { kind: "telegram" };
 
 interface RouteSpec {
   name: string;
@@ -255,6 +257,29 @@ const gatewayMessage = (g: Gen): Json => ({
   content: `<@${E.DISCORD_APPLICATION_ID}> fuzz`,
   author: { id: g.pick(["1033044521375764530", "hasOwnProperty"]), username: "fuzzer", bot: false },
 });
+
+/** A path's n-th segment as the router reads it (a boundary string's invalid UTF-8 stays as sent). */
+function pathSegment(path: string, n: number): string {
+  const raw = path.split("/")[n] ?? "";
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw;
+  }
+}
+
+/** A Telegram bot of the fakes' (test/fakes/telegram.mjs), and its people and chats. */
+const TELEGRAM_TENANT = "tgbot";
+
+const telegramUpdate = (g: Gen): Json => {
+  const from = { id: g.pick([7527593, 8765336106, 2 ** 53 + 1]), is_bot: g.chance(0.1), first_name: "Fuzz" };
+  const chat = { id: g.pick([7527593, -1001234567890]), type: g.pick(["private", "supergroup", "channel"]) };
+  const text = g.pick(["@vercelchatsdkbot fuzz", "/stop@vercelchatsdkbot", "/status", "fuzz"]);
+  const message = { message_id: g.int(1e6), from, chat, date: now(), text, entities: [{ type: g.pick(["mention", "bot_command"]), offset: 0, length: text.split(" ")[0]!.length }], ...(g.chance(0.2) ? { message_thread_id: 7, is_topic_message: true } : {}) };
+  return g.chance(0.7)
+    ? { update_id: g.int(1e9), message }
+    : { update_id: g.int(1e9), callback_query: { id: String(g.int(1e9)), from, message, data: g.pick(["a:h0", "d:h0", "x"]) } };
+};
 
 /** The webhook's own tenant: tenants belong to the bridge that brought them, and "fuzz" is the other bridges'. */
 const WEBHOOK_TENANT = "fuzzhook";
@@ -345,6 +370,13 @@ const ROUTES: RouteSpec[] = [
     body: { type: "application/json", limit: JSON_64K, encode: json, template: gatewayMessage },
   },
   {
+    name: "POST /telegram/:t/webhook",
+    method: "POST",
+    path: (_g, seg) => `/telegram/${seg(TELEGRAM_TENANT)}/webhook`,
+    auth: { kind: "telegram" },
+    body: { type: "application/json", limit: 256 * 1024, encode: json, template: telegramUpdate },
+  },
+  {
     name: "POST /webhook/:t/events",
     method: "POST",
     path: (_g, seg) => `/webhook/${seg(WEBHOOK_TENANT)}/events`,
@@ -389,6 +421,7 @@ async function build(route: RouteSpec, g: Gen, verified: boolean, bearer = ADMIN
     if (auth.kind === "slack") Object.assign(headers, { "x-slack-request-timestamp": stamp, "x-slack-signature": await slackSignature(text, stamp) });
     if (auth.kind === "antiproton") Object.assign(headers, await signatureHeaders(E[auth.secret]!, text));
     if (auth.kind === "discord") Object.assign(headers, { "x-signature-timestamp": stamp, "x-signature-ed25519": await ed25519(stamp + text) });
+    if (auth.kind === "telegram") headers["x-telegram-bot-api-secret-token"] = await secretFor(pathSegment(path, 2));
   } else {
     const stale = String(now() - 301 - g.int(100_000));
     const wrongHex = Array.from({ length: 64 }, () => "0123456789abcdef"[g.int(16)]).join("");
@@ -404,6 +437,10 @@ async function build(route: RouteSpec, g: Gen, verified: boolean, bearer = ADMIN
       const fresh = await signatureHeaders(E[auth.secret]!, text);
       const other = await signatureHeaders("not-the-secret", text);
       const choices = [{}, { ...fresh, "X-Antiproton-Signature": `v1=${wrongHex}` }, other, await signatureHeaders(E[auth.secret]!, text, (now() - 400) * 1000), await signatureHeaders(E[auth.secret]!, `${text}x`), { "X-Antiproton-Signature": fresh["X-Antiproton-Signature"]! }];
+      Object.assign(headers, choices[roll]);
+    } else if (auth.kind === "telegram") {
+      const secret = await secretFor(TELEGRAM_TENANT);
+      const choices = [{}, { "x-telegram-bot-api-secret-token": wrongHex }, { "x-telegram-bot-api-secret-token": await secretFor("tgbot2") }, { "x-telegram-bot-api-secret-token": `${secret}0` }, { "x-telegram-bot-api-secret-token": secret.toUpperCase() }, { "x-telegram-bot-api-secret-token": await secretFor(TELEGRAM_TENANT, "not-the-secret") }];
       Object.assign(headers, choices[roll]);
     } else {
       const sig = await ed25519(stamp + text);

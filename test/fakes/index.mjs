@@ -11,6 +11,7 @@ import { FAKE_PROVIDER_KEY, FAKE_TENANT_KEY, startModelProvider } from "./model-
 import { REMOTE_API_TOKEN, startRemote } from "./remote.mjs";
 import { startContainers } from "./containers.mjs";
 import { startSlackOidc } from "./slack-oidc.mjs";
+import { startTelegram, TELEGRAM_BOTS, TELEGRAM_WEBHOOK_SECRET } from "./telegram.mjs";
 import { FAKE_SLACK_BOT_TOKEN, FAKE_SLACK_CLIENT_ID, FAKE_SLACK_CLIENT_SECRET, FAKE_SLACK_SIGNING_SECRET, startSlack } from "./slack.mjs";
 
 /** `gates` (test/fakes/gates.mjs), when given, lets a harness watch and hold requests. */
@@ -24,11 +25,12 @@ export async function startFakes({ gates } = {}) {
   const discord = await startDiscord({ gates });
   const discordOAuth = await startDiscordOAuth();
   const callback = await startCallbackReceiver({ gates });
+  const telegram = await startTelegram({ gates });
   const remote = await startRemote();
   const mcp = await startMcp();
   const everything = await starting;
   const containers = await startContainers();
-  const fakes = { provider, ledger, slack, slackOidc, discord, discordOAuth, callback, remote, mcp, everything, containers };
+  const fakes = { provider, ledger, slack, slackOidc, discord, discordOAuth, callback, telegram, remote, mcp, everything, containers };
   const remoteHost = new URL(remote.url).host;
   const bindings = {
     ADMIN_TOKEN: "test-admin-token",
@@ -106,6 +108,10 @@ export async function startFakes({ gates } = {}) {
     WEBHOOK_SECRET,
     WEBHOOK_TENANT_SECRETS_KEY: "test-webhook-tenant-secrets-key",
     FAKE_CALLBACK_URL: callback.url,
+    TELEGRAM_API_BASE_URL: telegram.url,
+    TELEGRAM_BOTS: JSON.stringify(TELEGRAM_BOTS),
+    TELEGRAM_WEBHOOK_SECRET,
+    FAKE_TELEGRAM_URL: telegram.url,
   };
   return { fakes, bindings, close: () => Promise.all(Object.values(fakes).map((f) => f.close())) };
 }

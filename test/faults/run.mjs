@@ -17,6 +17,13 @@
 // (docs/metering.md says such an answer is not counted): it may be missing,
 // never counted twice.
 //
+// The "telegram:" points are a Telegram turn of their own (a private chat's
+// message to the bot, through the loopback Bot API fake): model call 1 asks
+// for ledger__append, model call 2 answers REPLY-1, which is edited into the
+// turn's status message. Killed during model call 1, or while Telegram holds
+// the answer's send, it must still end with REPLY-1 once in the chat and no
+// status message left working.
+//
 // "during exec" is a turn of its own: model call 1 asks box__exec (a machine on
 // the real local machine host, which outlives the Worker as a container
 // would) to run curl, which POSTs to the ledger; the kill comes while the
@@ -47,6 +54,8 @@ const STEP_MS = 30_000;
 const UNREAD_MS = 500;
 /** After a machine's turn is done, how long its machine may take to be destroyed. */
 const MACHINE_GONE_MS = 15_000;
+/** How long a courier takes, at most, to report what a platform answered (a kill point after a send's report). */
+const REPORTED_MS = 1_000;
 /** After the turn is done, how long no new Slack call must come before the counts are read. */
 const QUIET_MS = 1_500;
 const TEAM = "TFAULTS";
@@ -67,6 +76,19 @@ const POINTS = [
   // The courier has reported REPLY-1's answer and sends the reply's end (the run the object hands back) before it counts the answer.
   { name: "while the courier reports", slow: true, hold: (run) => ["slack", (c) => c.method === "chat.stopStream" && c.body.channel === run.channel] },
   { name: "during a decision", hold: (run) => ["ledger", (i) => i.op === "append" && i.entry === run.entryB] },
+  // A second after the turn's status message was answered (its report in the object): a kill between that post and its
+  // report is another point, during a chat send, which Telegram gives no way to find again (docs/not-done.md, Telegram).
+  {
+    name: "telegram: during model call 1",
+    telegram: true,
+    hold: (run) => ["provider", (i) => i.scenario === run.id && i.position === 0],
+    once: (run) => ["telegram-answered", (c) => c.method === "sendMessage" && String(c.params.chat_id) === String(run.chatId) && c.status === 200],
+  },
+  {
+    name: "telegram: during the chat send",
+    telegram: true,
+    hold: (run) => ["telegram", (c) => (c.method === "sendMessage" || c.method === "editMessageText") && String(c.params.chat_id) === String(run.chatId) && String(c.params.text).includes(`REPLY-1 ${run.id}`)],
+  },
   { name: "during exec", machine: true, hold: (run) => ["ledger", (i) => i.op === "append" && i.entry === run.entryC] },
 ];
 
@@ -90,7 +112,13 @@ const vars = {
   SLACK_API_BASE_URL: bindings.SLACK_API_BASE_URL,
   SLACK_SIGNING_SECRET: signingSecret,
   SLACK_BOT_TOKEN: bindings.SLACK_BOT_TOKEN,
+  TELEGRAM_API_BASE_URL: bindings.TELEGRAM_API_BASE_URL,
+  TELEGRAM_BOTS: bindings.TELEGRAM_BOTS,
+  TELEGRAM_WEBHOOK_SECRET: bindings.TELEGRAM_WEBHOOK_SECRET,
 };
+/** The Telegram turn's bot: its tenant, and the secret token its webhook was set with (docs/telegram.md). */
+const TELEGRAM_TENANT = "tgbot";
+const telegramSecret = createHmac("sha256", bindings.TELEGRAM_WEBHOOK_SECRET).update(`telegram-webhook:${TELEGRAM_TENANT}`).digest("hex");
 const cwd = new URL("../..", import.meta.url).pathname;
 // The Worker with the test-only ledger plugin: the non-idempotent effect whose repeats are counted.
 const script = "test/worker-under-test.ts";
@@ -98,6 +126,9 @@ const script = "test/worker-under-test.ts";
 /** Every Slack Web API call the Worker made, in order (the fake reports each as an event). */
 const slackCalls = [];
 gates.on("slack", (call) => slackCalls.push(call));
+/** Every Bot API call that made or edited a message, in order. */
+const telegramCalls = [];
+gates.on("telegram", (call) => telegramCalls.push(call));
 const appends = new Map();
 gates.on("ledger", (i) => i.op === "append" && appends.set(i.entry, (appends.get(i.entry) ?? 0) + 1));
 
@@ -108,10 +139,11 @@ const persistDir = worker.persistDir;
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * Resolves when `check()` holds, re-checked on every Slack call; rejects once
- * `deadline.at` has passed (the harness moves it when it restarts the Worker).
+ * Resolves when `check()` holds, re-checked on every call to the chat fake
+ * (`slack` or `telegram`); rejects once `deadline.at` has passed (the harness
+ * moves it when it restarts the Worker).
  */
-function slackUntil(what, check, deadline) {
+function until(fake, what, check, deadline) {
   return new Promise((resolve, reject) => {
     let timer;
     const test = () => {
@@ -127,9 +159,9 @@ function slackUntil(what, check, deadline) {
     };
     const cleanup = () => {
       clearTimeout(timer);
-      gates.off("slack", test);
+      gates.off(fake, test);
     };
-    gates.on("slack", test);
+    gates.on(fake, test);
     arm();
     test();
   });
@@ -174,7 +206,7 @@ async function crashAndRestart() {
 
 function runOf(point, n) {
   const id = `f${randomUUID().replaceAll("-", "").slice(0, 10)}`;
-  return { point, n, id, channel: `C${id.toUpperCase()}`, entryA: `a-${id}`, entryB: `b-${id}`, entryC: `c-${id}`, ts: `${Math.floor(Date.now() / 1000)}.${String(n).padStart(6, "0")}` };
+  return { point, n, id, channel: `C${id.toUpperCase()}`, chatId: 1_000_000 + Math.floor(Math.random() * 1e9), entryA: `a-${id}`, entryB: `b-${id}`, entryC: `c-${id}`, ts: `${Math.floor(Date.now() / 1000)}.${String(n).padStart(6, "0")}` };
 }
 
 /** What a call says: a reply's Markdown, or a message's text. */
@@ -210,8 +242,42 @@ function finished(run) {
   return replied && [...statuses.values()].every((text) => !text.includes("Working on it"));
 }
 
+/** The Telegram chat's messages as the fake holds them now. */
+const telegramMessages = async (run) => (await fetch(`${fakes.telegram.url}/_control/messages?chat=${run.chatId}`)).json();
+const telegramSaid = (run, text) => telegramCalls.some((c) => String(c.params.chat_id) === String(run.chatId) && String(c.params.text).includes(text));
+const telegramInChat = (run) => telegramCalls.filter((c) => String(c.params.chat_id) === String(run.chatId));
+
+/** Done: REPLY-1 was written into the chat, and no message of it still says the turn is working. */
+async function telegramFinished(run) {
+  const messages = await telegramMessages(run);
+  return messages.some((m) => m.text.includes(`REPLY-1 ${run.id}`)) && !messages.some((m) => m.text.startsWith("⏳"));
+}
+
+/** The person's side of a Telegram turn: a private message to the bot; then wait for its answer. */
+async function telegramConverse(run, deadline) {
+  const update = {
+    update_id: run.chatId,
+    message: {
+      message_id: 1,
+      from: { id: run.chatId, is_bot: false, first_name: "Fault", last_name: "Person" },
+      chat: { id: run.chatId, first_name: "Fault", type: "private" },
+      date: Math.floor(Date.now() / 1000),
+      text: `[s:${run.id}] record ${run.entryA}`,
+    },
+  };
+  const headers = { "content-type": "application/json", "x-telegram-bot-api-secret-token": telegramSecret };
+  const res = await toWorker(`/telegram/${TELEGRAM_TENANT}/webhook`, { method: "POST", headers, body: JSON.stringify(update) }, deadline);
+  await res.body?.cancel();
+  await until("telegram", "REPLY-1", () => telegramSaid(run, `REPLY-1 ${run.id}`), deadline);
+  while (!(await telegramFinished(run))) {
+    if (Date.now() > deadline.at) throw new Error("no REPLY-1 with its status ended in time");
+    await sleep(200);
+  }
+}
+
 /** The person's side of the turn: mention the agent, then approve the card once REPLY-1 is there. */
 async function converse(run, deadline) {
+  if (run.point.telegram) return telegramConverse(run, deadline);
   const mention = {
     type: "event_callback",
     team_id: TEAM,
@@ -223,8 +289,8 @@ async function converse(run, deadline) {
   };
   const res = await toWorker("/slack/events", signed(JSON.stringify(mention), "application/json"), deadline);
   await res.body?.cancel();
-  if (run.point.machine) return slackUntil("REPLY-1 and Done", () => finished(run), deadline);
-  await slackUntil("card and REPLY-1", () => cardPosts(run).length > 0 && replyPosts(run, "REPLY-1").length > 0, deadline);
+  if (run.point.machine) return until("slack", "REPLY-1 and Done", () => finished(run), deadline);
+  await until("slack", "card and REPLY-1", () => cardPosts(run).length > 0 && replyPosts(run, "REPLY-1").length > 0, deadline);
   const card = cardPosts(run)[0];
   const approve = card.body.blocks.flatMap((b) => b.elements ?? []).find((e) => String(e.value ?? "").startsWith("hold:approve:"));
   const click = {
@@ -238,7 +304,7 @@ async function converse(run, deadline) {
   };
   const clicked = await toWorker("/slack/interactivity", signed(new URLSearchParams({ payload: JSON.stringify(click) }).toString(), "application/x-www-form-urlencoded"), deadline);
   await clicked.body?.cancel();
-  await slackUntil("REPLY-2 and Done", () => finished(run), deadline);
+  await until("slack", "REPLY-2 and Done", () => finished(run), deadline);
 }
 
 /** Resolves when the kill point is reached: a held request arrived, or the watched answer was sent. */
@@ -247,12 +313,20 @@ function killPoint(run) {
   if (point.hold) {
     const [fake, match] = point.hold(run);
     gates.holdOnce(fake, match);
-    return (async () => {
+    const held = (async () => {
       for (;;) {
         const [held] = await once(gates, "held");
         if (held.fake === fake && match(held.info)) return;
       }
     })();
+    if (!point.once) return held;
+    // And only once this has happened too.
+    const [other, seen] = point.once(run);
+    const happened = new Promise((resolve) => {
+      const listen = (info) => seen(info) && (gates.off(other, listen), resolve());
+      gates.on(other, listen);
+    }).then(() => sleep(REPORTED_MS));
+    return Promise.all([held, happened]);
   }
   if (point.after) {
     const [fake, match] = point.after(run);
@@ -266,16 +340,17 @@ function killPoint(run) {
 
 /** Lets a late duplicate show: returns once the channel has had no new Slack call for QUIET_MS. */
 async function quiet(run) {
+  const calls = run.point.telegram ? telegramInChat : inChannel;
   let count = -1;
-  while (inChannel(run).length !== count) {
-    count = inChannel(run).length;
+  while (calls(run).length !== count) {
+    count = calls(run).length;
     await sleep(QUIET_MS);
   }
 }
 
 /** The tenant's ledger today: answers counted and their tokens (the usage API, as an operator reads it). */
-async function ledgerTotals(deadline) {
-  const res = await toWorker(`/v1/tenants/${TEAM}/usage`, { headers: { authorization: `Bearer ${vars.ADMIN_TOKEN}` } }, deadline);
+async function ledgerTotals(tenant, deadline) {
+  const res = await toWorker(`/v1/tenants/${tenant}/usage`, { headers: { authorization: `Bearer ${vars.ADMIN_TOKEN}` } }, deadline);
   const { totals } = await res.json();
   return { calls: totals.calls, tokens: totals.inputTokens + totals.cachedInputTokens + totals.cacheWriteTokens + totals.outputTokens };
 }
@@ -306,7 +381,7 @@ async function ledgerCheck(run, before, kill) {
   const deadline = { at: Date.now() + 15_000 };
   let got;
   do {
-    const now = await ledgerTotals(deadline);
+    const now = await ledgerTotals(tenantOf(run), deadline);
     got = { calls: now.calls - before.calls, tokens: now.tokens - before.tokens };
     if (got.calls === all.calls && got.tokens === all.tokens) break;
     await sleep(500);
@@ -332,7 +407,10 @@ async function machinesLeft() {
   return left.length;
 }
 
+const tenantOf = (run) => (run.point.telegram ? TELEGRAM_TENANT : TEAM);
+
 function steps(run) {
+  if (run.point.telegram) return [{ toolCalls: [{ name: "ledger__append", arguments: { entry: run.entryA } }] }, { text: `REPLY-1 ${run.id}: the entry is recorded.` }];
   if (run.point.machine) {
     const append = `curl -sS -m 55 -H 'content-type: application/json' -d '{"entry":"${run.entryC}"}' ${ledgerUrl}/append`;
     return [{ toolCalls: [{ name: "box__exec", arguments: { command: append } }] }, { text: `REPLY-1 ${run.id}: the command ran (or its outcome is unknown).` }];
@@ -356,7 +434,7 @@ async function machineChecks(run) {
 async function trial(run) {
   if (run.point.machine && MACHINE_HOST_MISSING) return { ...run, outcome: "error", note: `no machine host here: ${MACHINE_HOST_MISSING}`, dupReplies: 0, dupEffects: 0 };
   await fetch(`${fakes.provider.url}/_control/scenarios/${run.id}`, { method: "PUT", body: JSON.stringify({ by: "position", steps: steps(run) }) });
-  const before = await ledgerTotals({ at: Date.now() + STEP_MS });
+  const before = await ledgerTotals(tenantOf(run), { at: Date.now() + STEP_MS });
   kill = null;
   const reached = killPoint(run);
   const started = Date.now();
@@ -377,16 +455,19 @@ async function trial(run) {
   }
   const result = await conversation;
   if (result instanceof Error) {
-    outcome = failureNotices(run).length > 0 ? "failed" : "lost";
+    const told = run.point.telegram ? telegramSaid(run, "this turn failed") : failureNotices(run).length > 0;
+    outcome = told ? "failed" : "lost";
     note = `${note}; ${result.message}`;
   }
   await quiet(run);
   // A reply said twice is two messages in the thread holding it; one that is not whole (a stream left half-way) counts too.
-  let dupReplies = Math.max(0, cardPosts(run).length - 1);
+  let dupReplies = run.point.telegram ? 0 : Math.max(0, cardPosts(run).length - 1);
   for (const whole of steps(run).flatMap((step) => (step.text ? [step.text] : []))) {
-    const held = await replyMessages(run, whole.split(" ")[0]);
+    const held = run.point.telegram ? (await telegramMessages(run)).filter((m) => m.text.includes(whole.split(":")[0])) : await replyMessages(run, whole.split(" ")[0]);
     dupReplies += Math.max(0, held.length - 1) + held.filter((m) => m.text !== whole || m.streaming).length;
   }
+  // A Telegram status message said twice stays "working" beside the one the answer was edited into.
+  if (run.point.telegram) dupReplies += (await telegramMessages(run)).filter((m) => m.text.startsWith("⏳")).length;
   const dupEffects = [run.entryA, run.entryB, run.entryC].reduce((n, entry) => n + Math.max(0, (appends.get(entry) ?? 0) - 1), 0);
   const ledger = await ledgerCheck(run, before, kill);
   note = `${note}; ${ledger.note}`;

@@ -18,7 +18,10 @@ const CONNECTORS = {
   "slack:socket": { path: script("slack/socket-mode.mjs"), needs: ["SLACK_APP_TOKEN", "SLACK_SOCKET_FORWARD_SECRET"] },
   "discord:gateway": { path: script("discord/gateway.mjs"), needs: ["DISCORD_BOT_TOKEN", "DISCORD_GATEWAY_SECRET"] },
   "discord:register": { path: script("discord/register.mjs"), needs: ["DISCORD_APPLICATION_ID", "DISCORD_BOT_TOKEN"] },
+  "telegram:register": { path: script("telegram/register.mjs"), needs: ["TELEGRAM_BOTS", "TELEGRAM_WEBHOOK_SECRET", "ANTIPROTON_URL"] },
 };
+/** "A and B", "A, B and C": as the connectors list what they need. */
+const listed = (names) => (names.length > 1 ? `${names.slice(0, -1).join(", ")} and ${names.at(-1)}` : names[0]);
 const dirs = [];
 let discord;
 
@@ -52,7 +55,7 @@ for (const [name, { needs }] of Object.entries(CONNECTORS)) {
     const { code, stderr } = await start(name, EXAMPLE_ONLY);
     assert.equal(code, 1);
     const [first] = stderr.split("\n");
-    assert.equal(first, `npm run ${name} needs ${needs.join(" and ")}: set them in .dev.vars or the environment.`);
+    assert.equal(first, `npm run ${name} needs ${listed(needs)}: set them in .dev.vars or the environment.`);
     noStackTrace(stderr);
   });
 
@@ -89,11 +92,13 @@ const OFFLINE = {
   "slack:socket": ["SLACK_APP_TOKEN=xapp-1-A1-2-abc", "SLACK_SOCKET_FORWARD_SECRET=s"],
   "discord:gateway": ["DISCORD_BOT_TOKEN=MTA.not.real", "DISCORD_GATEWAY_SECRET=s"],
   "discord:register": [`DISCORD_APPLICATION_ID=${DISCORD_APPLICATION_ID}`, "DISCORD_BOT_TOKEN=MTA.not.real"],
+  "telegram:register": ['TELEGRAM_BOTS={"mybot":{"token":"123:AAnotreal","username":"my_agent_bot"}}', "TELEGRAM_WEBHOOK_SECRET=a-long-enough-secret", "ANTIPROTON_URL=https://agents.example.com"],
 };
 const GAVE_UP = {
   "slack:socket": /^Could not open a Socket Mode connection to Slack after 6 attempts \(getaddrinfo ENOTFOUND slack\.com\)\. Check the network, then run npm run slack:socket again\.$/,
   "discord:gateway": /^Could not connect to Discord's gateway \(getaddrinfo ENOTFOUND discord\.com\)\. Check the network, then run npm run discord:gateway again\.$/,
   "discord:register": /^Could not reach Discord at https:\/\/discord\.com\/api\/v10 \(getaddrinfo ENOTFOUND discord\.com\)\. Check the network, then run npm run discord:register again\.$/,
+  "telegram:register": /^Could not reach Telegram at https:\/\/api\.telegram\.org \(getaddrinfo ENOTFOUND api\.telegram\.org\)\. Check the network, then run npm run telegram:register again\.$/,
 };
 
 for (const [name, lines] of Object.entries(OFFLINE)) {
