@@ -11,8 +11,18 @@ import type { Context } from "hono";
 import * as z from "zod";
 import { HttpError, parseJson } from "../../lib/http.ts";
 import { clip } from "../../lib/text.ts";
-import { parseRoute, rememberPerson, submitEvent, type ChatCommand, type ChatUser, type Route } from "../../runtime/index.ts";
-import { FETCH_DEADLINE_MS, fetchFiles, IMAGE_MAX_BYTES, type SharedFile } from "../shared/files.ts";
+import {
+  type ChatCommand,
+  type ChatUser,
+  FETCH_DEADLINE_MS,
+  fetchFiles,
+  IMAGE_MAX_BYTES,
+  parseRoute,
+  rememberPerson,
+  type Route,
+  type SharedFile,
+  submitEvent,
+} from "../../runtime/index.ts";
 import { conversationId } from "../shared/ids.ts";
 import { conversationOf, telegramAddress, type TelegramTarget } from "./address.ts";
 import { callBotApi } from "./api.ts";

@@ -12,7 +12,7 @@
 // which repeats harmlessly.
 import { cardText } from "../../approvals/index.ts";
 import { clip, splitText } from "../../lib/text.ts";
-import type { ChatOutbound, DeliveryResult, OutboundMessage, OutboxDelivery, PaceRule, ReplyAddress } from "../../runtime/index.ts";
+import type { ChatOutbound, DeliveryResult, OutboundMessage, OutboxDelivery, PaceRule, ReplyAddress, Route, TypingSchedule } from "../../runtime/index.ts";
 import { callBotApi, deliveryOf, editTargetGone, notModified, unparsable } from "./api.ts";
 import { targetSchema, type TelegramTarget } from "./address.ts";
 import { cardMessage, TELEGRAM_MESSAGE_LIMIT, type InlineKeyboard } from "./card.ts";
@@ -99,8 +99,10 @@ function paceOf(delivery: OutboxDelivery): PaceRule[] {
   ];
 }
 
-/** "typing…" in the chat (and topic): it lasts five seconds, or until the bot sends a message. */
-async function typing(env: Env, address: ReplyAddress): Promise<DeliveryResult> {
+/** "typing…" in the chat (and topic): it lasts five seconds, or until the bot sends a message, so it is sent again every four. */
+const TYPING: TypingSchedule = { firstMs: 0, everyMs: 4_000 };
+
+async function typing(env: Env, _route: Route, address: ReplyAddress): Promise<DeliveryResult> {
   const target = targetSchema.safeParse(address.target);
   if (!target.success) return { ok: false, error: "reply address is not a Telegram chat", permanent: true };
   const bot = botFor(env, target.data.tenant);
@@ -116,6 +118,7 @@ export const telegramOutbound: ChatOutbound = {
   deliver,
   paceOf,
   typing,
+  typingSchedule: () => TYPING,
   // The status message is edited into the answer: a plain turn is one post and one edit, and the answer never shows twice.
   answersInStatus: () => true,
   updateSpacingMs: CHAT_SPACING_MS,
