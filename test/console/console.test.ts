@@ -645,10 +645,9 @@ describe("console: files with a message", () => {
     expect((await getConversation(tenant, A, id)).transcript[0]).toMatchObject({ role: "user", by: "console:admin" });
   });
 
-  it("a message with a picture posted twice is one event: one message, one stored picture, one model call", async () => {
+  it("a message with a picture posted twice is one event: one message, one stored picture, one model call, which (a text-only model) is told it cannot see it", async () => {
     const headers = await signIn();
     const tenant = unique("cfiles2");
-    await chooseModels({ [tenant]: "fake-anthropic/claude-sonnet-4-5" });
     const s = unique("c");
     await script(s, [{ text: "hi" }, { text: "a dot" }]);
     await postMessage(tenant, A, { text: `[s:${s}] hello`, conversation: s });
@@ -663,7 +662,13 @@ describe("console: files with a message", () => {
     const view = await settled(tenant, A, s);
     expect(view.transcript.filter((e) => e.text.startsWith("a picture, once")).map((e) => e.text)).toEqual(["a picture, once\n\n[image dot.png (image/png, 70 bytes)]"]);
     expect(await stored(tenant)).toHaveLength(1);
-    expect(await providerRequests(s)).toHaveLength(2);
+    const requests = await providerRequests(s);
+    expect(requests).toHaveLength(2);
+    expect((requests[1]!.body.messages as { content: unknown }[]).at(-1)!.content).toEqual([
+      { type: "text", text: "a picture, once" },
+      { type: "text", text: "\n\n[image dot.png (image/png, 70 bytes)]" },
+      { type: "text", text: "(image not shown: this model cannot see images)" },
+    ]);
   });
 
   it("a file past its cap, of a kind the agent cannot read, or too many, is a 4xx page naming the limit; a form with files still needs its token and this console's origin; nothing is written", async () => {
