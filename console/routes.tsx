@@ -36,6 +36,7 @@ import {
   createTenantKey,
   CHILD_ID,
   CONVERSATION_ID,
+  FILE_NAME_MAX_CHARS,
   FILES_MAX_COUNT,
   identitySchema,
   listAgents,
@@ -425,7 +426,9 @@ const eventField = z.string().regex(/^[A-Za-z0-9-]{8,64}$/, "event: a form's eve
 const messageForm = z.object({
   text: z.string().trim().min(1, "Write a message first.").max(32_000, "A message is at most 32,000 characters."),
   event: eventField,
-  files: z.array(z.instanceof(File)).max(FILES_MAX_COUNT, `At most ${FILES_MAX_COUNT} files go with one message.`),
+  files: z
+    .array(z.instanceof(File).refine((file) => file.name.length <= FILE_NAME_MAX_CHARS, `A file's name is at most ${FILE_NAME_MAX_CHARS} characters.`))
+    .max(FILES_MAX_COUNT, `At most ${FILES_MAX_COUNT} files go with one message.`),
 });
 const bareForm = z.object({ event: eventField });
 const strategyChoices = [...SECOND_MESSAGE_STRATEGIES, INHERIT] as const;

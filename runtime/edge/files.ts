@@ -18,6 +18,8 @@ export const TEXT_MAX_BYTES = 256 * 1024;
 export const IMAGE_MAX_BYTES = 1024 * 1024;
 /** What one message's files may add up to (an image as its base64, as the event brings it to the edge, which stores it in R2): a text goes into the log row, which SQLite caps at 2 MB. */
 export const FILES_MAX_CHARS = 1_500_000;
+/** A given file's name, which the transcript and the model's notes show. */
+export const FILE_NAME_MAX_CHARS = 200;
 /** How many files one message given through an API or the console may bring. */
 export const FILES_MAX_COUNT = 10;
 /** All of a message's files, fetched side by side, within this: Slack retries an event not answered in 3 s, Discord's interactions want an answer in 3 s. */

@@ -6,4 +6,4 @@ export { conversationId, tenantParams } from "./schemas.ts";
 export { foldLedgers } from "./ledger-cron.ts";
 export { changeSetting, secondMessageOf, setTenantLimit } from "./settings.ts";
 export { CONVERSATION_ID, restoredError, parseRoute, readConversation, submitEvent, withStoredImages } from "./ingress.ts";
-export { FILE_ACCEPT, FILE_CAPS, FILES_MAX_CHARS, FILES_MAX_COUNT, fetchFiles, type GivenFile, readGivenFiles, type SharedFile, trustedUrl } from "./files.ts";
+export { FILE_ACCEPT, FILE_CAPS, FILE_NAME_MAX_CHARS, FILES_MAX_CHARS, FILES_MAX_COUNT, fetchFiles, type GivenFile, readGivenFiles, type SharedFile, trustedUrl } from "./files.ts";

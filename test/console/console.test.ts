@@ -681,6 +681,7 @@ describe("console: files with a message", () => {
       [[picture(), new File(["x".repeat(256 * 1024 + 1)], "long.txt", { type: "text/plain" })], 400, "files[1] (long.txt): 262145 bytes, larger than the 256 KiB the agent reads of a text file"],
       [[new File(["PK"], "a.zip", { type: "application/zip" })], 400, "files[0] (a.zip): application/zip: the agent reads text"],
       [Array.from({ length: 11 }, () => picture()), 400, "At most 10 files go with one message."],
+      [[new File(["hi"], `${"n".repeat(201)}.txt`, { type: "text/plain" })], 400, "A file&#39;s name is at most 200 characters."],
       // Larger than any message's files could be: not read, and the caps named.
       [[new File([new Uint8Array(1_600_000)], "huge.png", { type: "image/png" })], 413, "a message takes at most 10 files: a picture (PNG, JPEG, GIF, WebP) of at most 1024 KiB, a text file of at most 256 KiB"],
     ];
