@@ -78,10 +78,10 @@ export function usd(cost: number): string {
   return `$${cost.toFixed(cost > 0 && cost < 0.01 ? 4 : 2)}`;
 }
 
-/** A POST form with its token and, for events, a fresh event id (a resubmitted form is one event). */
-export function PostForm(props: { action: string; token: string; event?: boolean; class?: string; children?: Child }) {
+/** A POST form with its token and, for events, a fresh event id (a resubmitted form is one event); `files`: it has a file input, so it is sent as multipart/form-data. */
+export function PostForm(props: { action: string; token: string; event?: boolean; files?: boolean; class?: string; children?: Child }) {
   return (
-    <form method="post" action={props.action} class={props.class}>
+    <form method="post" action={props.action} class={props.class} enctype={props.files ? "multipart/form-data" : undefined}>
       <input type="hidden" name="_token" value={props.token} />
       {props.event ? <input type="hidden" name="event" value={crypto.randomUUID()} /> : null}
       {props.children}

@@ -4,6 +4,8 @@
 import type { Child } from "hono/jsx";
 import {
   conversationState,
+  FILE_ACCEPT,
+  FILE_CAPS,
   type AgentListing,
   type ConversationPage,
   type ConversationView,
@@ -33,6 +35,13 @@ export function LiveRegion(props: { mark: string; children?: Child }) {
       <p id="live-note" class="muted">Updates by itself while the page is open.</p>
       <div data-live="" data-mark={props.mark}>{props.children}</div>
     </>
+  );
+}
+
+/** The files a message form may carry: pictures and text files, read as the Agents API reads its attachments. */
+function FilesField() {
+  return (
+    <label>Files, if any ({FILE_CAPS}) <input type="file" name="files" multiple accept={FILE_ACCEPT} /></label>
   );
 }
 
@@ -184,8 +193,9 @@ export function AgentBody(props: AgentListState & { mark: string; tokens: Tokens
         <AgentLive {...props} />
       </LiveRegion>
       <h3>Start a conversation</h3>
-      <PostForm action={props.newConversation} token={tokenFor(props.tokens, props.newConversation)} event>
+      <PostForm action={props.newConversation} token={tokenFor(props.tokens, props.newConversation)} event files>
         <label>Message, sent as console:admin <textarea name="text" required /></label>
+        <FilesField />
         <button>Send</button>
       </PostForm>
     </>
@@ -284,8 +294,9 @@ export function ConversationBody(props: ConversationProps & { mark: string; as: 
       {props.view.family.parent ? null : (
         <>
           <h3>Send a message</h3>
-          <PostForm action={send} token={tokenFor(props.tokens, send)} event>
+          <PostForm action={send} token={tokenFor(props.tokens, send)} event files>
             <label>As {props.as}; while a turn runs, the agent treats it as its page says for a second message. <textarea name="text" required /></label>
+            <FilesField />
             <button>Send</button>
           </PostForm>
         </>

@@ -4,7 +4,9 @@
 //
 // Every form is a POST checked by hono/csrf (Origin / Sec-Fetch-Site) and by
 // its own token; each action goes to the agent as a ChatEvent and redirects
-// back with the server's answer in a signed cookie, never in the URL.
+// back with the server's answer in a signed cookie, never in the URL. A
+// message form may carry files, read as the Agents API reads its attachments
+// (console/form.ts).
 import { Hono, type MiddlewareHandler } from "hono";
 import type { Child } from "hono/jsx";
 import { csrf } from "hono/csrf";
@@ -13,7 +15,7 @@ import { NONCE, secureHeaders } from "hono/secure-headers";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import * as z from "zod";
 import { ConfigError } from "../lib/config.ts";
-import { HttpError, readBody, safeEqual } from "../lib/http.ts";
+import { HttpError, safeEqual } from "../lib/http.ts";
 import { migrationFailure } from "../lib/migrations.ts";
 import {
   adminToken,
@@ -34,6 +36,8 @@ import {
   createTenantKey,
   CHILD_ID,
   CONVERSATION_ID,
+  FILE_NAME_MAX_CHARS,
+  FILES_MAX_COUNT,
   identitySchema,
   listAgents,
   listTenants,
@@ -70,10 +74,10 @@ import { DISCORD_PICK, finishDiscordSignIn, keepChoices, pickedPerson, startDisc
 import { actionPath, agentPath, boundsPath, conversationPath, holdPath, limitPath, secondMessagePath, tenantPath, type ConversationAction } from "./paths.ts";
 import { INHERIT, SecondMessageSection } from "./second-message.tsx";
 import { withNames } from "./names.tsx";
+import { attachmentsOf, readForm, readSignInForm } from "./form.ts";
 import { actingUser, actorName, finishSlackSignIn, roleIn, signInPerson, startSlackSignIn, viewerOf } from "./people.ts";
 import { BASE, bearerHolds, closeSession, formToken, formTokenValid, openSession, setResult, takeResult, whoIsAsking, type ConsoleEnv, type Ctx } from "./session.ts";
 
-const FORM = { contentTypes: ["application/x-www-form-urlencoded"], maxBytes: 64 * 1024 };
 const PAGE_SIZE = 25;
 const DAY_MS = 86_400_000;
 /** The home page asks at most this many agents for their pending approvals, in parallel. */
@@ -181,7 +185,7 @@ consoleRoutes.get("/login", (c) => {
 
 consoleRoutes.post("/login", async (c) => {
   const token = adminToken(c.env);
-  const given = new URLSearchParams(await readBody(c, FORM)).get("token") ?? "";
+  const given = (await readSignInForm(c)).get("token") ?? "";
   const client = clientOf(c.req.raw);
   refuseWhileThrottled(client);
   if (!safeEqual(given, token)) {
@@ -230,7 +234,7 @@ consoleRoutes.get("/login/discord/callback", async (c) => {
 });
 
 consoleRoutes.post("/login/discord/pick", async (c) => {
-  const guild = new URLSearchParams(await readBody(c, FORM)).get("guild") ?? "";
+  const guild = (await readSignInForm(c)).get("guild") ?? "";
   await signInPerson(c, await pickedPerson(c, guild));
   return continueToConsole(c);
 });
@@ -259,8 +263,8 @@ export const guard: MiddlewareHandler<ConsoleEnv> = async (c, next) => {
   c.set("viewer", await viewerOf(c.env, who));
   checkTenant(c);
   if (c.req.method === "POST") {
-    const form = new URLSearchParams(await readBody(c, FORM));
-    if (!(await formTokenValid(c, form))) throw new HttpError(403, "This form's token is missing or is not for this session: reload the page and try again.");
+    const form = await readForm(c);
+    if (!(await formTokenValid(c, form.fields))) throw new HttpError(403, "This form's token is missing or is not for this session: reload the page and try again.");
     c.set("form", form);
   }
   await next();
@@ -419,7 +423,13 @@ consoleRoutes.get("/tenants/:tenant/agents/:agent/conversations/:id", async (c) 
 // ---- actions: each is a ChatEvent; the page shows the agent's answer ---------
 
 const eventField = z.string().regex(/^[A-Za-z0-9-]{8,64}$/, "event: a form's event id").optional();
-const messageForm = z.object({ text: z.string().trim().min(1, "Write a message first.").max(32_000, "A message is at most 32,000 characters."), event: eventField });
+const messageForm = z.object({
+  text: z.string().trim().min(1, "Write a message first.").max(32_000, "A message is at most 32,000 characters."),
+  event: eventField,
+  files: z
+    .array(z.instanceof(File).refine((file) => file.name.length <= FILE_NAME_MAX_CHARS, `A file's name is at most ${FILE_NAME_MAX_CHARS} characters.`))
+    .max(FILES_MAX_COUNT, `At most ${FILES_MAX_COUNT} files go with one message.`),
+});
 const bareForm = z.object({ event: eventField });
 const strategyChoices = [...SECOND_MESSAGE_STRATEGIES, INHERIT] as const;
 const strategyForm = z.object({ strategy: z.enum(strategyChoices, `strategy must be one of ${strategyChoices.join(", ")}`) });
@@ -437,7 +447,8 @@ const decisionForm = z.object({
 });
 
 function parseForm<T>(c: Ctx, schema: z.ZodType<T>): T {
-  const parsed = schema.safeParse(Object.fromEntries(c.get("form") ?? []));
+  const form = c.get("form");
+  const parsed = schema.safeParse({ ...Object.fromEntries(form?.fields ?? []), files: form?.files ?? [] });
   if (!parsed.success) throw new HttpError(400, z.prettifyError(parsed.error));
   return parsed.data;
 }
@@ -461,11 +472,16 @@ async function act(c: Ctx, route: Route, event: ChatEvent, done: string) {
   return c.redirect(conversationPath(route, result.conversation), 303);
 }
 
+/** A message form's event: its text and files, the files read (and refused past their caps) before anything is written. */
+async function messageEvent(c: Ctx, conversation: string): Promise<ChatEvent> {
+  const { text, event, files } = parseForm(c, messageForm);
+  const attachments = await attachmentsOf(files);
+  return { id: eventId(event), kind: "message", conversation, text, user: userOf(c), ...(attachments.length > 0 ? { attachments } : {}) };
+}
+
 consoleRoutes.post("/tenants/:tenant/agents/:agent/conversations", async (c) => {
   const route = parseRoute(c.req.param("tenant"), c.req.param("agent"));
-  const { text, event } = parseForm(c, messageForm);
-  const conversation = `console-${crypto.randomUUID()}`;
-  return act(c, route, { id: eventId(event), kind: "message", conversation, text, user: userOf(c) }, "Sent.");
+  return act(c, route, await messageEvent(c, `console-${crypto.randomUUID()}`), "Sent.");
 });
 
 const conversationAction = (action: ConversationAction) => `/tenants/:tenant/agents/:agent/conversations/:id/${action}`;
@@ -473,8 +489,7 @@ const conversationAction = (action: ConversationAction) => `/tenants/:tenant/age
 
 consoleRoutes.post(conversationAction("messages"), async (c) => {
   const { route, conversation } = conversationRoute(c);
-  const { text, event } = parseForm(c, messageForm);
-  return act(c, route, { id: eventId(event), kind: "message", conversation, text, user: userOf(c) }, "Sent.");
+  return act(c, route, await messageEvent(c, conversation), "Sent.");
 });
 
 consoleRoutes.post(conversationAction("stop"), async (c) => {

@@ -11,6 +11,7 @@
 import type { Context } from "hono";
 import { deleteCookie, getSignedCookie, setSignedCookie } from "hono/cookie";
 import { sessionHours } from "./config.ts";
+import type { PostedForm } from "./form.ts";
 import { sessionStub } from "./session-object.ts";
 import { toBase64Url } from "../lib/base64.ts";
 import { bearerToken, hmacHex, isHttpsOrLoopback, safeEqual, sha256Hex } from "../lib/http.ts";
@@ -35,7 +36,7 @@ export type Viewer = { kind: "platform" } | { kind: "person"; person: Person; pl
 
 export type ConsoleEnv = {
   Bindings: Env;
-  Variables: { secureHeadersNonce?: string; who?: Who; viewer?: Viewer; form?: URLSearchParams };
+  Variables: { secureHeadersNonce?: string; who?: Who; viewer?: Viewer; form?: PostedForm };
 };
 export type Ctx = Context<ConsoleEnv>;
 

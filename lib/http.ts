@@ -24,16 +24,26 @@ export interface BodyRules {
   maxBytes: number;
 }
 
-/** Reads the raw body (signatures are computed over it) within the rules. */
-export async function readBody(c: Context, rules: BodyRules): Promise<string> {
-  const type = (c.req.header("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
+/** The body's media type (the part before ";", lower case), or "" when it says none. */
+export function mediaType(c: Context): string {
+  return (c.req.header("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
+}
+
+/** Reads the raw body's bytes within the rules (a form with files is binary). */
+export async function readBodyBytes(c: Context, rules: BodyRules): Promise<Uint8Array> {
+  const type = mediaType(c);
   if (!rules.contentTypes.includes(type)) {
     throw new HttpError(415, `content-type must be ${rules.contentTypes.join(" or ")}, got "${type || "none"}"`);
   }
   const declared = Number(c.req.header("content-length") ?? "0");
   if (declared > rules.maxBytes) throw new HttpError(413, `body is ${declared} bytes; the limit is ${rules.maxBytes}`);
-  if (!c.req.raw.body) return "";
-  const bytes = await readAtMost(c.req.raw.body, rules.maxBytes, () => new HttpError(413, `body exceeds the limit of ${rules.maxBytes} bytes`));
+  if (!c.req.raw.body) return new Uint8Array();
+  return readAtMost(c.req.raw.body, rules.maxBytes, () => new HttpError(413, `body exceeds the limit of ${rules.maxBytes} bytes`));
+}
+
+/** Reads the raw body (signatures are computed over it) within the rules, as UTF-8 text. */
+export async function readBody(c: Context, rules: BodyRules): Promise<string> {
+  const bytes = await readBodyBytes(c, rules);
   try {
     return new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
   } catch {

@@ -23,7 +23,7 @@ export type {
 export { openingSince } from "./chat.ts";
 export { AgentObject, agentStub, conversationState, type ConversationPage, type ConversationQuery, type ConversationState, type ConversationSummary, type ConversationView, type PageCursor, type PendingApproval } from "./object/index.ts";
 export { consumeQueue, Courier, SendPace } from "./courier/index.ts";
-export { agentsApi, agentsApiDocs, tenantParams, changeSetting, CONVERSATION_ID, FETCH_DEADLINE_MS, fetchFiles, foldLedgers, IMAGE_MAX_BYTES, parseRoute, readConversation, secondMessageOf, setTenantLimit, type SharedFile, submitEvent, trustedUrl } from "./edge/index.ts";
+export { agentsApi, agentsApiDocs, tenantParams, changeSetting, CONVERSATION_ID, FETCH_DEADLINE_MS, fetchFiles, FILE_ACCEPT, FILE_CAPS, FILE_NAME_MAX_CHARS, FILES_MAX_CHARS, FILES_MAX_COUNT, foldLedgers, IMAGE_MAX_BYTES, parseRoute, readConversation, readGivenFiles, secondMessageOf, setTenantLimit, type SharedFile, submitEvent, trustedUrl } from "./edge/index.ts";
 export { isResponsesPath, openAIErrorBody, responsesRouteDocs, responsesRoutes } from "./responses/index.ts";
 export { SECOND_MESSAGE_STRATEGIES, type SecondMessage } from "./turns/index.ts";
 export { controlPlane, ControlPlane, deleteTenantRecord, deleteTenantSecret, putTenantRecord, tenantRecord, listAgents, listTenants, listTenantSecrets, peopleNames, PersonRoles, recordAgent, rememberPerson, rolesHeldBy, setTenantSecret, Tenant, tenantKeys, tenantRoles, type AgentListing, type DirectoryEntry, type KeyRow, type PersonName, type RoleRow, type SecretListing, type TenantListing } from "./control/index.ts";

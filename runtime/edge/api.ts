@@ -5,7 +5,7 @@
 import { Hono } from "hono";
 import * as z from "zod";
 import { readConversation, submitEvent } from "./ingress.ts";
-import { IMAGE_TYPES, readGivenFiles, readsType } from "./files.ts";
+import { FILE_NAME_MAX_CHARS, FILES_MAX_COUNT, IMAGE_TYPES, readGivenFiles, readsType } from "./files.ts";
 import { errors, serve } from "../../lib/serve-route.ts";
 import type { RouteDoc } from "../../lib/route-doc.ts";
 import { accessGate, accessRoutes, accessRouteDocs, callerOf, markAudited } from "../access/index.ts";
@@ -20,7 +20,7 @@ import { objectCallRouteDocs, objectCallRoutes } from "./object-call-routes.ts";
 
 /** A file sent with a message, inline (the whole body is at most 64 KiB): a picture for a model that takes images, or a text file. */
 const attachment = z.object({
-  name: z.string().min(1).max(200),
+  name: z.string().min(1).max(FILE_NAME_MAX_CHARS),
   type: z.string().refine(readsType, `type is one of ${IMAGE_TYPES.join(", ")} or a text type (text/*, JSON, XML, YAML, code)`),
   data: z.base64("data is the file's bytes in base64"),
 });
@@ -31,7 +31,7 @@ const messageBody = z.discriminatedUnion("kind", [
     kind: z.enum(["message", "steer"]).default("message"),
     text: z.string().trim().min(1, "text must not be empty").max(32_000),
     conversation: conversationId().optional().meta({ description: "Left out: a new conversation api-<uuid>." }),
-    attachments: z.array(attachment).max(10).optional(),
+    attachments: z.array(attachment).max(FILES_MAX_COUNT).optional(),
   }),
   z.object({ kind: z.literal("interrupt"), conversation: conversationId("an interrupt names the conversation it stops") }),
   z.object({ kind: z.literal("command"), command: z.enum(["stop", "compact", "status"]), conversation: conversationId("a command names its conversation") }),

@@ -5,8 +5,9 @@
 // are fetched from the links their platform gives, each under its cap and all
 // within one deadline (Slack wants its answer within 3 s); one that cannot be
 // had is named to the model with why, since a chat cannot be told no. A file
-// given through an API (the Agents API inline, the Responses API inline or by
-// a link) is refused instead, with a 400 naming the cap it passed.
+// given through an API or the console (the Agents API inline, the Responses
+// API inline or by a link, the console's message form as an upload) is
+// refused instead, with a 400 naming the cap it passed.
 import { toBase64 } from "../../lib/base64.ts";
 import { HttpError, readAtMost } from "../../lib/http.ts";
 import type { Attachment } from "../chat.ts";
@@ -17,6 +18,10 @@ export const TEXT_MAX_BYTES = 256 * 1024;
 export const IMAGE_MAX_BYTES = 1024 * 1024;
 /** What one message's files may add up to (an image as its base64, as the event brings it to the edge, which stores it in R2): a text goes into the log row, which SQLite caps at 2 MB. */
 export const FILES_MAX_CHARS = 1_500_000;
+/** A given file's name, which the transcript and the model's notes show. */
+export const FILE_NAME_MAX_CHARS = 200;
+/** How many files one message given through an API or the console may bring. */
+export const FILES_MAX_COUNT = 10;
 /** All of a message's files, fetched side by side, within this: Slack retries an event not answered in 3 s, Discord's interactions want an answer in 3 s. */
 export const FETCH_DEADLINE_MS = 2_000;
 
@@ -26,6 +31,9 @@ const TEXT_TYPES = new Set(["application/json", "application/xml", "application/
 /** The kinds read, in words, for a refusal. */
 const KINDS_READ = "text (text/*, JSON, XML, YAML, code) or a picture (PNG, JPEG, GIF, WebP)";
 
+/** The caps in words, for a form that takes files and a refusal of a body too large to read. */
+export const FILE_CAPS = `at most ${FILES_MAX_COUNT} files: a picture (PNG, JPEG, GIF, WebP) of at most ${IMAGE_MAX_BYTES / 1024} KiB, a text file of at most ${TEXT_MAX_BYTES / 1024} KiB`;
+
 /** A file's type by its name, for one given without a type (the Responses API's file_data as bare base64, a link served as octet-stream). */
 const TYPE_OF_EXTENSION: Record<string, string> = {
   txt: "text/plain", md: "text/markdown", csv: "text/csv", tsv: "text/tab-separated-values", html: "text/html", css: "text/css",
@@ -33,6 +41,9 @@ const TYPE_OF_EXTENSION: Record<string, string> = {
   ts: "text/plain", py: "text/x-python", sh: "application/x-sh", sql: "application/sql",
   png: "image/png", jpg: "image/jpeg", jpeg: "image/jpeg", gif: "image/gif", webp: "image/webp",
 };
+
+/** What a file input offers to pick (a browser may still send another kind, which is refused by name). */
+export const FILE_ACCEPT = [...IMAGE_TYPES, "text/*", ...TEXT_TYPES, ...Object.keys(TYPE_OF_EXTENSION).map((ext) => `.${ext}`)].join(",");
 
 /** A file as a bridge read it from its platform's message: `url` only where the bridge trusts it (null: none to use). */
 export interface SharedFile {

@@ -6,4 +6,4 @@ export { conversationId, tenantParams } from "./schemas.ts";
 export { foldLedgers } from "./ledger-cron.ts";
 export { changeSetting, secondMessageOf, setTenantLimit } from "./settings.ts";
 export { CONVERSATION_ID, restoredError, parseRoute, readConversation, submitEvent, withStoredImages } from "./ingress.ts";
-export { FETCH_DEADLINE_MS, FILES_MAX_CHARS, fetchFiles, type GivenFile, IMAGE_MAX_BYTES, readGivenFiles, type SharedFile, trustedUrl } from "./files.ts";
+export { FETCH_DEADLINE_MS, FILE_ACCEPT, FILE_CAPS, FILE_NAME_MAX_CHARS, FILES_MAX_CHARS, FILES_MAX_COUNT, fetchFiles, type GivenFile, IMAGE_MAX_BYTES, readGivenFiles, type SharedFile, trustedUrl } from "./files.ts";

@@ -7,7 +7,7 @@ import * as z from "zod";
 import { fromBase64 } from "../../lib/base64.ts";
 import { HttpError, isHttpsOrLoopback } from "../../lib/http.ts";
 import type { ChatUser, Route } from "../chat.ts";
-import { type GivenFile, readGivenFiles, withStoredImages } from "../edge/index.ts";
+import { FILE_NAME_MAX_CHARS, type GivenFile, readGivenFiles, withStoredImages } from "../edge/index.ts";
 import type { ResponseEvents } from "../feed/index.ts";
 
 const inputText = z.string().trim().min(1, "input must not be empty").max(32_000);
@@ -19,7 +19,7 @@ const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 /** A picture: image_url an https URL or a data: URL. */
 const imagePart = z.object({ type: z.literal("input_image"), image_url: z.string().nullish(), file_id: z.string().nullish(), detail: z.string().nullish() });
 /** A file: file_data (a data: URL, or base64 with its filename) or file_url. */
-const filePart = z.object({ type: z.literal("input_file"), file_data: z.string().nullish(), file_url: z.string().nullish(), file_id: z.string().nullish(), filename: z.string().max(200).nullish() });
+const filePart = z.object({ type: z.literal("input_file"), file_data: z.string().nullish(), file_url: z.string().nullish(), file_id: z.string().nullish(), filename: z.string().max(FILE_NAME_MAX_CHARS).nullish() });
 type FilePart = z.output<typeof imagePart> | z.output<typeof filePart>;
 
 const NO_FILE_IDS = "is not supported (there is no Files API here)";

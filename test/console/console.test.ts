@@ -10,9 +10,9 @@ import { describe, expect, it } from "vitest";
 import { usd } from "../../console/layout.tsx";
 import { sessionStub } from "../../console/session-object.ts";
 import { hmacHex, sha256Hex } from "../../lib/http.ts";
-import { agent } from "../agents.ts";
+import { agent, agentExists } from "../agents.ts";
 import { signInAs } from "./sign-in.ts";
-import { getConversation, holdLedger, ledgerAppends, postMessage, providerRequests, releaseLedger, releaseProvider, script, settled, unique, waitFor, worker } from "../support.ts";
+import { chooseModels, getConversation, holdLedger, ledgerAppends, PNG, postMessage, providerRequests, releaseLedger, releaseProvider, script, settled, sharedWithModel, unique, waitFor, worker } from "../support.ts";
 
 const TOKEN = "test-admin-token";
 const BEARER = { authorization: `Bearer ${TOKEN}` };
@@ -65,6 +65,14 @@ function post(path: string, fields: Record<string, string>, headers: Headers, or
     body: new URLSearchParams(fields).toString(),
     redirect: "manual",
   });
+}
+
+/** Posts a form with files chosen, as a browser sends it: multipart/form-data. */
+function postFiles(path: string, fields: Record<string, string>, files: File[], headers: Headers, origin: string | null = ORIGIN): Promise<Response> {
+  const body = new FormData();
+  for (const [name, value] of Object.entries(fields)) body.append(name, value);
+  for (const file of files) body.append("files", file);
+  return worker(path, { method: "POST", headers: { ...(origin ? { origin } : {}), ...headers }, body, redirect: "manual" });
 }
 
 /** Posts the form for `action` found on `pagePath`, with extra fields; returns the page the redirect leads to. */
@@ -600,6 +608,93 @@ describe("console actions", () => {
     const empty = await post(`${page}/messages`, { ...fields, text: "  " }, headers);
     expect(empty.status).toBe(400);
     expect(await empty.text()).toContain("Write a message first.");
+  });
+});
+
+describe("console: files with a message", () => {
+  const E = env as unknown as { LARGE_VALUES: R2Bucket };
+  const picture = () => new File([Buffer.from(PNG, "base64")], "dot.png", { type: "image/png" });
+  const stored = async (tenant: string) => (await E.LARGE_VALUES.list({ prefix: `images/${tenant}/${A}/` })).objects.map((o) => o.key);
+
+  it("a picture and a text file sent with a new conversation reach a model that takes images: the stored picture's bytes once, the text as text", async () => {
+    const headers = await signIn();
+    const tenant = unique("cfiles");
+    await chooseModels({ [tenant]: "fake-anthropic/claude-sonnet-4-5" });
+    await postMessage(tenant, A, { text: "hello", conversation: "seed" });
+    const s = unique("cfiles");
+    await script(s, [{ text: "A dot, and the answer." }]);
+    const start = `${agentPage(tenant)}/conversations`;
+    const page = await html(agentPage(tenant), headers);
+    expect(page).toContain(`<form method="post" action="${start}" enctype="multipart/form-data">`);
+    expect(page).toMatch(/<input type="file" name="files" multiple/);
+    // A browser's type it does not know (octet-stream) gives way to the name's extension.
+    const notes = new File(["the answer is 42"], "notes.md", { type: "application/octet-stream" });
+    const res = await postFiles(start, { ...formFields(page, start), text: `[s:${s}] look` }, [picture(), notes], headers);
+    expect(res.status).toBe(303);
+    const id = decodeURIComponent(/\/conversations\/([^/?]+)$/.exec(res.headers.get("location")!)![1]!);
+    await settled(tenant, A, id);
+
+    const { parts, text } = await sharedWithModel(s);
+    expect(parts).toContainEqual(expect.objectContaining({ type: "image", source: { type: "base64", media_type: "image/png", data: PNG } }));
+    expect(text).toContain("the answer is 42");
+    expect(JSON.stringify((await providerRequests(s))[0]!.body).split(PNG)).toHaveLength(2);
+    // Stored once, under the agent and its sha256; what the model saw is those bytes.
+    const sha = [...new Uint8Array(await crypto.subtle.digest("SHA-256", Buffer.from(PNG, "base64")))].map((b) => b.toString(16).padStart(2, "0")).join("");
+    expect(await stored(tenant)).toEqual([`images/${tenant}/${A}/${sha}`]);
+    expect(Buffer.from(await (await E.LARGE_VALUES.get(`images/${tenant}/${A}/${sha}`))!.arrayBuffer()).toString("base64")).toBe(PNG);
+    expect((await getConversation(tenant, A, id)).transcript[0]).toMatchObject({ role: "user", by: "console:admin" });
+  });
+
+  it("a message with a picture posted twice is one event: one message, one stored picture, one model call, which (a text-only model) is told it cannot see it", async () => {
+    const headers = await signIn();
+    const tenant = unique("cfiles2");
+    const s = unique("c");
+    await script(s, [{ text: "hi" }, { text: "a dot" }]);
+    await postMessage(tenant, A, { text: `[s:${s}] hello`, conversation: s });
+    await settled(tenant, A, s);
+    const page = conversationPage(tenant, s);
+    const send = `${page}/messages`;
+    const fields = { ...formFields(await html(page, headers), send), text: "a picture, once" };
+    expect((await postFiles(send, fields, [picture()], headers)).status).toBe(303);
+    const again = await postFiles(send, fields, [picture()], headers);
+    expect(again.status).toBe(303);
+    expect(resultOf(await html(again.headers.get("location")!, { cookie: `${headers.cookie}; ${again.headers.get("set-cookie")!.split(";")[0]}` }))).toBe("This form was already sent; nothing more was done.");
+    const view = await settled(tenant, A, s);
+    expect(view.transcript.filter((e) => e.text.startsWith("a picture, once")).map((e) => e.text)).toEqual(["a picture, once\n\n[image dot.png (image/png, 70 bytes)]"]);
+    expect(await stored(tenant)).toHaveLength(1);
+    const requests = await providerRequests(s);
+    expect(requests).toHaveLength(2);
+    expect((requests[1]!.body.messages as { content: unknown }[]).at(-1)!.content).toEqual([
+      { type: "text", text: "a picture, once" },
+      { type: "text", text: "\n\n[image dot.png (image/png, 70 bytes)]" },
+      { type: "text", text: "(image not shown: this model cannot see images)" },
+    ]);
+  });
+
+  it("a file past its cap, of a kind the agent cannot read, or too many, is a 4xx page naming the limit; a form with files still needs its token and this console's origin; nothing is written", async () => {
+    const headers = await signIn();
+    const tenant = unique("cfiles3");
+    const start = `${agentPage(tenant)}/conversations`;
+    const fields = { _token: await formTokenOf(headers, start), event: crypto.randomUUID(), text: "look" };
+    const refusals: [File[], number, string][] = [
+      [[new File([new Uint8Array(1024 * 1024 + 1)], "big.png", { type: "image/png" })], 400, "files[0] (big.png): 1048577 bytes, larger than the 1024 KiB the agent reads of an image"],
+      [[picture(), new File(["x".repeat(256 * 1024 + 1)], "long.txt", { type: "text/plain" })], 400, "files[1] (long.txt): 262145 bytes, larger than the 256 KiB the agent reads of a text file"],
+      [[new File(["PK"], "a.zip", { type: "application/zip" })], 400, "files[0] (a.zip): application/zip: the agent reads text"],
+      [Array.from({ length: 11 }, () => picture()), 400, "At most 10 files go with one message."],
+      [[new File(["hi"], `${"n".repeat(201)}.txt`, { type: "text/plain" })], 400, "A file&#39;s name is at most 200 characters."],
+      // Larger than any message's files could be: not read, and the caps named.
+      [[new File([new Uint8Array(1_600_000)], "huge.png", { type: "image/png" })], 413, "a message takes at most 10 files: a picture (PNG, JPEG, GIF, WebP) of at most 1024 KiB, a text file of at most 256 KiB"],
+    ];
+    for (const [files, status, says] of refusals) {
+      const res = await postFiles(start, fields, files, headers);
+      expect(res.status, says).toBe(status);
+      expect(await res.text()).toContain(says);
+    }
+    for (const [form, origin] of [[{ ...fields, _token: "" }, ORIGIN], [fields, "https://evil.example"]] as const) {
+      expect((await postFiles(start, form, [picture()], headers, origin)).status).toBe(403);
+    }
+    expect(await agentExists(tenant, A)).toBe(false);
+    expect(await stored(tenant)).toEqual([]);
   });
 });
 

@@ -172,10 +172,12 @@ async function walkThrough(page) {
   await live.locator(".badge.idle").waitFor();
   await shot("3-reply");
 
-  // A message whose tool call is held: its card appears live.
+  // A message whose tool call is held, with a file chosen (the form goes as multipart/form-data): its card appears live.
   await page.fill('textarea[name="text"]', "please remember that my colour is teal");
+  await page.setInputFiles('input[name="files"]', { name: "colour.txt", mimeType: "text/plain", buffer: Buffer.from("teal, as in the duck") });
   await Promise.all([page.waitForEvent("load"), send.click()]);
   assert.match(await page.locator(".result").innerText(), /^Sent\./);
+  assert.match(await live.locator(".entry.user").last().innerText(), /colour\.txt/);
   await markDocument();
   await providerControl(`${SCENARIO}/release`, { method: "POST" });
   const card = live.locator("section.card").first();
