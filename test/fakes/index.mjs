@@ -59,6 +59,9 @@ export async function startFakes({ gates } = {}) {
       { id: "fake-responses", api: "openai-responses", baseUrl: `${provider.url}/v1`, auth: { secret: "FAKE_PROVIDER_KEY" } },
       { id: "fake-anthropic", api: "anthropic-messages", baseUrl: provider.url, auth: { secret: "FAKE_PROVIDER_KEY" } },
       { id: "fake-gemini", api: "google-generative-ai", baseUrl: `${provider.url}/v1beta`, auth: { secret: "FAKE_PROVIDER_KEY" } },
+      // The provider-gate tests' own: they rate-limit its key on purpose, and a key's gate is one object for the
+      // whole run (every test file shares the runtime), so no other test's turns wait behind their limits.
+      { id: "fake-gated", baseUrl: `${provider.url}/v1`, auth: { secret: "FAKE_PROVIDER_KEY" }, models: { "test-model": {} } },
     ]),
     HARNESS_MODEL: "fake/test-model",
     FAKE_PROVIDER_KEY,

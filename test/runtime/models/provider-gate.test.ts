@@ -43,7 +43,7 @@ function insideWindows(log: BusyLog, key: "operator" | "tenant" = "operator"): B
 
 const APIS = [
   { name: "Anthropic (retry-after)", model: "fake-anthropic/claude-sonnet-4-5" },
-  { name: "OpenAI (retry-after-ms)", model: "fake/test-model" },
+  { name: "OpenAI (retry-after-ms)", model: "fake-gated/test-model" },
   { name: "Gemini (RetryInfo)", model: "fake-gemini/gemini-2.5-flash" },
 ];
 
@@ -51,9 +51,9 @@ describe("a provider's rate limit on the operator's key", () => {
   // First in the file: the isolate has heard nothing of this key yet, whatever the tests after it leave in its view of the gates.
   it("a gate the isolate heard open is not on a call's way: a run of calls goes without asking it, the view is refreshed behind the first call; a 429 holds back the very next call", async () => {
     // Straight through callProvider, with a key no other test limits (the tenant's, on a provider no other test gives it).
-    const choice = modelChoice(env, { model: "fake/test-model" });
+    const choice = modelChoice(env, { model: "fake-gated/test-model" });
     const key = E.FAKE_TENANT_KEY!;
-    const request = (s: string) => ({ model: { model: "fake/test-model" }, systemPrompt: "Be brief.", messages: [{ role: "user" as const, content: `[s:${s}] hi`, timestamp: Date.now() }], tools: [] });
+    const request = (s: string) => ({ model: { model: "fake-gated/test-model" }, systemPrompt: "Be brief.", messages: [{ role: "user" as const, content: `[s:${s}] hi`, timestamp: Date.now() }], tools: [] });
     const prefix = unique("trust");
     const run = Array.from({ length: 10 }, (_, i) => `${prefix}r${i}`);
     for (const s of [...run, `${prefix}warm`]) await script(s, [{ text: `answer ${s}` }]);
@@ -62,7 +62,7 @@ describe("a provider's rate limit on the operator's key", () => {
     await new Promise((resolve) => setTimeout(resolve, 1_300));
     // Asks of this key's gate (named as runtime/models/gate.ts names it): the other tests' conversations may still ask their own.
     const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(key)));
-    const gate = env.PROVIDER_GATE.idFromName(`fake:${Array.from(digest.slice(0, 16), (b) => b.toString(16).padStart(2, "0")).join("")}`);
+    const gate = env.PROVIDER_GATE.idFromName(`fake-gated:${Array.from(digest.slice(0, 16), (b) => b.toString(16).padStart(2, "0")).join("")}`);
     const admit = vi.spyOn(ProviderGate.prototype, "admit");
     const asked = () => admit.mock.contexts.filter((object) => (object as ProviderGate)["ctx"].id.equals(gate)).length;
     // The refresh is answered late (the gate itself answers it, two seconds on): a call that waited for it would finish after.
@@ -151,7 +151,7 @@ describe("a provider's rate limit on the operator's key", () => {
     const prefix = unique("probe");
     await limitKey(prefix, 1_000);
     const tenant = await tenantWithCallback();
-    await chooseModels({ [tenant]: "fake/test-model" });
+    await chooseModels({ [tenant]: "fake-gated/test-model" });
     // A slow answer: six pieces, a second apart.
     const slow = { text: "x".repeat(60), argumentChunk: 10, chunkDelayMs: 1_000 };
     const [a, b] = [`${prefix}a`, `${prefix}b`];
