@@ -72,6 +72,15 @@ describe("recorded events", () => {
     expect((await settled(TENANT, AGENT, conversation)).transcript[0]!.text).toBe(`hello [s:${s}]`);
   });
 
+  it("in a space, a message that mentions no app is not heard (Chat sends such only to apps that read every message)", async () => {
+    const { event, space, conversation } = mention("just chatting");
+    const message = event.chat.messagePayload.message as { annotations?: unknown };
+    delete message.annotations;
+    expect(await (await deliver(event)).json()).toEqual({});
+    await expect(getConversation(TENANT, AGENT, conversation)).rejects.toThrow(/404/);
+    expect(await calls(space)).toEqual([]);
+  });
+
   it("the recorded DM is answered in the DM, with no thread; the person's Workspace domain is the tenant", async () => {
     const s = unique("gc-dm");
     await script(s, [{ text: "In the DM." }]);
