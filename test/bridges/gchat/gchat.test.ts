@@ -187,6 +187,12 @@ describe("approval cards", () => {
     const said = (a: Awaited<ReturnType<typeof clickBy>>) => a.hostAppDataAction?.chatDataAction.createMessageAction.message;
     const refused = await clickBy({ name: "users/100000000000000000009", displayName: "Bystander", type: "HUMAN" });
     expect(said(refused)).toMatchObject({ text: expect.stringContaining("not allowed"), privateMessageViewer: { name: "users/100000000000000000009" } });
+    // The Chat API's own event form, answered in its form: a private message to the clicker.
+    const classic = replay(reference.cardClicked, { "spaces/AAQAO1heGsE/messages/A6woZAHrIjs.9qQCF6JGUNg": card.name, AAQAO1heGsE: spaceId, A6woZAHrIjs: thread });
+    classic.user = { ...classic.user, name: "users/100000000000000000008", displayName: "Another Bystander" };
+    classic.action.parameters[0]!.value = value;
+    classic.common.parameters.decision = value;
+    expect(await (await deliver(classic)).json()).toMatchObject({ actionResponse: { type: "NEW_MESSAGE" }, privateMessageViewer: { name: "users/100000000000000000008" }, text: expect.stringContaining("not allowed") });
     expect(await ledgerAppends(entry)).toHaveLength(0);
 
     const asker = actions.action.chat.user;
