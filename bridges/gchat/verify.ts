@@ -50,10 +50,18 @@ async function keyFor(url: string, kid: string): Promise<CryptoKey | undefined> 
   return (await fetchKeys(url)).get(kid);
 }
 
-const base64url = (part: string) => Uint8Array.from(atob(part.replace(/-/g, "+").replace(/_/g, "/")), (c) => c.charCodeAt(0));
-const decodeJson = (part: string): unknown => {
+/** A JWT part's bytes; null for text that is no base64url (atob throws on a length of 4n+1). */
+function base64url(part: string): Uint8Array | null {
   try {
-    return JSON.parse(new TextDecoder().decode(base64url(part)));
+    return Uint8Array.from(atob(part.replace(/-/g, "+").replace(/_/g, "/")), (c) => c.charCodeAt(0));
+  } catch {
+    return null;
+  }
+}
+const decodeJson = (part: string): unknown => {
+  const bytes = base64url(part);
+  try {
+    return bytes && JSON.parse(new TextDecoder().decode(bytes));
   } catch {
     return null;
   }
@@ -68,7 +76,8 @@ export async function verifiedClaims(token: string, rules: Verification, now = D
   const key = await keyFor(rules.certsUrl, header.data.kid);
   if (!key) throw new HttpError(401, "the bearer token is signed with a key Google Chat does not publish");
   const signed = new TextEncoder().encode(`${parts[0]}.${parts[1]}`);
-  if (!(await crypto.subtle.verify("RSASSA-PKCS1-v1_5", key, base64url(parts[2]!), signed))) throw new HttpError(401, "the bearer token's signature does not hold");
+  const signature = base64url(parts[2]!);
+  if (!signature || !(await crypto.subtle.verify("RSASSA-PKCS1-v1_5", key, signature, signed))) throw new HttpError(401, "the bearer token's signature does not hold");
   const claims = claimsSchema.safeParse(decodeJson(parts[1]!));
   if (!claims.success) throw new HttpError(401, "the bearer token's claims are malformed");
   const { iss, aud, exp, iat, nbf } = claims.data;
