@@ -26,8 +26,11 @@ const claimsSchema = z.looseObject({
 });
 const jwksSchema = z.object({ keys: z.array(z.looseObject({ kid: z.string(), kty: z.literal("RSA"), n: z.string(), e: z.string() })) });
 
-/** Keys per certificate URL, for the isolate's life or their max-age. */
-const keyCache = new Map<string, { keys: Map<string, CryptoKey>; until: number }>();
+/** A token naming a key the cache lacks fetches the keys again at most this often (forged key ids cost Google nothing). */
+const REFETCH_MS = 60_000;
+
+/** Keys per certificate URL, for their max-age, and when they were fetched. */
+const keyCache = new Map<string, { keys: Map<string, CryptoKey>; until: number; fetchedAt: number }>();
 
 async function fetchKeys(url: string): Promise<Map<string, CryptoKey>> {
   const res = await fetch(url, { signal: AbortSignal.timeout(5_000) });
@@ -39,14 +42,15 @@ async function fetchKeys(url: string): Promise<Map<string, CryptoKey>> {
     keys.set(jwk.kid, await crypto.subtle.importKey("jwk", { kty: "RSA", n: jwk.n, e: jwk.e, alg: "RS256", ext: true }, { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" }, false, ["verify"]));
   }
   const maxAge = /max-age=(\d+)/.exec(res.headers.get("cache-control") ?? "")?.[1];
-  keyCache.set(url, { keys, until: Date.now() + (maxAge ? Number(maxAge) * 1000 : KEYS_TTL_MS) });
+  keyCache.set(url, { keys, until: Date.now() + (maxAge ? Number(maxAge) * 1000 : KEYS_TTL_MS), fetchedAt: Date.now() });
   return keys;
 }
 
-/** The key named `kid`: from the cache, else fetched (once more when Google has rotated to a key the cache lacks). */
+/** The key named `kid`: from the cache, else fetched (again when Google may have rotated to a key the cache lacks). */
 async function keyFor(url: string, kid: string): Promise<CryptoKey | undefined> {
   const cached = keyCache.get(url);
-  if (cached && cached.until > Date.now() && cached.keys.has(kid)) return cached.keys.get(kid);
+  const fresh = cached !== undefined && cached.until > Date.now();
+  if (fresh && (cached.keys.has(kid) || Date.now() - cached.fetchedAt < REFETCH_MS)) return cached.keys.get(kid);
   return (await fetchKeys(url)).get(kid);
 }
 

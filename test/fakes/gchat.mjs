@@ -18,7 +18,7 @@
 // Every call is recorded; the control API is under /_control:
 //   GET  /_control/calls?space=      the calls (with their answers' status)
 //   GET  /_control/messages?space=   the messages as they stand
-//   GET  /_control/grants            how many tokens were granted
+//   GET  /_control/grants            how many tokens were granted, and how often the keys were fetched
 //   POST /_control/rate-limit {space, times}: the next `times` writes in the
 //        space are answered 429 RESOURCE_EXHAUSTED
 //   POST /_control/hold {space, textIncludes}: the next message made or edited
@@ -82,6 +82,7 @@ export async function startGchat({ gates = new Gates() } = {}) {
   const calls = [];
   const issued = new Set();
   let grants = 0;
+  let certFetches = 0;
   /** space → [message] */
   const spaces = new Map();
   const rateLimits = [];
@@ -153,6 +154,7 @@ export async function startGchat({ gates = new Gates() } = {}) {
     const url = new URL(req.url, "http://x");
     const raw = await readBody(req);
     if (url.pathname === "/certs" && req.method === "GET") {
+      certFetches++;
       const { n, e } = chatKey.publicKey.export({ format: "jwk" });
       return sendJson(res, 200, { keys: [{ kty: "RSA", alg: "RS256", use: "sig", kid: GCHAT_SIGNING_KID, n, e }] }, { "cache-control": "public, max-age=3600" });
     }
@@ -173,7 +175,7 @@ export async function startGchat({ gates = new Gates() } = {}) {
     if (url.pathname === "/_control/messages" && req.method === "GET") {
       return sendJson(res, 200, messagesOf(url.searchParams.get("space")).map((m) => ({ ...m, shown: shownText(m) })));
     }
-    if (url.pathname === "/_control/grants" && req.method === "GET") return sendJson(res, 200, { grants });
+    if (url.pathname === "/_control/grants" && req.method === "GET") return sendJson(res, 200, { grants, certFetches });
     if (url.pathname === "/_control/rate-limit" && req.method === "POST") {
       const { space, times = 1 } = JSON.parse(raw);
       rateLimits.push({ space, times });

@@ -11,7 +11,7 @@ import reference from "../../fixtures/gchat/reference-gchat.json";
 import { peopleNames } from "../../../runtime/index.ts";
 import { agentExists, auditOnceAppended, rows } from "../../agents.ts";
 import { getConversation, ledgerAppends, providerRequests, releaseProvider, script, settled, unique, waitFor } from "../../support.ts";
-import { AGENT, calls, chatToken, control, deliver, fresh, grants, messagesIn, replay, TENANT } from "./helpers.ts";
+import { AGENT, calls, certFetches, chatToken, control, deliver, fresh, grants, messagesIn, replay, TENANT } from "./helpers.ts";
 
 /** The recorded mention in a space (a Workspace add-on's event), in a new space and thread, its text followed by `extra`. */
 function mention(extra: string) {
@@ -52,6 +52,10 @@ describe("the endpoint: verified before anything", () => {
     expect(await calls(space)).toEqual([]);
     await expect(getConversation(TENANT, AGENT, conversation)).rejects.toThrow(/404/);
     expect((await deliver("{not json")).status).toBe(400);
+    // Tokens naming keys Chat does not publish fetch the certificate URL again at most once a minute.
+    const fetched = await certFetches();
+    for (let i = 0; i < 5; i++) expect((await deliver(event, { token: await chatToken({}, { key: forger.privateKey, kid: `forged-${i}` }) })).status).toBe(401);
+    expect((await certFetches()) - fetched).toBeLessThanOrEqual(1);
   });
 });
 

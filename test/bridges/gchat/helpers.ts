@@ -73,6 +73,10 @@ export async function calls(space: string): Promise<Call[]> {
 export async function grants(): Promise<number> {
   return ((await (await fetch(`${E.FAKE_GCHAT_URL}/_control/grants`)).json()) as { grants: number }).grants;
 }
+/** How often the Worker fetched the certificate URL. */
+export async function certFetches(): Promise<number> {
+  return ((await (await fetch(`${E.FAKE_GCHAT_URL}/_control/grants`)).json()) as { certFetches: number }).certFetches;
+}
 export async function control(path: string, body: unknown): Promise<void> {
   const res = await fetch(`${E.FAKE_GCHAT_URL}/_control/${path}`, { method: "POST", body: JSON.stringify(body) });
   if (!res.ok) throw new Error(`fake Google Chat ${path}: ${res.status}`);
