@@ -109,13 +109,14 @@ const ADD_ON_PAYLOADS = [
   ["appCommandPayload", "APP_COMMAND"],
 ] as const;
 
-function readForm(body: unknown): GchatEvent {
+/** The event, or null for one of a kind the bridge does not read (an add-on event with no payload it knows). */
+function readForm(body: unknown): GchatEvent | null {
   if (typeof body === "object" && body !== null && "chat" in body) {
     const parsed = addOnEventSchema.safeParse(body);
     if (!parsed.success) throw new HttpError(400, `not a Google Chat event: ${z.prettifyError(parsed.error)}`);
     const { chat, commonEventObject } = parsed.data;
     const found = ADD_ON_PAYLOADS.find(([key]) => chat[key] !== undefined);
-    if (!found) return { form: "addon", kind: "OTHER", eventTime: chat.eventTime, user: chat.user, space: { name: "spaces/none" }, parameters: {} };
+    if (!found) return null;
     const { space, message } = chat[found[0]]!;
     return { form: "addon", kind: found[1], eventTime: chat.eventTime, user: chat.user, space, ...(message ? { message } : {}), parameters: commonEventObject?.parameters ?? {} };
   }
@@ -180,6 +181,7 @@ function saidTo(message: GchatMessage): string {
 export async function handleEvent(c: Context<{ Bindings: Env }>): Promise<Response> {
   const raw = await readEvent(c);
   const event = readForm(parseJson(raw));
+  if (!event) return c.json({});
   const route = parseRoute(tenantOf(c.env, event), agentName(c.env));
   switch (event.kind) {
     case "MESSAGE":
