@@ -1,7 +1,8 @@
 // Google Chat's side of the outbox, through the Chat API as the app's
 // service account: a turn's status is a message (in the person's thread)
 // that the answer is edited into, a card a Cards v2 message edited as its
-// hold is decided, the rest new messages in the space and thread.
+// hold is decided, the rest new messages in the space and thread. Text goes
+// in Chat's formatting (text.ts), split at 4,096 characters.
 //
 // Said once across a kill: every new message is created with a messageId
 // made from the outbox row's idempotency key, so a create sent again (its
@@ -14,6 +15,7 @@ import type { ChatOutbound, DeliveryResult, OutboundMessage, OutboxDelivery, Pac
 import { messageName, targetSchema, type GchatTarget } from "./address.ts";
 import { callChat, deliveryOf } from "./api.ts";
 import { cardMessage, GCHAT_MESSAGE_LIMIT } from "./card.ts";
+import { markdownToChat } from "./text.ts";
 
 const STATUS_ICONS = { working: "⏳", done: "✅", stopped: "⏹️", failed: "⚠️" } as const;
 /** Chat's per-space write limit: one a second. */
@@ -26,9 +28,9 @@ function body(message: OutboundMessage): Record<string, unknown> {
     case "card":
       return { text: "", ...cardMessage(message.card) };
     case "status":
-      return { text: clip(`${STATUS_ICONS[message.state]} ${message.text}`, GCHAT_MESSAGE_LIMIT), cardsV2: [] };
+      return { text: clip(markdownToChat(`${STATUS_ICONS[message.state]} ${message.text}`), GCHAT_MESSAGE_LIMIT), cardsV2: [] };
     default:
-      return { text: clip(message.text, GCHAT_MESSAGE_LIMIT), cardsV2: [] };
+      return { text: clip(markdownToChat(message.text), GCHAT_MESSAGE_LIMIT), cardsV2: [] };
   }
 }
 

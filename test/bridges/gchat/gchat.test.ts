@@ -8,6 +8,7 @@ import dm from "../../fixtures/gchat/dm-gchat.json";
 import actions from "../../fixtures/gchat/actions-reactions-gchat.json";
 import channel from "../../fixtures/gchat/channel-gchat.json";
 import reference from "../../fixtures/gchat/reference-gchat.json";
+import { markdownToChat } from "../../../bridges/gchat/text.ts";
 import { peopleNames } from "../../../runtime/index.ts";
 import { agentExists, auditOnceAppended, rows } from "../../agents.ts";
 import { getConversation, ledgerAppends, providerRequests, releaseProvider, script, settled, unique, waitFor } from "../../support.ts";
@@ -30,6 +31,17 @@ function direct(text: string, space = fresh("D")) {
 }
 
 const shown = async (space: string) => (await messagesIn(space)).map((m) => m.shown);
+
+describe("Markdown as Google Chat's formatting", () => {
+  it("makes bold *x*, italic _x_, strike-through ~x~, links <url|label> and headings bold; keeps code as written", () => {
+    expect(markdownToChat("**bold** __also__ *it* _it_ ~~gone~~ snake_case_name")).toBe("*bold* *also* _it_ _it_ ~gone~ snake_case_name");
+    expect(markdownToChat("see [the docs](https://example.com/a?b=1) and [no](javascript:x)")).toBe("see <https://example.com/a?b=1|the docs> and [no](javascript:x)");
+    expect(markdownToChat("# Title\n`**a**` **x**")).toBe("*Title*\n`**a**` *x*");
+    expect(markdownToChat("```\n**not bold**\n```\nafter **b**")).toBe("```\n**not bold**\n```\nafter *b*");
+    expect(markdownToChat("```\nleft **open**")).toBe("```\nleft **open**");
+    expect(markdownToChat("a * b * c")).toBe("a * b * c");
+  });
+});
 
 describe("the endpoint: verified before anything", () => {
   it("no token, a forged, expired, foreign or unknown-key token → 401; nothing written", async () => {
@@ -62,11 +74,11 @@ describe("the endpoint: verified before anything", () => {
 describe("recorded events", () => {
   it("the recorded mention in a space is answered in its thread: a status message, edited into the reply", async () => {
     const s = unique("gc");
-    await script(s, [{ text: "Hello there." }]);
+    await script(s, [{ text: "Hello **there**." }]);
     const { event, space, thread, conversation } = mention(`[s:${s}]`);
     const res = await deliver(event);
     expect(res.status).toBe(200);
-    await waitFor("the reply", async () => (await shown(space)).includes("Hello there."));
+    await waitFor("the reply, in Chat's formatting", async () => (await shown(space)).includes("Hello *there*."));
     const [status] = await calls(space);
     expect(status).toMatchObject({ method: "POST", query: { messageReplyOption: "REPLY_MESSAGE_FALLBACK_TO_NEW_THREAD", messageId: expect.stringMatching(/^client-[0-9a-f]{40}$/) }, body: { text: "⏳ Working on it…", thread: { name: thread } } });
     const messages = await messagesIn(space);
