@@ -33,17 +33,26 @@ export interface Verification {
   issuer: string;
   audience: string;
   certsUrl: string;
+  /** The token's `email` claim, verified, when the issuer is not Chat's own. */
+  email?: string;
 }
 
-/** What a request's bearer JWT must say; unset GCHAT_AUDIENCE refuses every request. */
+/**
+ * What a request's bearer JWT must say; unset GCHAT_AUDIENCE refuses every
+ * request. Only Chat holds chat@system.gserviceaccount.com's keys; any Google
+ * account can have accounts.google.com sign a token for any audience, so with
+ * another issuer (a Workspace add-on's) the token must also name the add-on's
+ * service account, GCHAT_TOKEN_EMAIL.
+ */
 export function verification(env: Env): Verification {
   const audience = env.GCHAT_AUDIENCE?.trim();
   if (!audience) throw new ConfigError("GCHAT_AUDIENCE is not set: every Google Chat request is refused without it (the project number, or the endpoint URL)");
-  return {
-    issuer: env.GCHAT_ISSUER?.trim() || DEFAULT_ISSUER,
-    audience,
-    certsUrl: baseUrlFrom("GCHAT_CERTS_URL", env.GCHAT_CERTS_URL, DEFAULT_CERTS_URL),
-  };
+  const issuer = env.GCHAT_ISSUER?.trim() || DEFAULT_ISSUER;
+  const email = env.GCHAT_TOKEN_EMAIL?.trim();
+  if (issuer !== DEFAULT_ISSUER && !email) {
+    throw new ConfigError(`GCHAT_TOKEN_EMAIL is not set: with GCHAT_ISSUER ${issuer}, any Google account could sign a token for this endpoint; name the Chat add-on's service account`);
+  }
+  return { issuer, audience, certsUrl: baseUrlFrom("GCHAT_CERTS_URL", env.GCHAT_CERTS_URL, DEFAULT_CERTS_URL), ...(email ? { email } : {}) };
 }
 
 /** The Chat API base; tests point it at the loopback fake. */

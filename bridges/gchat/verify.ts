@@ -23,6 +23,8 @@ const claimsSchema = z.looseObject({
   exp: z.number(),
   iat: z.number().optional(),
   nbf: z.number().optional(),
+  email: z.string().optional(),
+  email_verified: z.boolean().optional(),
 });
 const jwksSchema = z.object({ keys: z.array(z.looseObject({ kid: z.string(), kty: z.literal("RSA"), n: z.string(), e: z.string() })) });
 
@@ -88,6 +90,7 @@ export async function verifiedClaims(token: string, rules: Verification, now = D
   const seconds = now / 1000;
   if (iss !== rules.issuer) throw new HttpError(401, `the bearer token was not issued by ${rules.issuer}`);
   if (!(Array.isArray(aud) ? aud : [aud]).includes(rules.audience)) throw new HttpError(401, "the bearer token is for another audience");
+  if (rules.email !== undefined && (claims.data.email !== rules.email || claims.data.email_verified !== true)) throw new HttpError(401, `the bearer token does not name ${rules.email}`);
   if (exp + SKEW_SECONDS < seconds) throw new HttpError(401, "the bearer token has expired");
   if ((iat ?? 0) - SKEW_SECONDS > seconds || (nbf ?? 0) - SKEW_SECONDS > seconds) throw new HttpError(401, "the bearer token is not valid yet");
   return claims.data;

@@ -11,7 +11,7 @@ import reference from "../../fixtures/gchat/reference-gchat.json";
 import { markdownToChat } from "../../../bridges/gchat/text.ts";
 import { peopleNames } from "../../../runtime/index.ts";
 import { agentExists, auditOnceAppended, rows } from "../../agents.ts";
-import { getConversation, ledgerAppends, providerRequests, releaseProvider, script, settled, unique, waitFor } from "../../support.ts";
+import { getConversation, ledgerAppends, providerRequests, releaseProvider, script, settled, unique, waitFor, withVars } from "../../support.ts";
 import { AGENT, calls, certFetches, chatToken, control, deliver, fresh, grants, messagesIn, replay, TENANT } from "./helpers.ts";
 
 /** The recorded mention in a space (a Workspace add-on's event), in a new space and thread, its text followed by `extra`. */
@@ -68,6 +68,28 @@ describe("the endpoint: verified before anything", () => {
     const fetched = await certFetches();
     for (let i = 0; i < 5; i++) expect((await deliver(event, { token: await chatToken({}, { key: forger.privateKey, kid: `forged-${i}` }) })).status).toBe(401);
     expect((await certFetches()) - fetched).toBeLessThanOrEqual(1);
+  });
+});
+
+describe("a Workspace add-on's tokens (another issuer)", () => {
+  const ADD_ON = "service-123456789012@gcp-sa-gsuiteaddons.iam.gserviceaccount.com";
+  const addOnToken = (claims = {}) => chatToken({ iss: "https://accounts.google.com", email: ADD_ON, email_verified: true, ...claims });
+
+  it("must name the add-on's service account (GCHAT_TOKEN_EMAIL), verified; without that setting every request is refused", async () => {
+    const { event, space } = mention("hi");
+    await withVars({ GCHAT_ISSUER: "https://accounts.google.com", GCHAT_TOKEN_EMAIL: ADD_ON }, async () => {
+      // Any Google account can have accounts.google.com sign a token for this audience: its email is its own.
+      expect((await deliver(event, { token: await addOnToken({ email: "someone@example.iam.gserviceaccount.com" }) })).status).toBe(401);
+      expect((await deliver(event, { token: await addOnToken({ email_verified: false }) })).status).toBe(401);
+      expect((await deliver(event, { token: await chatToken() })).status).toBe(401);
+    });
+    await withVars({ GCHAT_ISSUER: "https://accounts.google.com", GCHAT_TOKEN_EMAIL: "" }, async () => {
+      expect((await deliver(event, { token: await addOnToken() })).status).toBe(503);
+    });
+    expect(await calls(space)).toEqual([]);
+    await withVars({ GCHAT_ISSUER: "https://accounts.google.com", GCHAT_TOKEN_EMAIL: ADD_ON }, async () => {
+      expect((await deliver(event, { token: await addOnToken() })).status).toBe(200);
+    });
   });
 });
 

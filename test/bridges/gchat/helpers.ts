@@ -17,6 +17,8 @@ export interface TokenClaims {
   aud?: string;
   iat?: number;
   exp?: number;
+  email?: string;
+  email_verified?: boolean;
 }
 
 /** A token as Chat signs it: RS256 under `key` (the fake's, by default), kid naming it. */
