@@ -23,6 +23,8 @@
 //        space are answered 429 RESOURCE_EXHAUSTED
 //   POST /_control/hold {space, textIncludes}: the next message made or edited
 //        in the space to that text is, and its answer never comes (a lost answer)
+//   POST /_control/remove {space}: the app was removed from the space: every
+//        write there is 403 PERMISSION_DENIED
 import { createPublicKey, createVerify, generateKeyPairSync, randomUUID } from "node:crypto";
 import { Gates } from "./gates.mjs";
 import { listen, readBody, sendJson } from "./http.mjs";
@@ -87,6 +89,7 @@ export async function startGchat({ gates = new Gates() } = {}) {
   const spaces = new Map();
   const rateLimits = [];
   const holds = [];
+  const removed = new Set();
   const messagesOf = (space) => spaces.get(space) ?? spaces.set(space, []).get(space);
   let base;
 
@@ -101,6 +104,7 @@ export async function startGchat({ gates = new Gates() } = {}) {
   }
 
   function limited(space) {
+    if (removed.has(space)) return error(403, "PERMISSION_DENIED", "The caller does not have permission");
     const limit = rateLimits.find((l) => l.space === space && l.times > 0);
     if (!limit) return null;
     limit.times--;
@@ -179,6 +183,10 @@ export async function startGchat({ gates = new Gates() } = {}) {
     if (url.pathname === "/_control/rate-limit" && req.method === "POST") {
       const { space, times = 1 } = JSON.parse(raw);
       rateLimits.push({ space, times });
+      return sendJson(res, 200, { ok: true });
+    }
+    if (url.pathname === "/_control/remove" && req.method === "POST") {
+      removed.add(JSON.parse(raw).space);
       return sendJson(res, 200, { ok: true });
     }
     if (url.pathname === "/_control/hold" && req.method === "POST") {

@@ -287,6 +287,30 @@ describe("Google Chat's limits", () => {
     expect((await grants()) - before).toBeLessThanOrEqual(1);
   });
 
+  it("a space the app was removed from is not written to again: a 403 gives the message up at once, the console says why, and no notice is tried there", async () => {
+    const s = unique("gc-removed");
+    await script(s, [{ text: "never seen" }]);
+    const { event, space, conversation } = direct(`[s:${s}]`);
+    await control("remove", { space });
+    expect((await deliver(event)).status).toBe(200);
+    const view = await waitFor("the conversation's error", async () => {
+      const v = await getConversation(TENANT, AGENT, conversation);
+      return v.error ? v : undefined;
+    });
+    expect(view.error).toContain("PERMISSION_DENIED");
+    await settled(TENANT, AGENT, conversation);
+    // A notice of the failure would follow the turn's end: the space is read once no call has come for 1.5 s.
+    let count = -1;
+    while ((await calls(space)).length !== count) {
+      count = (await calls(space)).length;
+      await new Promise((r) => setTimeout(r, 1500));
+    }
+    expect((await calls(space)).map((c) => [c.method, c.status, c.body.text])).toEqual([
+      ["POST", 403, "⏳ Working on it…"],
+      ["POST", 403, "never seen"],
+    ]);
+  });
+
   it("a long reply is split at 4,096 characters, in order", async () => {
     const s = unique("gc-long");
     const long = Array.from({ length: 120 }, (_, i) => `line ${i} ${"x".repeat(60)}`).join("\n");
