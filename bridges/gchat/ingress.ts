@@ -160,11 +160,12 @@ function rememberName(c: Context<{ Bindings: Env }>, route: Route, user: GchatUs
   c.executionCtx.waitUntil(rememberPerson(c.env, { identity: `gchat:${route.tenant}:${userIdOf(user.name)}`, name: user.displayName }).catch(() => undefined));
 }
 
-/** The slash command a message carries ("/stop"), by the name Chat annotates it with, else its text. */
-function commandOf(message: GchatMessage): string | null {
+/** The slash command a message carries ("/stop"), by the name Chat annotates it with, else (an invoked command) its text. */
+function commandOf(event: GchatEvent, message: GchatMessage): string | null {
   const annotated = message.annotations?.find((a) => a.type === "SLASH_COMMAND")?.slashCommand?.commandName;
-  const name = annotated ?? (message.slashCommand ? message.text?.trim().split(/\s+/)[0] : undefined);
-  return name ? name.replace(/^\//, "").toLowerCase() : null;
+  const invoked = message.slashCommand !== undefined || event.kind === "APP_COMMAND";
+  const name = annotated ?? (invoked ? message.text?.trim().split(/\s+/)[0] : undefined);
+  return name?.startsWith("/") ? name.slice(1).toLowerCase() : null;
 }
 
 const appMentions = (message: GchatMessage) => (message.annotations ?? []).filter((a) => a.type === "USER_MENTION" && a.userMention?.user.type === "BOT");
@@ -204,8 +205,8 @@ async function onMessage(c: Context<{ Bindings: Env }>, route: Route, event: Gch
   // The agent never answers an app (itself included).
   if (!message || event.user.type === "BOT" || message.sender?.type === "BOT") return c.json({});
   const place = placeOf(event);
-  const command = commandOf(message);
-  if (!place.direct && command === null && event.kind !== "APP_COMMAND" && appMentions(message).length === 0) return c.json({});
+  const command = commandOf(event, message);
+  if (!place.direct && command === null && appMentions(message).length === 0) return c.json({});
   rememberName(c, route, event.user);
   const base = {
     id: `gchat:message:${message.name}`,

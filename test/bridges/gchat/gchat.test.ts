@@ -184,6 +184,14 @@ describe("recorded events", () => {
     await waitFor("the status says stopped", async () => (await shown(second.space)).some((m) => m.startsWith("⏹️")));
   });
 
+  it("a Workspace add-on's app command (appCommandPayload) is a command, answered in the add-on's form", async () => {
+    const { event } = direct("/status");
+    const { messagePayload, ...chat } = event.chat;
+    const res = await deliver({ ...event, chat: { ...chat, appCommandPayload: { ...messagePayload, appCommandMetadata: { appCommandId: 3, appCommandType: "SLASH_COMMAND" } } } });
+    const answer = (await res.json()) as { hostAppDataAction: { chatDataAction: { createMessageAction: { message: { text: string } } } } };
+    expect(answer.hostAppDataAction.chatDataAction.createMessageAction.message.text).toBe("There is no conversation here yet.");
+  });
+
   it("ADDED_TO_SPACE is greeted; REMOVED_FROM_SPACE is answered and writes nothing", async () => {
     const spaceId = fresh("S");
     const added = await deliver(replay(reference.addedToSpace, { AAQAO1heGsE: spaceId }));
