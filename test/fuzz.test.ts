@@ -18,6 +18,7 @@ import type { AgentObject } from "../runtime/object/index.ts";
 import { tablesOf } from "./agents.ts";
 import { ed25519 } from "./bridges/discord/helpers.ts";
 import { slackSignature } from "./bridges/slack/helpers.ts";
+import { chatToken } from "./bridges/gchat/helpers.ts";
 import { secretFor } from "./bridges/telegram/helpers.ts";
 import handler from "./worker-under-test.ts";
 
@@ -194,7 +195,8 @@ type Auth =
   | { kind: "slack" }
   | { kind: "antiproton"; secret: string }
   | { kind: "discord" }
-  | { kind: "telegram" };
+  | { kind: "telegram" }
+  | { kind: "gchat" };
 
 interface RouteSpec {
   name: string;
@@ -280,6 +282,29 @@ const telegramUpdate = (g: Gen): Json => {
     ? { update_id: g.int(1e9), message }
     : { update_id: g.int(1e9), callback_query: { id: String(g.int(1e9)), from, message, data: g.pick(["a:h0", "d:h0", "x"]) } };
 };
+
+/** A Google Chat event in either form Chat sends (the Chat API's, a Workspace add-on's), of each kind the bridge reads. */
+const gchatEvent = (g: Gen): Json => {
+  const user: Json = { name: g.pick(["users/100000000000000000001", "users/constructor"]), displayName: "Fuzz", type: g.pick(["HUMAN", "BOT"]), domainId: g.pick(["12juw1z", "__proto__", null]) };
+  const space = { name: g.pick(["spaces/AAQAO1heGsE", "spaces/jLQ7DiAAAAE"]), type: g.pick(["ROOM", "DM"]) };
+  const text = g.pick(["@Chat SDK Demo fuzz", "/stop", "fuzz"]);
+  const annotation: Json = g.chance(0.5) ? { type: "USER_MENTION", startIndex: 0, length: 14, userMention: { user: { name: "users/100000000000000000002", type: "BOT" } } } : { type: "SLASH_COMMAND", slashCommand: { commandName: g.pick(["/stop", "/status", "/nope"]) } };
+  const message: Json = {
+    name: `${space.name}/messages/m${g.int(1e9)}`,
+    sender: user,
+    text,
+    argumentText: g.pick([text, null]),
+    annotations: [annotation],
+    thread: { name: `${space.name}/threads/t${g.int(10)}` },
+  };
+  const parameters = { decision: g.pick([decisionValue(TENANT_GCHAT, "assistant", "h0", true), "x"]) };
+  const kind = g.pick(["MESSAGE", "CARD_CLICKED", "ADDED_TO_SPACE", "REMOVED_FROM_SPACE", "OTHER"]);
+  const eventTime = new Date().toISOString();
+  if (g.chance(0.5)) return { type: kind, eventTime, space, user, message, common: { parameters } };
+  const payload = { MESSAGE: "messagePayload", CARD_CLICKED: "buttonClickedPayload", ADDED_TO_SPACE: "addedToSpacePayload", REMOVED_FROM_SPACE: "removedFromSpacePayload", OTHER: "appCommandPayload" }[kind]!;
+  return { commonEventObject: { parameters }, chat: { user, eventTime, [payload]: { space, message } } };
+};
+const TENANT_GCHAT = "gchat";
 
 /** The webhook's own tenant: tenants belong to the bridge that brought them, and "fuzz" is the other bridges'. */
 const WEBHOOK_TENANT = "fuzzhook";
@@ -377,6 +402,13 @@ const ROUTES: RouteSpec[] = [
     body: { type: "application/json", limit: 256 * 1024, encode: json, template: telegramUpdate },
   },
   {
+    name: "POST /gchat/events",
+    method: "POST",
+    path: () => "/gchat/events",
+    auth: { kind: "gchat" },
+    body: { type: "application/json", limit: 256 * 1024, encode: json, template: gchatEvent },
+  },
+  {
     name: "POST /webhook/:t/events",
     method: "POST",
     path: (_g, seg) => `/webhook/${seg(WEBHOOK_TENANT)}/events`,
@@ -422,6 +454,7 @@ async function build(route: RouteSpec, g: Gen, verified: boolean, bearer = ADMIN
     if (auth.kind === "antiproton") Object.assign(headers, await signatureHeaders(E[auth.secret]!, text));
     if (auth.kind === "discord") Object.assign(headers, { "x-signature-timestamp": stamp, "x-signature-ed25519": await ed25519(stamp + text) });
     if (auth.kind === "telegram") headers["x-telegram-bot-api-secret-token"] = await secretFor(pathSegment(path, 2));
+    if (auth.kind === "gchat") headers.authorization = `Bearer ${await chatToken()}`;
   } else {
     const stale = String(now() - 301 - g.int(100_000));
     const wrongHex = Array.from({ length: 64 }, () => "0123456789abcdef"[g.int(16)]).join("");
@@ -441,6 +474,11 @@ async function build(route: RouteSpec, g: Gen, verified: boolean, bearer = ADMIN
     } else if (auth.kind === "telegram") {
       const secret = await secretFor(TELEGRAM_TENANT);
       const choices = [{}, { "x-telegram-bot-api-secret-token": wrongHex }, { "x-telegram-bot-api-secret-token": await secretFor("tgbot2") }, { "x-telegram-bot-api-secret-token": `${secret}0` }, { "x-telegram-bot-api-secret-token": secret.toUpperCase() }, { "x-telegram-bot-api-secret-token": await secretFor(TELEGRAM_TENANT, "not-the-secret") }];
+      Object.assign(headers, choices[roll]);
+    } else if (auth.kind === "gchat") {
+      const token = await chatToken();
+      const expired = await chatToken({ iat: now() - 7200, exp: now() - 3600 });
+      const choices = [{}, { authorization: `Bearer ${token.slice(0, -2)}${g.pick(["AA", "A", "-_"])}` }, { authorization: `Bearer ${expired}` }, { authorization: `Bearer ${await chatToken({ aud: "999" })}` }, { authorization: `Bearer ${await chatToken({ iss: "someone@example.com" })}` }, { authorization: `Bearer ${await chatToken({}, { kid: g.pick(HEADER_SAFE) || "x" })}` }];
       Object.assign(headers, choices[roll]);
     } else {
       const sig = await ed25519(stamp + text);
