@@ -11,6 +11,7 @@ import { FAKE_PROVIDER_KEY, FAKE_TENANT_KEY, startModelProvider } from "./model-
 import { REMOTE_API_TOKEN, startRemote } from "./remote.mjs";
 import { startContainers } from "./containers.mjs";
 import { startSlackOidc } from "./slack-oidc.mjs";
+import { startTeams, TEAMS_APP_ID, TEAMS_APP_PASSWORD } from "./teams.mjs";
 import { startTelegram, TELEGRAM_BOTS, TELEGRAM_WEBHOOK_SECRET } from "./telegram.mjs";
 import { FAKE_SLACK_BOT_TOKEN, FAKE_SLACK_CLIENT_ID, FAKE_SLACK_CLIENT_SECRET, FAKE_SLACK_SIGNING_SECRET, startSlack } from "./slack.mjs";
 
@@ -26,11 +27,12 @@ export async function startFakes({ gates } = {}) {
   const discordOAuth = await startDiscordOAuth();
   const callback = await startCallbackReceiver({ gates });
   const telegram = await startTelegram({ gates });
+  const teams = await startTeams({ gates });
   const remote = await startRemote();
   const mcp = await startMcp();
   const everything = await starting;
   const containers = await startContainers();
-  const fakes = { provider, ledger, slack, slackOidc, discord, discordOAuth, callback, telegram, remote, mcp, everything, containers };
+  const fakes = { provider, ledger, slack, slackOidc, discord, discordOAuth, callback, telegram, teams, remote, mcp, everything, containers };
   const remoteHost = new URL(remote.url).host;
   const bindings = {
     ADMIN_TOKEN: "test-admin-token",
@@ -112,6 +114,11 @@ export async function startFakes({ gates } = {}) {
     TELEGRAM_BOTS: JSON.stringify(TELEGRAM_BOTS),
     TELEGRAM_WEBHOOK_SECRET,
     FAKE_TELEGRAM_URL: telegram.url,
+    TEAMS_APP_ID,
+    TEAMS_APP_PASSWORD,
+    TEAMS_OPENID_METADATA_URL: `${teams.url}/v1/.well-known/openidconfiguration`,
+    TEAMS_TOKEN_URL: `${teams.url}/botframework.com/oauth2/v2.0/token`,
+    FAKE_TEAMS_URL: teams.url,
   };
   return { fakes, bindings, close: () => Promise.all(Object.values(fakes).map((f) => f.close())) };
 }
