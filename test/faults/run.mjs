@@ -22,7 +22,9 @@
 // for ledger__append, model call 2 answers REPLY-1, which is edited into the
 // turn's status message. Killed during model call 1, or while Telegram holds
 // the answer's send, it must still end with REPLY-1 once in the chat and no
-// status message left working.
+// status message left working. The "teams:" points are the same turn in a
+// Teams 1:1 chat (an activity signed as the Bot Framework signs it, through
+// the loopback Bot Connector fake), its answer an update of the status message.
 //
 // "during exec" is a turn of its own: model call 1 asks box__exec (a machine on
 // the real local machine host, which outlives the Worker as a container
@@ -43,6 +45,7 @@ import { createHmac, randomUUID } from "node:crypto";
 import { once } from "node:events";
 import { Gates } from "../fakes/gates.mjs";
 import { crashVars, startFakes } from "../fakes/index.mjs";
+import { BOT_FRAMEWORK_ISSUER, signToken } from "../fakes/teams.mjs";
 import { startMachineHost } from "../machines/host.mjs";
 import { startWorker } from "../node/wrangler-dev.mjs";
 
@@ -80,14 +83,26 @@ const POINTS = [
   // report is another point, during a chat send, which Telegram gives no way to find again (docs/not-done.md, Telegram).
   {
     name: "telegram: during model call 1",
-    telegram: true,
+    chat: "telegram",
     hold: (run) => ["provider", (i) => i.scenario === run.id && i.position === 0],
     once: (run) => ["telegram-answered", (c) => c.method === "sendMessage" && String(c.params.chat_id) === String(run.chatId) && c.status === 200],
   },
   {
     name: "telegram: during the chat send",
-    telegram: true,
+    chat: "telegram",
     hold: (run) => ["telegram", (c) => (c.method === "sendMessage" || c.method === "editMessageText") && String(c.params.chat_id) === String(run.chatId) && String(c.params.text).includes(`REPLY-1 ${run.id}`)],
+  },
+  // As Telegram's: a second after the status message's POST was answered; its update into the answer held.
+  {
+    name: "teams: during model call 1",
+    chat: "teams",
+    hold: (run) => ["provider", (i) => i.scenario === run.id && i.position === 0],
+    once: (run) => ["teams-answered", (c) => c.method === "POST" && c.conversation === run.teamsConversation && c.activity.type === "message" && c.status === 201],
+  },
+  {
+    name: "teams: during the chat send",
+    chat: "teams",
+    hold: (run) => ["teams", (c) => c.conversation === run.teamsConversation && String(c.activity.text).includes(`REPLY-1 ${run.id}`)],
   },
   { name: "during exec", machine: true, hold: (run) => ["ledger", (i) => i.op === "append" && i.entry === run.entryC] },
 ];
@@ -115,10 +130,16 @@ const vars = {
   TELEGRAM_API_BASE_URL: bindings.TELEGRAM_API_BASE_URL,
   TELEGRAM_BOTS: bindings.TELEGRAM_BOTS,
   TELEGRAM_WEBHOOK_SECRET: bindings.TELEGRAM_WEBHOOK_SECRET,
+  TEAMS_APP_ID: bindings.TEAMS_APP_ID,
+  TEAMS_APP_PASSWORD: bindings.TEAMS_APP_PASSWORD,
+  TEAMS_OPENID_METADATA_URL: bindings.TEAMS_OPENID_METADATA_URL,
+  TEAMS_TOKEN_URL: bindings.TEAMS_TOKEN_URL,
 };
 /** The Telegram turn's bot: its tenant, and the secret token its webhook was set with (docs/telegram.md). */
 const TELEGRAM_TENANT = "tgbot";
 const telegramSecret = createHmac("sha256", bindings.TELEGRAM_WEBHOOK_SECRET).update(`telegram-webhook:${TELEGRAM_TENANT}`).digest("hex");
+/** The Teams turn's Microsoft Entra tenant. */
+const TEAMS_TENANT = "0fa17000-0000-4000-8000-000000000001";
 const cwd = new URL("../..", import.meta.url).pathname;
 // The Worker with the test-only ledger plugin: the non-idempotent effect whose repeats are counted.
 const script = "test/worker-under-test.ts";
@@ -129,6 +150,9 @@ gates.on("slack", (call) => slackCalls.push(call));
 /** Every Bot API call that made or edited a message, in order. */
 const telegramCalls = [];
 gates.on("telegram", (call) => telegramCalls.push(call));
+/** Every Connector call that made or updated a message, in order. */
+const teamsCalls = [];
+gates.on("teams", (call) => teamsCalls.push(call));
 const appends = new Map();
 gates.on("ledger", (i) => i.op === "append" && appends.set(i.entry, (appends.get(i.entry) ?? 0) + 1));
 
@@ -140,7 +164,7 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * Resolves when `check()` holds, re-checked on every call to the chat fake
- * (`slack` or `telegram`); rejects once `deadline.at` has passed (the harness
+ * (`slack`, `telegram` or `teams`); rejects once `deadline.at` has passed (the harness
  * moves it when it restarts the Worker).
  */
 function until(fake, what, check, deadline) {
@@ -206,7 +230,7 @@ async function crashAndRestart() {
 
 function runOf(point, n) {
   const id = `f${randomUUID().replaceAll("-", "").slice(0, 10)}`;
-  return { point, n, id, channel: `C${id.toUpperCase()}`, chatId: 1_000_000 + Math.floor(Math.random() * 1e9), entryA: `a-${id}`, entryB: `b-${id}`, entryC: `c-${id}`, ts: `${Math.floor(Date.now() / 1000)}.${String(n).padStart(6, "0")}` };
+  return { point, n, id, channel: `C${id.toUpperCase()}`, chatId: 1_000_000 + Math.floor(Math.random() * 1e9), teamsConversation: `a:1fault${id}`, entryA: `a-${id}`, entryB: `b-${id}`, entryC: `c-${id}`, ts: `${Math.floor(Date.now() / 1000)}.${String(n).padStart(6, "0")}` };
 }
 
 /** What a call says: a reply's Markdown, or a message's text. */
@@ -247,10 +271,25 @@ const telegramMessages = async (run) => (await fetch(`${fakes.telegram.url}/_con
 const telegramSaid = (run, text) => telegramCalls.some((c) => String(c.params.chat_id) === String(run.chatId) && String(c.params.text).includes(text));
 const telegramInChat = (run) => telegramCalls.filter((c) => String(c.params.chat_id) === String(run.chatId));
 
+/** The Teams chat's messages as the fake holds them now, and what the bot sent there. */
+const teamsMessages = async (run) => (await fetch(`${fakes.teams.url}/_control/messages?${new URLSearchParams({ conversation: run.teamsConversation })}`)).json();
+const teamsInConversation = (run) => teamsCalls.filter((c) => c.conversation === run.teamsConversation);
+const teamsSaid = (run, text) => teamsInConversation(run).some((c) => String(c.activity.text).includes(text));
+
 /** Done: REPLY-1 was written into the chat, and no message of it still says the turn is working. */
-async function telegramFinished(run) {
-  const messages = await telegramMessages(run);
+async function chatFinished(run) {
+  const messages = await chatOf(run).messages(run);
   return messages.some((m) => m.text.includes(`REPLY-1 ${run.id}`)) && !messages.some((m) => m.text.startsWith("⏳"));
+}
+
+/** REPLY-1 said, then the chat finished (its status message ended). */
+async function chatAnswered(run, deadline) {
+  const chat = chatOf(run);
+  await until(run.point.chat, "REPLY-1", () => chat.said(run, `REPLY-1 ${run.id}`), deadline);
+  while (!(await chatFinished(run))) {
+    if (Date.now() > deadline.at) throw new Error("no REPLY-1 with its status ended in time");
+    await sleep(200);
+  }
 }
 
 /** The person's side of a Telegram turn: a private message to the bot; then wait for its answer. */
@@ -268,16 +307,39 @@ async function telegramConverse(run, deadline) {
   const headers = { "content-type": "application/json", "x-telegram-bot-api-secret-token": telegramSecret };
   const res = await toWorker(`/telegram/${TELEGRAM_TENANT}/webhook`, { method: "POST", headers, body: JSON.stringify(update) }, deadline);
   await res.body?.cancel();
-  await until("telegram", "REPLY-1", () => telegramSaid(run, `REPLY-1 ${run.id}`), deadline);
-  while (!(await telegramFinished(run))) {
-    if (Date.now() > deadline.at) throw new Error("no REPLY-1 with its status ended in time");
-    await sleep(200);
-  }
+  await chatAnswered(run, deadline);
 }
+
+/** The person's side of a Teams turn: a 1:1 message to the bot, its token signed as the Bot Framework signs it (each retry a fresh one); then wait for its answer. */
+async function teamsConverse(run, deadline) {
+  const activity = {
+    type: "message",
+    id: `1${run.chatId}`,
+    channelId: "msteams",
+    serviceUrl: fakes.teams.serviceUrl,
+    from: { id: `29:fault${run.id}`, name: "Fault Person", aadObjectId: randomUUID() },
+    recipient: { id: `28:${bindings.TEAMS_APP_ID}`, name: "Agent" },
+    conversation: { conversationType: "personal", tenantId: TEAMS_TENANT, id: run.teamsConversation },
+    text: `[s:${run.id}] record ${run.entryA}`,
+  };
+  const now = Math.floor(Date.now() / 1000);
+  const token = signToken({ iss: BOT_FRAMEWORK_ISSUER, aud: bindings.TEAMS_APP_ID, serviceurl: fakes.teams.serviceUrl, nbf: now - 5, exp: now + 3600 });
+  const headers = { "content-type": "application/json", authorization: `Bearer ${token}` };
+  const res = await toWorker("/teams/api/messages", { method: "POST", headers, body: JSON.stringify(activity) }, deadline);
+  await res.body?.cancel();
+  await chatAnswered(run, deadline);
+}
+
+/** The turns of their own in a chat other than Slack: how the person writes, and what the chat shows. */
+const chats = {
+  telegram: { tenant: TELEGRAM_TENANT, converse: telegramConverse, messages: telegramMessages, said: telegramSaid, calls: telegramInChat },
+  teams: { tenant: TEAMS_TENANT, converse: teamsConverse, messages: teamsMessages, said: teamsSaid, calls: teamsInConversation },
+};
+const chatOf = (run) => chats[run.point.chat];
 
 /** The person's side of the turn: mention the agent, then approve the card once REPLY-1 is there. */
 async function converse(run, deadline) {
-  if (run.point.telegram) return telegramConverse(run, deadline);
+  if (run.point.chat) return chatOf(run).converse(run, deadline);
   const mention = {
     type: "event_callback",
     team_id: TEAM,
@@ -340,7 +402,7 @@ function killPoint(run) {
 
 /** Lets a late duplicate show: returns once the channel has had no new Slack call for QUIET_MS. */
 async function quiet(run) {
-  const calls = run.point.telegram ? telegramInChat : inChannel;
+  const calls = run.point.chat ? chatOf(run).calls : inChannel;
   let count = -1;
   while (calls(run).length !== count) {
     count = calls(run).length;
@@ -407,10 +469,10 @@ async function machinesLeft() {
   return left.length;
 }
 
-const tenantOf = (run) => (run.point.telegram ? TELEGRAM_TENANT : TEAM);
+const tenantOf = (run) => (run.point.chat ? chatOf(run).tenant : TEAM);
 
 function steps(run) {
-  if (run.point.telegram) return [{ toolCalls: [{ name: "ledger__append", arguments: { entry: run.entryA } }] }, { text: `REPLY-1 ${run.id}: the entry is recorded.` }];
+  if (run.point.chat) return [{ toolCalls: [{ name: "ledger__append", arguments: { entry: run.entryA } }] }, { text: `REPLY-1 ${run.id}: the entry is recorded.` }];
   if (run.point.machine) {
     const append = `curl -sS -m 55 -H 'content-type: application/json' -d '{"entry":"${run.entryC}"}' ${ledgerUrl}/append`;
     return [{ toolCalls: [{ name: "box__exec", arguments: { command: append } }] }, { text: `REPLY-1 ${run.id}: the command ran (or its outcome is unknown).` }];
@@ -455,19 +517,19 @@ async function trial(run) {
   }
   const result = await conversation;
   if (result instanceof Error) {
-    const told = run.point.telegram ? telegramSaid(run, "this turn failed") : failureNotices(run).length > 0;
+    const told = run.point.chat ? chatOf(run).said(run, "this turn failed") : failureNotices(run).length > 0;
     outcome = told ? "failed" : "lost";
     note = `${note}; ${result.message}`;
   }
   await quiet(run);
   // A reply said twice is two messages in the thread holding it; one that is not whole (a stream left half-way) counts too.
-  let dupReplies = run.point.telegram ? 0 : Math.max(0, cardPosts(run).length - 1);
+  let dupReplies = run.point.chat ? 0 : Math.max(0, cardPosts(run).length - 1);
   for (const whole of steps(run).flatMap((step) => (step.text ? [step.text] : []))) {
-    const held = run.point.telegram ? (await telegramMessages(run)).filter((m) => m.text.includes(whole.split(":")[0])) : await replyMessages(run, whole.split(" ")[0]);
+    const held = run.point.chat ? (await chatOf(run).messages(run)).filter((m) => m.text.includes(whole.split(":")[0])) : await replyMessages(run, whole.split(" ")[0]);
     dupReplies += Math.max(0, held.length - 1) + held.filter((m) => m.text !== whole || m.streaming).length;
   }
-  // A Telegram status message said twice stays "working" beside the one the answer was edited into.
-  if (run.point.telegram) dupReplies += (await telegramMessages(run)).filter((m) => m.text.startsWith("⏳")).length;
+  // A status message said twice stays "working" beside the one the answer was edited into.
+  if (run.point.chat) dupReplies += (await chatOf(run).messages(run)).filter((m) => m.text.startsWith("⏳")).length;
   const dupEffects = [run.entryA, run.entryB, run.entryC].reduce((n, entry) => n + Math.max(0, (appends.get(entry) ?? 0) - 1), 0);
   const ledger = await ledgerCheck(run, before, kill);
   note = `${note}; ${ledger.note}`;
