@@ -20,6 +20,8 @@
 //        `times` sends or updates there are 429 with Retry-After
 //   POST /_control/hold {conversation, textIncludes}: the next message made
 //        or updated there to that text is, and its answer never comes
+//   POST /_control/remove {conversation}: the bot was removed from the
+//        conversation: every send or update there is 403, as Teams answers
 import { createSign, generateKeyPairSync, randomUUID } from "node:crypto";
 import { Gates } from "./gates.mjs";
 import { listen, readBody, sendJson } from "./http.mjs";
@@ -52,6 +54,7 @@ export async function startTeams({ gates = new Gates() } = {}) {
   const conversations = new Map();
   const rateLimits = [];
   const holds = [];
+  const removed = new Set();
   const messagesOf = (conversation) => conversations.get(conversation) ?? conversations.set(conversation, []).get(conversation);
   const fail = (status, code, message) => ({ status, body: { error: { code, message } } });
   let base = "";
@@ -72,6 +75,7 @@ export async function startTeams({ gates = new Gates() } = {}) {
   }
 
   function limited(conversation) {
+    if (removed.has(conversation)) return fail(403, "BotNotInConversationRoster", "The bot is not part of the conversation roster.");
     const limit = rateLimits.find((l) => l.conversation === conversation && l.times > 0);
     if (!limit) return null;
     limit.times--;
@@ -151,6 +155,10 @@ export async function startTeams({ gates = new Gates() } = {}) {
     if (url.pathname === "/_control/rate-limit" && req.method === "POST") {
       const { conversation, times = 1, retryAfter = 1 } = JSON.parse(raw);
       rateLimits.push({ conversation, times, retryAfter });
+      return sendJson(res, 200, { ok: true });
+    }
+    if (url.pathname === "/_control/remove" && req.method === "POST") {
+      removed.add(JSON.parse(raw).conversation);
       return sendJson(res, 200, { ok: true });
     }
     if (url.pathname === "/_control/hold" && req.method === "POST") {

@@ -225,3 +225,62 @@ describe("Teams' limits", () => {
     expect(issued).toBe(1);
   });
 });
+
+describe("a send whose answer is lost", () => {
+  it("the answer, an update of the status message, is made again and shows once", async () => {
+    const s = unique("teams-lost");
+    await script(s, [{ text: "said once" }]);
+    const activity = personal(`[s:${s}]`);
+    const chat = activity.conversation.id;
+    await control("hold", { conversation: chat, textIncludes: "said once" });
+    await deliver(activity);
+    await waitFor("the answer updated again", async () => (await calls(chat)).filter((c) => c.method === "PUT" && c.activity.text === "said once").length >= 2, 20_000);
+    await settled(TENANT, AGENT, await conversationKey(chat));
+    expect(await shown(chat)).toEqual(["said once"]);
+    const updates = (await calls(chat)).filter((c) => c.method === "PUT");
+    expect(updates.map((c) => [c.held ?? false, c.status])).toEqual([[true, undefined], [false, 200]]);
+  });
+});
+
+describe("the bot removed or uninstalled", () => {
+  it("removed from a conversation, a 403 gives each send up at once, the console says why, and no notice is tried there", async () => {
+    const s = unique("teams-removed");
+    await script(s, [{ text: "never seen" }]);
+    const activity = personal(`[s:${s}]`);
+    const chat = activity.conversation.id;
+    const key = await conversationKey(chat);
+    await control("remove", { conversation: chat });
+    expect((await deliver(activity)).status).toBe(200);
+    const view = await waitFor("the conversation's error", async () => {
+      const v = await getConversation(TENANT, AGENT, key);
+      return v.error ? v : undefined;
+    });
+    expect(view.error).toContain("Teams answered 403");
+    await settled(TENANT, AGENT, key);
+    let count = -1;
+    while ((await calls(chat)).length !== count) {
+      count = (await calls(chat)).length;
+      await new Promise((r) => setTimeout(r, 1500));
+    }
+    const sends = (await calls(chat)).filter((c) => c.activity.type !== "typing");
+    expect(sends.map((c) => [c.method, c.status, c.activity.text])).toEqual([
+      ["POST", 403, "⏳ Working on it…"],
+      ["POST", 403, "never seen"],
+    ]);
+  });
+
+  it("an uninstall (installationUpdate remove) stops the conversation's running turn", async () => {
+    const s = unique("teams-uninstall");
+    await script(s, [{ hold: true, text: "too late" }]);
+    const activity = personal(`[s:${s}]`);
+    const chat = activity.conversation.id;
+    const key = await conversationKey(chat);
+    await deliver(activity);
+    await waitFor("the model to be asked", async () => (await providerRequests(s)).length === 1);
+    const uninstall = { ...personal("", chat), type: "installationUpdate", action: "remove" };
+    expect(await (await deliver(uninstall)).json()).toEqual({ accepted: true });
+    await releaseProvider(s);
+    const view = await settled(TENANT, AGENT, key);
+    expect(view.transcript.map((t) => t.text)).not.toContain("too late");
+  });
+});
