@@ -1,8 +1,9 @@
 // Teams' side of the outbox, through the Bot Connector at the conversation's
 // serviceUrl: a turn's status is a message the answer is updated into (PUT),
 // a card an Adaptive Card updated as its hold is decided, the rest new
-// messages, in the conversation (a channel's thread, a chat). Text goes as
-// Markdown, split at TEAMS_MESSAGE_LIMIT. Paced per conversation (Teams
+// messages, in the conversation (a channel's thread, a chat); a reply the
+// model writes slowly is streamed (stream.ts). Text goes as Markdown, split
+// at TEAMS_MESSAGE_LIMIT. Paced per conversation (Teams
 // allows a bot about seven messages a second in one, sixty in thirty
 // seconds) and per app; a 429's Retry-After holds them.
 //
@@ -11,11 +12,12 @@
 // again. The answer of a plain turn is an update of its status message
 // (answersInStatus), which repeats harmlessly.
 import { clip, splitText } from "../../lib/text.ts";
-import type { ChatOutbound, DeliveryResult, OutboundMessage, OutboxDelivery, PaceRule, ReplyAddress, Route, TypingSchedule } from "../../runtime/index.ts";
+import { openingSince, type ChatOutbound, type DeliveryResult, type OutboundMessage, type OutboxDelivery, type PaceRule, type ReplyAddress, type Route, type TypingSchedule } from "../../runtime/index.ts";
 import { statusText } from "../shared/status.ts";
 import { activitiesPath, targetSchema } from "./address.ts";
 import { cardAttachment, TEAMS_MESSAGE_LIMIT } from "./card.ts";
 import { callConnector, deliveryOf } from "./connector.ts";
+import { finishStream, streamOf, streamReply } from "./stream.ts";
 
 /** Sixty in thirty seconds in a conversation, learned: sent at once until Teams says otherwise. */
 const CONVERSATION_SPACING_MS = 500;
@@ -38,12 +40,16 @@ async function deliver(env: Env, delivery: OutboxDelivery): Promise<DeliveryResu
   if (!target.success) return { ok: false, error: "reply address is not a Teams conversation", permanent: true };
   const { serviceUrl, conversationId } = target.data;
   const activity = render(delivery.message);
-  if (delivery.ref !== undefined) {
-    const updated = await callConnector(env, serviceUrl, "PUT", activitiesPath(conversationId, delivery.ref), { ...activity, id: delivery.ref });
+  // A streamed message whose opening was never answered is not looked for: the reply is posted.
+  const ref = openingSince(delivery.ref) === undefined ? delivery.ref : undefined;
+  const stream = streamOf(ref);
+  if (stream && delivery.message.kind === "reply") return finishStream(env, serviceUrl, conversationId, stream.id, delivery.message.text);
+  if (ref !== undefined && !stream) {
+    const updated = await callConnector(env, serviceUrl, "PUT", activitiesPath(conversationId, ref), { ...activity, id: ref });
     // A reply whose status message a person deleted is posted instead of lost.
     if (!(delivery.message.kind === "reply" && updated.status === 404)) {
       const result = deliveryOf(updated);
-      return result.ok ? { ...result, ref: delivery.ref } : result;
+      return result.ok ? { ...result, ref } : result;
     }
   }
   return deliveryOf(await callConnector(env, serviceUrl, "POST", activitiesPath(conversationId), activity));
@@ -76,6 +82,7 @@ export const teamsOutbound: ChatOutbound = {
   paceOf,
   typing,
   typingSchedule: () => TYPING,
+  stream: streamReply,
   // The status message is updated into the answer: a plain turn is one post and one update, and the answer never shows twice.
   answersInStatus: () => true,
   updateSpacingMs: CONVERSATION_SPACING_MS,

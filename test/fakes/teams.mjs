@@ -9,8 +9,14 @@
 // Connector call without a token it issued is 401, an activity of an unknown
 // type, a message with neither text nor attachments, an Adaptive Card without
 // its type and version, a text over 28 KB are 400, an update of an activity
-// that does not exist in the conversation is 404. It signs the activities a
-// test delivers, as the Bot Framework does (POST /_control/sign).
+// that does not exist in the conversation is 404. It streams as Teams does in
+// a 1:1 chat (only there: elsewhere 403 ContentStreamNotAllowed): a typing
+// activity with a streaminfo entity of sequence 1 opens a stream (answered
+// with its id), later ones name it with a higher sequence (else 400
+// ContentStreamSequenceOrderPreConditionFailed) and carry the text so far, a
+// message with streamType "final" ends it; an ended stream takes nothing
+// more. It signs the activities a test delivers, as the Bot Framework does
+// (POST /_control/sign).
 // Every call is recorded; the control API is under /_control:
 //   POST /_control/sign {claims?, key?: "published"|"unpublished"}  → {token}
 //   GET  /_control/calls?conversation=      the Connector calls (with their status)
@@ -110,12 +116,43 @@ export async function startTeams({ gates = new Gates() } = {}) {
     }
     const rate = limited(conversation);
     if (rate) return rate;
+    const info = (activity.entities ?? []).find((e) => e?.type === "streaminfo");
+    if (info) return streamed(conversation, activity, info, call);
     if (activity.type === "typing") return { status: 200, body: {} };
     const id = String(Date.now() * 1000 + Math.floor(Math.random() * 1000));
     const message = { id, text: shownText(activity), attachments: activity.attachments ?? null, replyToId: activity.replyToId ?? null };
     messages.push(message);
     await made(call, conversation, message.text);
     return { status: 201, body: { id } };
+  }
+
+  /** A streaming update or a stream's final message. */
+  async function streamed(conversation, activity, info, call) {
+    // Conversation ids of 1:1 chats start "a:"; Teams streams nowhere else.
+    if (!conversation.startsWith("a:")) return fail(403, "ContentStreamNotAllowed", "Content stream is not allowed in this conversation.");
+    if (typeof activity.text !== "string" || activity.text === "") return fail(400, "BadArgument", "a streaming activity needs its text");
+    const messages = messagesOf(conversation);
+    if (info.streamId === undefined) {
+      if (activity.type !== "typing" || info.streamType === "final" || info.streamSequence !== 1) return fail(400, "BadArgument", "a stream opens with a typing activity of sequence 1");
+      const id = String(Date.now() * 1000 + Math.floor(Math.random() * 1000));
+      const message = { id, text: activity.text, attachments: null, replyToId: null, streaming: true, sequence: 1 };
+      messages.push(message);
+      await made(call, conversation, message.text);
+      return { status: 201, body: { id } };
+    }
+    const message = messages.find((m) => m.id === info.streamId);
+    if (!message || !message.streaming) return fail(403, "ContentStreamNotAllowed", "The content stream has ended or does not exist.");
+    if (info.streamType === "final") {
+      if (activity.type !== "message") return fail(400, "BadArgument", "a stream ends with a message");
+      Object.assign(message, { text: activity.text, streaming: false });
+      await made(call, conversation, message.text);
+      return { status: 201, body: { id: message.id } };
+    }
+    if (activity.type !== "typing" || !(Number.isInteger(info.streamSequence) && info.streamSequence > message.sequence)) {
+      return fail(400, "ContentStreamSequenceOrderPreConditionFailed", "The stream sequence must increase.");
+    }
+    Object.assign(message, { text: activity.text, sequence: info.streamSequence });
+    return { status: 202, body: {} };
   }
 
   const server = await listen(async (req, res) => {

@@ -40,7 +40,14 @@ export interface Call {
   activityId?: string;
   status: number;
   held?: boolean;
-  activity: { type: string; text?: string; textFormat?: string; replyToId?: string; attachments?: { contentType: string; content: AdaptiveCard }[] };
+  activity: {
+    type: string;
+    text?: string;
+    textFormat?: string;
+    replyToId?: string;
+    attachments?: { contentType: string; content: AdaptiveCard }[];
+    entities?: { type: string; streamId?: string; streamType?: string; streamSequence?: number }[];
+  };
 }
 
 export interface AdaptiveCard {
@@ -59,6 +66,7 @@ export interface Shown {
   text: string;
   attachments: { contentType: string; content: AdaptiveCard }[] | null;
   updated?: number;
+  streaming?: boolean;
 }
 
 /** The conversation's messages as they stand. */

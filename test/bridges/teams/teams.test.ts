@@ -284,3 +284,44 @@ describe("the bot removed or uninstalled", () => {
     expect(view.transcript.map((t) => t.text)).not.toContain("too late");
   });
 });
+
+describe("streamed replies", () => {
+  const REPLY = "A reply the model writes slowly, so that Teams shows it while it is written, piece by piece, to the end.";
+
+  it("in a 1:1 chat, Teams' own streaming: updates with rising sequences, then the final message; the reply shows once", async () => {
+    const s = unique("teams-stream");
+    await script(s, [{ text: REPLY, argumentChunk: 4, chunkDelayMs: 150 }]);
+    const activity = personal(`[s:${s}]`);
+    const chat = activity.conversation.id;
+    await deliver(activity);
+    await settled(TENANT, AGENT, await conversationKey(chat));
+    const messages = await waitFor("the stream ended", async () => {
+      const list = await messagesIn(chat);
+      return list.some((m) => m.text === REPLY && m.streaming === false) ? list : undefined;
+    });
+    expect(messages.filter((m) => m.text.includes("A reply"))).toHaveLength(1);
+    const streaming = (await calls(chat)).filter((c) => c.activity.entities?.some((e) => e.type === "streaminfo"));
+    const infos = streaming.map((c) => c.activity.entities!.find((e) => e.type === "streaminfo")!);
+    expect(streaming.every((c) => c.status >= 200 && c.status < 300)).toBe(true);
+    expect(infos[0]).toEqual({ type: "streaminfo", streamType: "streaming", streamSequence: 1 });
+    expect(infos.at(-1)).toEqual({ type: "streaminfo", streamType: "final", streamId: messages.find((m) => m.text === REPLY)!.id });
+    const updates = infos.slice(1, -1);
+    expect(updates.length).toBeGreaterThan(0);
+    expect(updates.every((e, i) => e.streamType === "streaming" && e.streamSequence! > (i === 0 ? 1 : updates[i - 1]!.streamSequence!))).toBe(true);
+  });
+
+  it("in a channel, where Teams does not stream, one message is posted and updated as it is written", async () => {
+    const s = unique("teams-stream-ch");
+    await script(s, [{ text: REPLY, argumentChunk: 4, chunkDelayMs: 150 }]);
+    const activity = channelMention(`[s:${s}]`);
+    const thread = activity.conversation.id;
+    await deliver(activity);
+    await settled(TENANT, AGENT, await conversationKey(thread));
+    await waitFor("the whole reply", async () => (await shown(thread)).includes(REPLY));
+    const all = await calls(thread);
+    expect(all.some((c) => c.activity.entities?.some((e) => e.type === "streaminfo"))).toBe(false);
+    const reply = (await messagesIn(thread)).find((m) => m.text === REPLY)!;
+    expect(all.filter((c) => c.method === "PUT" && c.activityId === reply.id).length).toBeGreaterThan(1);
+    expect((await shown(thread)).filter((t) => t.includes("A reply"))).toHaveLength(1);
+  });
+});
