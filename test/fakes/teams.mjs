@@ -26,6 +26,7 @@
 //        `times` sends or updates there are 429 with Retry-After
 //   POST /_control/hold {conversation, textIncludes}: the next message made
 //        or updated there to that text is, and its answer never comes
+//   POST /_control/expire-tokens             every token issued so far expires
 //   POST /_control/remove {conversation}: the bot was removed from the
 //        conversation: every send or update there is 403, as Teams answers
 import { createSign, generateKeyPairSync, randomUUID } from "node:crypto";
@@ -55,6 +56,7 @@ export function signToken(claims, key = "published", kid = KID) {
 
 export async function startTeams({ gates = new Gates() } = {}) {
   const issued = new Set();
+  const expired = new Set();
   const calls = [];
   /** conversation id → [{ id, text, attachments, replyToId }] */
   const conversations = new Map();
@@ -194,6 +196,10 @@ export async function startTeams({ gates = new Gates() } = {}) {
       rateLimits.push({ conversation, times, retryAfter });
       return sendJson(res, 200, { ok: true });
     }
+    if (url.pathname === "/_control/expire-tokens" && req.method === "POST") {
+      for (const token of issued) expired.add(token);
+      return sendJson(res, 200, { ok: true });
+    }
     if (url.pathname === "/_control/remove" && req.method === "POST") {
       removed.add(JSON.parse(raw).conversation);
       return sendJson(res, 200, { ok: true });
@@ -206,8 +212,6 @@ export async function startTeams({ gates = new Gates() } = {}) {
 
     const route = /^\/amer\/v3\/conversations\/([^/]+)\/activities(?:\/([^/]+))?$/.exec(url.pathname);
     if (!route || !((req.method === "POST" && !route[2]) || (req.method === "PUT" && route[2]))) return sendJson(res, 404, { error: { code: "NotFound", message: "no such route" } });
-    const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? "")?.[1];
-    if (!token || !issued.has(token)) return sendJson(res, 401, { message: "Authorization has been denied for this request." });
     let activity;
     try {
       activity = JSON.parse(raw);
@@ -217,6 +221,11 @@ export async function startTeams({ gates = new Gates() } = {}) {
     const conversation = decodeURIComponent(route[1]);
     const call = { method: req.method, conversation, activityId: route[2] ? decodeURIComponent(route[2]) : undefined, activity, at: Date.now() };
     calls.push(call);
+    const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? "")?.[1];
+    if (!token || !issued.has(token) || expired.has(token)) {
+      call.status = 401;
+      return sendJson(res, 401, { message: "Authorization has been denied for this request." });
+    }
     const { status, body, headers } = await connector(req.method, conversation, call.activityId, activity, call);
     call.status = status;
     sendJson(res, status, body, headers);

@@ -325,3 +325,20 @@ describe("streamed replies", () => {
     expect((await shown(thread)).filter((t) => t.includes("A reply"))).toHaveLength(1);
   });
 });
+
+describe("the bot's Connector token", () => {
+  it("refused (401: it expired early), it is dropped, a new one is asked for, and the reply arrives once", async () => {
+    const s = unique("teams-token");
+    await script(s, [{ text: "with a new token" }]);
+    const tokens = async () => ((await (await fetch(`${FAKE}/_control/tokens`)).json()) as { issued: number }).issued;
+    const before = await tokens();
+    await control("expire-tokens", {});
+    const activity = personal(`[s:${s}]`);
+    const chat = activity.conversation.id;
+    await deliver(activity);
+    await waitFor("the reply", async () => (await shown(chat)).includes("with a new token"), 20_000);
+    expect(await messagesIn(chat)).toHaveLength(1);
+    expect((await calls(chat)).filter((c) => c.status === 401).length).toBeGreaterThanOrEqual(1);
+    expect(await tokens()).toBe(before + 1);
+  });
+});
