@@ -160,7 +160,8 @@ async function onMessage(c: Ctx, activity: Activity): Promise<Response> {
 /** An adaptiveCard/action invoke: a card's Action.Execute, answered with the card as it now stands (or why not). */
 async function onInvoke(c: Ctx, activity: Activity): Promise<Response> {
   const value = invokeValueSchema.safeParse(activity.value);
-  if (activity.name !== "adaptiveCard/action" || !value.success) return c.json({ status: 200 });
+  // Other invokes (sign-in, message extensions): the app declares none, so none is acted on.
+  if (activity.name !== "adaptiveCard/action" || !value.success) return c.json({ ignored: "an invoke the bridge does not handle" });
   return decide(c, activity, value.data.action.data.holdDecision, true);
 }
 
