@@ -14,7 +14,8 @@ const EARLY_MS = 5 * 60 * 1000;
 
 const tokenSchema = z.looseObject({ access_token: z.string().min(1), expires_in: z.coerce.number().positive() });
 
-const tokens = new Map<string, Promise<{ token: string; until: number }>>();
+/** Per token endpoint and app: the token being asked for or held (`until` is Infinity while it is asked for, so every caller shares one request). */
+const tokens = new Map<string, { asking: Promise<string>; token?: string; until: number }>();
 
 async function askToken(env: Env): Promise<{ token: string; until: number }> {
   const app = appOf(env);
@@ -29,19 +30,32 @@ async function askToken(env: Env): Promise<{ token: string; until: number }> {
   return { token: parsed.data.access_token, until: Date.now() + parsed.data.expires_in * 1000 - EARLY_MS };
 }
 
-/** The bot's Connector token: the kept one while it has five minutes left, else a new one. */
-async function connectorToken(env: Env): Promise<string> {
-  const key = `${tokenUrl(env)}\n${appOf(env).id}`;
-  const held = await tokens.get(key)?.catch(() => undefined);
-  if (held && held.until > Date.now()) return held.token;
-  const asking = askToken(env);
-  tokens.set(key, asking);
-  asking.catch(() => tokens.delete(key));
-  return (await asking).token;
+const tokenKey = (env: Env) => `${tokenUrl(env)}\n${appOf(env).id}`;
+
+/** The bot's Connector token: the kept one while it has five minutes left, else a new one (looked up without a pause, so callers at once share one request). */
+function connectorToken(env: Env): Promise<string> {
+  const key = tokenKey(env);
+  const held = tokens.get(key);
+  if (held && held.until > Date.now()) return held.asking;
+  const entry: { asking: Promise<string>; token?: string; until: number } = { asking: Promise.resolve(""), until: Infinity };
+  entry.asking = askToken(env).then(
+    ({ token, until }) => {
+      Object.assign(entry, { token, until });
+      return token;
+    },
+    (err: unknown) => {
+      if (tokens.get(key) === entry) tokens.delete(key);
+      throw err;
+    },
+  );
+  tokens.set(key, entry);
+  return entry.asking;
 }
 
-function dropToken(env: Env): void {
-  tokens.delete(`${tokenUrl(env)}\n${appOf(env).id}`);
+/** A token the Connector refused is dropped, unless a newer one already took its place. */
+function dropToken(env: Env, token: string): void {
+  const key = tokenKey(env);
+  if (tokens.get(key)?.token === token) tokens.delete(key);
 }
 
 export interface ConnectorAnswer {
@@ -52,13 +66,14 @@ export interface ConnectorAnswer {
 
 /** `method` `path` (under the serviceUrl, e.g. /v3/conversations/<id>/activities) with a JSON body; a network failure or a timeout throws. */
 export async function callConnector(env: Env, serviceUrl: string, method: "POST" | "PUT", path: string, body: unknown): Promise<ConnectorAnswer> {
+  const token = await connectorToken(env);
   const res = await fetch(`${serviceUrl.replace(/\/+$/, "")}${path}`, {
     method,
-    headers: { "content-type": "application/json", authorization: `Bearer ${await connectorToken(env)}` },
+    headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
     body: JSON.stringify(body),
     signal: AbortSignal.timeout(sendTimeoutMs(env)),
   });
-  if (res.status === 401) dropToken(env);
+  if (res.status === 401) dropToken(env, token);
   const answer = (await res.json().catch(() => null)) as ConnectorAnswer["body"];
   return { status: res.status, body: answer, retryAfter: res.headers.get("retry-after") };
 }
