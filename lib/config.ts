@@ -74,6 +74,7 @@ export const RUNTIME_SECRETS = [
   "TELEGRAM_BOTS",
   "TELEGRAM_WEBHOOK_SECRET",
   "GCHAT_SERVICE_ACCOUNT",
+  "TEAMS_APP_PASSWORD",
 ] as const;
 export type RuntimeSecret = (typeof RUNTIME_SECRETS)[number];
 const runtimeSecrets: ReadonlySet<string> = new Set(RUNTIME_SECRETS);

@@ -24,7 +24,9 @@
 // message. Killed during model call 1, or while the platform holds the
 // answer's send (or, for Google Chat, as the status message's answer left),
 // it must still end with REPLY-1 once in the chat and no status message left
-// working.
+// working. The "teams:" points are the same turn in a Teams 1:1 chat (an
+// activity signed as the Bot Framework signs it, through the loopback Bot
+// Connector fake), its answer an update of the status message.
 //
 // "during exec" is a turn of its own: model call 1 asks box__exec (a machine on
 // the real local machine host, which outlives the Worker as a container
@@ -44,6 +46,7 @@
 import { createHmac, createPrivateKey, randomUUID, sign } from "node:crypto";
 import { once } from "node:events";
 import { Gates } from "../fakes/gates.mjs";
+import { BOT_FRAMEWORK_ISSUER, signToken } from "../fakes/teams.mjs";
 import { crashVars, startFakes } from "../fakes/index.mjs";
 import { startMachineHost } from "../machines/host.mjs";
 import { startWorker } from "../node/wrangler-dev.mjs";
@@ -99,6 +102,18 @@ const POINTS = [
     hold: (run) => ["gchat", (c) => c.space === run.space && String(c.body.text).includes(`REPLY-1 ${run.id}`)],
   },
   { name: "gchat: as the status message's answer left", direct: "gchat", after: (run) => ["gchat-answered", (c) => c.method === "POST" && c.space === run.space && c.status === 200 && String(c.body.text).includes("Working on it")] },
+  // As Telegram's: a second after the status message's POST was answered; its update into the answer held.
+  {
+    name: "teams: during model call 1",
+    direct: "teams",
+    hold: (run) => ["provider", (i) => i.scenario === run.id && i.position === 0],
+    once: (run) => ["teams-answered", (c) => c.method === "POST" && c.conversation === run.teamsConversation && c.activity.type === "message" && c.status === 201],
+  },
+  {
+    name: "teams: during the chat send",
+    direct: "teams",
+    hold: (run) => ["teams", (c) => c.conversation === run.teamsConversation && String(c.activity.text).includes(`REPLY-1 ${run.id}`)],
+  },
   { name: "during exec", machine: true, hold: (run) => ["ledger", (i) => i.op === "append" && i.entry === run.entryC] },
 ];
 
@@ -129,6 +144,10 @@ const vars = {
   GCHAT_CERTS_URL: bindings.GCHAT_CERTS_URL,
   GCHAT_AUDIENCE: bindings.GCHAT_AUDIENCE,
   GCHAT_SERVICE_ACCOUNT: bindings.GCHAT_SERVICE_ACCOUNT,
+  TEAMS_APP_ID: bindings.TEAMS_APP_ID,
+  TEAMS_APP_PASSWORD: bindings.TEAMS_APP_PASSWORD,
+  TEAMS_OPENID_METADATA_URL: bindings.TEAMS_OPENID_METADATA_URL,
+  TEAMS_TOKEN_URL: bindings.TEAMS_TOKEN_URL,
 };
 /** The Telegram turn's bot: its tenant, and the secret token its webhook was set with (docs/telegram.md). */
 const TELEGRAM_TENANT = "tgbot";
@@ -154,6 +173,11 @@ function gchatToken() {
   return `${body}.${sign("RSA-SHA256", Buffer.from(body), gchatKey).toString("base64url")}`;
 }
 const GCHAT_TENANT = "gchat";
+/** The Teams turn's Microsoft Entra tenant. */
+const TEAMS_TENANT = "0fa17000-0000-4000-8000-000000000001";
+/** Every Connector call that made or updated a message, in order. */
+const teamsCalls = [];
+gates.on("teams", (call) => teamsCalls.push(call));
 const appends = new Map();
 gates.on("ledger", (i) => i.op === "append" && appends.set(i.entry, (appends.get(i.entry) ?? 0) + 1));
 
@@ -165,7 +189,7 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * Resolves when `check()` holds, re-checked on every call to the chat fake
- * (`slack` or `telegram`); rejects once `deadline.at` has passed (the harness
+ * (`slack`, `telegram`, `gchat` or `teams`); rejects once `deadline.at` has passed (the harness
  * moves it when it restarts the Worker).
  */
 function until(fake, what, check, deadline) {
@@ -231,7 +255,7 @@ async function crashAndRestart() {
 
 function runOf(point, n) {
   const id = `f${randomUUID().replaceAll("-", "").slice(0, 10)}`;
-  return { point, n, id, channel: `C${id.toUpperCase()}`, space: `spaces/D${id}`, chatId: 1_000_000 + Math.floor(Math.random() * 1e9), entryA: `a-${id}`, entryB: `b-${id}`, entryC: `c-${id}`, ts: `${Math.floor(Date.now() / 1000)}.${String(n).padStart(6, "0")}` };
+  return { point, n, id, channel: `C${id.toUpperCase()}`, space: `spaces/D${id}`, chatId: 1_000_000 + Math.floor(Math.random() * 1e9), teamsConversation: `a:1fault${id}`, entryA: `a-${id}`, entryB: `b-${id}`, entryC: `c-${id}`, ts: `${Math.floor(Date.now() / 1000)}.${String(n).padStart(6, "0")}` };
 }
 
 /** What a call says: a reply's Markdown, or a message's text. */
@@ -312,6 +336,30 @@ const DIRECT = {
       };
       const headers = { "content-type": "application/json", authorization: `Bearer ${gchatToken()}` };
       return toWorker("/gchat/events", { method: "POST", headers, body: JSON.stringify(event) }, deadline);
+    },
+  },
+  teams: {
+    tenant: TEAMS_TENANT,
+    fake: "teams",
+    calls: (run) => teamsCalls.filter((c) => c.conversation === run.teamsConversation),
+    text: (c) => String(c.activity.text),
+    messages: async (run) => (await (await fetch(`${fakes.teams.url}/_control/messages?${new URLSearchParams({ conversation: run.teamsConversation })}`)).json()).map((m) => m.text),
+    /** A 1:1 message to the bot, its token signed as the Bot Framework signs it (each retry a fresh one). */
+    send(run, deadline) {
+      const activity = {
+        type: "message",
+        id: `1${run.chatId}`,
+        channelId: "msteams",
+        serviceUrl: fakes.teams.serviceUrl,
+        from: { id: `29:fault${run.id}`, name: "Fault Person", aadObjectId: randomUUID() },
+        recipient: { id: `28:${bindings.TEAMS_APP_ID}`, name: "Agent" },
+        conversation: { conversationType: "personal", tenantId: TEAMS_TENANT, id: run.teamsConversation },
+        text: `[s:${run.id}] record ${run.entryA}`,
+      };
+      const now = Math.floor(Date.now() / 1000);
+      const token = signToken({ iss: BOT_FRAMEWORK_ISSUER, aud: bindings.TEAMS_APP_ID, serviceurl: fakes.teams.serviceUrl, nbf: now - 5, exp: now + 3600 });
+      const headers = { "content-type": "application/json", authorization: `Bearer ${token}` };
+      return toWorker("/teams/api/messages", { method: "POST", headers, body: JSON.stringify(activity) }, deadline);
     },
   },
 };
