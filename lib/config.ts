@@ -73,6 +73,8 @@ export const RUNTIME_SECRETS = [
   "DISCORD_CLIENT_SECRET",
   "TELEGRAM_BOTS",
   "TELEGRAM_WEBHOOK_SECRET",
+  "GCHAT_SERVICE_ACCOUNT",
+  "TEAMS_APP_PASSWORD",
 ] as const;
 export type RuntimeSecret = (typeof RUNTIME_SECRETS)[number];
 const runtimeSecrets: ReadonlySet<string> = new Set(RUNTIME_SECRETS);

@@ -18,6 +18,8 @@ import type { AgentObject } from "../runtime/object/index.ts";
 import { tablesOf } from "./agents.ts";
 import { ed25519 } from "./bridges/discord/helpers.ts";
 import { slackSignature } from "./bridges/slack/helpers.ts";
+import { chatToken } from "./bridges/gchat/helpers.ts";
+import { SERVICE_URL as TEAMS_SERVICE_URL, sign as teamsToken } from "./bridges/teams/helpers.ts";
 import { secretFor } from "./bridges/telegram/helpers.ts";
 import handler from "./worker-under-test.ts";
 
@@ -194,7 +196,9 @@ type Auth =
   | { kind: "slack" }
   | { kind: "antiproton"; secret: string }
   | { kind: "discord" }
-  | { kind: "telegram" };
+  | { kind: "telegram" }
+  | { kind: "gchat" }
+  | { kind: "teams" };
 
 interface RouteSpec {
   name: string;
@@ -279,6 +283,53 @@ const telegramUpdate = (g: Gen): Json => {
   return g.chance(0.7)
     ? { update_id: g.int(1e9), message }
     : { update_id: g.int(1e9), callback_query: { id: String(g.int(1e9)), from, message, data: g.pick(["a:h0", "d:h0", "x"]) } };
+};
+
+/** A Google Chat event in either form Chat sends (the Chat API's, a Workspace add-on's), of each kind the bridge reads. */
+const gchatEvent = (g: Gen): Json => {
+  const user: Json = { name: g.pick(["users/100000000000000000001", "users/constructor"]), displayName: "Fuzz", type: g.pick(["HUMAN", "BOT"]), domainId: g.pick(["12juw1z", "__proto__", null]) };
+  const space = { name: g.pick(["spaces/AAQAO1heGsE", "spaces/jLQ7DiAAAAE"]), type: g.pick(["ROOM", "DM"]) };
+  const text = g.pick(["@Chat SDK Demo fuzz", "/stop", "fuzz"]);
+  const annotation: Json = g.chance(0.5) ? { type: "USER_MENTION", startIndex: 0, length: 14, userMention: { user: { name: "users/100000000000000000002", type: "BOT" } } } : { type: "SLASH_COMMAND", slashCommand: { commandName: g.pick(["/stop", "/status", "/nope"]) } };
+  const message: Json = {
+    name: `${space.name}/messages/m${g.int(1e9)}`,
+    sender: user,
+    text,
+    argumentText: g.pick([text, null]),
+    annotations: [annotation],
+    thread: { name: `${space.name}/threads/t${g.int(10)}` },
+  };
+  const parameters = { decision: g.pick([decisionValue(TENANT_GCHAT, "assistant", "h0", true), "x"]) };
+  const kind = g.pick(["MESSAGE", "CARD_CLICKED", "ADDED_TO_SPACE", "REMOVED_FROM_SPACE", "OTHER"]);
+  const eventTime = new Date().toISOString();
+  if (g.chance(0.5)) return { type: kind, eventTime, space, user, message, common: { parameters } };
+  const payload = { MESSAGE: "messagePayload", CARD_CLICKED: "buttonClickedPayload", ADDED_TO_SPACE: "addedToSpacePayload", REMOVED_FROM_SPACE: "removedFromSpacePayload", OTHER: "appCommandPayload" }[kind]!;
+  return { commonEventObject: { parameters }, chat: { user, eventTime, [payload]: { space, message } } };
+};
+const TENANT_GCHAT = "gchat";
+/** A Bot Framework activity to the fakes' Teams app (test/fakes/teams.mjs): messages, card clicks, installs. */
+const teamsActivity = (g: Gen): Json => JSON.parse(JSON.stringify(teamsActivityOf(g))) as Json;
+
+/** An activity, undefined fields included (JSON drops them: a field Teams leaves out). */
+const teamsActivityOf = (g: Gen) => {
+  const base = {
+    id: String(g.int(1e12)),
+    channelId: "msteams",
+    serviceUrl: TEAMS_SERVICE_URL,
+    from: { id: g.pick(["29:fuzz", "constructor"]), name: "Fuzz", ...(g.chance(0.5) ? { aadObjectId: "7a9b12a6-4f02-43f1-b6f9-fd10e047f903" } : {}) },
+    recipient: { id: "28:11111111-2222-3333-4444-555555555555", name: "Agent" },
+    conversation: { id: g.pick(["a:1fuzz", "19:fuzz@thread.tacv2;messageid=1", "19:g@thread.v2"]), conversationType: g.pick(["personal", "channel", "groupChat", undefined]), tenantId: g.pick(["a1b2c3d4-e5f6-7890-abcd-ef1234567890", "toString", undefined]) },
+  };
+  switch (g.int(4)) {
+    case 0:
+      return { ...base, type: "message", text: g.pick(["<at>Agent</at> fuzz", "stop", "status", "fuzz"]), entities: [{ type: "mention", mentioned: base.recipient, text: "<at>Agent</at>" }] };
+    case 1:
+      return { ...base, type: "invoke", name: "adaptiveCard/action", value: { action: { type: "Action.Execute", verb: "approve", data: { holdDecision: decisionValue("fuzz", "assistant", "h0", g.chance(0.5)) } } } };
+    case 2:
+      return { ...base, type: "message", value: g.pick([{ holdDecision: "x" }, { actionId: "other" }]) };
+    default:
+      return { ...base, type: g.pick(["installationUpdate", "conversationUpdate"]), action: g.pick(["add", "remove"]), membersRemoved: [base.recipient] };
+  }
 };
 
 /** The webhook's own tenant: tenants belong to the bridge that brought them, and "fuzz" is the other bridges'. */
@@ -377,6 +428,20 @@ const ROUTES: RouteSpec[] = [
     body: { type: "application/json", limit: 256 * 1024, encode: json, template: telegramUpdate },
   },
   {
+    name: "POST /gchat/events",
+    method: "POST",
+    path: () => "/gchat/events",
+    auth: { kind: "gchat" },
+    body: { type: "application/json", limit: 256 * 1024, encode: json, template: gchatEvent },
+  },
+  {
+    name: "POST /teams/api/messages",
+    method: "POST",
+    path: () => "/teams/api/messages",
+    auth: { kind: "teams" },
+    body: { type: "application/json", limit: 256 * 1024, encode: json, template: teamsActivity },
+  },
+  {
     name: "POST /webhook/:t/events",
     method: "POST",
     path: (_g, seg) => `/webhook/${seg(WEBHOOK_TENANT)}/events`,
@@ -422,6 +487,8 @@ async function build(route: RouteSpec, g: Gen, verified: boolean, bearer = ADMIN
     if (auth.kind === "antiproton") Object.assign(headers, await signatureHeaders(E[auth.secret]!, text));
     if (auth.kind === "discord") Object.assign(headers, { "x-signature-timestamp": stamp, "x-signature-ed25519": await ed25519(stamp + text) });
     if (auth.kind === "telegram") headers["x-telegram-bot-api-secret-token"] = await secretFor(pathSegment(path, 2));
+    if (auth.kind === "gchat") headers.authorization = `Bearer ${await chatToken()}`;
+    if (auth.kind === "teams") headers.authorization = `Bearer ${await teamsToken()}`;
   } else {
     const stale = String(now() - 301 - g.int(100_000));
     const wrongHex = Array.from({ length: 64 }, () => "0123456789abcdef"[g.int(16)]).join("");
@@ -441,6 +508,22 @@ async function build(route: RouteSpec, g: Gen, verified: boolean, bearer = ADMIN
     } else if (auth.kind === "telegram") {
       const secret = await secretFor(TELEGRAM_TENANT);
       const choices = [{}, { "x-telegram-bot-api-secret-token": wrongHex }, { "x-telegram-bot-api-secret-token": await secretFor("tgbot2") }, { "x-telegram-bot-api-secret-token": `${secret}0` }, { "x-telegram-bot-api-secret-token": secret.toUpperCase() }, { "x-telegram-bot-api-secret-token": await secretFor(TELEGRAM_TENANT, "not-the-secret") }];
+      Object.assign(headers, choices[roll]);
+    } else if (auth.kind === "gchat") {
+      const token = await chatToken();
+      const expired = await chatToken({ iat: now() - 7200, exp: now() - 3600 });
+      const choices = [{}, { authorization: `Bearer ${token.slice(0, -2)}${g.pick(["AA", "A", "-_"])}` }, { authorization: `Bearer ${expired}` }, { authorization: `Bearer ${await chatToken({ aud: "999" })}` }, { authorization: `Bearer ${await chatToken({ iss: "someone@example.com" })}` }, { authorization: `Bearer ${await chatToken({}, { kid: g.pick(HEADER_SAFE) || "x" })}` }];
+      Object.assign(headers, choices[roll]);
+    } else if (auth.kind === "teams") {
+      const token = await teamsToken();
+      const choices = [
+        {},
+        { authorization: `Bearer ${await teamsToken({}, "unpublished")}` },
+        { authorization: `Bearer ${await teamsToken({ exp: now() - 301 - g.int(100_000) })}` },
+        { authorization: `Bearer ${await teamsToken({ aud: "99999999-2222-3333-4444-555555555555" })}` },
+        { authorization: `Bearer ${await teamsToken({ serviceurl: "https://smba.trafficmanager.net/amer/elsewhere/" })}` },
+        { authorization: `Bearer ${token.slice(0, -2)}${token.endsWith("AA") ? "BB" : "AA"}` },
+      ];
       Object.assign(headers, choices[roll]);
     } else {
       const sig = await ed25519(stamp + text);

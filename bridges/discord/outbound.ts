@@ -10,6 +10,7 @@ import { clip, splitText } from "../../lib/text.ts";
 import { snowflake, targetSchema } from "./address.ts";
 import { apiBaseUrl, botToken } from "./config.ts";
 import { cardMessage, DISCORD_MESSAGE_LIMIT, type DiscordMessageBody } from "./card.ts";
+import { statusText } from "../shared/status.ts";
 
 /** Interaction tokens live 15 minutes; stop using one a minute early. */
 const INTERACTION_TOKEN_TTL_MS = 14 * 60_000;
@@ -24,13 +25,11 @@ const channelPaceKey = (channelId: string) => `discord:channel:${channelId}`;
 /** Refusals that mean the bot can no longer post in the channel at all (Unknown Channel, Missing Access, Missing Permissions). */
 const CHANNEL_GONE_CODES = new Set([10003, 50001, 50013]);
 
-const STATUS_ICONS = { working: "⏳", done: "✅", stopped: "⏹️", failed: "⚠️" } as const;
-
 /** Replies arrive split; anything else (a notice quoting a long provider error) is clipped, never refused. */
 function render(message: OutboundMessage): DiscordMessageBody {
   switch (message.kind) {
     case "status":
-      return { content: clip(`${STATUS_ICONS[message.state]} ${message.text}`, DISCORD_MESSAGE_LIMIT) };
+      return { content: clip(statusText(message), DISCORD_MESSAGE_LIMIT) };
     case "card":
       return cardMessage(message.card);
     default:

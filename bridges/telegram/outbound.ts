@@ -18,8 +18,8 @@ import { targetSchema, type TelegramTarget } from "./address.ts";
 import { cardMessage, TELEGRAM_MESSAGE_LIMIT, type InlineKeyboard } from "./card.ts";
 import { botFor, type TelegramBot } from "./config.ts";
 import { markdownToHtml } from "./html.ts";
+import { statusText } from "../shared/status.ts";
 
-const STATUS_ICONS = { working: "⏳", done: "✅", stopped: "⏹️", failed: "⚠️" } as const;
 /** About one message a second in a chat, learned: sent at once until Telegram says otherwise. */
 const CHAT_SPACING_MS = 1_000;
 /** A group takes twenty a minute. */
@@ -37,7 +37,7 @@ function render(message: OutboundMessage): Rendered {
     case "card":
       return cardMessage(message.card);
     case "status":
-      return { text: markdownToHtml(clip(`${STATUS_ICONS[message.state]} ${message.text}`, TELEGRAM_MESSAGE_LIMIT)) };
+      return { text: markdownToHtml(clip(statusText(message), TELEGRAM_MESSAGE_LIMIT)) };
     default:
       return { text: markdownToHtml(clip(message.text, TELEGRAM_MESSAGE_LIMIT)) };
   }
@@ -45,7 +45,7 @@ function render(message: OutboundMessage): Rendered {
 
 /** The text as it was written, for when Telegram cannot parse what we rendered. */
 function plainText(message: OutboundMessage): string {
-  const text = message.kind === "card" ? cardText(message.card) : message.kind === "status" ? `${STATUS_ICONS[message.state]} ${message.text}` : message.text;
+  const text = message.kind === "card" ? cardText(message.card) : message.kind === "status" ? statusText(message) : message.text;
   return clip(text, TELEGRAM_MESSAGE_LIMIT);
 }
 

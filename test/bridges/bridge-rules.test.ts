@@ -1,12 +1,16 @@
 // The rules every bridge shares: one replay window for signed requests, and
 // one way to fit text to a platform's limit. Each bridge's own tests show it
 // refuses a request 301 s old (Slack events, Discord interactions, webhook);
-// Telegram signs nothing with a time (its webhook carries a secret token).
+// Telegram signs nothing with a time (its webhook carries a secret token);
+// Google Chat's bearer JWT carries its own expiry (test/bridges/gchat), as
+// Teams' activities' tokens do (bridges/teams/verify.ts).
 import { describe, expect, it } from "vitest";
 import { freshTimestamp, MAX_SKEW_SECONDS } from "../../bridges/shared/timestamp.ts";
 import { clip, splitText } from "../../lib/text.ts";
 import { discordOutbound } from "../../bridges/discord/outbound.ts";
+import { gchatOutbound } from "../../bridges/gchat/outbound.ts";
 import { slackOutbound } from "../../bridges/slack/outbound.ts";
+import { teamsOutbound } from "../../bridges/teams/outbound.ts";
 import { telegramOutbound } from "../../bridges/telegram/outbound.ts";
 import { webhookOutbound } from "../../bridges/webhook/outbound.ts";
 
@@ -49,6 +53,8 @@ describe("fitting text to a limit", () => {
     const limits: [string[], number][] = [
       [discordOutbound.split(long), 2000],
       [telegramOutbound.split(long), 4096],
+      [gchatOutbound.split(long), 4096],
+      [teamsOutbound.split(long), 8000],
       [webhookOutbound.split(long), 32_000],
     ];
     for (const [parts, limit] of limits) {

@@ -6,11 +6,13 @@ import { startCallbackReceiver, WEBHOOK_SECRET } from "./callback.mjs";
 import { DISCORD_APPLICATION_ID, DISCORD_BOT_TOKEN, DISCORD_PUBLIC_KEY, DISCORD_TEST_SIGNING_KEY, startDiscord } from "./discord.mjs";
 import { FAKE_DISCORD_CLIENT_SECRET, startDiscordOAuth } from "./discord-oauth.mjs";
 import { startEverything } from "./everything.mjs";
+import { startGchat } from "./gchat.mjs";
 import { MCP_API_TOKEN, startMcp } from "./mcp.mjs";
 import { FAKE_PROVIDER_KEY, FAKE_TENANT_KEY, startModelProvider } from "./model-provider.mjs";
 import { REMOTE_API_TOKEN, startRemote } from "./remote.mjs";
 import { startContainers } from "./containers.mjs";
 import { startSlackOidc } from "./slack-oidc.mjs";
+import { startTeams, TEAMS_APP_ID, TEAMS_APP_PASSWORD } from "./teams.mjs";
 import { startTelegram, TELEGRAM_BOTS, TELEGRAM_WEBHOOK_SECRET } from "./telegram.mjs";
 import { FAKE_SLACK_BOT_TOKEN, FAKE_SLACK_CLIENT_ID, FAKE_SLACK_CLIENT_SECRET, FAKE_SLACK_SIGNING_SECRET, startSlack } from "./slack.mjs";
 
@@ -26,11 +28,13 @@ export async function startFakes({ gates } = {}) {
   const discordOAuth = await startDiscordOAuth();
   const callback = await startCallbackReceiver({ gates });
   const telegram = await startTelegram({ gates });
+  const gchat = await startGchat({ gates });
+  const teams = await startTeams({ gates });
   const remote = await startRemote();
   const mcp = await startMcp();
   const everything = await starting;
   const containers = await startContainers();
-  const fakes = { provider, ledger, slack, slackOidc, discord, discordOAuth, callback, telegram, remote, mcp, everything, containers };
+  const fakes = { provider, ledger, slack, slackOidc, discord, discordOAuth, callback, telegram, gchat, teams, remote, mcp, everything, containers };
   const remoteHost = new URL(remote.url).host;
   const bindings = {
     ADMIN_TOKEN: "test-admin-token",
@@ -115,6 +119,12 @@ export async function startFakes({ gates } = {}) {
     TELEGRAM_BOTS: JSON.stringify(TELEGRAM_BOTS),
     TELEGRAM_WEBHOOK_SECRET,
     FAKE_TELEGRAM_URL: telegram.url,
+    ...gchat.bindings,
+    TEAMS_APP_ID,
+    TEAMS_APP_PASSWORD,
+    TEAMS_OPENID_METADATA_URL: `${teams.url}/v1/.well-known/openidconfiguration`,
+    TEAMS_TOKEN_URL: `${teams.url}/botframework.com/oauth2/v2.0/token`,
+    FAKE_TEAMS_URL: teams.url,
   };
   return { fakes, bindings, close: () => Promise.all(Object.values(fakes).map((f) => f.close())) };
 }

@@ -17,12 +17,16 @@
 // (docs/metering.md says such an answer is not counted): it may be missing,
 // never counted twice.
 //
-// The "telegram:" points are a Telegram turn of their own (a private chat's
-// message to the bot, through the loopback Bot API fake): model call 1 asks
-// for ledger__append, model call 2 answers REPLY-1, which is edited into the
-// turn's status message. Killed during model call 1, or while Telegram holds
-// the answer's send, it must still end with REPLY-1 once in the chat and no
-// status message left working.
+// The "telegram:" and "gchat:" points are a direct-message turn of their own
+// (a private chat's message to the Telegram bot, or a DM to the Google Chat
+// app, through the loopback fakes): model call 1 asks for ledger__append,
+// model call 2 answers REPLY-1, which is edited into the turn's status
+// message. Killed during model call 1, or while the platform holds the
+// answer's send (or, for Google Chat, as the status message's answer left),
+// it must still end with REPLY-1 once in the chat and no status message left
+// working. The "teams:" points are the same turn in a Teams 1:1 chat (an
+// activity signed as the Bot Framework signs it, through the loopback Bot
+// Connector fake), its answer an update of the status message.
 //
 // "during exec" is a turn of its own: model call 1 asks box__exec (a machine on
 // the real local machine host, which outlives the Worker as a container
@@ -39,9 +43,10 @@
 //   FAULTS_RUNS=3             runs per kill point
 //   FAULTS_SETTLE_SECONDS=45  how long a turn may take to finish after the restart
 //   FAULTS_POINTS=a,b         only these kill points (by name)
-import { createHmac, randomUUID } from "node:crypto";
+import { createHmac, createPrivateKey, randomUUID, sign } from "node:crypto";
 import { once } from "node:events";
 import { Gates } from "../fakes/gates.mjs";
+import { BOT_FRAMEWORK_ISSUER, signToken } from "../fakes/teams.mjs";
 import { crashVars, startFakes } from "../fakes/index.mjs";
 import { startMachineHost } from "../machines/host.mjs";
 import { startWorker } from "../node/wrangler-dev.mjs";
@@ -80,14 +85,34 @@ const POINTS = [
   // report is another point, during a chat send, which Telegram gives no way to find again (docs/not-done.md, Telegram).
   {
     name: "telegram: during model call 1",
-    telegram: true,
+    direct: "telegram",
     hold: (run) => ["provider", (i) => i.scenario === run.id && i.position === 0],
     once: (run) => ["telegram-answered", (c) => c.method === "sendMessage" && String(c.params.chat_id) === String(run.chatId) && c.status === 200],
   },
   {
     name: "telegram: during the chat send",
-    telegram: true,
+    direct: "telegram",
     hold: (run) => ["telegram", (c) => (c.method === "sendMessage" || c.method === "editMessageText") && String(c.params.chat_id) === String(run.chatId) && String(c.params.text).includes(`REPLY-1 ${run.id}`)],
+  },
+  // Google Chat can be asked: a status message posted again under its messageId is Chat's 409, the message made.
+  { name: "gchat: during model call 1", direct: "gchat", hold: (run) => ["provider", (i) => i.scenario === run.id && i.position === 0] },
+  {
+    name: "gchat: during the chat send",
+    direct: "gchat",
+    hold: (run) => ["gchat", (c) => c.space === run.space && String(c.body.text).includes(`REPLY-1 ${run.id}`)],
+  },
+  { name: "gchat: as the status message's answer left", direct: "gchat", after: (run) => ["gchat-answered", (c) => c.method === "POST" && c.space === run.space && c.status === 200 && String(c.body.text).includes("Working on it")] },
+  // As Telegram's: a second after the status message's POST was answered; its update into the answer held.
+  {
+    name: "teams: during model call 1",
+    direct: "teams",
+    hold: (run) => ["provider", (i) => i.scenario === run.id && i.position === 0],
+    once: (run) => ["teams-answered", (c) => c.method === "POST" && c.conversation === run.teamsConversation && c.activity.type === "message" && c.status === 201],
+  },
+  {
+    name: "teams: during the chat send",
+    direct: "teams",
+    hold: (run) => ["teams", (c) => c.conversation === run.teamsConversation && String(c.activity.text).includes(`REPLY-1 ${run.id}`)],
   },
   { name: "during exec", machine: true, hold: (run) => ["ledger", (i) => i.op === "append" && i.entry === run.entryC] },
 ];
@@ -115,6 +140,14 @@ const vars = {
   TELEGRAM_API_BASE_URL: bindings.TELEGRAM_API_BASE_URL,
   TELEGRAM_BOTS: bindings.TELEGRAM_BOTS,
   TELEGRAM_WEBHOOK_SECRET: bindings.TELEGRAM_WEBHOOK_SECRET,
+  GCHAT_API_BASE_URL: bindings.GCHAT_API_BASE_URL,
+  GCHAT_CERTS_URL: bindings.GCHAT_CERTS_URL,
+  GCHAT_AUDIENCE: bindings.GCHAT_AUDIENCE,
+  GCHAT_SERVICE_ACCOUNT: bindings.GCHAT_SERVICE_ACCOUNT,
+  TEAMS_APP_ID: bindings.TEAMS_APP_ID,
+  TEAMS_APP_PASSWORD: bindings.TEAMS_APP_PASSWORD,
+  TEAMS_OPENID_METADATA_URL: bindings.TEAMS_OPENID_METADATA_URL,
+  TEAMS_TOKEN_URL: bindings.TEAMS_TOKEN_URL,
 };
 /** The Telegram turn's bot: its tenant, and the secret token its webhook was set with (docs/telegram.md). */
 const TELEGRAM_TENANT = "tgbot";
@@ -126,9 +159,25 @@ const script = "test/worker-under-test.ts";
 /** Every Slack Web API call the Worker made, in order (the fake reports each as an event). */
 const slackCalls = [];
 gates.on("slack", (call) => slackCalls.push(call));
-/** Every Bot API call that made or edited a message, in order. */
+/** Every Bot API call that made or edited a message, in order; every Chat API call likewise. */
 const telegramCalls = [];
 gates.on("telegram", (call) => telegramCalls.push(call));
+const gchatCalls = [];
+gates.on("gchat", (call) => gchatCalls.push(call));
+/** A bearer token as Google Chat signs it, with the fake's Chat key (docs/gchat.md: the audience is the project number). */
+const gchatKey = createPrivateKey({ key: JSON.parse(bindings.FAKE_GCHAT_SIGNING_KEY), format: "jwk" });
+function gchatToken() {
+  const part = (value) => Buffer.from(JSON.stringify(value)).toString("base64url");
+  const now = Math.floor(Date.now() / 1000);
+  const body = `${part({ alg: "RS256", kid: JSON.parse(bindings.FAKE_GCHAT_SIGNING_KEY).kid, typ: "JWT" })}.${part({ iss: "chat@system.gserviceaccount.com", aud: bindings.GCHAT_AUDIENCE, iat: now, exp: now + 3600 })}`;
+  return `${body}.${sign("RSA-SHA256", Buffer.from(body), gchatKey).toString("base64url")}`;
+}
+const GCHAT_TENANT = "gchat";
+/** The Teams turn's Microsoft Entra tenant. */
+const TEAMS_TENANT = "0fa17000-0000-4000-8000-000000000001";
+/** Every Connector call that made or updated a message, in order. */
+const teamsCalls = [];
+gates.on("teams", (call) => teamsCalls.push(call));
 const appends = new Map();
 gates.on("ledger", (i) => i.op === "append" && appends.set(i.entry, (appends.get(i.entry) ?? 0) + 1));
 
@@ -140,7 +189,7 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * Resolves when `check()` holds, re-checked on every call to the chat fake
- * (`slack` or `telegram`); rejects once `deadline.at` has passed (the harness
+ * (`slack`, `telegram`, `gchat` or `teams`); rejects once `deadline.at` has passed (the harness
  * moves it when it restarts the Worker).
  */
 function until(fake, what, check, deadline) {
@@ -206,7 +255,7 @@ async function crashAndRestart() {
 
 function runOf(point, n) {
   const id = `f${randomUUID().replaceAll("-", "").slice(0, 10)}`;
-  return { point, n, id, channel: `C${id.toUpperCase()}`, chatId: 1_000_000 + Math.floor(Math.random() * 1e9), entryA: `a-${id}`, entryB: `b-${id}`, entryC: `c-${id}`, ts: `${Math.floor(Date.now() / 1000)}.${String(n).padStart(6, "0")}` };
+  return { point, n, id, channel: `C${id.toUpperCase()}`, space: `spaces/D${id}`, chatId: 1_000_000 + Math.floor(Math.random() * 1e9), teamsConversation: `a:1fault${id}`, entryA: `a-${id}`, entryB: `b-${id}`, entryC: `c-${id}`, ts: `${Math.floor(Date.now() / 1000)}.${String(n).padStart(6, "0")}` };
 }
 
 /** What a call says: a reply's Markdown, or a message's text. */
@@ -242,34 +291,93 @@ function finished(run) {
   return replied && [...statuses.values()].every((text) => !text.includes("Working on it"));
 }
 
-/** The Telegram chat's messages as the fake holds them now. */
-const telegramMessages = async (run) => (await fetch(`${fakes.telegram.url}/_control/messages?chat=${run.chatId}`)).json();
-const telegramSaid = (run, text) => telegramCalls.some((c) => String(c.params.chat_id) === String(run.chatId) && String(c.params.text).includes(text));
-const telegramInChat = (run) => telegramCalls.filter((c) => String(c.params.chat_id) === String(run.chatId));
+/**
+ * The direct-message platforms' turns: the tenant, the fake's event name, the
+ * calls made in the run's chat and what each said, the chat's messages as the
+ * fake holds them now (their text), and the person's message to the agent.
+ */
+const DIRECT = {
+  telegram: {
+    tenant: TELEGRAM_TENANT,
+    fake: "telegram",
+    calls: (run) => telegramCalls.filter((c) => String(c.params.chat_id) === String(run.chatId)),
+    text: (c) => String(c.params.text),
+    messages: async (run) => (await (await fetch(`${fakes.telegram.url}/_control/messages?chat=${run.chatId}`)).json()).map((m) => m.text),
+    send(run, deadline) {
+      const update = {
+        update_id: run.chatId,
+        message: {
+          message_id: 1,
+          from: { id: run.chatId, is_bot: false, first_name: "Fault", last_name: "Person" },
+          chat: { id: run.chatId, first_name: "Fault", type: "private" },
+          date: Math.floor(Date.now() / 1000),
+          text: `[s:${run.id}] record ${run.entryA}`,
+        },
+      };
+      const headers = { "content-type": "application/json", "x-telegram-bot-api-secret-token": telegramSecret };
+      return toWorker(`/telegram/${TELEGRAM_TENANT}/webhook`, { method: "POST", headers, body: JSON.stringify(update) }, deadline);
+    },
+  },
+  gchat: {
+    tenant: GCHAT_TENANT,
+    fake: "gchat",
+    calls: (run) => gchatCalls.filter((c) => c.space === run.space),
+    text: (c) => String(c.body.text),
+    messages: async (run) => (await (await fetch(`${fakes.gchat.url}/_control/messages?space=${run.space}`)).json()).map((m) => m.shown),
+    send(run, deadline) {
+      const person = { name: "users/100000000000000000077", displayName: "Fault Person", type: "HUMAN" };
+      const text = `[s:${run.id}] record ${run.entryA}`;
+      const event = {
+        type: "MESSAGE",
+        eventTime: new Date().toISOString(),
+        space: { name: run.space, type: "DM", spaceType: "DIRECT_MESSAGE", singleUserBotDm: true },
+        user: person,
+        message: { name: `${run.space}/messages/${run.id}.${run.id}`, sender: person, text, argumentText: text, thread: { name: `${run.space}/threads/${run.id}` }, space: { name: run.space } },
+      };
+      const headers = { "content-type": "application/json", authorization: `Bearer ${gchatToken()}` };
+      return toWorker("/gchat/events", { method: "POST", headers, body: JSON.stringify(event) }, deadline);
+    },
+  },
+  teams: {
+    tenant: TEAMS_TENANT,
+    fake: "teams",
+    calls: (run) => teamsCalls.filter((c) => c.conversation === run.teamsConversation),
+    text: (c) => String(c.activity.text),
+    messages: async (run) => (await (await fetch(`${fakes.teams.url}/_control/messages?${new URLSearchParams({ conversation: run.teamsConversation })}`)).json()).map((m) => m.text),
+    /** A 1:1 message to the bot, its token signed as the Bot Framework signs it (each retry a fresh one). */
+    send(run, deadline) {
+      const activity = {
+        type: "message",
+        id: `1${run.chatId}`,
+        channelId: "msteams",
+        serviceUrl: fakes.teams.serviceUrl,
+        from: { id: `29:fault${run.id}`, name: "Fault Person", aadObjectId: randomUUID() },
+        recipient: { id: `28:${bindings.TEAMS_APP_ID}`, name: "Agent" },
+        conversation: { conversationType: "personal", tenantId: TEAMS_TENANT, id: run.teamsConversation },
+        text: `[s:${run.id}] record ${run.entryA}`,
+      };
+      const now = Math.floor(Date.now() / 1000);
+      const token = signToken({ iss: BOT_FRAMEWORK_ISSUER, aud: bindings.TEAMS_APP_ID, serviceurl: fakes.teams.serviceUrl, nbf: now - 5, exp: now + 3600 });
+      const headers = { "content-type": "application/json", authorization: `Bearer ${token}` };
+      return toWorker("/teams/api/messages", { method: "POST", headers, body: JSON.stringify(activity) }, deadline);
+    },
+  },
+};
+const directOf = (run) => DIRECT[run.point.direct];
+const directSaid = (run, text) => directOf(run).calls(run).some((c) => directOf(run).text(c).includes(text));
 
 /** Done: REPLY-1 was written into the chat, and no message of it still says the turn is working. */
-async function telegramFinished(run) {
-  const messages = await telegramMessages(run);
-  return messages.some((m) => m.text.includes(`REPLY-1 ${run.id}`)) && !messages.some((m) => m.text.startsWith("⏳"));
+async function directFinished(run) {
+  const messages = await directOf(run).messages(run);
+  return messages.some((m) => m.includes(`REPLY-1 ${run.id}`)) && !messages.some((m) => m.startsWith("⏳"));
 }
 
-/** The person's side of a Telegram turn: a private message to the bot; then wait for its answer. */
-async function telegramConverse(run, deadline) {
-  const update = {
-    update_id: run.chatId,
-    message: {
-      message_id: 1,
-      from: { id: run.chatId, is_bot: false, first_name: "Fault", last_name: "Person" },
-      chat: { id: run.chatId, first_name: "Fault", type: "private" },
-      date: Math.floor(Date.now() / 1000),
-      text: `[s:${run.id}] record ${run.entryA}`,
-    },
-  };
-  const headers = { "content-type": "application/json", "x-telegram-bot-api-secret-token": telegramSecret };
-  const res = await toWorker(`/telegram/${TELEGRAM_TENANT}/webhook`, { method: "POST", headers, body: JSON.stringify(update) }, deadline);
+/** The person's side of a direct-message turn: a message to the agent; then wait for its answer. */
+async function directConverse(run, deadline) {
+  const res = await directOf(run).send(run, deadline);
   await res.body?.cancel();
-  await until("telegram", "REPLY-1", () => telegramSaid(run, `REPLY-1 ${run.id}`), deadline);
-  while (!(await telegramFinished(run))) {
+  await until(directOf(run).fake, "REPLY-1", () => directSaid(run, `REPLY-1 ${run.id}`), deadline);
+  while (!(await directFinished(run))) {
     if (Date.now() > deadline.at) throw new Error("no REPLY-1 with its status ended in time");
     await sleep(200);
   }
@@ -277,7 +385,7 @@ async function telegramConverse(run, deadline) {
 
 /** The person's side of the turn: mention the agent, then approve the card once REPLY-1 is there. */
 async function converse(run, deadline) {
-  if (run.point.telegram) return telegramConverse(run, deadline);
+  if (run.point.direct) return directConverse(run, deadline);
   const mention = {
     type: "event_callback",
     team_id: TEAM,
@@ -340,7 +448,7 @@ function killPoint(run) {
 
 /** Lets a late duplicate show: returns once the channel has had no new Slack call for QUIET_MS. */
 async function quiet(run) {
-  const calls = run.point.telegram ? telegramInChat : inChannel;
+  const calls = run.point.direct ? directOf(run).calls : inChannel;
   let count = -1;
   while (calls(run).length !== count) {
     count = calls(run).length;
@@ -407,10 +515,10 @@ async function machinesLeft() {
   return left.length;
 }
 
-const tenantOf = (run) => (run.point.telegram ? TELEGRAM_TENANT : TEAM);
+const tenantOf = (run) => (run.point.direct ? directOf(run).tenant : TEAM);
 
 function steps(run) {
-  if (run.point.telegram) return [{ toolCalls: [{ name: "ledger__append", arguments: { entry: run.entryA } }] }, { text: `REPLY-1 ${run.id}: the entry is recorded.` }];
+  if (run.point.direct) return [{ toolCalls: [{ name: "ledger__append", arguments: { entry: run.entryA } }] }, { text: `REPLY-1 ${run.id}: the entry is recorded.` }];
   if (run.point.machine) {
     const append = `curl -sS -m 55 -H 'content-type: application/json' -d '{"entry":"${run.entryC}"}' ${ledgerUrl}/append`;
     return [{ toolCalls: [{ name: "box__exec", arguments: { command: append } }] }, { text: `REPLY-1 ${run.id}: the command ran (or its outcome is unknown).` }];
@@ -455,19 +563,19 @@ async function trial(run) {
   }
   const result = await conversation;
   if (result instanceof Error) {
-    const told = run.point.telegram ? telegramSaid(run, "this turn failed") : failureNotices(run).length > 0;
+    const told = run.point.direct ? directSaid(run, "this turn failed") : failureNotices(run).length > 0;
     outcome = told ? "failed" : "lost";
     note = `${note}; ${result.message}`;
   }
   await quiet(run);
   // A reply said twice is two messages in the thread holding it; one that is not whole (a stream left half-way) counts too.
-  let dupReplies = run.point.telegram ? 0 : Math.max(0, cardPosts(run).length - 1);
+  let dupReplies = run.point.direct ? 0 : Math.max(0, cardPosts(run).length - 1);
   for (const whole of steps(run).flatMap((step) => (step.text ? [step.text] : []))) {
-    const held = run.point.telegram ? (await telegramMessages(run)).filter((m) => m.text.includes(whole.split(":")[0])) : await replyMessages(run, whole.split(" ")[0]);
+    const held = run.point.direct ? (await directOf(run).messages(run)).filter((m) => m.includes(whole.split(":")[0])).map((text) => ({ text })) : await replyMessages(run, whole.split(" ")[0]);
     dupReplies += Math.max(0, held.length - 1) + held.filter((m) => m.text !== whole || m.streaming).length;
   }
-  // A Telegram status message said twice stays "working" beside the one the answer was edited into.
-  if (run.point.telegram) dupReplies += (await telegramMessages(run)).filter((m) => m.text.startsWith("⏳")).length;
+  // A status message said twice stays "working" beside the one the answer was edited into.
+  if (run.point.direct) dupReplies += (await directOf(run).messages(run)).filter((m) => m.startsWith("⏳")).length;
   const dupEffects = [run.entryA, run.entryB, run.entryC].reduce((n, entry) => n + Math.max(0, (appends.get(entry) ?? 0) - 1), 0);
   const ledger = await ledgerCheck(run, before, kill);
   note = `${note}; ${ledger.note}`;
