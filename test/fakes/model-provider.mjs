@@ -34,6 +34,13 @@ import { FAKE_PROVIDER_KEY, FAKE_TENANT_KEY, PROTOCOLS, usageOf } from "./model-
 
 export { FAKE_PROVIDER_KEY, FAKE_TENANT_KEY };
 
+/** The Worker's variables that make `provider` its one model provider, "fake", whose fake/test-model is the default. */
+export const onlyProviderVars = (provider) => ({
+  MODEL_PROVIDERS: JSON.stringify([{ id: "fake", baseUrl: `${provider.url}/v1`, auth: { secret: "FAKE_PROVIDER_KEY" }, models: { "test-model": {} } }]),
+  HARNESS_MODEL: "fake/test-model",
+  FAKE_PROVIDER_KEY,
+});
+
 export async function startModelProvider({ gates } = {}) {
   /** id → { steps, next, requests, gates: resolvers waiting for release } */
   const scenarios = new Map();

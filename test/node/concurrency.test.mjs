@@ -5,7 +5,7 @@
 // effect to its courier).
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { FAKE_PROVIDER_KEY, startModelProvider } from "../fakes/model-provider.mjs";
+import { onlyProviderVars, startModelProvider } from "../fakes/model-provider.mjs";
 import { startWorker, until } from "./wrangler-dev.mjs";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
@@ -22,9 +22,7 @@ before(async () => {
     cwd: ROOT,
     vars: {
       ADMIN_TOKEN: ADMIN,
-      MODEL_PROVIDERS: JSON.stringify([{ id: "fake", baseUrl: `${provider.url}/v1`, auth: { secret: "FAKE_PROVIDER_KEY" }, models: { "test-model": {} } }]),
-      HARNESS_MODEL: "fake/test-model",
-      FAKE_PROVIDER_KEY,
+      ...onlyProviderVars(provider),
     },
   });
 });

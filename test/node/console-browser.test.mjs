@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { chromium } from "playwright-core";
-import { FAKE_PROVIDER_KEY, startModelProvider } from "../fakes/model-provider.mjs";
+import { onlyProviderVars, startModelProvider } from "../fakes/model-provider.mjs";
 import { FAKE_SLACK_CLIENT_ID, FAKE_SLACK_CLIENT_SECRET } from "../fakes/slack.mjs";
 import { startSlackOidc } from "../fakes/slack-oidc.mjs";
 import { DISCORD_APPLICATION_ID } from "../fakes/discord.mjs";
@@ -52,9 +52,7 @@ before(async () => {
     cwd: ROOT,
     vars: {
       ADMIN_TOKEN: TOKEN,
-      MODEL_PROVIDERS: JSON.stringify([{ id: "fake", baseUrl: `${provider.url}/v1`, auth: { secret: "FAKE_PROVIDER_KEY" }, models: { "test-model": {} } }]),
-      HARNESS_MODEL: "fake/test-model",
-      FAKE_PROVIDER_KEY,
+      ...onlyProviderVars(provider),
       // Remembering a note waits for a person; the console may decide for this tenant.
       MOUNTS: JSON.stringify([{ alias: "notes", plugin: "memory", policy: { write: "approval" } }]),
       APPROVERS: JSON.stringify({ [TENANT]: ["console:admin"] }),

@@ -10,7 +10,7 @@ import { rmSync } from "node:fs";
 import { after, before, test } from "node:test";
 import OpenAI from "openai";
 import { objectCounters } from "../../bench/counters.mjs";
-import { FAKE_PROVIDER_KEY, startModelProvider } from "../fakes/model-provider.mjs";
+import { onlyProviderVars, startModelProvider } from "../fakes/model-provider.mjs";
 import { follower } from "./follow-stream.mjs";
 import { startWorker, until } from "./wrangler-dev.mjs";
 
@@ -31,9 +31,7 @@ before(async () => {
     cwd: ROOT,
     vars: {
       ADMIN_TOKEN: ADMIN,
-      MODEL_PROVIDERS: JSON.stringify([{ id: "fake", baseUrl: `${provider.url}/v1`, auth: { secret: "FAKE_PROVIDER_KEY" }, models: { "test-model": {} } }]),
-      HARNESS_MODEL: "fake/test-model",
-      FAKE_PROVIDER_KEY,
+      ...onlyProviderVars(provider),
       COUNT_OBJECT_CALLS: "true",
     },
   });

@@ -5,7 +5,7 @@
 // isolate as lib/object-calls.ts assumes (docs/design.md, "Counting calls into objects").
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { FAKE_PROVIDER_KEY, startModelProvider } from "../fakes/model-provider.mjs";
+import { onlyProviderVars, startModelProvider } from "../fakes/model-provider.mjs";
 import { startWorker, until } from "./wrangler-dev.mjs";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
@@ -22,9 +22,7 @@ before(async () => {
     vars: {
       ADMIN_TOKEN: ADMIN,
       COUNT_OBJECT_CALLS: "true",
-      MODEL_PROVIDERS: JSON.stringify([{ id: "fake", baseUrl: `${provider.url}/v1`, auth: { secret: "FAKE_PROVIDER_KEY" }, models: { "test-model": {} } }]),
-      HARNESS_MODEL: "fake/test-model",
-      FAKE_PROVIDER_KEY,
+      ...onlyProviderVars(provider),
     },
   });
 });

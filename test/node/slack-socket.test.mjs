@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { after, before, test } from "node:test";
 import { createConnector } from "../../bridges/slack/socket-mode.mjs";
-import { FAKE_PROVIDER_KEY, startModelProvider } from "../fakes/model-provider.mjs";
+import { onlyProviderVars, startModelProvider } from "../fakes/model-provider.mjs";
 import { FAKE_SLACK_BOT_TOKEN, startSlack } from "../fakes/slack.mjs";
 import { startWorker, until } from "./wrangler-dev.mjs";
 
@@ -45,9 +45,7 @@ before(async () => {
       SLACK_API_BASE_URL: `${slack.url}/api`,
       SLACK_BOT_TOKEN: FAKE_SLACK_BOT_TOKEN,
       SLACK_SIGNING_SECRET: "unused-over-the-socket",
-      MODEL_PROVIDERS: JSON.stringify([{ id: "fake", baseUrl: `${provider.url}/v1`, auth: { secret: "FAKE_PROVIDER_KEY" }, models: { "test-model": {} } }]),
-      HARNESS_MODEL: "fake/test-model",
-      FAKE_PROVIDER_KEY,
+      ...onlyProviderVars(provider),
     },
   });
 });
