@@ -215,14 +215,17 @@ describe("Teams' limits", () => {
     const activity = personal(`[s:${s}]`);
     const chat = activity.conversation.id;
     await control("rate-limit", { conversation: chat, times: 1, retryAfter: 2 });
+    // The fake counts every token it issued in the run (other files' isolates ask for their own): this turn's are the difference.
+    const issued = async () => ((await (await fetch(`${FAKE}/_control/tokens`)).json()) as { issued: number }).issued;
+    const before = await issued();
     const started = Date.now();
     await deliver(activity);
     await waitFor("the reply", async () => (await shown(chat)).includes("after the wait"));
     expect(Date.now() - started).toBeGreaterThanOrEqual(2000);
     expect((await calls(chat)).filter((c) => c.status === 429)).toHaveLength(1);
     expect(await messagesIn(chat)).toHaveLength(1);
-    const { issued } = (await (await fetch(`${FAKE}/_control/tokens`)).json()) as { issued: number };
-    expect(issued).toBe(1);
+    // At most one (none when this isolate holds one already), however many sends the wait took.
+    expect((await issued()) - before).toBeLessThanOrEqual(1);
   });
 });
 
