@@ -63,12 +63,15 @@ async function slackBurst({ mentions: MENTIONS, channels: CHANNELS }: typeof BUR
       .map((c) => ({ ...c, body: { ...c.body, thread_ts: c.body.thread_ts ?? threadOf.get(c.body.ts!) } }));
     expect(replies.map((c) => `${c.body.channel} ${c.body.thread_ts} ${c.body.markdown_text}`).sort()).toEqual(threads.map((t) => `${t.channel} ${t.ts} ok: ${t.text}`).sort());
     expect([...statuses(calls).entries()].sort()).toEqual(threads.map((t) => [t.ts, expect.stringMatching(/Done\.$/)]).sort());
-    // Paced, not bounced: the couriers of a channel took turns, so Slack refused few posts (a handful, where a
-    // courier's clock lagged; unpaced, more than half are refused).
+    // Paced once refused, not bounced: sends go at once until Slack refuses one, then the channel's couriers take
+    // turns (runtime/courier/pace.ts), so a post is refused about once at most. How many of a channel's first wave
+    // go before its first 429 is answered is the machine's timing (a loaded one sends all 20 at once: about 255
+    // refusals, one a post; an idle one about 60); a pace that did not learn refuses each post again at every
+    // retry (about five times a post), so fewer refusals than posts made is the line between the two.
     const posts = calls.filter((c) => c.method === "chat.postMessage");
     const refused = posts.filter((c) => c.limited).length;
     console.log(`Slack: ${posts.length - refused} posts in ${CHANNELS} channels, ${refused} refused with 429`);
-    expect(refused).toBeLessThan(posts.length * 0.25);
+    expect(refused).toBeLessThan(posts.length - refused);
   }
 }
 

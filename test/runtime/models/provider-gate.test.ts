@@ -80,9 +80,11 @@ describe("a provider's rate limit on the operator's key", () => {
       expect(refreshedAt).toBe(0);
       const rest = await Promise.all(run.slice(1).map((s) => callProvider(env, choice, request(s), { key })));
       expect(rest.map((r) => r.call.kind)).toEqual(run.slice(1).map(() => "reply"));
-      // Ten calls, no ask before any: the first found the view a second old and asked again behind it, once.
-      expect([asked(), refreshed()]).toEqual([0, 1]);
+      // Ten calls, no ask before any: the first found the view a second old and asked again behind it, once
+      // (not awaited by the call: the asking may reach the gate after the calls are done).
+      expect(asked()).toBe(0);
       await vi.waitFor(() => expect(refreshedAt).toBeGreaterThan(0), { timeout: 5_000 });
+      expect(refreshed()).toBe(1);
 
       // The provider limits the key: the call that meets the 429 closes this isolate's view at once, so the next one asks the gate, which holds it back.
       const limited = `${prefix}l`;
