@@ -51,6 +51,15 @@ export async function readBody(c: Context, rules: BodyRules): Promise<string> {
   }
 }
 
+/** A Retry-After header's wait in ms (seconds, or an HTTP date); undefined when it says none. */
+export function retryAfterMs(value: string | null): number | undefined {
+  const text = value?.trim();
+  if (!text) return undefined;
+  if (/^\d+(\.\d+)?$/.test(text)) return Number(text) > 0 ? Number(text) * 1000 : undefined;
+  const at = Date.parse(text);
+  return Number.isFinite(at) ? Math.max(0, at - Date.now()) : undefined;
+}
+
 export function parseJson(text: string): unknown {
   try {
     return JSON.parse(text);

@@ -6,6 +6,7 @@
 // tried again; a 401 drops the cached token and is tried again; a 403 means
 // the app can no longer post there (removed from the space); the rest are
 // given up.
+import { retryAfterMs } from "../../lib/http.ts";
 import { sendTimeoutMs, type DeliveryResult } from "../../runtime/index.ts";
 import { apiBaseUrl, serviceAccount, type ServiceAccount } from "./config.ts";
 
@@ -78,8 +79,7 @@ export function deliveryOf(answer: ChatAnswer): DeliveryResult {
   if (status >= 200 && status < 300) return typeof body?.name === "string" ? { ok: true, ref: body.name } : { ok: true };
   const error = `Google Chat answered ${status}: ${body?.error?.status ?? ""} ${body?.error?.message ?? ""}`.trim();
   if (status === 429) {
-    const seconds = Number(answer.retryAfter);
-    return { ok: false, error, retryAfterMs: Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : DEFAULT_RETRY_MS };
+    return { ok: false, error, retryAfterMs: retryAfterMs(answer.retryAfter) ?? DEFAULT_RETRY_MS };
   }
   if (status >= 500 || status === 401) return { ok: false, error };
   return { ok: false, error, permanent: true, ...(status === 403 ? { unreachable: true } : {}) };

@@ -1,5 +1,6 @@
 // A minimal Slack Web API client over fetch. Slack answers most failures with
 // HTTP 200 and {ok:false}, and rate limits with 429 + Retry-After (seconds).
+import { retryAfterMs } from "../../lib/http.ts";
 import { apiBaseUrl } from "./config.ts";
 
 export type SlackResult =
@@ -23,11 +24,6 @@ const UNREACHABLE_ERRORS = new Set([
 ]);
 const DEFAULT_RETRY_AFTER_MS = 1000;
 
-function retryAfterMs(res: Response): number {
-  const seconds = Number(res.headers.get("retry-after"));
-  return Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : DEFAULT_RETRY_AFTER_MS;
-}
-
 /** Calls a Web API method. `auth` is a bot token, or null for methods authenticated in the body (oauth.v2.access). */
 export async function callSlack(env: Env, method: string, auth: string | null, body: Record<string, unknown> | URLSearchParams): Promise<SlackResult> {
   const form = body instanceof URLSearchParams;
@@ -38,7 +34,7 @@ export async function callSlack(env: Env, method: string, auth: string | null, b
   const res = await fetch(`${apiBaseUrl(env)}/${method}`, { method: "POST", headers, body: form ? body.toString() : JSON.stringify(body) });
   if (res.status === 429) {
     await res.body?.cancel();
-    return { ok: false, error: `${method}: rate limited`, retryAfterMs: retryAfterMs(res) };
+    return { ok: false, error: `${method}: rate limited`, retryAfterMs: retryAfterMs(res.headers.get("retry-after")) ?? DEFAULT_RETRY_AFTER_MS };
   }
   if (!res.ok) {
     await res.body?.cancel();
@@ -52,7 +48,7 @@ export async function callSlack(env: Env, method: string, auth: string | null, b
   }
   if (data.ok === true) return { ok: true, data };
   const error = typeof data.error === "string" ? data.error : "unknown_error";
-  if (error === "ratelimited") return { ok: false, error: `${method}: ${error}`, retryAfterMs: retryAfterMs(res) };
+  if (error === "ratelimited") return { ok: false, error: `${method}: ${error}`, retryAfterMs: retryAfterMs(res.headers.get("retry-after")) ?? DEFAULT_RETRY_AFTER_MS };
   if (UNREACHABLE_ERRORS.has(error)) return { ok: false, error: `${method}: ${error}`, permanent: true, unreachable: true };
   return { ok: false, error: `${method}: ${error}`, permanent: !TRANSIENT_ERRORS.has(error) };
 }

@@ -5,6 +5,7 @@
 // wait (nothing was posted), a 401 drops the kept token and is tried again,
 // a 5xx or no answer is tried again, 403 and 404 mean the bot can no longer
 // post there (removed from the conversation, the app uninstalled).
+import { retryAfterMs } from "../../lib/http.ts";
 import * as z from "zod";
 import { sendTimeoutMs, type DeliveryResult } from "../../runtime/index.ts";
 import { appOf, tokenUrl } from "./config.ts";
@@ -78,18 +79,11 @@ export async function callConnector(env: Env, serviceUrl: string, method: "POST"
   return { status: res.status, body: answer, retryAfter: res.headers.get("retry-after") };
 }
 
-/** Retry-After in seconds or as an HTTP date; a second when Teams says nothing. */
-function retryAfterMs(value: string | null): number {
-  if (value && /^\d+(\.\d+)?$/.test(value.trim())) return Math.max(1, Number(value)) * 1000;
-  const at = value ? Date.parse(value) : NaN;
-  return Number.isFinite(at) ? Math.max(1000, at - Date.now()) : 1000;
-}
-
 /** An answer as the outbox reads it; `ref` is the id of the activity a POST made. */
 export function deliveryOf(answer: ConnectorAnswer): DeliveryResult {
   if (answer.status >= 200 && answer.status < 300) return typeof answer.body?.id === "string" ? { ok: true, ref: answer.body.id } : { ok: true };
   const error = `Teams answered ${answer.status}: ${answer.body?.error?.message ?? answer.body?.error?.code ?? "no description"}`;
-  if (answer.status === 429) return { ok: false, error, retryAfterMs: retryAfterMs(answer.retryAfter) };
+  if (answer.status === 429) return { ok: false, error, retryAfterMs: Math.max(1000, retryAfterMs(answer.retryAfter) ?? 0) };
   if (answer.status >= 500 || answer.status === 401) return { ok: false, error };
   return { ok: false, error, permanent: true, ...(answer.status === 403 || answer.status === 404 ? { unreachable: true } : {}) };
 }

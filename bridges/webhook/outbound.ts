@@ -1,6 +1,7 @@
 // The webhook's side of the outbox: each row is POSTed, signed, to the tenant's
 // callback_url with an Idempotency-Key that stays the same across retries of
 // the row, so a receiver that saw a first attempt can tell the retry apart.
+import { retryAfterMs } from "../../lib/http.ts";
 import { sendTimeoutMs, type ChatOutbound, type DeliveryResult, type OutboxDelivery } from "../../runtime/index.ts";
 import { signatureHeaders } from "../shared/signed-request.ts";
 import { clip, splitText } from "../../lib/text.ts";
@@ -43,8 +44,8 @@ async function deliver(env: Env, delivery: OutboxDelivery): Promise<DeliveryResu
   if (res.ok) return ref ? { ok: true, ref } : { ok: true };
   const error = `callback answered ${res.status}`;
   if (res.status >= 500 || RETRYABLE.has(res.status)) {
-    const retryAfter = Number(res.headers.get("retry-after"));
-    return Number.isFinite(retryAfter) && retryAfter > 0 ? { ok: false, error, retryAfterMs: retryAfter * 1000 } : { ok: false, error };
+    const wait = retryAfterMs(res.headers.get("retry-after"));
+    return wait === undefined ? { ok: false, error } : { ok: false, error, retryAfterMs: wait };
   }
   return { ok: false, error, permanent: true };
 }

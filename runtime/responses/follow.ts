@@ -19,7 +19,6 @@ const KEEP_ALIVE_MS = 15_000;
 /** Where a Server-Sent Events stream is written; `gone` settles once the client has gone. */
 export interface EventSink {
   send(event: { id?: number; event: string; data: unknown }): Promise<void>;
-  readonly closed: boolean;
   readonly gone: Promise<void>;
 }
 
@@ -28,22 +27,14 @@ export function sseResponse(write: (sink: EventSink) => Promise<void>): Response
   const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
   const writer = writable.getWriter();
   const encoder = new TextEncoder();
-  let closed = false;
   let leave = () => {};
   const gone = new Promise<void>((resolve) => (leave = resolve));
   // A write fails once the client has gone: the writer stops, and whatever waits on `gone` wakes.
-  const put = (text: string) =>
-    writer.write(encoder.encode(text)).catch(() => {
-      closed = true;
-      leave();
-    });
+  const put = (text: string) => writer.write(encoder.encode(text)).catch(() => leave());
   const keepAlive = setInterval(() => void put(": keep-alive\n\n"), KEEP_ALIVE_MS);
   const sink: EventSink = {
     // JSON on one line: a data field holds no newline.
     send: ({ id, event, data }) => put(`${id === undefined ? "" : `id: ${id}\n`}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`),
-    get closed() {
-      return closed;
-    },
     gone,
   };
   void write(sink)
