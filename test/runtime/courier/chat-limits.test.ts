@@ -35,34 +35,45 @@ async function slackBurst({ mentions: MENTIONS, channels: CHANNELS }: typeof BUR
     await inBatches(threads, (t) => postEvent(messageEnvelope({ team, channel: t.channel, ts: t.ts, text: t.text })));
 
     const callsIn = async (channel: string): Promise<SlackCall[]> => (await fetch(`${E.FAKE_SLACK_URL}/_control/calls?channel=${channel}`)).json();
-    /** Each thread's status message as it stands (the last state Slack took), by thread ts: "Done." once edited into the answer too. */
+    /** What each call shows in which thread (a status message's state, or the reply), among those Slack took: one it refused showed nothing. */
+    const shown = (calls: SlackCall[]) => {
+      const threadOf = new Map(calls.filter((c) => c.method === "chat.postMessage" && c.ts).map((c) => [c.ts!, c.body.thread_ts!]));
+      return calls
+        .filter((c) => !c.limited && c.authorized && (c.method === "chat.postMessage" || c.method === "chat.update"))
+        .map((c) => ({
+          thread: (c.method === "chat.postMessage" ? c.body.thread_ts : threadOf.get(c.body.ts!))!,
+          // A status carries blocks (its Stop button); a reply is markdown, posted or edited into its status message.
+          status: c.body.blocks ? c.body.text! : undefined,
+          reply: c.body.blocks ? undefined : c.body.markdown_text,
+          answersStatus: c.method === "chat.update" && !c.body.blocks,
+        }));
+    };
+    /**
+     * Each thread's status message as it stands: its last state, or "answered"
+     * once edited into the reply. A thread whose status Slack refused, and whose
+     * answer was ready before the status was sent again, has none: the answer
+     * took the waiting status's place (runtime/effects/outbox.ts, answerInStatus).
+     */
     const statuses = (calls: SlackCall[]) => {
-      const threadOf = new Map(calls.filter((c) => c.method === "chat.postMessage" && c.body.blocks && c.ts).map((c) => [c.ts!, c.body.thread_ts!]));
       const last = new Map<string, string>();
-      for (const c of calls) {
-        if (c.limited || !(c.body.blocks || (c.method === "chat.update" && c.body.markdown_text !== undefined))) continue;
-        const thread = c.method === "chat.postMessage" ? c.body.thread_ts : threadOf.get(c.body.ts!);
-        if (thread) last.set(thread, c.body.blocks ? c.body.text! : "Done.");
-      }
+      for (const s of shown(calls)) if (s.status !== undefined || s.answersStatus) last.set(s.thread, s.status ?? "answered");
       return last;
     };
+    const final = (status: string) => status === "answered" || status.endsWith("Done.");
     const calls = await waitFor(
-      "every status to be final",
+      "every reply, and every status final",
       async () => {
         const all = (await Promise.all(channels.map(callsIn))).flat();
-        const final = [...statuses(all).values()].filter((text) => text.endsWith("Done.")).length;
-        return final === MENTIONS && all;
+        const replied = new Set(shown(all).filter((s) => s.reply !== undefined).map((s) => s.thread)).size;
+        return replied === MENTIONS && [...statuses(all).values()].every(final) && all;
       },
       // Three times the paced floor: a loaded machine is slow, not wrong.
       MENTIONS * 3_000,
     );
-    // A reply is posted, or (a plain turn) its status message edited into it.
-    const threadOf = new Map(calls.filter((c) => c.method === "chat.postMessage" && c.body.blocks && c.ts).map((c) => [c.ts!, c.body.thread_ts!]));
-    const replies = calls
-      .filter((c) => (c.method === "chat.postMessage" ? !c.body.blocks : c.method === "chat.update" && c.body.markdown_text !== undefined) && !c.limited && c.authorized)
-      .map((c) => ({ ...c, body: { ...c.body, thread_ts: c.body.thread_ts ?? threadOf.get(c.body.ts!) } }));
-    expect(replies.map((c) => `${c.body.channel} ${c.body.thread_ts} ${c.body.markdown_text}`).sort()).toEqual(threads.map((t) => `${t.channel} ${t.ts} ok: ${t.text}`).sort());
-    expect([...statuses(calls).entries()].sort()).toEqual(threads.map((t) => [t.ts, expect.stringMatching(/Done\.$/)]).sort());
+    const replies = shown(calls).filter((s) => s.reply !== undefined);
+    expect(replies.map((s) => `${s.thread} ${s.reply}`).sort()).toEqual(threads.map((t) => `${t.ts} ok: ${t.text}`).sort());
+    const stale = [...statuses(calls)].filter(([, status]) => !final(status));
+    expect(stale).toEqual([]);
     // Paced once refused, not bounced: sends go at once until Slack refuses one, then the channel's couriers take
     // turns (runtime/courier/pace.ts), so a post is refused about once at most. How many of a channel's first wave
     // go before its first 429 is answered is the machine's timing (a loaded one sends all 20 at once: about 255
@@ -89,17 +100,27 @@ async function discordBurst({ mentions: MENTIONS }: typeof BURST): Promise<void>
 
     type Call = { method: string; kind: string; channelId?: string; status: number; limited?: string; body: { content?: string } | null };
     const mine = new Set(channels);
+    /** A status reads as its state's icon, then the text (bridges/shared/status.ts); anything else the agent posts is a reply. */
+    const isStatus = (c: Call) => /^(⏳|✅|⏹️|⚠️) /u.test(c.body?.content ?? "");
+    const taken = (calls: Call[]) => calls.filter((c) => c.status === 200 && (c.method === "POST" || c.method === "PATCH"));
+    /**
+     * Each channel's status message as it stands (its last state Discord took).
+     * A status refused, whose turn ended before it was sent again, goes once in
+     * its last state: the waiting row takes each later state (runtime/effects/outbox.ts).
+     */
+    const statuses = (calls: Call[]) => new Map(taken(calls).filter(isStatus).map((c) => [c.channelId!, c.body!.content!]));
     const calls = await waitFor(
-      "every status to be final",
+      "every reply, and every status final",
       async () => {
         const all = ((await (await fetch(`${E.FAKE_DISCORD_URL}/_control/calls?kind=channel`)).json()) as Call[]).filter((c) => mine.has(c.channelId!));
-        const done = new Set(all.filter((c) => c.method === "PATCH" && c.status === 200 && c.body?.content?.includes("Done.")).map((c) => c.channelId));
-        return done.size === MENTIONS && all;
+        const states = statuses(all);
+        const replied = new Set(taken(all).filter((c) => c.method === "POST" && !isStatus(c)).map((c) => c.channelId)).size;
+        return replied === MENTIONS && states.size === MENTIONS && [...states.values()].every((text) => text.endsWith("Done.")) && all;
       },
       // Three times the paced floor: a loaded machine is slow, not wrong.
       MENTIONS * 3_000,
     );
-    const replies = calls.filter((c) => c.method === "POST" && c.status === 200 && !c.body?.content?.startsWith("⏳"));
+    const replies = taken(calls).filter((c) => c.method === "POST" && !isStatus(c));
     expect(replies.map((c) => `${c.channelId} ${c.body!.content}`).sort()).toEqual(channels.map((c, i) => `${c} ok: mention ${i}`).sort());
     const refused = calls.filter((c) => c.status === 429);
     console.log(
