@@ -3,8 +3,10 @@
 // (a channel, a route), shared by every courier that sends there. A key
 // whose limit the platform keeps to itself (Slack's "generous bursts") is
 // learned: its sends go at once until the platform holds the key (a 429), and
-// are paced at its rate only from then until the key has been quiet. It
-// answers at once and keeps its numbers in memory (docs/design.md, "The send pace").
+// are paced at its rate only from then until the key has been quiet. A reply
+// waiting its turn goes ahead of the other sends under its key (another
+// thread's status): it is what a person waits for. It answers at once and
+// keeps its numbers in memory (docs/design.md, "The send pace").
 import { DurableObject } from "cloudflare:workers";
 import type { DeliveryResult, PaceRule } from "../chat.ts";
 import { sleep } from "../../lib/timeout.ts";
@@ -16,6 +18,12 @@ const PACE_JITTER_MS = 50;
 const KEYS_KEPT = 256;
 /** A learned key is paced from the platform's hold until this long after its last send that had to wait its turn (or after the hold ends). */
 const PACED_WHILE_BUSY_MS = 10_000;
+/**
+ * A reply told to come back at a moment keeps that turn for itself this long
+ * past it (its courier's jitter and the call back here, on a loaded machine);
+ * one whose courier has gone holds the others up no longer.
+ */
+const AHEAD_GRACE_MS = 1_000;
 
 /** Go now, or not before `at`. */
 export type Slot = { go: true } | { go: false; at: number };
@@ -25,7 +33,16 @@ export type Slot = { go: true } | { go: false; at: number };
  * spacing, `burst` at most; none before `heldUntil`. A learned key's bucket
  * counts only before `pacedUntil` (the platform held it lately).
  */
-type Bucket = { tokens: number; filledAt: number; heldUntil: number; pacedUntil: number; spacingMs: number; burst: number };
+type Bucket = {
+  tokens: number;
+  filledAt: number;
+  heldUntil: number;
+  pacedUntil: number;
+  spacingMs: number;
+  burst: number;
+  /** Replies told to wait, by send id → until when their turn is kept for them: the others wait behind them. */
+  ahead: Map<string, number>;
+};
 
 export class SendPace extends DurableObject<Env> {
   private readonly buckets = new Map<string, Bucket>();
@@ -34,24 +51,36 @@ export class SendPace extends DurableObject<Env> {
    * Lets one send under `key` through when it has a turn (after a quiet spell,
    * `burst` back to back), else says when to ask again. `pacedAfterHold`: the
    * spacing is the platform's rate, kept only after it held the key (hold) and
-   * while sends queue; otherwise every send goes at once.
+   * while sends queue; otherwise every send goes at once. `reply`: the send's
+   * id, when it is a reply; one told to wait goes before any other send that
+   * is not a reply (its turn is kept for it until it comes back, or shortly
+   * after it was told to).
    */
-  async take(key: string, spacingMs: number, burst = 1, pacedAfterHold = false): Promise<Slot> {
+  async take(key: string, spacingMs: number, burst = 1, pacedAfterHold = false, reply?: string): Promise<Slot> {
     const now = Date.now();
     const bucket = this.bucket(key, now);
     Object.assign(bucket, { spacingMs, burst });
-    if (bucket.heldUntil > now) return { go: false, at: bucket.heldUntil };
-    if (spacingMs <= 0 || (pacedAfterHold && bucket.pacedUntil <= now)) return { go: true };
+    const refuse = (at: number): Slot => {
+      if (reply !== undefined) bucket.ahead.set(reply, at + AHEAD_GRACE_MS);
+      return { go: false, at };
+    };
+    if (bucket.heldUntil > now) return refuse(bucket.heldUntil);
+    if (spacingMs <= 0 || (pacedAfterHold && bucket.pacedUntil <= now)) return this.let(bucket, reply);
     bucket.tokens = Math.min(burst, bucket.tokens + (now - bucket.filledAt) / spacingMs);
     bucket.filledAt = now;
     if (bucket.tokens < 1) {
       const at = now + Math.ceil((1 - bucket.tokens) * spacingMs);
       // A send that waits its turn keeps a learned key paced: the platform would refuse it now.
       bucket.pacedUntil = Math.max(bucket.pacedUntil, at + PACED_WHILE_BUSY_MS);
-      return { go: false, at };
+      return refuse(at);
+    }
+    if (reply === undefined) {
+      for (const [id, until] of bucket.ahead) if (until <= now) bucket.ahead.delete(id);
+      // A reply was told to come back for this turn: it is the reply's.
+      if (bucket.ahead.size > 0) return { go: false, at: Math.min(...bucket.ahead.values()) };
     }
     bucket.tokens -= 1;
-    return { go: true };
+    return this.let(bucket, reply);
   }
 
   /**
@@ -65,11 +94,16 @@ export class SendPace extends DurableObject<Env> {
     Object.assign(bucket, { heldUntil: until, tokens: 1, filledAt: until, pacedUntil: Math.max(bucket.pacedUntil, until + PACED_WHILE_BUSY_MS) });
   }
 
+  private let(bucket: Bucket, reply: string | undefined): Slot {
+    if (reply !== undefined) bucket.ahead.delete(reply);
+    return { go: true };
+  }
+
   private bucket(key: string, now: number): Bucket {
     let bucket = this.buckets.get(key);
     if (bucket) return bucket;
     if (this.buckets.size >= KEYS_KEPT) this.forgetRested(now);
-    bucket = { tokens: 0, filledAt: 0, heldUntil: 0, pacedUntil: 0, spacingMs: 0, burst: 1 };
+    bucket = { tokens: 0, filledAt: 0, heldUntil: 0, pacedUntil: 0, spacingMs: 0, burst: 1, ahead: new Map() };
     this.buckets.set(key, bucket);
     return bucket;
   }
@@ -77,7 +111,7 @@ export class SendPace extends DurableObject<Env> {
   private forgetRested(now: number): void {
     for (const [key, b] of this.buckets) {
       const full = b.spacingMs <= 0 || b.tokens + (now - b.filledAt) / b.spacingMs >= b.burst;
-      if (b.heldUntil <= now && b.pacedUntil <= now && full) this.buckets.delete(key);
+      if (b.heldUntil <= now && b.pacedUntil <= now && full && b.ahead.size === 0) this.buckets.delete(key);
     }
   }
 }
@@ -91,12 +125,13 @@ function paceStub(env: Env, rule: Pick<PaceRule, "key" | "keeper">): DurableObje
 /**
  * A turn to send under every rule, waiting for it until `until` (asking again
  * when told, with a little jitter so the couriers of a channel do not all ask
- * at once); past that, when to come back.
+ * at once); past that, when to come back. `reply`: the send's id when it is a
+ * reply, which goes ahead of the other sends waiting under its keys.
  */
-export async function takeTurn(env: Env, rules: PaceRule[], until: number): Promise<Slot> {
+export async function takeTurn(env: Env, rules: PaceRule[], until: number, reply?: string): Promise<Slot> {
   for (const rule of rules) {
     for (;;) {
-      const slot = await paceStub(env, rule).take(rule.key, rule.spacingMs, rule.burst, rule.pacedAfterHold);
+      const slot = await paceStub(env, rule).take(rule.key, rule.spacingMs, rule.burst, rule.pacedAfterHold, reply);
       if (slot.go) break;
       if (slot.at > until) return slot;
       await sleep(slot.at - Date.now() + Math.random() * PACE_JITTER_MS);

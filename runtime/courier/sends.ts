@@ -56,7 +56,8 @@ export class ChatSends {
     const outbound = outboundFor(this.deps, delivery.address.platform);
     if (!outbound) return { ok: false, error: `no bridge for platform ${delivery.address.platform}`, permanent: true };
     const rules = outbound.paceOf?.(delivery) ?? [];
-    const turn = await takeTurn(this.env, rules, paceUntil);
+    // A reply goes ahead of other threads' status messages waiting under the same keys: the person waits for it.
+    const turn = await takeTurn(this.env, rules, paceUntil, delivery.message.kind === "reply" ? delivery.idempotencyKey : undefined);
     if (!turn.go) return { ok: false, error: `${delivery.address.platform} rate limit: waiting for a turn to send`, retryAfterMs: Math.max(1, turn.at - Date.now()) };
     const sentAt = Date.now();
     const result = await this.platformCall(() => outbound.deliver(this.env, delivery));

@@ -2,7 +2,8 @@
 // burst of threads in one channel is posted at once while Slack lets it
 // (its "generous bursts"), and only Slack's 429 makes the channel wait: out
 // its Retry-After, then at Slack's rate while the channel stays busy, and at
-// once again when it has been quiet (runtime/courier/pace.ts).
+// once again when it has been quiet (runtime/courier/pace.ts). A reply told to
+// wait goes before the other threads' status messages.
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { waitFor } from "../../support.ts";
@@ -52,6 +53,28 @@ describe("the send pace learns from the platform", () => {
     expect(Math.min(...after.map((c) => c.at)) - refused.at).toBeGreaterThanOrEqual(RETRY_AFTER_S * 1000 - 50);
     expect(new Set(replies.map((c) => c.body.thread_ts)).size).toBe(3);
     expect(later.every((ts) => replies.some((c) => c.body.thread_ts === ts))).toBe(true);
+  });
+
+  it("in a paced spell a reply told to wait has the next turn, before another thread's status that asks first; one that never comes back holds none up", async () => {
+    const keeper = env.SEND_PACE.get(env.SEND_PACE.idFromName(`slack:${slackId("T")}`));
+    const key = slackId("C");
+    const sleepUntil = (at: number) => new Promise((r) => setTimeout(r, Math.max(0, at - Date.now())));
+    // Woken first (its first call starts an object: seconds on a loaded machine); then Slack's word.
+    await keeper.take(slackId("C"), 1_000, 2, true);
+    const until = Date.now() + 2_000;
+    await keeper.hold(key, until);
+    // A reply and another thread's status, both told to wait out Slack's word.
+    expect(await keeper.take(key, 1_000, 2, true, "reply")).toEqual({ go: false, at: until });
+    expect(await keeper.take(key, 1_000, 2, true)).toEqual({ go: false, at: until });
+    await sleepUntil(until + 10);
+    // The status asks first, and is told to wait: the turn is the reply's.
+    expect(await keeper.take(key, 1_000, 2, true)).toMatchObject({ go: false });
+    expect(await keeper.take(key, 1_000, 2, true, "reply")).toEqual({ go: true });
+    // A reply told to wait that never comes back (its courier gone) keeps its turn only a moment past it.
+    const told = await keeper.take(key, 1_000, 2, true, "gone");
+    if (told.go) throw new Error("the spacing after the reply let another send through at once");
+    await sleepUntil(told.at + 1_100);
+    expect(await keeper.take(key, 1_000, 2, true)).toEqual({ go: true });
   });
 
   it("after a hold, a learned key is paced at the platform's rate while busy, and at once again when quiet", { timeout: 90_000 }, async () => {
