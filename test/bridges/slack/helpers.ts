@@ -169,6 +169,9 @@ export async function threadMessages(channel: string): Promise<SlackCall[]> {
   });
 }
 
+/** A turn's end may follow a reply the model writes over seconds (7 s in stream-pushback's), and a loaded machine takes three times that: within the test's own 30 s. */
+const STATUS_FINAL_WAIT_MS = 25_000;
+
 /**
  * Waits until the turn's status message was finalised (the last thing a turn
  * delivers): its final state, or for "Done." its edit into a one-message
@@ -181,7 +184,7 @@ export function statusFinal(channel: string, state: "Done." | "Stopped." | "Fail
     if (final || state !== "Done.") return final;
     const statuses = new Set(calls.filter(isStatusPost).map((c) => c.ts));
     return calls.find((c) => c.method === "chat.update" && c.body.markdown_text !== undefined && !c.limited && statuses.has(c.body.ts));
-  });
+  }, STATUS_FINAL_WAIT_MS);
 }
 
 export async function rateLimit(rule: { method: string; channel: string; textIncludes?: string; times: number; retryAfter: number }): Promise<void> {
