@@ -122,7 +122,7 @@ export const responsesRouteDocs: RouteDoc[] = [
   {
     method: "get",
     path: "/tenants/{tenant}/agents/{agent}/conversations/{id}/events",
-    summary: "Follow a conversation as Server-Sent Events (message, tool_result, hold, status, done); resume with Last-Event-ID or ?after=",
+    summary: "Follow a conversation as Server-Sent Events (message, tool_result, hold, status, awaiting, done); resume with Last-Event-ID or ?after=",
     params: followParams,
     query: followQuery,
     responses: { 200: { description: "the event stream", contentType: "text/event-stream" }, 400: { description: "bad id or cursor" }, 404: { description: "no such conversation" } },
