@@ -276,7 +276,7 @@ export class AgentObject extends DurableObject<Env> {
         for (const { callId, output } of events.outputs) {
           const answer = this.tools.answerCaller(conversation, callId, output);
           if (answer === "unknown") throw new Refused(404, `no function call "${callId}" in conversation "${conversation}"`);
-          if (answer === "not waiting") throw new Refused(409, `function call "${callId}" is not waiting for output: it was given its output already, or its turn was stopped`);
+          if (answer === "not waiting") throw new Refused(409, `function call "${callId}" is not waiting for output: it was given its output already, or its turn ended`);
         }
         // As OpenAI's: a function call the model made is answered before the conversation goes on.
         const unanswered = events.message || events.outputs.length > 0 ? this.tools.awaitingCaller(conversation)[0] : undefined;

@@ -81,11 +81,11 @@ export class ToolCalls {
    * goes on at the next pass.
    */
   answerCaller(conversation: string, callId: string, output: string): CallerAnswer {
-    const rows = this.storage.sql
-      .exec<JournalRow>("SELECT * FROM tool_calls WHERE conversation = ? AND json_extract(call, '$.id') = ? ORDER BY started_at DESC", conversation, callId)
-      .toArray();
-    const row = rows.find((r) => r.status === "awaiting");
-    if (!row) return rows.length > 0 ? "not waiting" : "unknown";
+    const row = this.awaitingRows(conversation).find((r) => (JSON.parse(r.call) as ToolCall).id === callId);
+    if (!row) {
+      const made = this.storage.sql.exec<{ n: number }>("SELECT EXISTS (SELECT 1 FROM tool_calls WHERE conversation = ? AND json_extract(call, '$.id') = ?) AS n", conversation, callId).one().n;
+      return made === 1 ? "not waiting" : "unknown";
+    }
     this.finish(row.key, toolResult(JSON.parse(row.call) as ToolCall, { text: output }));
     this.conversations.markForPass(conversation);
     return "answered";
@@ -93,10 +93,16 @@ export class ToolCalls {
 
   /** The ids of the conversation's function calls waiting for the caller's output. */
   awaitingCaller(conversation: string): string[] {
+    return this.awaitingRows(conversation).map((row) => (JSON.parse(row.call) as ToolCall).id);
+  }
+
+  /** The running turn's calls waiting for the caller: a turn that ended (stopped, failed) waits for nobody. */
+  private awaitingRows(conversation: string): JournalRow[] {
+    const conv = this.conversations.get(conversation);
+    if (conv?.status !== "running") return [];
     return this.storage.sql
-      .exec<{ id: string }>("SELECT json_extract(call, '$.id') AS id FROM tool_calls WHERE conversation = ? AND status = 'awaiting' ORDER BY started_at", conversation)
-      .toArray()
-      .map((row) => row.id);
+      .exec<JournalRow>("SELECT * FROM tool_calls WHERE conversation = ? AND turn = ? AND status = 'awaiting' ORDER BY started_at", conversation, conv.turn)
+      .toArray();
   }
 
   row(key: string): JournalRow | undefined {

@@ -277,6 +277,18 @@ test("a caller's function tool streams as a function_call item (added, arguments
   assert.equal(answered.at(-1).response.output_text, "Warm in Rome.");
 });
 
+test("a turn waiting for its function call's output ends with cancel: the call is closed, an output sent after is a 409, and a message starts the next turn", async () => {
+  await script("fncancel", [{ toolCalls: [{ name: "get_weather", arguments: { city: "Lima" } }] }, { text: "Asked again." }]);
+  const first = await client.responses.create({ model: MODEL, input: "[s:fncancel] the weather in Lima?", tools: [WEATHER] });
+  const call = first.output.at(-1);
+  assert.equal(call.type, "function_call");
+  await client.responses.cancel(first.id);
+  await assert.rejects(output(first, call, "mild"), (err) => err.status === 409 && /its turn ended/.test(err.error.message));
+  const next = await client.responses.create({ model: MODEL, previous_response_id: first.id, input: "never mind" });
+  assert.equal(next.output_text, "Asked again.");
+  assert.match(JSON.stringify((await requestsOf("fncancel")).at(-1).body), /Not performed: the turn was stopped/);
+});
+
 test("a function tool named as one of the agent's, or declared wrongly, is a 400 saying so; nothing is written", async () => {
   const clash = { type: "function", name: "clock__now", parameters: { type: "object", properties: {} } };
   await assert.rejects(client.responses.create({ model: MODEL, input: "[s:fnclash] hi", tools: [clash] }), (err) => {
