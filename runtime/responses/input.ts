@@ -120,24 +120,33 @@ const functionTool = z.object({
 /**
  * `tools`: the caller's function tools, each offered to the model beside the
  * agent's own for the turn the response goes to; a tool of another type is
- * the agent's business (its mounts), and is ignored.
+ * the agent's business (its mounts), and is ignored. Checked here (not
+ * transformed: a transform would drop the body's examples from the OpenAPI
+ * document); `functionsOf` reads them.
  */
-export const functionTools = z
+export const callerTools = z
   .array(z.looseObject({ type: z.string({ error: "tools: each tool has a type" }) }))
   .max(128, "tools: at most 128")
   .default([])
-  .transform((tools, ctx): FunctionTool[] => {
-    const functions: FunctionTool[] = [];
+  .superRefine((tools, ctx) => {
+    const names = new Set<string>();
     tools.forEach((tool, i) => {
       if (tool.type !== "function") return;
       const parsed = functionTool.safeParse(tool);
       if (!parsed.success) return parsed.error.issues.forEach((issue) => ctx.addIssue({ code: "custom", message: `tools[${i}]: ${issue.message}`, path: [i, ...issue.path] }));
-      const { name, description, parameters, strict } = parsed.data;
-      if (functions.some((f) => f.name === name)) return ctx.addIssue({ code: "custom", message: `tools[${i}]: a second function named "${name}"`, path: [i, "name"] });
-      functions.push({ name, description: description ?? "", parameters: parameters ?? { type: "object", properties: {} }, strict: strict ?? false });
+      if (names.has(parsed.data.name)) ctx.addIssue({ code: "custom", message: `tools[${i}]: a second function named "${parsed.data.name}"`, path: [i, "name"] });
+      names.add(parsed.data.name);
     });
-    return functions;
   });
+
+/** The function tools of a checked `tools`, as the model is offered them. */
+export function functionsOf(tools: z.output<typeof callerTools>): FunctionTool[] {
+  return tools.flatMap((tool) => {
+    if (tool.type !== "function") return [];
+    const { name, description, parameters, strict } = functionTool.parse(tool);
+    return [{ name, description: description ?? "", parameters: parameters ?? { type: "object", properties: {} }, strict: strict ?? false }];
+  });
+}
 
 /** `input`: a string, or a list of the person's messages and answers to held calls and function calls. */
 export const responseInput = textOrList(z.array(inputItem).min(1, "input has no item"), "input: a string, or a list of the person's messages");

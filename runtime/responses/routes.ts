@@ -17,7 +17,7 @@ import { CONVERSATION_ID, conversationId, FILES_MAX_CHARS, restoredError, parseR
 import type { FeedEvent, ResponseRefusal, ResponseState } from "../feed/index.ts";
 import { type Caller, callerOf, requireTenant } from "../access/index.ts";
 import { agentStub } from "../object/index.ts";
-import { ANSWER_ITEMS, functionTools, responseEvents, responseInput } from "./input.ts";
+import { ANSWER_ITEMS, callerTools, functionsOf, responseEvents, responseInput } from "./input.ts";
 import { responseObject } from "./openai.ts";
 import { settledResponse, streamResponse } from "./response-stream.ts";
 import { followFeed, listenToText, sseResponse } from "./follow.ts";
@@ -61,7 +61,7 @@ export const createResponseBody = z
     background: z.boolean().default(false),
     stream: z.boolean().default(false),
     metadata: z.record(z.string(), z.string().max(512)).default({}),
-    tools: functionTools,
+    tools: callerTools,
   })
   // Sampling parameters and tools other than functions are the agent's own settings: given ones are ignored, as docs/openai.md says.
   .loose()
@@ -165,7 +165,8 @@ export function responsesRoutes(): Hono<{ Bindings: Env }> {
       conversation = (await readResponse(c.env, route, body.previous_response_id)).conversation;
     }
     const id = await newResponseId(route, c.req.header("idempotency-key"));
-    const request = { model: body.model, background: body.background, previousResponseId: body.previous_response_id ?? null, metadata: body.metadata, ...(body.tools.length > 0 ? { tools: body.tools } : {}) };
+    const tools = functionsOf(body.tools);
+    const request = { model: body.model, background: body.background, previousResponseId: body.previous_response_id ?? null, metadata: body.metadata, ...(tools.length > 0 ? { tools } : {}) };
     const caller = callerOf(c);
     const events = await responseEvents(c.env, route, id, conversation ?? `api-${crypto.randomUUID()}`, userOf(caller), body.input);
     let answer: ResponseState | ResponseRefusal | null;
