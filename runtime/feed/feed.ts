@@ -6,20 +6,22 @@
 import { cardFor, type Card, type HoldRow, Holds } from "../../approvals/index.ts";
 import { ConversationRows } from "../../lib/conversation-rows.ts";
 import type { Route } from "../chat.ts";
-import { type LogRow, logRowsAt, transcript, type TranscriptEntry } from "../store/index.ts";
+import { type AwaitingData, type LogRow, logRowsAt, transcript, type TranscriptEntry } from "../store/index.ts";
 import type { TurnOutcome } from "../turns/index.ts";
 
 /**
  * `message`: a person's message, the agent's (with the tool calls it makes), a
  * runtime note or a compaction; `tool_result`: what a tool call answered;
  * `hold`: a call held for a decision, and each state it enters; `status`: a
- * turn started; `done`: a turn ended.
+ * turn started; `awaiting`: the turn waits for the Responses API caller's
+ * output of its function calls `calls` (their ids); `done`: a turn ended.
  */
 export type FeedEvent = { id: number; at: number } & (
   | { type: "message"; turn: number; entry: Exclude<TranscriptEntry, { role: "tool" }> }
   | { type: "tool_result"; turn: number; entry: Extract<TranscriptEntry, { role: "tool" }> }
   | { type: "hold"; card: Card }
   | { type: "status"; turn: number; status: "running" }
+  | { type: "awaiting"; turn: number; calls: string[] }
   | { type: "done"; turn: number; outcome: TurnOutcome; error: string | null }
 );
 
@@ -76,6 +78,7 @@ function holdEvent(id: number, route: Route, hold: HoldRow, state: HoldRow["stat
 
 function logEvent(id: number, row: LogRow): FeedEvent[] {
   if (row.type === "turn_start") return [{ id, at: row.at, type: "status", turn: row.turn, status: "running" }];
+  if (row.type === "awaiting") return [{ id, at: row.at, type: "awaiting", turn: row.turn, calls: (JSON.parse(row.data) as AwaitingData).calls }];
   if (row.type === "turn_end") {
     const end = JSON.parse(row.data) as { outcome: TurnOutcome; error?: string };
     return [{ id, at: row.at, type: "done", turn: row.turn, outcome: end.outcome, error: end.error ?? null }];

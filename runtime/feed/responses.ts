@@ -3,7 +3,10 @@
 // and its output is that turn's events after it was made (feed.ts). Written
 // in the transaction that accepts the message, so a response exists exactly
 // when its message does; its status is read from the feed, never kept twice.
-import type { ChatEvent, Route } from "../chat.ts";
+// A response completes where its turn ends, or where the turn waits for the
+// caller's output of a function tool the caller declared (kept with its
+// request, and offered to the model for that turn).
+import type { ChatEvent, ChatUser, Route } from "../chat.ts";
 import type { JobUsage } from "../models/index.ts";
 import type { ConversationRow } from "../store/index.ts";
 import { type FeedEvent, feedAfter, feedEnd } from "./feed.ts";
@@ -14,17 +17,31 @@ export interface ResponseRequest {
   background: boolean;
   previousResponseId: string | null;
   metadata: Record<string, string>;
+  /** The caller's function tools, offered to the model for the turn the response goes to. */
+  tools?: FunctionTool[];
 }
 
-/** What one create brings the agent: answers to held calls (decided first), then the person's message, if any. */
+/** A function tool a caller declares (OpenAI's FunctionTool), as the model is offered it. */
+export interface FunctionTool {
+  name: string;
+  description: string;
+  /** A JSON schema (type "object"); its values typed loosely, as an RPC carries them (`unknown` is not serializable). */
+  parameters: { [key: string]: object | string | number | boolean | null };
+  strict: boolean;
+}
+
+/** What one create brings the agent, in `conversation` from `user`: answers to held calls (decided first), outputs of the caller's function calls, then the person's message, if any. */
 export interface ResponseEvents {
+  conversation: string;
+  user: ChatUser;
   decisions: Extract<ChatEvent, { kind: "decision" }>[];
+  outputs: { callId: string; output: string }[];
   message?: Extract<ChatEvent, { kind: "message" }>;
 }
 
-/** A create the object refused, with nothing written: an answer to a held call that cannot decide it. */
+/** A create the object refused, with nothing written: an answer that cannot be given, a message while a function call waits, a tool named as one of the agent's. */
 export interface ResponseRefusal {
-  refused: { status: 403 | 404 | 409; message: string };
+  refused: { status: 400 | 403 | 404 | 409; message: string };
 }
 
 export type ResponseStatus = "in_progress" | "completed" | "failed" | "cancelled";
@@ -79,6 +96,18 @@ export class Responses {
     );
   }
 
+  /** The function tools the caller declared for `turn` of the conversation: its latest response's that declared any. */
+  functionsOf(conversation: string, turn: number): FunctionTool[] {
+    const row = this.sql
+      .exec<{ tools: string }>(
+        "SELECT json_extract(request, '$.tools') AS tools FROM responses WHERE conversation = ? AND turn = ? AND json_extract(request, '$.tools') IS NOT NULL ORDER BY created_at DESC, rowid DESC LIMIT 1",
+        conversation,
+        turn,
+      )
+      .toArray()[0];
+    return row ? (JSON.parse(row.tools) as FunctionTool[]) : [];
+  }
+
   find(id: string): ResponseRow | undefined {
     return this.sql.exec<ResponseRow>("SELECT * FROM responses WHERE id = ?", id).toArray()[0];
   }
@@ -93,24 +122,21 @@ export class Responses {
         // Rows of other turns (a note that waited, a hold decided from an earlier turn) are not this response's.
         if ("turn" in event && event.turn !== row.turn) continue;
         events.push(event);
-        if (event.type === "done") return this.#shown(row, usage, events, event.id, event.outcome, event.error);
+        if (event.type === "done") return this.#shown(row, usage, events, event.id, statusOf(event.outcome), event.error);
+        // The turn waits for the caller's function outputs: this response is answered (the next one carries the turn on).
+        if (event.type === "awaiting") return this.#shown(row, usage, events, event.id, "completed", null);
       }
-      if (!page.more) return this.#shown(row, usage, events, page.last, null, null);
+      if (!page.more) return this.#shown(row, usage, events, page.last, "in_progress", null);
       after = page.last;
     }
   }
 
-  #shown(
-    row: ResponseRow,
-    usage: JobUsage,
-    events: FeedEvent[],
-    seen: number,
-    outcome: Extract<FeedEvent, { type: "done" }>["outcome"] | null,
-    error: string | null,
-  ): ResponseState {
-    const status: ResponseStatus =
-      outcome === null ? "in_progress" : outcome === "failed" ? "failed" : outcome === "stopped" || outcome === "restarted" ? "cancelled" : "completed";
+  #shown(row: ResponseRow, usage: JobUsage, events: FeedEvent[], seen: number, status: ResponseStatus, error: string | null): ResponseState {
     const request = JSON.parse(row.request) as ResponseRequest;
     return { id: row.id, conversation: row.conversation, turn: row.turn, createdAt: row.created_at, request, status, error, events, usage, seen };
   }
+}
+
+function statusOf(outcome: Extract<FeedEvent, { type: "done" }>["outcome"]): ResponseStatus {
+  return outcome === "failed" ? "failed" : outcome === "stopped" || outcome === "restarted" ? "cancelled" : "completed";
 }

@@ -40,3 +40,8 @@ export const FEED_AND_RESPONSES_TABLES = `
     created_at INTEGER NOT NULL
   );
 `;
+
+/** The caller's function tools of a turn are read by (conversation, turn) at each model call and tool step (Responses.functionsOf). */
+export const RESPONSES_BY_TURN = `
+  CREATE INDEX responses_by_turn ON responses (conversation, turn);
+`;

@@ -15,8 +15,8 @@ import { modelChoice, ModelJobs, type RecentUsage } from "../models/index.ts";
 import { modelFrom, mountsFrom, NO_SETTINGS, platformSecret, registerAgent, secondMessageFrom, SettingsCopy, type SettingsText } from "../control/index.ts";
 import { Conversations, Identity, logRows, transcript, type TranscriptEntry } from "../store/index.ts";
 import { Retention, retentionMs } from "../store/index.ts";
-import { Delegation, type Family } from "../turns/index.ts";
-import { feedAfter, type FeedPage, feedRows, followAsk, Followers, type ResponseEvents, type ResponseRefusal, type ResponseRequest, responseMessage, Responses, type ResponseState, tellFollowersAfterEachCall } from "../feed/index.ts";
+import { DELEGATE, Delegation, type Family } from "../turns/index.ts";
+import { feedAfter, type FeedPage, feedRows, followAsk, Followers, type FunctionTool, type ResponseEvents, type ResponseRefusal, type ResponseRequest, responseMessage, Responses, type ResponseState, tellFollowersAfterEachCall } from "../feed/index.ts";
 import { AgentDeletion, type DeletionReport } from "./deletion.ts";
 import { AuditOutbox } from "./audit-outbox.ts";
 import { Inbound } from "./inbound.ts";
@@ -101,7 +101,7 @@ export class AgentObject extends DurableObject<Env> {
     this.tools = new ToolCalls(ctx.storage, this.store, this.effects, this.sessions, (pass, conv, key, call) => this.approvals.hold(pass, conv, key, call), {
       answersLater: (name) => this.delegation.answersLater(name),
       take: (pass, conv, key, call) => this.delegation.take(pass, conv, key, call),
-    });
+    }, (conv) => this.responses.functionsOf(conv.id, conv.turn));
     this.delegation = new Delegation(this.sql, env, this.store, this.tools, () => this.turns);
     this.toolLists = new ToolLists(this.store, this.effects, this.sessions);
     this.outbox = new Outbox(ctx.storage, id, deps, this.effects, (conversation, error) => this.store.noteError(conversation, error));
@@ -207,7 +207,7 @@ export class AgentObject extends DurableObject<Env> {
   }
 
   /** `accept` runs in one transaction; with `event` accepted, a pass starts. */
-  async #accept<T extends SubmitResult>(route: Route, event: ChatEvent, accept: () => T): Promise<T> {
+  async #accept<T extends SubmitResult>(route: Route, event: Pick<ChatEvent, "conversation" | "user">, accept: () => T): Promise<T> {
     this.identity.claim(route);
     this.identity.checkBridge(route, event.user.platform);
     this.deletion.refuseIfDeleted(route);
@@ -248,17 +248,20 @@ export class AgentObject extends DurableObject<Env> {
 
   /**
    * A Responses API call: its answers to held calls (each decided as a click
-   * on its card, by `caller` in the trail), its message, and the response
-   * waiting for the turn they go to, written together; an answer that cannot
-   * decide its hold refuses the whole call, nothing written. A retry of the
-   * call (its id) writes nothing and reads the response.
+   * on its card, by `caller` in the trail), its outputs of the caller's
+   * function calls (each the call's result, once), its message, and the
+   * response waiting for the turn they go to, written together; an answer
+   * that cannot be given refuses the whole call, nothing written, and so does
+   * a message or output that leaves a function call without its output, or a
+   * function tool named as one of the agent's. A retry of the call (its id)
+   * writes nothing and reads the response.
    */
   async respond(route: Route, id: string, events: ResponseEvents, request: ResponseRequest, caller: string): Promise<ResponseState | ResponseRefusal | null> {
     if (this.#answers(route) && this.responses.find(id)) return this.response(route, id);
-    const first = events.decisions[0] ?? events.message!;
-    const conversation = first.conversation;
+    const { conversation } = events;
     try {
-      await this.#accept(route, first, () => {
+      await this.#accept(route, events, () => {
+        this.#ownToolNamed(request.tools ?? []);
         const after = this.responses.mark(conversation);
         let decided = false;
         for (const decision of events.decisions) {
@@ -270,7 +273,16 @@ export class AgentObject extends DurableObject<Env> {
           this.audits.record(route, decision, result, caller);
           decided = true;
         }
-        const result = events.message ? this.inbound.accept(route, responseMessage(this.store.get(conversation), events.message)) : { accepted: decided, conversation, status: "idle" as const };
+        for (const { callId, output } of events.outputs) {
+          const answer = this.tools.answerCaller(conversation, callId, output);
+          if (answer === "unknown") throw new Refused(404, `no function call "${callId}" in conversation "${conversation}"`);
+          if (answer === "not waiting") throw new Refused(409, `function call "${callId}" is not waiting for output: it was given its output already, or its turn ended`);
+        }
+        // As OpenAI's: a function call the model made is answered before the conversation goes on.
+        const unanswered = events.message || events.outputs.length > 0 ? this.tools.awaitingCaller(conversation)[0] : undefined;
+        if (unanswered) throw new Refused(400, `No tool output found for function call ${unanswered}.`);
+        const given = decided || events.outputs.length > 0;
+        const result = events.message ? this.inbound.accept(route, responseMessage(this.store.get(conversation), events.message)) : { accepted: given, conversation, status: "idle" as const };
         if (result.accepted) this.responses.record(id, this.store.get(conversation)!, after, request, events.message !== undefined);
         return result;
       });
@@ -279,6 +291,14 @@ export class AgentObject extends DurableObject<Env> {
       throw err;
     }
     return this.response(route, id);
+  }
+
+  /** A caller's function tool may not take the name of one of the agent's own (a mount's tool, `delegate`). */
+  #ownToolNamed(tools: FunctionTool[]): void {
+    if (tools.length === 0) return;
+    const own = new Set([...this.#gateway().tools().map((tool) => tool.name), DELEGATE]);
+    const clash = tools.filter((tool) => own.has(tool.name)).map((tool) => tool.name);
+    if (clash.length > 0) throw new Refused(400, `tools: ${clash.join(", ")} ${clash.length === 1 ? "is the name of one" : "are names"} of the agent's own tools; name the function otherwise`);
   }
 
   async response(route: Route, id: string): Promise<ResponseState | null> {
@@ -457,7 +477,7 @@ export class AgentObject extends DurableObject<Env> {
 tellFollowersAfterEachCall(AgentObject.prototype);
 measureHandlers(AgentObject.prototype, AGENT_HANDLERS);
 
-/** An answer to a held call that cannot decide it: thrown inside the transaction, so nothing of the call is written. */
+/** A create the object refuses (an answer that cannot be given, …): thrown inside the transaction, so nothing of the call is written. */
 class Refused extends Error {
   constructor(
     readonly status: ResponseRefusal["refused"]["status"],

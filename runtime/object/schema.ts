@@ -11,7 +11,7 @@ import { EFFECTS_TABLE, EFFECTS_WORK_OUTBOX_RUNS, MESSAGE_REFS_SHOWN, MESSAGE_RE
 import { MODEL_JOBS_RATE_LIMITS, MODEL_JOBS_TABLE } from "../models/index.ts";
 import { LEASES_TABLE, MOUNT_SESSIONS_TABLE, TOOL_CALLS_RETENTION, TOOL_CALLS_TABLE } from "../tools/index.ts";
 import { DELEGATIONS_TABLE } from "../turns/index.ts";
-import { FEED_AND_RESPONSES_TABLES } from "../feed/index.ts";
+import { FEED_AND_RESPONSES_TABLES, RESPONSES_BY_TURN } from "../feed/index.ts";
 
 /** A person's change made from a chat, waiting for its audit effect to append it to the control plane (runtime/object/audit-outbox.ts). */
 const AUDIT_OUTBOX_TABLE = `CREATE TABLE audit_outbox (id TEXT PRIMARY KEY, conversation TEXT NOT NULL, entry TEXT NOT NULL, created_at INTEGER NOT NULL);`;
@@ -51,6 +51,7 @@ export const AGENT_MIGRATIONS: readonly Migration[] = [
   { name: "delegations", sql: DELEGATIONS_TABLE },
   { name: "audit outbox", sql: AUDIT_OUTBOX_TABLE },
   { name: "outbox refs index", sql: OUTBOX_REFS_INDEX },
+  { name: "responses by turn", sql: RESPONSES_BY_TURN },
 ];
 
 /** Brings the object's schema to this deploy's; throws MigrationError (all rolled back) when a migration fails. */

@@ -1,14 +1,16 @@
 // What a Responses API caller sends as `input`, made into our events: the
 // person's messages (their text, and the pictures and files among their
-// content parts, read and stored as a chat's are: runtime/edge/files.ts), and
+// content parts, read and stored as a chat's are: runtime/edge/files.ts),
 // their answers to held calls (mcp_approval_response items), each a decision
-// on its hold as a click on its card would be.
+// on its hold as a click on its card would be, and the outputs of the calls of
+// their own function tools (function_call_output items); and those tools, as
+// `tools` declares them.
 import * as z from "zod";
 import { fromBase64 } from "../../lib/base64.ts";
 import { HttpError, isHttpsOrLoopback } from "../../lib/http.ts";
 import type { ChatUser, Route } from "../chat.ts";
 import { FILE_NAME_MAX_CHARS, type GivenFile, readGivenFiles, withStoredImages } from "../edge/index.ts";
-import type { ResponseEvents } from "../feed/index.ts";
+import type { FunctionTool, ResponseEvents } from "../feed/index.ts";
 
 const inputText = z.string().trim().min(1, "input must not be empty").max(32_000);
 
@@ -87,9 +89,66 @@ const approvalResponse = z.object({
   id: z.string().nullish(),
 });
 
-const inputItem = z.discriminatedUnion("type", [inputMessage, approvalResponse], { error: "an input item is a message (role: user) or an mcp_approval_response" });
+/** The caller's output of a call of its function tool: its text, or input_text parts (joined). */
+const functionCallOutput = z.object({
+  type: z.literal("function_call_output"),
+  call_id: z.string().min(1, "call_id: the call_id of the function_call item it answers").max(200),
+  output: z.union([z.string().max(256_000), z.array(textPart).min(1)], { error: "output: a string, or a list of input_text parts" }),
+  id: z.string().nullish(),
+  status: z.string().nullish(),
+});
 
-/** `input`: a string, or a list of the person's messages and answers to held calls. */
+const inputItem = z.discriminatedUnion("type", [inputMessage, approvalResponse, functionCallOutput], {
+  error: "an input item is a message (role: user), an mcp_approval_response or a function_call_output",
+});
+
+/** The input items that answer something the agent asked in a conversation: they come with previous_response_id (or conversation). */
+export const ANSWER_ITEMS: ReadonlySet<string> = new Set(["mcp_approval_response", "function_call_output"]);
+
+/** A caller's function tool (OpenAI's FunctionTool): no parameters is no arguments. */
+const functionTool = z.object({
+  type: z.literal("function"),
+  name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "name: 1 to 64 letters, digits, _ or -"),
+  description: z.string().max(8_000).nullish(),
+  parameters: z
+    .record(z.string(), z.json(), 'parameters: a JSON schema of type "object"')
+    .refine((schema) => schema.type === "object", 'parameters: a JSON schema of type "object"')
+    .nullish(),
+  strict: z.boolean().nullish(),
+});
+
+/**
+ * `tools`: the caller's function tools, each offered to the model beside the
+ * agent's own for the turn the response goes to; a tool of another type is
+ * the agent's business (its mounts), and is ignored. Checked here (not
+ * transformed: a transform would drop the body's examples from the OpenAPI
+ * document); `functionsOf` reads them.
+ */
+export const callerTools = z
+  .array(z.looseObject({ type: z.string({ error: "tools: each tool has a type" }) }))
+  .max(128, "tools: at most 128")
+  .default([])
+  .superRefine((tools, ctx) => {
+    const names = new Set<string>();
+    tools.forEach((tool, i) => {
+      if (tool.type !== "function") return;
+      const parsed = functionTool.safeParse(tool);
+      if (!parsed.success) return parsed.error.issues.forEach((issue) => ctx.addIssue({ code: "custom", message: `tools[${i}]: ${issue.message}`, path: [i, ...issue.path] }));
+      if (names.has(parsed.data.name)) ctx.addIssue({ code: "custom", message: `tools[${i}]: a second function named "${parsed.data.name}"`, path: [i, "name"] });
+      names.add(parsed.data.name);
+    });
+  });
+
+/** The function tools of a checked `tools`, as the model is offered them. */
+export function functionsOf(tools: z.output<typeof callerTools>): FunctionTool[] {
+  return tools.flatMap((tool) => {
+    if (tool.type !== "function") return [];
+    const { name, description, parameters, strict } = functionTool.parse(tool);
+    return [{ name, description: description ?? "", parameters: parameters ?? { type: "object", properties: {} }, strict: strict ?? false }];
+  });
+}
+
+/** `input`: a string, or a list of the person's messages and answers to held calls and function calls. */
 export const responseInput = textOrList(z.array(inputItem).min(1, "input has no item"), "input: a string, or a list of the person's messages");
 
 type Input = z.output<typeof responseInput>;
@@ -100,18 +159,25 @@ type Message = NonNullable<ResponseEvents["message"]>;
  * The input as events, with `id` the response's (a retry with the same id is
  * the same events): the messages' text and files as one message, each file
  * read under the chat's caps and each picture stored in R2 before the object
- * is asked; each approval response a decision by `user`.
+ * is asked; each approval response a decision by `user`; each function call
+ * output its text.
  */
 export async function responseEvents(env: Env, route: Route, id: string, conversation: string, user: ChatUser, input: Input): Promise<ResponseEvents> {
   const items = typeof input === "string" ? [{ type: "message" as const, role: "user" as const, content: input }] : input;
   const texts: string[] = [];
   const files: GivenFile[] = [];
   const decisions: Decision[] = [];
+  const outputs: ResponseEvents["outputs"] = [];
   items.forEach((item, i) => {
     if (item.type === "mcp_approval_response") {
       const holdId = item.approval_request_id;
       const reason = item.reason?.trim() || undefined;
       decisions.push({ id: `resp:${id}:${holdId}`, kind: "decision", conversation, user, holdId, approve: item.approve, boundTo: route, ...(reason ? { reason } : {}) });
+      return;
+    }
+    if (item.type === "function_call_output") {
+      if (outputs.some((o) => o.callId === item.call_id)) throw new HttpError(400, `input[${i}]: a second function_call_output for call_id "${item.call_id}"`);
+      outputs.push({ callId: item.call_id, output: typeof item.output === "string" ? item.output : item.output.map((part) => part.text).join("") });
       return;
     }
     if (typeof item.content === "string") return void texts.push(item.content);
@@ -124,11 +190,12 @@ export async function responseEvents(env: Env, route: Route, id: string, convers
     });
   });
   const text = texts.filter((t) => t.trim() !== "").join("\n\n");
+  const given = { conversation, user, decisions, outputs };
   if (text === "" && files.length === 0) {
-    if (decisions.length === 0) throw new HttpError(400, "bad body: input has no words, picture, file or mcp_approval_response");
-    return { decisions };
+    if (decisions.length === 0 && outputs.length === 0) throw new HttpError(400, "bad body: input has no words, picture, file, mcp_approval_response or function_call_output");
+    return given;
   }
   const attachments = await readGivenFiles(files);
   const message: Message = { id: `resp:${id}`, kind: "message", conversation, user, text, ...(attachments.length > 0 ? { attachments } : {}) };
-  return { decisions, message: (await withStoredImages(env, route, message)) as Message };
+  return { ...given, message: (await withStoredImages(env, route, message)) as Message };
 }

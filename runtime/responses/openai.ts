@@ -108,7 +108,7 @@ export function responseObject(state: ResponseState, output: OutputItem[] = outp
     top_p: null,
     text: { format: { type: "text" } },
     tool_choice: "auto",
-    tools: [],
+    tools: (request.tools ?? []).map((tool) => ({ type: "function", ...tool })),
     truncation: "disabled",
     // OpenAI counts cached input in input_tokens; the provider call counts it apart.
     usage: {

@@ -17,7 +17,7 @@ import { CONVERSATION_ID, conversationId, FILES_MAX_CHARS, restoredError, parseR
 import type { FeedEvent, ResponseRefusal, ResponseState } from "../feed/index.ts";
 import { type Caller, callerOf, requireTenant } from "../access/index.ts";
 import { agentStub } from "../object/index.ts";
-import { responseEvents, responseInput } from "./input.ts";
+import { ANSWER_ITEMS, callerTools, functionsOf, responseEvents, responseInput } from "./input.ts";
 import { responseObject } from "./openai.ts";
 import { settledResponse, streamResponse } from "./response-stream.ts";
 import { followFeed, listenToText, sseResponse } from "./follow.ts";
@@ -61,13 +61,14 @@ export const createResponseBody = z
     background: z.boolean().default(false),
     stream: z.boolean().default(false),
     metadata: z.record(z.string(), z.string().max(512)).default({}),
+    tools: callerTools,
   })
-  // Sampling and tool parameters are the agent's own settings: given ones are ignored, as the README says.
+  // Sampling parameters and tools other than functions are the agent's own settings: given ones are ignored, as docs/openai.md says.
   .loose()
   .refine((body) => !(body.conversation && body.previous_response_id), "give conversation or previous_response_id, not both")
   .refine(
-    (body) => typeof body.input === "string" || !body.input.some((item) => item.type === "mcp_approval_response") || body.conversation || body.previous_response_id,
-    "an mcp_approval_response answers a request of one conversation: give previous_response_id (or conversation) with it",
+    (body) => typeof body.input === "string" || !body.input.some((item) => ANSWER_ITEMS.has(item.type ?? "message")) || body.conversation || body.previous_response_id,
+    "an mcp_approval_response or function_call_output answers what the agent asked in one conversation: give previous_response_id (or conversation) with it",
   )
   .meta({ examples: [{ model: "demo/helper", input: "What time is it?", background: true }] });
 
@@ -91,7 +92,13 @@ export const responsesRouteDocs: RouteDoc[] = [
     path: "/responses",
     summary: "OpenAI Responses API: a message to the agent `model` names; answers when its turn ends, at once (background), or as the Responses event stream",
     body: createResponseBody,
-    responses: { 200: { description: "the response (or, with stream, its events)", schema: responseSchema }, 400: oaiError("bad request"), 404: oaiError("no such previous response") },
+    responses: {
+      200: { description: "the response (or, with stream, its events)", schema: responseSchema },
+      400: oaiError("bad request, or a function call left without its output"),
+      403: oaiError("an mcp_approval_response the caller may not give"),
+      404: oaiError("no such previous response, approval request or function call"),
+      409: oaiError("an approval request decided, or a function call given its output, already"),
+    },
   },
   {
     method: "get",
@@ -115,7 +122,7 @@ export const responsesRouteDocs: RouteDoc[] = [
   {
     method: "get",
     path: "/tenants/{tenant}/agents/{agent}/conversations/{id}/events",
-    summary: "Follow a conversation as Server-Sent Events (message, tool_result, hold, status, done); resume with Last-Event-ID or ?after=",
+    summary: "Follow a conversation as Server-Sent Events (message, tool_result, hold, status, awaiting, done); resume with Last-Event-ID or ?after=",
     params: followParams,
     query: followQuery,
     responses: { 200: { description: "the event stream", contentType: "text/event-stream" }, 400: { description: "bad id or cursor" }, 404: { description: "no such conversation" } },
@@ -158,7 +165,8 @@ export function responsesRoutes(): Hono<{ Bindings: Env }> {
       conversation = (await readResponse(c.env, route, body.previous_response_id)).conversation;
     }
     const id = await newResponseId(route, c.req.header("idempotency-key"));
-    const request = { model: body.model, background: body.background, previousResponseId: body.previous_response_id ?? null, metadata: body.metadata };
+    const tools = functionsOf(body.tools);
+    const request = { model: body.model, background: body.background, previousResponseId: body.previous_response_id ?? null, metadata: body.metadata, ...(tools.length > 0 ? { tools } : {}) };
     const caller = callerOf(c);
     const events = await responseEvents(c.env, route, id, conversation ?? `api-${crypto.randomUUID()}`, userOf(caller), body.input);
     let answer: ResponseState | ResponseRefusal | null;

@@ -195,6 +195,11 @@ export class Conversations {
     return this.sql.exec<LogRow>(`SELECT * FROM log WHERE conversation = ? AND type IN (${MESSAGE_TYPES_SQL}) ORDER BY seq DESC LIMIT 1`, conversation).toArray()[0];
   }
 
+  /** Whether the turn said, after the assistant message at `seq`, that it waits for the caller's function outputs (an `awaiting` row). */
+  awaitingSince(conversation: string, seq: number): boolean {
+    return this.sql.exec<{ n: number }>("SELECT EXISTS (SELECT 1 FROM log WHERE conversation = ? AND seq > ? AND type = 'awaiting') AS n", conversation, seq).one().n === 1;
+  }
+
   /** Whether a person steered `conv`'s current turn (wrote to it while it ran). */
   steeredInTurn(conv: ConversationRow): boolean {
     // From the turn's start on (log_turn_starts, then log_by_conversation): the turn's rows alone, however long the conversation.

@@ -5,9 +5,11 @@ import type { ChatUser } from "../chat.ts";
 /**
  * `standing`: the standing documents put in the system prompt from here on
  * (until the next compaction); `compaction`: a compaction asked for by the
- * provider, started or failed (a handover is one that succeeded).
+ * provider, started or failed (a handover is one that succeeded); `awaiting`:
+ * the turn waits for the Responses API caller's output of its function calls
+ * (AwaitingData).
  */
-export type LogType = "turn_start" | "turn_end" | "user" | "assistant" | "tool_result" | "marker" | "handover" | "standing" | "compaction";
+export type LogType = "turn_start" | "turn_end" | "user" | "assistant" | "tool_result" | "marker" | "handover" | "standing" | "compaction" | "awaiting";
 
 export type LogRow = {
   seq: number;
@@ -67,6 +69,11 @@ export type CompactionData =
   | { event: "started"; trigger: CompactionTrigger; keepFrom: number; summarised: number; kept: number }
   /** The summary call failed: nothing changed. */
   | { event: "failed"; error: string };
+
+/** The calls (their ids) of the assistant message before it that wait for the caller's function_call_output. */
+export interface AwaitingData {
+  calls: string[];
+}
 
 /** The lines of each mount's standing document, as the system prompt shows them from this row on. */
 export interface StandingData {

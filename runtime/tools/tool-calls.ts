@@ -2,11 +2,14 @@
 // call found started after an eviction is a replay (invariant 8). Calls of a
 // plugin that runs in the object are made in the pass; any other call is an
 // effect a courier performs off the object, with the mount's secret resolved
-// there, and its result comes back as an event, like a model reply.
+// there, and its result comes back as an event, like a model reply. A call of
+// one of the Responses API caller's own function tools is performed by nobody
+// here: its row waits ("awaiting") for the caller's function_call_output, and
+// the turn says so in its log once nothing else of the step is left.
 import type { AssistantMessage, ImageContent, ToolCall, ToolResultMessage } from "@mariozechner/pi-ai";
-import type { CallScope, GatewayResult, Mount } from "../../plugins/index.ts";
+import type { CallScope, GatewayResult, ModelTool, Mount } from "../../plugins/index.ts";
 import { ConversationRows } from "../../lib/conversation-rows.ts";
-import { type Conversations, type ConversationRow } from "../store/index.ts";
+import { type AwaitingData, type Conversations, type ConversationRow } from "../store/index.ts";
 import type { Effects } from "../effects/index.ts";
 import type { LeaseUse } from "./leases.ts";
 import type { MountSessions } from "./mount-sessions.ts";
@@ -43,7 +46,10 @@ export interface Delegations {
   take(pass: PassContext, conv: ConversationRow, key: string, call: ToolCall): ToolResultMessage | "started" | undefined;
 }
 
-type JournalRow = { key: string; conversation: string; turn: number; name: string; call: string; status: "started" | "done"; result: string | null };
+type JournalRow = { key: string; conversation: string; turn: number; name: string; call: string; status: "started" | "awaiting" | "done"; result: string | null };
+
+/** Why a caller's function_call_output found no call to answer: none of that id, or one no longer waiting (answered, or its turn stopped). */
+export type CallerAnswer = "answered" | "unknown" | "not waiting";
 
 /** The journal of one conversation, as retention archives it (runtime/store/archive.ts). */
 export function toolCallRows(sql: SqlStorage): ConversationRows<"tool_calls"> {
@@ -60,7 +66,44 @@ export class ToolCalls {
     readonly hold: (pass: PassContext, conv: ConversationRow, key: string, call: ToolCall) => ToolResultMessage,
     /** Delegation's verbs (code mode's calls are refused by them too). */
     readonly delegations: Delegations,
+    /** The function tools a Responses API caller declared for the conversation's current turn (runtime/feed/responses.ts). */
+    private readonly callerTools: (conv: ConversationRow) => ModelTool[],
   ) {}
+
+  /** The caller's function tools the model is offered beside the agent's own: a name a mount has taken since is the mount's. */
+  callerFunctions(pass: PassContext, conv: ConversationRow): ModelTool[] {
+    return this.callerTools(conv).filter((tool) => !pass.gateway.mountOf(tool.name));
+  }
+
+  /**
+   * The caller's output for its function call `callId` of the conversation:
+   * the call's result, once (a single transition from awaiting), and the turn
+   * goes on at the next pass.
+   */
+  answerCaller(conversation: string, callId: string, output: string): CallerAnswer {
+    const row = this.awaitingRows(conversation).find((r) => (JSON.parse(r.call) as ToolCall).id === callId);
+    if (!row) {
+      const made = this.storage.sql.exec<{ n: number }>("SELECT EXISTS (SELECT 1 FROM tool_calls WHERE conversation = ? AND json_extract(call, '$.id') = ?) AS n", conversation, callId).one().n;
+      return made === 1 ? "not waiting" : "unknown";
+    }
+    this.finish(row.key, toolResult(JSON.parse(row.call) as ToolCall, { text: output }));
+    this.conversations.markForPass(conversation);
+    return "answered";
+  }
+
+  /** The ids of the conversation's function calls waiting for the caller's output. */
+  awaitingCaller(conversation: string): string[] {
+    return this.awaitingRows(conversation).map((row) => (JSON.parse(row.call) as ToolCall).id);
+  }
+
+  /** The running turn's calls waiting for the caller: a turn that ended (stopped, failed) waits for nobody. */
+  private awaitingRows(conversation: string): JournalRow[] {
+    const conv = this.conversations.get(conversation);
+    if (conv?.status !== "running") return [];
+    return this.storage.sql
+      .exec<JournalRow>("SELECT * FROM tool_calls WHERE conversation = ? AND turn = ? AND status = 'awaiting' ORDER BY started_at", conversation, conv.turn)
+      .toArray();
+  }
 
   row(key: string): JournalRow | undefined {
     return this.storage.sql.exec<JournalRow>("SELECT * FROM tool_calls WHERE key = ?", key).toArray()[0];
@@ -102,11 +145,17 @@ export class ToolCalls {
   async run(pass: PassContext, conv: ConversationRow, assistantSeq: number, calls: ToolCall[]): Promise<"done" | "waiting" | "stopped"> {
     const results: ToolResultMessage[] = [];
     let answeredLater = false;
+    const awaiting: string[] = [];
     for (const call of calls) {
       const key = toolCallKey(conv.id, assistantSeq, call);
       const row = this.row(key);
       if (row?.status === "done") {
         results.push(JSON.parse(row.result!) as ToolResultMessage);
+        continue;
+      }
+      if (row?.status === "awaiting" || (!row && this.callerFunctions(pass, conv).some((tool) => tool.name === call.name))) {
+        if (!row) this.start(key, conv, call, "awaiting");
+        awaiting.push(call.id);
         continue;
       }
       if (row && this.delegations.answersLater(row.name)) {
@@ -138,7 +187,11 @@ export class ToolCalls {
       results.push(result);
       if (!this.conversations.stillRunning(conv)) return "stopped"; // interrupted while the tool ran
     }
-    if (answeredLater) return "waiting";
+    // Once only the caller's calls are left, the turn says it waits for them: the response that asked completes there.
+    if (awaiting.length > 0 && !answeredLater && !this.conversations.awaitingSince(conv.id, assistantSeq)) {
+      this.conversations.append(conv.id, conv.turn, "awaiting", { calls: awaiting } satisfies AwaitingData);
+    }
+    if (answeredLater || awaiting.length > 0) return "waiting";
     this.storage.transactionSync(() => {
       for (const result of results) this.conversations.append(conv.id, conv.turn, "tool_result", result);
     });
@@ -146,14 +199,15 @@ export class ToolCalls {
   }
 
   /** Written before a call is made: found started after an eviction, the call is a replay. */
-  start(key: string, conv: ConversationRow, call: ToolCall): void {
+  start(key: string, conv: ConversationRow, call: ToolCall, status: "started" | "awaiting" = "started"): void {
     this.storage.sql.exec(
-      "INSERT INTO tool_calls (key, conversation, turn, name, call, status, started_at) VALUES (?, ?, ?, ?, ?, 'started', ?)",
+      "INSERT INTO tool_calls (key, conversation, turn, name, call, status, started_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
       key,
       conv.id,
       conv.turn,
       call.name,
       JSON.stringify(call),
+      status,
       Date.now(),
     );
   }
@@ -225,6 +279,8 @@ export class ToolCalls {
       const result =
         this.result(key) ??
         toolResult(call, { text: underway ? "Interrupted while running: the outcome is unknown." : "Not performed: the turn was stopped.", isError: true });
+      // A call the caller never answered is closed too: an output sent later finds it no longer waiting.
+      if (row?.status === "awaiting") this.finish(key, result);
       this.conversations.append(conv.id, conv.turn, "tool_result", result);
     }
   }

@@ -5,6 +5,6 @@ export { DEFAULT_SECOND_MESSAGE, SECOND_MESSAGE_STRATEGIES, secondMessageSchema,
 export { systemPrompt } from "./system-prompt.ts";
 export { Turns } from "./turns.ts";
 export type { Children, TurnOutcome } from "./children.ts";
-export { CHILD_ID } from "./delegate-tool.ts";
+export { CHILD_ID, DELEGATE } from "./delegate-tool.ts";
 export { Delegation, type Family } from "./delegation.ts";
 export { DELEGATIONS_TABLE } from "./schema.ts";

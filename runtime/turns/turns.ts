@@ -1,7 +1,9 @@
 // The turn state machine. A turn starts with a person's message (or a runtime
 // note), alternates model calls and tool calls, takes steering before each
 // model call, compacts on the way when a request would not fit, and ends done,
-// stopped, failed, compacted or (a compaction that failed) unchanged.
+// stopped, failed, compacted or (a compaction that failed) unchanged. The
+// model is offered the agent's tools and, for a turn a Responses API caller
+// declared function tools for, the caller's: the turn waits for their outputs.
 // `advance` moves one conversation until it must wait; it never waits for the model.
 import type { AssistantMessage } from "@mariozechner/pi-ai";
 import { clip } from "../../lib/text.ts";
@@ -345,7 +347,7 @@ export class Turns {
       if (limit) return this.storage.transactionSync(() => this.end(conv, "failed", limit));
       const rows = this.conversations.tail(conv);
       const child = this.children.isChild(conv) ? { child: true as const } : {};
-      const request: ModelRequest = { model: pass.pick, systemPrompt: this.systemPromptOf(pass, conv, rows), messages: modelMessages(rows), tools: this.children.toolsOf(conv, pass.gateway), ...child };
+      const request: ModelRequest = { model: pass.pick, systemPrompt: this.systemPromptOf(pass, conv, rows), messages: modelMessages(rows), tools: [...this.children.toolsOf(conv, pass.gateway), ...this.tools.callerFunctions(pass, conv)], ...child };
       const body = JSON.stringify(request);
       const trigger = compactionTrigger(pass.model.settings, estimateTokens(requestChars(body, request.messages), rows), rows);
       const plan = trigger && planCompaction(pass.model.settings, rows, trigger);

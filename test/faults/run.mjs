@@ -35,6 +35,14 @@
 // unknown" (never run twice), model call 2 answers REPLY-1, and the machine is
 // destroyed with the turn's end: none is left on the host.
 //
+// "responses: between a function_call and its output" is a turn of the OpenAI
+// Responses API: model call 1 calls the caller's own function tool, so the
+// response completes with a function_call item and the turn waits for its
+// output; the kill comes then, and after the restart the caller's
+// function_call_output carries the turn on: model call 2 answers REPLY-1,
+// the output given to the turn once (a resend of the follow-up is the same
+// response, by its Idempotency-Key).
+//
 // Each kill point is an event from the fakes (test/fakes/gates.mjs), never a
 // sleep: the fake holds the chosen request (or has just answered it) and the
 // harness kills at once. Every wait is bounded. Exit code 1 on any loss or
@@ -115,6 +123,7 @@ const POINTS = [
     hold: (run) => ["teams", (c) => c.conversation === run.teamsConversation && String(c.activity.text).includes(`REPLY-1 ${run.id}`)],
   },
   { name: "during exec", machine: true, hold: (run) => ["ledger", (i) => i.op === "append" && i.entry === run.entryC] },
+  { name: "responses: between a function_call and its output", responses: true },
 ];
 
 const gates = new Gates();
@@ -383,9 +392,44 @@ async function directConverse(run, deadline) {
   }
 }
 
+/** The Responses API turn's agent, and the caller's function tool its model calls. */
+const RESPONSES_TENANT = "apifaults";
+const NOTE_TOOL = { type: "function", name: "note_entry", description: "Notes an entry in the caller's book.", parameters: { type: "object", properties: { entry: { type: "string" } }, required: ["entry"] } };
+
+/** A create of the Responses API (sent again while the Worker is down, as a client retries); its answer, or why it failed. */
+async function createResponse(body, deadline, headers = {}) {
+  const init = { method: "POST", headers: { authorization: `Bearer ${vars.ADMIN_TOKEN}`, "content-type": "application/json", ...headers }, body: JSON.stringify({ model: `${RESPONSES_TENANT}/agent`, tools: [NOTE_TOOL], ...body }) };
+  const res = await toWorker("/v1/responses", init, deadline);
+  if (!res.ok) throw new Error(`a create was answered ${res.status}: ${await res.text()}`);
+  return res.json();
+}
+
+/**
+ * The caller's side of the Responses API turn: a create whose answer is the
+ * model's function_call; then (after the kill, when there is one) its output,
+ * whose response must carry REPLY-1. Counts, in the conversation as the
+ * Agents API shows it, the output given and REPLY-1 said: each once.
+ */
+async function responsesConverse(run, deadline) {
+  const first = await createResponse({ input: `[s:${run.id}] note ${run.entryA}` }, deadline);
+  const call = first.output.at(-1);
+  if (first.status !== "completed" || call?.type !== "function_call") throw new Error(`the first response is not a completed function_call: ${JSON.stringify(first)}`);
+  run.paused?.();
+  await run.restarted;
+  const input = [{ type: "function_call_output", call_id: call.call_id, output: `noted ${run.entryA}` }];
+  const second = await createResponse({ previous_response_id: first.id, input }, deadline, { "Idempotency-Key": `output-${run.id}` });
+  if (!second.output_text.includes(`REPLY-1 ${run.id}`)) throw new Error(`the output's response has no REPLY-1: ${JSON.stringify(second)}`);
+  const res = await toWorker(`/v1/tenants/${RESPONSES_TENANT}/agents/agent/conversations/${first.conversation.id}`, { headers: { authorization: `Bearer ${vars.ADMIN_TOKEN}` } }, deadline);
+  const { transcript } = await res.json();
+  const given = transcript.filter((e) => e.role === "tool" && e.toolCallId === call.call_id).length;
+  const said = transcript.filter((e) => e.role === "assistant" && e.text.includes(`REPLY-1 ${run.id}`)).length;
+  run.twice = Math.abs(given - 1) + Math.abs(said - 1);
+}
+
 /** The person's side of the turn: mention the agent, then approve the card once REPLY-1 is there. */
 async function converse(run, deadline) {
   if (run.point.direct) return directConverse(run, deadline);
+  if (run.point.responses) return responsesConverse(run, deadline);
   const mention = {
     type: "event_callback",
     team_id: TEAM,
@@ -418,6 +462,11 @@ async function converse(run, deadline) {
 /** Resolves when the kill point is reached: a held request arrived, or the watched answer was sent. */
 function killPoint(run) {
   const { point } = run;
+  // The caller waits, its function_call answered, until the Worker has been killed and restarted.
+  if (point.responses) {
+    run.restarted = new Promise((resolve) => (run.restart = resolve));
+    return new Promise((resolve) => (run.paused = resolve));
+  }
   if (point.hold) {
     const [fake, match] = point.hold(run);
     gates.holdOnce(fake, match);
@@ -515,9 +564,10 @@ async function machinesLeft() {
   return left.length;
 }
 
-const tenantOf = (run) => (run.point.direct ? directOf(run).tenant : TEAM);
+const tenantOf = (run) => (run.point.direct ? directOf(run).tenant : run.point.responses ? RESPONSES_TENANT : TEAM);
 
 function steps(run) {
+  if (run.point.responses) return [{ toolCalls: [{ name: "note_entry", arguments: { entry: run.entryA } }] }, { text: `REPLY-1 ${run.id}: the entry is noted.` }];
   if (run.point.direct) return [{ toolCalls: [{ name: "ledger__append", arguments: { entry: run.entryA } }] }, { text: `REPLY-1 ${run.id}: the entry is recorded.` }];
   if (run.point.machine) {
     const append = `curl -sS -m 55 -H 'content-type: application/json' -d '{"entry":"${run.entryC}"}' ${ledgerUrl}/append`;
@@ -559,6 +609,7 @@ async function trial(run) {
     }
     deadline.at = Infinity;
     note = `restarted in ${await crashAndRestart()} ms`;
+    run.restart?.();
     deadline.at = Date.now() + SETTLE_MS;
   }
   const result = await conversation;
@@ -569,7 +620,8 @@ async function trial(run) {
   }
   await quiet(run);
   // A reply said twice is two messages in the thread holding it; one that is not whole (a stream left half-way) counts too.
-  let dupReplies = run.point.direct ? 0 : Math.max(0, cardPosts(run).length - 1);
+  // The Responses API turn's are counted in its conversation: the function's output given, and REPLY-1 said.
+  let dupReplies = run.point.direct || run.point.responses ? (run.twice ?? 0) : Math.max(0, cardPosts(run).length - 1);
   for (const whole of steps(run).flatMap((step) => (step.text ? [step.text] : []))) {
     const held = run.point.direct ? (await directOf(run).messages(run)).filter((m) => m.includes(whole.split(":")[0])).map((text) => ({ text })) : await replyMessages(run, whole.split(" ")[0]);
     dupReplies += Math.max(0, held.length - 1) + held.filter((m) => m.text !== whole || m.streaming).length;

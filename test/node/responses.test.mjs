@@ -1,7 +1,8 @@
 // The OpenAI Responses API and the follow of a conversation, against `wrangler
 // dev` with the fake model provider and the fake Slack: the official `openai`
 // client runs plain, streamed and background responses (polled, cancelled),
-// sees a tool call's items and a held call's, a reply's text in deltas as the
+// sees a tool call's items and a held call's, calls its own function tool and
+// answers it (across a kill too), a reply's text in deltas as the
 // provider streams it (with no call into the agent's object per piece), and
 // keeps a conversation across calls; then a follower of a Slack conversation is cut off by a kill of the
 // dev server mid-turn and resumes with Last-Event-ID, missing nothing.
@@ -189,6 +190,116 @@ test("stream: true sends a reply the provider streams in 20 pieces as text delta
 
   // OpenAI's client makes output_text from the items: the messages stay apart there too.
   assert.equal((await client.responses.retrieve(completed.response.id)).output_text, `Let me check the clock.\n\n${reply}`);
+});
+
+// ---- the caller's own function tools ---------------------------------------------
+
+/** A function tool of the caller's, as OpenAI's documentation declares one. */
+const WEATHER = {
+  type: "function",
+  name: "get_weather",
+  description: "The weather in a city now.",
+  parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"], additionalProperties: false },
+  strict: true,
+};
+/** A response waiting for its function call's output across the kill below: answered after the restart. */
+let pendingCall;
+const output = (previous, call, text, tools = [WEATHER], options) =>
+  client.responses.create({ model: MODEL, previous_response_id: previous.id, input: [{ type: "function_call_output", call_id: call.call_id, output: text }], tools }, options);
+
+test("a caller's function tool is offered beside the agent's; the model's call of it ends a completed response as a function_call item; its function_call_output carries the turn on to an answer using it, once", async () => {
+  await script("fn", [{ text: "Let me look.", toolCalls: [{ name: "get_weather", arguments: { city: "Paris" } }] }, { text: "It is sunny in Paris." }]);
+  const first = await client.responses.create({ model: MODEL, input: "[s:fn] the weather in Paris?", tools: [WEATHER] });
+  assert.equal(first.status, "completed");
+  assert.deepEqual(first.output.map((item) => item.type), ["message", "function_call"]);
+  const call = first.output.at(-1);
+  assert.deepEqual([call.name, JSON.parse(call.arguments), call.status], ["get_weather", { city: "Paris" }, "completed"]);
+  assert.match(call.call_id, /\S/);
+  assert.equal(first.output_text, "Let me look.");
+  assert.deepEqual(first.tools.map((tool) => [tool.type, tool.name]), [["function", "get_weather"]]);
+  // Offered beside the agent's own tools, with its schema as the caller gave it.
+  const asked = (await requestsOf("fn"))[0].body;
+  const offered = JSON.stringify(asked.tools);
+  assert.ok(offered.includes("get_weather") && offered.includes("clock__now"), offered);
+  assert.ok(offered.includes("The weather in a city now."), offered);
+
+  // The turn waits: a plain message is refused as OpenAI refuses it, and so is an output for a call that is not there.
+  await assert.rejects(client.responses.create({ model: MODEL, previous_response_id: first.id, input: "never mind" }), (err) => {
+    assert.equal(err.status, 400);
+    assert.equal(err.error.message, `No tool output found for function call ${call.call_id}.`);
+    return true;
+  });
+  await assert.rejects(output(first, { call_id: "call_not_made" }, "{}"), (err) => err.status === 404 && /no function call "call_not_made"/.test(err.error.message));
+  assert.equal((await requestsOf("fn")).length, 1, "the model was not asked meanwhile");
+
+  // The output, sent twice with one Idempotency-Key (a client's retry), is one response and one result.
+  const key = { headers: { "Idempotency-Key": `fn-${Date.now()}` } };
+  const second = await output(first, call, JSON.stringify({ sky: "sunny", celsius: 21 }), [WEATHER], key);
+  assert.equal(second.status, "completed");
+  assert.equal(second.conversation.id, first.conversation.id);
+  assert.equal(second.output_text, "It is sunny in Paris.");
+  assert.equal(second.previous_response_id, first.id);
+  assert.deepEqual(await output(first, call, JSON.stringify({ sky: "sunny", celsius: 21 }), [WEATHER], key), second);
+  const requests = await requestsOf("fn");
+  assert.equal(requests.length, 2);
+  assert.match(JSON.stringify(requests[1].body), /celsius\\":21/, "the model was given the output");
+  // Sent again without the key: the call has its output; nothing is given twice.
+  await assert.rejects(output(second, call, "{}"), (err) => {
+    assert.equal(err.status, 409);
+    assert.match(err.error.message, new RegExp(`function call "${call.call_id}" is not waiting for output: it was given its output already`));
+    return true;
+  });
+  const view = await api(`/tenants/acme/agents/helper/conversations/${first.conversation.id}`);
+  assert.deepEqual(view.transcript.filter((e) => e.role === "tool").map((e) => [e.toolCallId, e.text]), [[call.call_id, '{"sky":"sunny","celsius":21}']]);
+  assert.equal((await requestsOf("fn")).length, 2, "no model call for the refused output");
+
+  // A call that waits across the kill at the end of this file.
+  await script("fnkill", [{ toolCalls: [{ name: "get_weather", arguments: { city: "Oslo" } }] }, { text: "Snow in Oslo." }]);
+  pendingCall = await client.responses.create({ model: MODEL, input: "[s:fnkill] the weather in Oslo?", tools: [WEATHER] });
+  assert.equal(pendingCall.output.at(-1).type, "function_call");
+});
+
+test("a caller's function tool streams as a function_call item (added, arguments delta and done, done) before response.completed", async () => {
+  await script("fnstream", [{ toolCalls: [{ name: "get_weather", arguments: { city: "Rome" } }] }, { text: "Warm in Rome." }]);
+  const events = [];
+  for await (const event of await client.responses.create({ model: MODEL, input: "[s:fnstream] the weather in Rome?", tools: [WEATHER], stream: true })) events.push(event);
+  const types = events.map((e) => e.type);
+  assert.deepEqual(types.slice(-5), ["response.output_item.added", "response.function_call_arguments.delta", "response.function_call_arguments.done", "response.output_item.done", "response.completed"]);
+  const done = events.at(-2).item;
+  assert.deepEqual([done.type, done.name, done.arguments, done.status], ["function_call", "get_weather", '{"city":"Rome"}', "completed"]);
+  assert.equal(events.at(-1).response.status, "completed");
+  assert.deepEqual(events.at(-1).response.output.at(-1), done);
+
+  const answered = [];
+  const response = events.at(-1).response;
+  for await (const event of await client.responses.create({ model: MODEL, previous_response_id: response.id, input: [{ type: "function_call_output", call_id: done.call_id, output: "warm" }], tools: [WEATHER], stream: true })) answered.push(event);
+  assert.equal(answered.at(-1).type, "response.completed");
+  assert.equal(answered.at(-1).response.output_text, "Warm in Rome.");
+});
+
+test("a turn waiting for its function call's output ends with cancel: the call is closed, an output sent after is a 409, and a message starts the next turn", async () => {
+  await script("fncancel", [{ toolCalls: [{ name: "get_weather", arguments: { city: "Lima" } }] }, { text: "Asked again." }]);
+  const first = await client.responses.create({ model: MODEL, input: "[s:fncancel] the weather in Lima?", tools: [WEATHER] });
+  const call = first.output.at(-1);
+  assert.equal(call.type, "function_call");
+  await client.responses.cancel(first.id);
+  await assert.rejects(output(first, call, "mild"), (err) => err.status === 409 && /its turn ended/.test(err.error.message));
+  const next = await client.responses.create({ model: MODEL, previous_response_id: first.id, input: "never mind" });
+  assert.equal(next.output_text, "Asked again.");
+  assert.match(JSON.stringify((await requestsOf("fncancel")).at(-1).body), /Not performed: the turn was stopped/);
+});
+
+test("a function tool named as one of the agent's, or declared wrongly, is a 400 saying so; nothing is written", async () => {
+  const clash = { type: "function", name: "clock__now", parameters: { type: "object", properties: {} } };
+  await assert.rejects(client.responses.create({ model: MODEL, input: "[s:fnclash] hi", tools: [clash] }), (err) => {
+    assert.equal(err.status, 400);
+    assert.match(err.error.message, /tools: clock__now is the name of one of the agent's own tools/);
+    return true;
+  });
+  await assert.rejects(client.responses.create({ model: MODEL, input: "hi", tools: [{ type: "function", name: "f", parameters: { type: "string" } }] }), (err) => err.status === 400 && /tools\[0\]: parameters: a JSON schema of type "object"/.test(err.error.message));
+  await assert.rejects(client.responses.create({ model: MODEL, input: "hi", tools: [{ type: "function", name: "no spaces" }] }), (err) => err.status === 400 && /tools\[0\]: name: 1 to 64 letters/.test(err.error.message));
+  await assert.rejects(client.responses.create({ model: MODEL, input: "hi", tools: [WEATHER, WEATHER] }), (err) => err.status === 400 && /tools\[1\]: a second function named "get_weather"/.test(err.error.message));
+  assert.equal((await requestsOf("fnclash")).length, 0, "no turn started");
 });
 
 test("a stream: true response's stream, dropped mid-way, is resumed by id from the last sequence number, missing nothing and repeating nothing; asked again whole, it is the same events", async () => {
@@ -507,8 +618,9 @@ test("errors come in OpenAI's shape", async () => {
   });
   await assert.rejects(client.responses.retrieve(`resp_${Buffer.from("acme/helper").toString("base64url")}_${"0".repeat(32)}`), (err) => err.status === 404 && err.error.type === "not_found_error");
   await assert.rejects(client.responses.create({ model: MODEL, input: [{ role: "system", content: "obey" }] }), (err) => err.status === 400 && /role: user/.test(err.error.message));
-  await assert.rejects(client.responses.create({ model: MODEL, input: [{ role: "user", content: [{ type: "input_text", text: " " }] }] }), (err) => err.status === 400 && /input has no words, picture, file or mcp_approval_response/.test(err.error.message));
-  await assert.rejects(client.responses.create({ model: MODEL, input: [{ type: "function_call_output", call_id: "c1", output: "{}" }] }), (err) => err.status === 400 && /an input item is a message \(role: user\) or an mcp_approval_response/.test(err.error.message));
+  await assert.rejects(client.responses.create({ model: MODEL, input: [{ role: "user", content: [{ type: "input_text", text: " " }] }] }), (err) => err.status === 400 && /input has no words, picture, file, mcp_approval_response or function_call_output/.test(err.error.message));
+  await assert.rejects(client.responses.create({ model: MODEL, input: [{ type: "function_call", call_id: "c1", name: "f", arguments: "{}" }] }), (err) => err.status === 400 && /an input item is a message \(role: user\), an mcp_approval_response or a function_call_output/.test(err.error.message));
+  await assert.rejects(client.responses.create({ model: MODEL, input: [{ type: "function_call_output", call_id: "c1", output: "{}" }] }), (err) => err.status === 400 && /function_call_output answers .* give previous_response_id/.test(err.error.message));
   const stranger = new OpenAI({ apiKey: "not-the-key", baseURL: `${worker.url}/v1`, maxRetries: 0 });
   await assert.rejects(stranger.responses.create({ model: MODEL, input: "hi" }), (err) => err.status === 401 && err.error.type === "authentication_error");
 });
@@ -603,6 +715,15 @@ test("a follower of a Slack conversation sees each event once and in order, and 
   worker = await startWorker({ cwd: ROOT, vars, persistDir: worker.persistDir, port: worker.port });
   // The responses live in the agent's object: one made before the kill reads the same after it.
   if (earlier) assert.deepEqual(await client.responses.retrieve(earlier.id), earlier);
+  // A function call that waited across the kill is given its output once, and the turn answers with it.
+  if (pendingCall) {
+    const call = pendingCall.output.at(-1);
+    const answered = await output(pendingCall, call, "snowing");
+    assert.equal(answered.output_text, "Snow in Oslo.");
+    assert.match(JSON.stringify((await requestsOf("fnkill")).at(-1).body), /snowing/);
+    await assert.rejects(output(pendingCall, call, "snowing"), (err) => err.status === 409);
+    assert.equal((await requestsOf("fnkill")).length, 2);
+  }
   // The cut-off call is answered only for its redelivery: the first release frees the dead one.
   await release("follow");
   await release("follow");

@@ -398,7 +398,7 @@ describe("Inbound", () => {
     const tools: ToolCalls = new ToolCalls(storage, store, effects, new MountSessions(storage.sql), () => { throw new Error("no holds here"); }, {
       answersLater: (name) => delegation.answersLater(name),
       take: (pass, conv, key, call) => delegation.take(pass, conv, key, call),
-    });
+    }, () => []);
     const delegation: Delegation = new Delegation(storage.sql, env, store, tools, () => turns);
     const turns: Turns = new Turns(storage, store, jobs, tools, outbox, typing, undefined as never, () => "steer", delegation);
     return { store, accept: new Inbound(store, turns, jobs, undefined as never, (_conv, status) => `status: ${status}`) };
