@@ -5,7 +5,7 @@
 // back the message Discord already made.
 import type { APIMessage, RESTPostAPIChannelMessageJSONBody, RESTRateLimit } from "discord-api-types/v10";
 import { hmacHex } from "../../lib/http.ts";
-import { openingSince, sendTimeoutMs, type ChatOutbound, type DeliveryResult, type OutboundMessage, type OutboxDelivery, type PaceRule, type ReplyAddress, type Route, type StreamTarget } from "../../runtime/index.ts";
+import { openingSince, sendTimeoutMs, type ChatOutbound, type DeliveryResult, type OutboundMessage, type OutboxDelivery, type PaceRule, type ReplyAddress, type Route, type StreamTarget, type TypingSchedule } from "../../runtime/index.ts";
 import { clip, splitText } from "../../lib/text.ts";
 import { snowflake, targetSchema } from "./address.ts";
 import { apiBaseUrl, botToken } from "./config.ts";
@@ -187,6 +187,14 @@ async function edit(env: Env, channelId: string, ref: string, text: string): Pro
 }
 
 
+/**
+ * Discord's "is typing…" lasts 10 seconds, or until the bot posts: sent again
+ * every 8. The turn's status message says it is working from the start, so
+ * the indicator first shows once a turn has run that long: a short turn makes
+ * no such call (3 calls a plain turn: its status, the reply, the status's end).
+ */
+const TYPING: TypingSchedule = { firstMs: 8_000, everyMs: 8_000 };
+
 /** The bot's typing indicator in the conversation's channel: it lasts 10 seconds, or until the bot posts. */
 async function typing(env: Env, _route: Route, address: ReplyAddress): Promise<DeliveryResult> {
   const target = targetSchema.safeParse(address.target);
@@ -201,6 +209,7 @@ export const discordOutbound: ChatOutbound = {
   deliver,
   paceOf,
   typing,
+  typingSchedule: () => TYPING,
   stream: streamReply,
   // DMs have no guild: the bridge routes them to the tenant dm-<user>.
   isDirect: (_by, _address, route) => route.tenant.startsWith("dm-"),

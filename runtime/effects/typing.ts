@@ -14,7 +14,7 @@ import { type ReplyAddress, outboundFor, type RuntimeDeps, type TypingSchedule }
 import type { ConversationRow, Conversations } from "../store/index.ts";
 import type { Effects } from "./effects.ts";
 
-/** A platform's typing indicator without a schedule of its own (Discord's lasts 10 seconds) is renewed this often, before it fades. */
+/** A platform's typing indicator without a schedule of its own is shown at once and renewed this often (before a 10 s indicator fades). */
 export const TYPING_REFRESH_MS = 8_000;
 
 export class Typing {
