@@ -63,9 +63,14 @@ export async function startFakes({ gates } = {}) {
       { id: "fake-responses", api: "openai-responses", baseUrl: `${provider.url}/v1`, auth: { secret: "FAKE_PROVIDER_KEY" } },
       { id: "fake-anthropic", api: "anthropic-messages", baseUrl: provider.url, auth: { secret: "FAKE_PROVIDER_KEY" } },
       { id: "fake-gemini", api: "google-generative-ai", baseUrl: `${provider.url}/v1beta`, auth: { secret: "FAKE_PROVIDER_KEY" } },
-      // The provider-gate tests' own: they rate-limit its key on purpose, and a key's gate is one object for the
-      // whole run (every test file shares the runtime), so no other test's turns wait behind their limits.
+      // The provider-gate tests' own, one for each API: they rate-limit these keys on purpose, and a key's gate is
+      // one object for the whole run (every test file shares the runtime), so no other test's turns wait behind
+      // their limits, nor take the probe after one (a call of another file whose object its test evicts never
+      // says how it went, and holds the key's waiting turns for the probe's 30 s lease).
       { id: "fake-gated", baseUrl: `${provider.url}/v1`, auth: { secret: "FAKE_PROVIDER_KEY" }, models: { "test-model": {} } },
+      { id: "fake-gated-responses", api: "openai-responses", baseUrl: `${provider.url}/v1`, auth: { secret: "FAKE_PROVIDER_KEY" } },
+      { id: "fake-gated-anthropic", api: "anthropic-messages", baseUrl: provider.url, auth: { secret: "FAKE_PROVIDER_KEY" } },
+      { id: "fake-gated-gemini", api: "google-generative-ai", baseUrl: `${provider.url}/v1beta`, auth: { secret: "FAKE_PROVIDER_KEY" } },
     ]),
     HARNESS_MODEL: "fake/test-model",
     FAKE_PROVIDER_KEY,

@@ -42,9 +42,9 @@ function insideWindows(log: BusyLog, key: "operator" | "tenant" = "operator"): B
 }
 
 const APIS = [
-  { name: "Anthropic (retry-after)", model: "fake-anthropic/claude-sonnet-4-5" },
+  { name: "Anthropic (retry-after)", model: "fake-gated-anthropic/claude-sonnet-4-5" },
   { name: "OpenAI (retry-after-ms)", model: "fake-gated/test-model" },
-  { name: "Gemini (RetryInfo)", model: "fake-gemini/gemini-2.5-flash" },
+  { name: "Gemini (RetryInfo)", model: "fake-gated-gemini/gemini-2.5-flash" },
 ];
 
 describe("a provider's rate limit on the operator's key", () => {
@@ -176,11 +176,11 @@ describe("a provider's rate limit on the operator's key", () => {
     const prefix = unique("byok");
     await limitKey(prefix, 3_000, 4_000);
     const [operator, own] = [unique("gate-op"), unique("gate-own")];
-    await chooseModels({ [operator]: "fake-responses/gpt-4.1-mini" });
+    await chooseModels({ [operator]: "fake-gated-responses/gpt-4.1-mini" });
     const byok = await worker(`/v1/tenants/${own}/model`, {
       method: "PUT",
       headers: { authorization: "Bearer test-admin-token", "content-type": "application/json" },
-      body: JSON.stringify({ model: "fake-responses/gpt-4.1-mini", secret: "FAKE_TENANT_KEY" }),
+      body: JSON.stringify({ model: "fake-gated-responses/gpt-4.1-mini", secret: "FAKE_TENANT_KEY" }),
     });
     expect(byok.status).toBe(200);
     const waiting = `${prefix}op`;
@@ -205,7 +205,7 @@ describe("a provider's rate limit on the operator's key", () => {
       const prefix = unique("patience");
       await limitKey(prefix, 2_000);
       const tenant = await tenantWithCallback();
-      await chooseModels({ [tenant]: "fake-responses/gpt-4.1-mini" });
+      await chooseModels({ [tenant]: "fake-gated-responses/gpt-4.1-mini" });
       const s = `${prefix}c`;
       await script(s, [{ text: "never" }]);
       expect((await send(tenant, message("c", `[s:${s}] hi`))).status).toBe(202);
@@ -224,7 +224,7 @@ describe("a provider's rate limit on the operator's key", () => {
       const prefix = unique("patience");
       await limitKey(prefix, 2_000);
       const tenant = unique("patience");
-      await chooseModels({ [tenant]: "fake-responses/gpt-4.1-mini" });
+      await chooseModels({ [tenant]: "fake-gated-responses/gpt-4.1-mini" });
       const s = `${prefix}c`;
       await script(s, [{ text: "never" }]);
       await postMessage(tenant, "a", { text: `[s:${s}] hi`, conversation: s });
