@@ -146,6 +146,9 @@ export class ToolCalls {
     const results: ToolResultMessage[] = [];
     let answeredLater = false;
     const awaiting: string[] = [];
+    // The caller's function tools, read once per step (from the responses table) and only if a call has no row yet.
+    let callers: Set<string> | undefined;
+    const callersTool = (name: string) => (callers ??= new Set(this.callerFunctions(pass, conv).map((tool) => tool.name))).has(name);
     for (const call of calls) {
       const key = toolCallKey(conv.id, assistantSeq, call);
       const row = this.row(key);
@@ -153,7 +156,7 @@ export class ToolCalls {
         results.push(JSON.parse(row.result!) as ToolResultMessage);
         continue;
       }
-      if (row?.status === "awaiting" || (!row && this.callerFunctions(pass, conv).some((tool) => tool.name === call.name))) {
+      if (row?.status === "awaiting" || (!row && callersTool(call.name))) {
         if (!row) this.start(key, conv, call, "awaiting");
         awaiting.push(call.id);
         continue;
